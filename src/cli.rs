@@ -1,0 +1,125 @@
+//! The command-line interface: clap definitions (also used for completions and the man page).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0  ok
+  1  other failure
+  2  usage error (bad arguments or bad input)
+  3  not found (store, revision, path, target), or an ambiguous revision
+  4  integrity failure (corrupt or missing object, damaged ref or log)
+  5  store_conflict (a ref moved under us, or different bytes under one name)
+  6  refused for security (host key, authentication, permissions)
+  7  transport failure
+
+With --json every command prints one JSON document on stdout, errors included:
+{\"ok\":false,\"error\":{\"code\":\"not_found\",\"exit_code\":3,\"message\":...,\"hint\":...}}";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "baton",
+    version,
+    about = "Content-addressed store and sync tool for agent handoff bundles",
+    after_help = EXIT_CODES
+)]
+pub struct Cli {
+    /// The store to use [default: $BATON_STORE, else the nearest .baton/ upwards]
+    #[arg(long, global = true, value_name = "PATH", env = "BATON_STORE")]
+    pub store: Option<PathBuf>,
+    /// Print one JSON document on stdout (errors included)
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Print only what was asked for: no progress, no notes
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create a store (./.baton, or the --store path)
+    Init,
+    /// Snapshot DIR as a new bundle on top of `current`; prints the bundle id
+    Save(SaveArgs),
+    /// Show history from REV (default: current), newest first
+    Log(LogArgs),
+    /// Show a bundle's manifest and files
+    Show {
+        /// Revision: id, unique prefix (8+ hex digits), current, current~N, targets/NAME
+        rev: String,
+    },
+    /// Print one file of a bundle: REV:PATH
+    Cat {
+        /// REV:PATH, e.g. current:handoff.md
+        spec: String,
+    },
+    /// Restore a bundle's files into DIR (absent or empty)
+    Checkout {
+        rev: String,
+        dir: PathBuf,
+    },
+    /// List the paths that differ between two bundles
+    Diff {
+        old: String,
+        new: String,
+    },
+    /// Check integrity: the whole store (every object rehashed), or REV and its history
+    Verify {
+        rev: Option<String>,
+    },
+    /// Remove objects unreachable from every ref and log line, after a grace period
+    Gc(GcArgs),
+    /// Print a shell completion script
+    Completions {
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff)
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub struct SaveArgs {
+    /// The directory to snapshot
+    pub dir: PathBuf,
+    /// The agent or person handing off
+    #[arg(long, value_name = "AGENT", env = "BATON_FROM", default_value = "")]
+    pub from: String,
+    /// The agent or person receiving
+    #[arg(long, value_name = "AGENT", default_value = "")]
+    pub to: String,
+    /// One line saying what this handoff is
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub summary: String,
+    /// Free text
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub note: String,
+    /// Metadata, repeatable
+    #[arg(long = "meta", value_name = "KEY=VALUE")]
+    pub meta: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Where to start (default: current)
+    pub rev: Option<String>,
+    /// Show at most N bundles
+    #[arg(short = 'n', long = "max-count", value_name = "N")]
+    pub max: Option<usize>,
+    /// Show the audit log of ref moves instead of bundle history
+    #[arg(long)]
+    pub audit: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Keep unreachable objects younger than this (e.g. 14days, 1h, 0s)
+    #[arg(long, value_name = "DURATION", default_value = "14days")]
+    pub grace: humantime::Duration,
+    /// Report what would be removed, remove nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}

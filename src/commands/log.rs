@@ -1,0 +1,82 @@
+//! `baton log`: bundle history newest first, or the audit log of ref moves.
+
+use std::collections::{BinaryHeap, HashMap};
+use std::fmt::Write;
+
+use serde_json::json;
+
+use super::{bundle_json, handoff_line};
+use crate::cli::LogArgs;
+use crate::error::Result;
+use crate::format::bundle::unix_seconds;
+use crate::format::names::RefName;
+use crate::output::{Ctx, Outcome};
+
+pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
+    let store = ctx.open_store()?;
+    if args.audit {
+        return audit(&store, args.max);
+    }
+    let start = match &args.rev {
+        Some(rev) => store.resolve(rev)?,
+        None => match store.read_ref(&RefName::Current)? {
+            Some(id) => id,
+            None => return Ok(Outcome::new("", json!({ "bundles": [] }))),
+        },
+    };
+    let limit = args.max.unwrap_or(usize::MAX);
+    // Newest first across all parents (merges from imports), like `git log`.
+    let mut heap = BinaryHeap::new();
+    let mut queued = HashMap::new();
+    let first = store.read_bundle(&start)?;
+    heap.push((unix_seconds(first.created_time()), start));
+    queued.insert(start, first);
+    let mut human = String::new();
+    let mut bundles = Vec::new();
+    while let Some((_, id)) = heap.pop() {
+        if bundles.len() >= limit {
+            break;
+        }
+        let Some(bundle) = queued.get(&id).cloned() else { continue };
+        let _ = writeln!(human, "bundle {id}");
+        let who = handoff_line(&bundle.from, &bundle.to);
+        if !who.is_empty() {
+            let _ = writeln!(human, "Handoff: {who}");
+        }
+        let _ = writeln!(human, "Date:    {}", bundle.created);
+        if bundle.parents.len() > 1 {
+            let parents: Vec<String> = bundle.parents.iter().map(|p| p.short()).collect();
+            let _ = writeln!(human, "Merge:   {}", parents.join(" "));
+        }
+        if !bundle.summary.is_empty() {
+            let _ = writeln!(human, "\n    {}", bundle.summary.lines().next().unwrap_or(""));
+        }
+        human.push('\n');
+        for parent in &bundle.parents {
+            if !queued.contains_key(parent) {
+                let p = store.read_bundle(parent)?;
+                heap.push((unix_seconds(p.created_time()), *parent));
+                queued.insert(*parent, p);
+            }
+        }
+        bundles.push(bundle_json(&id, &bundle));
+    }
+    Ok(Outcome::new(human.trim_end().to_string(), json!({ "bundles": bundles })))
+}
+
+fn audit(store: &crate::store::Store, max: Option<usize>) -> Result<Outcome> {
+    let entries = store.read_log()?;
+    let skip = entries.len().saturating_sub(max.unwrap_or(usize::MAX));
+    let entries = &entries[skip..];
+    let mut human = String::new();
+    let short = |v: Option<crate::format::ObjectId>| v.map(|i| i.short()).unwrap_or_else(|| "(none)".into());
+    for e in entries {
+        let _ = write!(human, "{} {} {}..{} {}", e.time, e.ref_name, short(e.old), short(e.new), e.action);
+        let who = handoff_line(&e.from, &e.to);
+        if !who.is_empty() {
+            let _ = write!(human, " {who}");
+        }
+        let _ = writeln!(human, " by {}@{}", e.user, e.host);
+    }
+    Ok(Outcome::new(human.trim_end().to_string(), json!({ "entries": entries })))
+}

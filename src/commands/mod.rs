@@ -1,0 +1,52 @@
+//! One module per command; `dispatch` routes a parsed command line to it.
+
+mod cat;
+mod checkout;
+mod completions;
+mod diff;
+mod gc;
+mod init;
+mod log;
+mod save;
+mod show;
+mod verify;
+
+use crate::cli::Command;
+use crate::error::Result;
+use crate::output::{Ctx, Outcome};
+
+pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
+    match command {
+        Command::Init => init::run(ctx),
+        Command::Save(args) => save::run(ctx, &args),
+        Command::Log(args) => log::run(ctx, &args),
+        Command::Show { rev } => show::run(ctx, &rev),
+        Command::Cat { spec } => cat::run(ctx, &spec),
+        Command::Checkout { rev, dir } => checkout::run(ctx, &rev, &dir),
+        Command::Diff { old, new } => diff::run(ctx, &old, &new),
+        Command::Verify { rev } => verify::run(ctx, rev.as_deref()),
+        Command::Gc(args) => gc::run(ctx, &args),
+        Command::Completions { shell } => completions::completions(shell),
+        Command::Man => completions::man(),
+    }
+}
+
+/// A bundle as JSON: its manifest fields plus its id.
+fn bundle_json(id: &crate::format::ObjectId, bundle: &crate::format::Bundle) -> serde_json::Value {
+    let mut value = serde_json::to_value(bundle).unwrap_or_default();
+    if let serde_json::Value::Object(map) = &mut value {
+        map.remove("type");
+        map.insert("id".into(), serde_json::Value::String(id.to_hex()));
+    }
+    value
+}
+
+/// "from -> to", or whichever side is known.
+fn handoff_line(from: &str, to: &str) -> String {
+    match (from, to) {
+        ("", "") => String::new(),
+        (from, "") => from.to_string(),
+        ("", to) => format!("-> {to}"),
+        (from, to) => format!("{from} -> {to}"),
+    }
+}

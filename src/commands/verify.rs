@@ -1,0 +1,46 @@
+//! `baton verify [REV]`: rehash and check the whole store, or one bundle and its history.
+
+use std::fmt::Write;
+
+use serde_json::json;
+
+use crate::error::{Error, Result};
+use crate::output::{Ctx, Outcome};
+
+pub fn run(ctx: &Ctx, rev: Option<&str>) -> Result<Outcome> {
+    let store = ctx.open_store()?;
+    let target = rev.map(|r| store.resolve(r)).transpose()?;
+    let bar = ctx.progress(0, false);
+    let report = match &target {
+        Some(id) => store.verify_rev(id, &|n| bar.inc(n))?,
+        None => store.verify_all(&|n| bar.inc(n))?,
+    };
+    bar.finish_and_clear();
+    let scope = match &target {
+        Some(id) => format!("bundle {} and its history", id.short()),
+        None => "store".to_string(),
+    };
+    let mut human = String::new();
+    for problem in &report.problems {
+        let _ = writeln!(human, "problem: {problem}");
+    }
+    if !ctx.quiet || !report.is_clean() {
+        let _ = write!(
+            human,
+            "{scope}: {} objects ({} bytes), {} bundles checked",
+            report.objects_checked, report.bytes_checked, report.bundles_checked
+        );
+        if target.is_none() {
+            let _ = write!(human, ", {} log entries", report.log_entries);
+        }
+        let _ = write!(human, ": {}", if report.is_clean() { "ok" } else { "DAMAGED" });
+    }
+    let mut outcome = Outcome::new(human, json!({ "scope": scope, "report": report }));
+    if !report.is_clean() {
+        outcome.failure = Some(
+            Error::integrity(format!("{scope} has {} problem(s): {}", report.problems.len(), report.problems[0]))
+                .with_hint("restore the damaged objects from another copy (pull or checkout elsewhere)"),
+        );
+    }
+    Ok(outcome)
+}

@@ -1,0 +1,78 @@
+//! The store's `config` file: format name, version, required features and settings.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, ErrorKind, Result};
+
+pub const FORMAT_NAME: &str = "baton-store";
+pub const FORMAT_VERSION: u32 = 1;
+/// Optional capabilities this build understands. A store that requires any other feature
+/// is refused, the way git refuses unknown `extensions.*`.
+pub const KNOWN_FEATURES: &[&str] = &[];
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreConfig {
+    pub format: String,
+    pub version: u32,
+    /// Features a reader must understand to use this store.
+    #[serde(default)]
+    pub features: Vec<String>,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig { format: FORMAT_NAME.into(), version: FORMAT_VERSION, features: vec![] }
+    }
+}
+
+impl StoreConfig {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self> {
+        let config: StoreConfig = serde_json::from_slice(bytes).map_err(|e| {
+            Error::integrity(format!("store config does not decode: {e}"))
+                .with_hint("restore the config file from a backup or re-create the store")
+        })?;
+        if config.format != FORMAT_NAME {
+            return Err(Error::integrity(format!(
+                "not a baton store (format '{}')",
+                config.format.escape_debug()
+            )));
+        }
+        if config.version != FORMAT_VERSION {
+            return Err(Error::new(ErrorKind::Unsupported, format!(
+                "store format version {} is not supported (this baton reads version {FORMAT_VERSION})",
+                config.version
+            ))
+            .with_hint("use a baton release that supports this store version"));
+        }
+        if let Some(unknown) = config.features.iter().find(|f| !KNOWN_FEATURES.contains(&f.as_str())) {
+            return Err(Error::new(ErrorKind::Unsupported, format!(
+                "store requires feature '{}' which this baton does not support",
+                unknown.escape_debug()
+            ))
+            .with_hint("upgrade baton"));
+        }
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_and_features_are_checked() {
+        let ok = StoreConfig::default();
+        assert_eq!(StoreConfig::decode(&ok.encode()).unwrap(), ok);
+        let future = StoreConfig { version: 2, ..StoreConfig::default() };
+        assert!(StoreConfig::decode(&future.encode()).is_err());
+        let featured = StoreConfig { features: vec!["packs-v9".into()], ..StoreConfig::default() };
+        assert!(StoreConfig::decode(&featured.encode()).is_err());
+        assert!(StoreConfig::decode(b"not json").is_err());
+    }
+}

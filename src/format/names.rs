@@ -1,0 +1,105 @@
+//! Validation of names that end up as path components or ref names.
+
+use crate::error::{Error, Result};
+
+/// A tree entry name: non-empty UTF-8, not `.` or `..`, no `/` and no NUL.
+pub fn validate_entry_name(name: &str) -> Result<()> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0')
+    {
+        return Err(Error::integrity(format!(
+            "invalid tree entry name '{}'",
+            name.escape_debug()
+        )));
+    }
+    Ok(())
+}
+
+/// A target name (`targets/<name>`): 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with
+/// `.` or `-`, so it is always a safe single path component and never looks like a flag.
+pub fn validate_target_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with(['.', '-'])
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if !ok {
+        return Err(Error::usage(format!(
+            "invalid target name '{}'",
+            name.escape_debug()
+        ))
+        .with_hint("use 1-64 letters, digits, '.', '_' or '-', not starting with '.' or '-'"));
+    }
+    Ok(())
+}
+
+/// Names of refs: `current` or `targets/<name>`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RefName {
+    Current,
+    Target(String),
+}
+
+impl RefName {
+    pub fn parse(text: &str) -> Result<Self> {
+        if text == "current" {
+            return Ok(RefName::Current);
+        }
+        if let Some(name) = text.strip_prefix("targets/") {
+            validate_target_name(name)?;
+            return Ok(RefName::Target(name.to_string()));
+        }
+        Err(Error::usage(format!("invalid ref name '{}'", text.escape_debug()))
+            .with_hint("refs are 'current' or 'targets/<name>'"))
+    }
+
+    pub fn as_string(&self) -> String {
+        match self {
+            RefName::Current => "current".to_string(),
+            RefName::Target(name) => format!("targets/{name}"),
+        }
+    }
+}
+
+/// The content of a ref file: the id and one newline.
+pub fn encode_ref(id: &crate::format::ObjectId) -> Vec<u8> {
+    format!("{id}\n").into_bytes()
+}
+
+pub fn decode_ref(bytes: &[u8]) -> Result<crate::format::ObjectId> {
+    let text = std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|t| t.strip_suffix('\n'))
+        .ok_or_else(|| Error::integrity("ref file is not '<64 hex digits>\\n'"))?;
+    crate::format::ObjectId::parse(text)
+        .map_err(|_| Error::integrity("ref file is not '<64 hex digits>\\n'"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_names() {
+        for bad in ["", ".", "..", "a/b", "a\0b"] {
+            assert!(validate_entry_name(bad).is_err(), "{bad:?}");
+        }
+        for good in ["a", ".hidden", "..x", "spaces ok", "ünïcode", "new\nline"] {
+            assert!(validate_entry_name(good).is_ok(), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn target_names() {
+        for bad in ["", "-x", ".x", "a/b", "a b", &"x".repeat(65)] {
+            assert!(validate_target_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(validate_target_name("devbox-1.prod_2").is_ok());
+    }
+
+    #[test]
+    fn ref_round_trip_is_strict() {
+        let id = crate::format::ObjectId::of(b"r");
+        assert_eq!(decode_ref(&encode_ref(&id)).unwrap(), id);
+        assert!(decode_ref(id.to_hex().as_bytes()).is_err());
+        assert!(decode_ref(format!("{id}\n\n").as_bytes()).is_err());
+    }
+}

@@ -1,0 +1,37 @@
+//! baton: a git-like, content-addressed store and sync tool for agent handoff bundles.
+//!
+//! Layers, each importing only those below it: `cli` (argument parsing) -> `commands`
+//! (one file per command) -> `store` (objects, refs, log, locks) -> `format` (pure
+//! encodings and hashing). `output` turns results and errors into text, JSON and exit codes.
+
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod format;
+pub mod output;
+pub mod store;
+
+use clap::Parser;
+
+/// Parse arguments, run the command, print, and return the exit code.
+pub fn run() -> i32 {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let json_mode = args.iter().any(|a| a == "--json");
+    let cli = match cli::Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind as K;
+            if matches!(e.kind(), K::DisplayHelp | K::DisplayVersion) || !json_mode {
+                let _ = e.print();
+                return e.exit_code();
+            }
+            let message = e.to_string();
+            let first = message.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
+            let err = error::Error::usage(first.to_string()).with_hint("see 'baton --help'");
+            return output::finish(true, Err(err));
+        }
+    };
+    let ctx = output::Ctx { json: cli.json, quiet: cli.quiet, store: cli.store.clone() };
+    let result = commands::dispatch(&ctx, cli.command);
+    output::finish(ctx.json, result)
+}

@@ -1,0 +1,113 @@
+//! Rendering results: human text or one JSON document, progress bars, and the single
+//! place where an error becomes an exit code.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{Value, json};
+
+use crate::error::Error;
+use crate::store::Store;
+
+/// What every command gets: global flags and the way to reach the store.
+pub struct Ctx {
+    pub json: bool,
+    pub quiet: bool,
+    pub store: Option<PathBuf>,
+}
+
+/// What a command produced: text for people, a JSON value for scripts, and optionally a
+/// failure to report after them (verify prints its report and still fails).
+pub struct Outcome {
+    pub human: String,
+    pub json: Value,
+    pub failure: Option<Error>,
+}
+
+impl Outcome {
+    pub fn new(human: impl Into<String>, json: Value) -> Self {
+        Outcome { human: human.into(), json, failure: None }
+    }
+}
+
+impl Ctx {
+    pub fn store_path(&self) -> crate::error::Result<PathBuf> {
+        let cwd = std::env::current_dir().map_err(|e| Error::other(format!("cannot read the current directory: {e}")))?;
+        Store::discover(self.store.as_deref(), &cwd)
+    }
+
+    pub fn open_store(&self) -> crate::error::Result<Store> {
+        Store::open(&self.store_path()?)
+    }
+
+    /// A progress bar on stderr, drawn only on a terminal and never with --json or -q.
+    pub fn progress(&self, total: u64, bytes: bool) -> ProgressBar {
+        if self.json || self.quiet || !std::io::stderr().is_terminal() {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        let template = if bytes {
+            "{spinner} {bytes}/{total_bytes} {bytes_per_sec} {wide_bar} {eta}"
+        } else {
+            "{spinner} {pos}/{len} objects {wide_bar} {eta}"
+        };
+        if let Ok(style) = ProgressStyle::with_template(template) {
+            bar.set_style(style);
+        }
+        bar
+    }
+}
+
+/// Print the outcome or the error and return the process exit code.
+pub fn finish(json_mode: bool, result: crate::error::Result<Outcome>) -> i32 {
+    let (outcome, error) = match result {
+        Ok(mut outcome) => {
+            let failure = outcome.failure.take();
+            (Some(outcome), failure)
+        }
+        Err(e) => (None, Some(e)),
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if json_mode {
+        let mut doc = match &outcome {
+            Some(o) => o.json.clone(),
+            None => json!({}),
+        };
+        if !doc.is_object() {
+            doc = json!({ "result": doc });
+        }
+        if let Value::Object(map) = &mut doc {
+            map.insert("ok".into(), Value::Bool(error.is_none()));
+            if let Some(e) = &error {
+                map.insert("error".into(), error_json(e));
+            }
+        }
+        let _ = writeln!(out, "{doc}");
+    } else {
+        if let Some(o) = &outcome {
+            if !o.human.is_empty() {
+                let _ = out.write_all(o.human.as_bytes());
+                if !o.human.ends_with('\n') {
+                    let _ = out.write_all(b"\n");
+                }
+            }
+        }
+        if let Some(e) = &error {
+            let _ = out.flush();
+            eprintln!("error: {e}");
+        }
+    }
+    let _ = out.flush();
+    error.map(|e| e.kind.exit_code()).unwrap_or(0)
+}
+
+pub fn error_json(e: &Error) -> Value {
+    json!({
+        "code": e.kind.code(),
+        "exit_code": e.kind.exit_code(),
+        "message": e.message,
+        "hint": e.hint,
+    })
+}

@@ -1,0 +1,101 @@
+//! Durable, private file-system primitives: every store write goes through here.
+//!
+//! The rule (store-format/SPEC.md, "Write ordering"): write a temp file in the final
+//! directory, fsync it, rename it into place, fsync the directory. Modes are set
+//! explicitly (0700 directories, 0600 files) so the umask never widens or narrows them.
+
+use std::fs::{self, File, OpenOptions, Permissions};
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+use crate::error::{IoContext, Result};
+
+pub const DIR_MODE: u32 = 0o700;
+pub const FILE_MODE: u32 = 0o600;
+/// Prefix of every temp file baton creates inside a store; `verify` ignores such files
+/// and `gc` removes stale ones.
+pub const TEMP_PREFIX: &str = ".tmp-";
+
+/// Create `path` as a private directory if it does not exist yet.
+pub fn ensure_private_dir(path: &Path) -> Result<()> {
+    match fs::create_dir(path) {
+        Ok(()) => {
+            fs::set_permissions(path, Permissions::from_mode(DIR_MODE))
+                .ctx("cannot set permissions of", path)?;
+            if let Some(parent) = path.parent() {
+                fsync_dir(parent)?;
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => Ok(()),
+        Err(e) => Err(crate::error::Error::io("cannot create directory", path, e)),
+    }
+}
+
+pub fn fsync_dir(path: &Path) -> Result<()> {
+    File::open(path).and_then(|d| d.sync_all()).ctx("cannot fsync directory", path)
+}
+
+/// A new private temp file in `dir` (mode 0600, named `.tmp-*`).
+pub fn temp_file_in(dir: &Path) -> Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .permissions(Permissions::from_mode(FILE_MODE))
+        .tempfile_in(dir)
+        .ctx("cannot create a temp file in", dir)
+}
+
+/// Durably publish an already written temp file as `dest` (same directory): fsync the
+/// data, rename over `dest`, and fsync the directory unless the caller batches that.
+pub fn publish(temp: tempfile::NamedTempFile, dest: &Path, sync_dir: bool) -> Result<()> {
+    temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
+    temp.persist(dest).map_err(|e| crate::error::Error::io("cannot rename into", dest, e.error))?;
+    if sync_dir {
+        if let Some(parent) = dest.parent() {
+            fsync_dir(parent)?;
+        }
+    }
+    Ok(())
+}
+
+/// Atomically replace `dest` with `bytes`.
+pub fn write_atomic(dest: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = dest.parent().unwrap_or(Path::new("."));
+    let mut temp = temp_file_in(dir)?;
+    temp.write_all(bytes).ctx("cannot write", temp.path())?;
+    publish(temp, dest, true)
+}
+
+/// Create a new private file with exactly `bytes`, failing if it exists.
+pub fn create_new_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .open(path)
+        .ctx("cannot create", path)?;
+    file.set_permissions(Permissions::from_mode(FILE_MODE)).ctx("cannot set permissions of", path)?;
+    file.write_all(bytes).ctx("cannot write", path)?;
+    file.sync_all().ctx("cannot fsync", path)
+}
+
+/// Read a whole small file, refusing anything larger than `limit` bytes.
+pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let file = File::open(path).ctx("cannot read", path)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes).ctx("cannot read", path)?;
+    if bytes.len() as u64 > limit {
+        return Err(crate::error::Error::integrity(format!(
+            "{} is larger than {limit} bytes",
+            path.display()
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Whether a directory entry name is one of our temp files.
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with(TEMP_PREFIX)
+}

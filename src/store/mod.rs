@@ -1,0 +1,155 @@
+//! A local store on disk: layout, opening and creating it, locking, refs and the log.
+//!
+//! Layout (store-format/SPEC.md): `config`, `.gitignore`, `lock`, `log`, `objects/`,
+//! `refs/current`, `refs/targets/<name>`.
+
+pub mod commit;
+pub mod fsutil;
+pub mod gc;
+pub mod objects;
+pub mod refs;
+pub mod restore;
+pub mod rev;
+pub mod snapshot;
+pub mod verify;
+pub mod walk;
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, ErrorKind, IoContext, Result};
+use crate::format::{Bundle, MAX_METADATA_OBJECT, ObjectId, StoreConfig, Tree};
+use objects::Objects;
+
+pub const DEFAULT_STORE_DIR: &str = ".baton";
+
+pub struct Store {
+    root: PathBuf,
+    pub config: StoreConfig,
+    pub objects: Objects,
+}
+
+/// Holding this means holding the store's exclusive write lock (an flock on `lock`,
+/// released by the kernel if the process dies, so it can never go stale).
+pub struct StoreLock {
+    _file: File,
+}
+
+impl Store {
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Find the store: an explicit path, else the nearest `.baton/` from `start` upwards.
+    pub fn discover(explicit: Option<&Path>, start: &Path) -> Result<PathBuf> {
+        if let Some(path) = explicit {
+            return Ok(path.to_path_buf());
+        }
+        for dir in start.ancestors() {
+            let candidate = dir.join(DEFAULT_STORE_DIR);
+            if candidate.is_dir() {
+                return Ok(candidate);
+            }
+        }
+        Err(Error::not_found(format!(
+            "no baton store in {} or any parent directory",
+            start.display()
+        ))
+        .with_hint("run 'baton init', or pass --store PATH or set BATON_STORE"))
+    }
+
+    pub fn open(root: &Path) -> Result<Store> {
+        let meta = match fs::metadata(root) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::not_found(format!("no baton store at {}", root.display()))
+                    .with_hint("run 'baton init' to create one, or pass the right --store"));
+            }
+            Err(e) => return Err(Error::io("cannot open store", root, e)),
+        };
+        if !meta.is_dir() {
+            return Err(Error::usage(format!("store path {} is not a directory", root.display()))
+                .with_hint("pass --store the path of a baton store directory"));
+        }
+        let config_path = root.join("config");
+        if !config_path.exists() {
+            return Err(Error::not_found(format!("{} is not a baton store (no config)", root.display()))
+                .with_hint("run 'baton init' to create one, or pass the right --store"));
+        }
+        let config = StoreConfig::decode(&fsutil::read_limited(&config_path, 1 << 20)?)
+            .map_err(|e| Error { message: format!("{}: {}", config_path.display(), e.message), ..e })?;
+        Ok(Store { objects: Objects::new(root.join("objects")), root: root.to_path_buf(), config })
+    }
+
+    /// Create a new store at `root`, atomically: it is built in a temp directory beside
+    /// `root` and renamed into place, so a crash never leaves a half-made store.
+    pub fn init(root: &Path) -> Result<Store> {
+        match fs::symlink_metadata(root) {
+            Ok(meta) if meta.is_dir() => {
+                if root.join("config").exists() {
+                    return Err(Error::new(
+                        ErrorKind::Other,
+                        format!("{} is already a baton store", root.display()),
+                    )
+                    .with_hint("use it as it is, or choose another --store path"));
+                }
+                if fs::read_dir(root).ctx("cannot list", root)?.next().is_some() {
+                    return Err(Error::usage(format!(
+                        "{} exists and is not empty",
+                        root.display()
+                    ))
+                    .with_hint("choose a new or empty directory for the store"));
+                }
+            }
+            Ok(_) => {
+                return Err(Error::usage(format!("store path {} is not a directory", root.display()))
+                    .with_hint("choose a path that does not exist yet"));
+            }
+            Err(_) => {}
+        }
+        let parent = match root.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        fs::create_dir_all(&parent).ctx("cannot create directory", &parent)?;
+        let staging = tempfile::Builder::new()
+            .prefix(".baton-init-")
+            .tempdir_in(&parent)
+            .ctx("cannot create a temp directory in", &parent)?;
+        let dir = staging.path();
+        fsutil::ensure_private_dir(&dir.join("objects"))?;
+        fsutil::ensure_private_dir(&dir.join("refs"))?;
+        fsutil::ensure_private_dir(&dir.join("refs").join("targets"))?;
+        fsutil::create_new_private(&dir.join("log"), b"")?;
+        fsutil::create_new_private(&dir.join("lock"), b"")?;
+        fsutil::create_new_private(&dir.join(".gitignore"), b"*\n")?;
+        fsutil::create_new_private(&dir.join("config"), &StoreConfig::default().encode())?;
+        fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(fsutil::DIR_MODE))
+            .ctx("cannot set permissions of", dir)?;
+        fsutil::fsync_dir(dir)?;
+        let staged = staging.keep();
+        if let Err(e) = fs::rename(&staged, root) {
+            let _ = fs::remove_dir_all(&staged);
+            return Err(Error::io("cannot create store", root, e));
+        }
+        fsutil::fsync_dir(&parent)?;
+        Store::open(root)
+    }
+
+    pub fn lock(&self) -> Result<StoreLock> {
+        let path = self.root.join("lock");
+        let file = File::options().read(true).open(&path).ctx("cannot open lock file", &path)?;
+        file.lock().ctx("cannot lock", &path)?;
+        Ok(StoreLock { _file: file })
+    }
+
+    pub fn read_tree(&self, id: &ObjectId) -> Result<Tree> {
+        let bytes = self.objects.get_bytes(id, MAX_METADATA_OBJECT)?;
+        Tree::decode(&bytes).map_err(|e| Error::integrity(format!("tree {id}: {}", e.message)))
+    }
+
+    pub fn read_bundle(&self, id: &ObjectId) -> Result<Bundle> {
+        let bytes = self.objects.get_bytes(id, MAX_METADATA_OBJECT)?;
+        Bundle::decode(&bytes).map_err(|e| Error::integrity(format!("bundle {id}: {}", e.message)))
+    }
+}

@@ -1,0 +1,325 @@
+//! Loose objects: zstd-compressed files named by id under `objects/`, written once.
+//!
+//! Lookup goes through `Objects` only, so that later formats (packs, encrypted envelopes)
+//! can change where and how bytes live without changing any id.
+
+use std::collections::BTreeSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use crate::error::{Error, IoContext, Result};
+use crate::format::ObjectId;
+use crate::store::fsutil;
+
+/// zstd level for new objects: level 3 (zstd's default) balances speed and size.
+pub const ZSTD_LEVEL: i32 = 3;
+/// Files up to this size are read into memory once; larger ones are streamed in two passes.
+const IN_MEMORY_LIMIT: u64 = 1 << 20;
+const BUF_SIZE: usize = 256 << 10;
+
+pub struct Objects {
+    dir: PathBuf,
+}
+
+/// Directories that received new entries and still need an fsync before anything that
+/// refers to those entries (a tree, a manifest, a ref) is published.
+#[derive(Default)]
+pub struct PendingDirs(Mutex<BTreeSet<PathBuf>>);
+
+impl PendingDirs {
+    fn add(&self, dir: PathBuf) {
+        if let Ok(mut set) = self.0.lock() {
+            set.insert(dir);
+        }
+    }
+
+    pub fn sync(&self) -> Result<()> {
+        let dirs = match self.0.lock() {
+            Ok(mut set) => std::mem::take(&mut *set),
+            Err(_) => return Err(Error::other("internal error: pending directory set poisoned")),
+        };
+        for dir in dirs {
+            fsutil::fsync_dir(&dir)?;
+        }
+        Ok(())
+    }
+}
+
+/// Outcome of storing one object.
+#[derive(Clone, Copy, Debug)]
+pub struct Stored {
+    pub id: ObjectId,
+    pub size: u64,
+    /// False when the store already held the object.
+    pub written: bool,
+}
+
+impl Objects {
+    pub fn new(dir: PathBuf) -> Self {
+        Objects { dir }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn path(&self, id: &ObjectId) -> PathBuf {
+        let hex = id.to_hex();
+        self.dir.join(&hex[..2]).join(&hex[2..])
+    }
+
+    pub fn contains(&self, id: &ObjectId) -> bool {
+        self.path(id).is_file()
+    }
+
+    /// Mark an existing object as recently used, so a concurrent `gc` within its grace
+    /// period never deletes an object a new bundle is about to refer to.
+    fn freshen(&self, id: &ObjectId) {
+        if let Ok(file) = File::open(self.path(id)) {
+            let _ = file.set_modified(SystemTime::now());
+        }
+    }
+
+    /// Store a byte string (trees, manifests, small files).
+    pub fn put_bytes(&self, bytes: &[u8], pending: &PendingDirs) -> Result<Stored> {
+        let id = ObjectId::of(bytes);
+        let size = bytes.len() as u64;
+        if self.contains(&id) {
+            self.freshen(&id);
+            return Ok(Stored { id, size, written: false });
+        }
+        let compressed = zstd::bulk::compress(bytes, ZSTD_LEVEL)
+            .map_err(|e| Error::other(format!("zstd compression failed: {e}")))?;
+        self.publish_with(&id, pending, |temp| {
+            temp.write_all(&compressed)
+                .map_err(|e| Error::other(format!("cannot write object {id}: {e}")))
+        })?;
+        Ok(Stored { id, size, written: true })
+    }
+
+    /// Store the regular file at `path`, streaming it: memory stays bounded whatever its
+    /// size. Refuses to follow a symlink or to block on a FIFO swapped in after the scan.
+    pub fn put_file(&self, path: &Path, pending: &PendingDirs) -> Result<Stored> {
+        let mut file = open_regular(path)?;
+        let len = file.metadata().ctx("cannot stat", path)?.len();
+        if len <= IN_MEMORY_LIMIT {
+            let mut bytes = Vec::with_capacity(len as usize);
+            file.read_to_end(&mut bytes).ctx("cannot read", path)?;
+            return self.put_bytes(&bytes, pending);
+        }
+        let (id, size) = hash_stream(&mut file).ctx("cannot read", path)?;
+        if self.contains(&id) {
+            self.freshen(&id);
+            return Ok(Stored { id, size, written: false });
+        }
+        let mut file = open_regular(path)?;
+        self.publish_with(&id, pending, |temp| {
+            let mut encoder = zstd::Encoder::new(temp, ZSTD_LEVEL).ctx("cannot compress", path)?;
+            let mut hashing = HashingReader::new(&mut file);
+            io::copy(&mut hashing, &mut encoder).ctx("cannot read", path)?;
+            encoder.finish().ctx("cannot compress", path)?;
+            let (again, again_size) = hashing.finish();
+            if again != id || again_size != size {
+                return Err(Error::other(format!(
+                    "{} changed while it was being saved",
+                    path.display()
+                ))
+                .with_hint("save again once nothing is writing to it"));
+            }
+            Ok(())
+        })?;
+        Ok(Stored { id, size, written: true })
+    }
+
+    fn publish_with(
+        &self,
+        id: &ObjectId,
+        pending: &PendingDirs,
+        write: impl FnOnce(&mut File) -> Result<()>,
+    ) -> Result<()> {
+        let dest = self.path(id);
+        let fanout = dest.parent().unwrap_or(&self.dir).to_path_buf();
+        fsutil::ensure_private_dir(&fanout)?;
+        let mut temp = fsutil::temp_file_in(&fanout)?;
+        write(temp.as_file_mut())?;
+        fsutil::publish(temp, &dest, false)?;
+        pending.add(fanout);
+        Ok(())
+    }
+
+    /// Stream the verified content of `id` into `sink`. The bytes written are trustworthy
+    /// only once this returns `Ok`: callers that must never emit bad bytes write to a
+    /// temp file first. `expected_size`, when known, bounds the read.
+    pub fn copy_to(&self, id: &ObjectId, expected_size: Option<u64>, sink: &mut dyn Write) -> Result<u64> {
+        let path = self.path(id);
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(Error::integrity(format!("object {id} is missing from the store"))
+                    .with_hint("run 'baton verify' and restore the object from another store"));
+            }
+            Err(e) => return Err(Error::io("cannot read object", &path, e)),
+        };
+        let corrupt = |why: String| {
+            Error::integrity(format!("object {id} is corrupt: {why}"))
+                .with_hint("run 'baton verify' and restore the object from another store")
+        };
+        let decoder = zstd::Decoder::new(file).map_err(|e| corrupt(e.to_string()))?;
+        let limit = expected_size.map(|s| s + 1).unwrap_or(u64::MAX);
+        let mut hashing = HashingReader::new(decoder.take(limit));
+        let mut buf = vec![0u8; BUF_SIZE];
+        loop {
+            let n = match hashing.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(corrupt(e.to_string())),
+            };
+            sink.write_all(&buf[..n]).map_err(|e| Error::other(format!("cannot write output: {e}")))?;
+        }
+        let (actual, size) = hashing.finish();
+        if let Some(expected) = expected_size {
+            if size != expected {
+                return Err(corrupt(format!("{size} bytes, expected {expected}")));
+            }
+        }
+        if actual != *id {
+            return Err(corrupt(format!("content hashes to {actual}")));
+        }
+        Ok(size)
+    }
+
+    /// Read a whole small object (tree or manifest), verified, at most `limit` bytes.
+    pub fn get_bytes(&self, id: &ObjectId, limit: u64) -> Result<Vec<u8>> {
+        let mut out = LimitedVec { bytes: Vec::new(), limit, overflow: false };
+        self.copy_to(id, None, &mut out).map_err(|e| {
+            if out.overflow {
+                Error::integrity(format!("object {id} is larger than {limit} bytes"))
+            } else {
+                e
+            }
+        })?;
+        Ok(out.bytes)
+    }
+
+    /// Every object file in the store, with its size on disk and modification time.
+    /// Names that are not objects are returned as `Err` entries for `verify` to report.
+    pub fn list(&self) -> Result<Vec<ListedObject>> {
+        let mut out = Vec::new();
+        for fanout in read_dir_sorted(&self.dir)? {
+            let fanout_path = self.dir.join(&fanout);
+            if fsutil::is_temp_name(&fanout) {
+                continue;
+            }
+            if fanout.len() != 2 || !crate::format::id::is_lower_hex(&fanout) || !fanout_path.is_dir() {
+                out.push(ListedObject::Stray(fanout_path));
+                continue;
+            }
+            for name in read_dir_sorted(&fanout_path)? {
+                let path = fanout_path.join(&name);
+                if fsutil::is_temp_name(&name) {
+                    out.push(ListedObject::Temp(path));
+                    continue;
+                }
+                match ObjectId::parse(&format!("{fanout}{name}")) {
+                    Ok(id) => out.push(ListedObject::Object(id, path)),
+                    Err(_) => out.push(ListedObject::Stray(path)),
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Modification time and length of an object file.
+    pub fn stat(&self, id: &ObjectId) -> Option<(SystemTime, u64)> {
+        let meta = fs::metadata(self.path(id)).ok()?;
+        Some((meta.modified().ok()?, meta.size()))
+    }
+}
+
+pub enum ListedObject {
+    Object(ObjectId, PathBuf),
+    Temp(PathBuf),
+    Stray(PathBuf),
+}
+
+pub(crate) fn read_dir_sorted(dir: &Path) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in fs::read_dir(dir).ctx("cannot list", dir)? {
+        let entry = entry.ctx("cannot list", dir)?;
+        names.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Open a path as a regular file without following a symlink and without blocking on a
+/// FIFO, then check the file type on the open descriptor.
+pub fn open_regular(path: &Path) -> Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ctx("cannot open", path)?;
+    let meta = file.metadata().ctx("cannot stat", path)?;
+    if !meta.is_file() {
+        return Err(Error::usage(format!("{} is not a regular file", path.display())));
+    }
+    Ok(file)
+}
+
+fn hash_stream(reader: &mut impl Read) -> io::Result<(ObjectId, u64)> {
+    let mut hashing = HashingReader::new(reader);
+    io::copy(&mut hashing, &mut io::sink())?;
+    Ok(hashing.finish())
+}
+
+/// A reader that hashes and counts what passes through it.
+pub struct HashingReader<R> {
+    inner: R,
+    hasher: blake3::Hasher,
+    count: u64,
+}
+
+impl<R: Read> HashingReader<R> {
+    pub fn new(inner: R) -> Self {
+        HashingReader { inner, hasher: blake3::Hasher::new(), count: 0 }
+    }
+
+    pub fn finish(self) -> (ObjectId, u64) {
+        (ObjectId::from_hash(self.hasher.finalize()), self.count)
+    }
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.count += n as u64;
+        Ok(n)
+    }
+}
+
+struct LimitedVec {
+    bytes: Vec<u8>,
+    limit: u64,
+    overflow: bool,
+}
+
+impl Write for LimitedVec {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if (self.bytes.len() + buf.len()) as u64 > self.limit {
+            self.overflow = true;
+            return Err(io::Error::other("object too large"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

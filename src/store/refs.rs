@@ -1,0 +1,177 @@
+//! Refs and the audit log: compare-and-swap ref moves, each recorded in `log` first.
+
+use std::fs::{self, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use super::{Store, StoreLock, fsutil};
+use crate::error::{Error, IoContext, Result};
+use crate::format::bundle::format_time;
+use crate::format::names::{RefName, decode_ref, encode_ref};
+use crate::format::{LogEntry, ObjectId};
+
+/// What a ref must hold for an update to proceed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// Whatever it holds (used only where the caller holds the lock and just read it).
+    Any,
+    /// Exactly this value (`None`: the ref must not exist).
+    Value(Option<ObjectId>),
+}
+
+/// Who and why, recorded with every ref move.
+#[derive(Clone, Debug, Default)]
+pub struct MoveReason {
+    pub action: String,
+    pub from: String,
+    pub to: String,
+}
+
+impl Store {
+    fn ref_path(&self, name: &RefName) -> PathBuf {
+        match name {
+            RefName::Current => self.root.join("refs").join("current"),
+            RefName::Target(t) => self.root.join("refs").join("targets").join(t),
+        }
+    }
+
+    pub fn read_ref(&self, name: &RefName) -> Result<Option<ObjectId>> {
+        let path = self.ref_path(name);
+        let bytes = match fsutil::read_limited(&path, 256) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind == crate::error::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        decode_ref(&bytes).map(Some).map_err(|_| {
+            Error::integrity(format!("ref '{}' is damaged ({})", name.as_string(), path.display()))
+                .with_hint("compare it with 'baton log --audit' and rewrite the file as '<id>\\n'")
+        })
+    }
+
+    /// Every target ref, sorted by name.
+    pub fn target_refs(&self) -> Result<Vec<(RefName, Option<ObjectId>)>> {
+        let dir = self.root.join("refs").join("targets");
+        let mut out = Vec::new();
+        for name in super::objects::read_dir_sorted(&dir)? {
+            if fsutil::is_temp_name(&name) {
+                continue;
+            }
+            let ref_name = RefName::Target(name);
+            let value = self.read_ref(&ref_name)?;
+            out.push((ref_name, value));
+        }
+        Ok(out)
+    }
+
+    /// Move a ref by compare-and-swap, under the lock the caller holds: check the
+    /// expected old value, append the log line (durably), then replace the ref file.
+    pub fn update_ref_locked(
+        &self,
+        _lock: &StoreLock,
+        name: &RefName,
+        expect: Expect,
+        new: Option<ObjectId>,
+        reason: &MoveReason,
+    ) -> Result<Option<ObjectId>> {
+        let old = self.read_ref(name)?;
+        if let Expect::Value(expected) = expect {
+            if expected != old {
+                let show = |v: Option<ObjectId>| v.map(|i| i.to_hex()).unwrap_or_else(|| "(none)".into());
+                return Err(Error::conflict(format!(
+                    "ref '{}' is {}, expected {}",
+                    name.as_string(),
+                    show(old),
+                    show(expected)
+                ))
+                .with_hint("someone else moved it; look at 'baton log --audit' and retry"));
+            }
+        }
+        let entry = LogEntry {
+            time: format_time(SystemTime::now()),
+            ref_name: name.as_string(),
+            old,
+            new,
+            action: reason.action.clone(),
+            from: reason.from.clone(),
+            to: reason.to.clone(),
+            host: hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default(),
+            user: current_user(),
+        };
+        self.append_log(&entry)?;
+        let path = self.ref_path(name);
+        match new {
+            Some(id) => fsutil::write_atomic(&path, &encode_ref(&id))?,
+            None => {
+                fs::remove_file(&path).ctx("cannot remove ref", &path)?;
+                if let Some(dir) = path.parent() {
+                    fsutil::fsync_dir(dir)?;
+                }
+            }
+        }
+        Ok(old)
+    }
+
+    pub fn update_ref(
+        &self,
+        name: &RefName,
+        expect: Expect,
+        new: Option<ObjectId>,
+        reason: &MoveReason,
+    ) -> Result<Option<ObjectId>> {
+        let lock = self.lock()?;
+        self.update_ref_locked(&lock, name, expect, new, reason)
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.root.join("log")
+    }
+
+    fn append_log(&self, entry: &LogEntry) -> Result<()> {
+        let path = self.log_path();
+        let mut file = OpenOptions::new().read(true).append(true).open(&path).ctx("cannot open log", &path)?;
+        let len = file.metadata().ctx("cannot stat", &path)?.len();
+        if len > 0 {
+            let mut last = [0u8; 1];
+            file.seek(SeekFrom::Start(len - 1)).ctx("cannot read", &path)?;
+            file.read_exact(&mut last).ctx("cannot read", &path)?;
+            if last[0] != b'\n' {
+                return Err(Error::integrity(format!(
+                    "the log {} ends in a torn line, refusing to append",
+                    path.display()
+                ))
+                .with_hint("run 'baton verify'; the log is never rewritten by baton, so repair it by hand from a backup"));
+            }
+        }
+        // One write call per line: with O_APPEND the kernel never interleaves lines.
+        file.write_all(&entry.encode_line()).ctx("cannot append to", &path)?;
+        file.sync_data().ctx("cannot fsync", &path)
+    }
+
+    /// The whole log, oldest first. A damaged line is an integrity error naming it.
+    pub fn read_log(&self) -> Result<Vec<LogEntry>> {
+        let path = self.log_path();
+        let bytes = fs::read(&path).ctx("cannot read log", &path)?;
+        let mut entries = Vec::new();
+        let mut rest: &[u8] = &bytes;
+        let mut line_no = 0;
+        while !rest.is_empty() {
+            line_no += 1;
+            let Some(end) = rest.iter().position(|&b| b == b'\n') else {
+                return Err(Error::integrity(format!("log line {line_no} is torn (no newline)"))
+                    .with_hint("the log is never rewritten by baton; repair it by hand from a backup"));
+            };
+            entries.push(LogEntry::decode_line(&rest[..end], line_no).map_err(|e| {
+                e.with_hint("the log is never rewritten by baton; repair it by hand from a backup")
+            })?);
+            rest = &rest[end + 1..];
+        }
+        Ok(entries)
+    }
+}
+
+pub fn current_user() -> String {
+    std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| format!("uid{}", unsafe { libc::getuid() }))
+}

@@ -1,0 +1,104 @@
+//! Checkout: materialize a tree into a fresh directory, verified, renamed into place.
+
+use std::fs::{self, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::Store;
+use crate::error::{Error, IoContext, Result};
+use crate::format::{EntryKind, ObjectId, TreeEntry};
+
+/// Longest symlink target we restore (PATH_MAX).
+const MAX_LINK_TARGET: u64 = 4096;
+
+#[derive(Debug, Default, Serialize)]
+pub struct CheckoutStats {
+    pub files: u64,
+    pub bytes: u64,
+}
+
+/// Removes the staging directory unless the checkout completed.
+struct Staging(Option<PathBuf>);
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = fs::remove_dir_all(path);
+        }
+    }
+}
+
+impl Store {
+    /// Write the tree `tree` to `dest`, which must be absent or an empty directory. Every
+    /// byte is verified before `dest` appears: the work happens in a hidden sibling
+    /// directory that is renamed onto `dest` only when complete.
+    pub fn checkout(&self, tree: &ObjectId, dest: &Path, progress: &(dyn Fn(u64) + Sync)) -> Result<CheckoutStats> {
+        match fs::symlink_metadata(dest) {
+            Ok(meta) if meta.is_dir() => {
+                if fs::read_dir(dest).ctx("cannot list", dest)?.next().is_some() {
+                    return Err(Error::usage(format!("{} is not empty", dest.display()))
+                        .with_hint("check out into a new or empty directory"));
+                }
+            }
+            Ok(_) => {
+                return Err(Error::usage(format!("{} exists and is not a directory", dest.display()))
+                    .with_hint("check out into a new or empty directory"));
+            }
+            Err(_) => {}
+        }
+        let parent = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        fs::create_dir_all(&parent).ctx("cannot create directory", &parent)?;
+        let base = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+        let staging_path = parent.join(format!(".{base}.baton-checkout-{}-{nanos}", std::process::id()));
+        // A plain create_dir lets the umask decide the mode, as for any new directory.
+        fs::create_dir(&staging_path).ctx("cannot create directory", &staging_path)?;
+        let mut staging = Staging(Some(staging_path.clone()));
+
+        let entries = self.list_tree(tree)?;
+        let mut files: Vec<(PathBuf, &TreeEntry)> = Vec::new();
+        for (path, entry) in &entries {
+            let target = staging_path.join(path);
+            match entry.kind {
+                EntryKind::Dir => fs::create_dir(&target).ctx("cannot create directory", &target)?,
+                EntryKind::Symlink => {
+                    let bytes = self.objects.get_bytes(&entry.id, MAX_LINK_TARGET)?;
+                    std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&bytes), &target)
+                        .ctx("cannot create symlink", &target)?;
+                }
+                EntryKind::File | EntryKind::Exec => files.push((target, entry)),
+            }
+        }
+        let stats = files
+            .par_iter()
+            .map(|(target, entry)| {
+                let mode = if entry.kind == EntryKind::Exec { 0o777 } else { 0o666 };
+                let file = OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(mode)
+                    .open(target)
+                    .ctx("cannot create", target)?;
+                let mut out = BufWriter::with_capacity(256 << 10, file);
+                let bytes = self.objects.copy_to(&entry.id, Some(entry.size), &mut out)?;
+                out.flush().ctx("cannot write", target)?;
+                progress(bytes);
+                Ok(CheckoutStats { files: 1, bytes })
+            })
+            .try_reduce(CheckoutStats::default, |a, b| {
+                Ok(CheckoutStats { files: a.files + b.files, bytes: a.bytes + b.bytes })
+            })?;
+        fs::rename(&staging_path, dest).ctx("cannot move checkout into place at", dest)?;
+        staging.0 = None;
+        Ok(stats)
+    }
+}

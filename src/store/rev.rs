@@ -1,0 +1,97 @@
+//! Resolving revisions: ids, unique prefixes, `current`, `targets/<name>`, and `~N`.
+
+use super::Store;
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::id::{HEX_LEN, is_lower_hex};
+use crate::format::names::RefName;
+use crate::format::{Bundle, MAX_METADATA_OBJECT, ObjectId};
+
+pub const MIN_PREFIX: usize = 8;
+
+impl Store {
+    /// Resolve REV to a bundle id. Grammar: `BASE` or `BASE~N` (`BASE~` = `BASE~1`), BASE
+    /// being `current`, `targets/<name>`, a full id, or a unique prefix of 8+ hex digits.
+    pub fn resolve(&self, rev: &str) -> Result<ObjectId> {
+        let (base, steps) = match rev.split_once('~') {
+            None => (rev, 0),
+            Some((base, "")) => (base, 1),
+            Some((base, n)) => (
+                base,
+                n.parse::<usize>().map_err(|_| {
+                    Error::usage(format!("'{rev}' is not a valid revision: '~{n}' is not a number"))
+                        .with_hint("write REV~N, e.g. current~2")
+                })?,
+            ),
+        };
+        let mut id = self.resolve_base(base, rev)?;
+        for step in 0..steps {
+            let bundle = self.read_bundle(&id)?;
+            id = *bundle.parents.first().ok_or_else(|| {
+                Error::not_found(format!("'{rev}' goes past the first bundle (it has {step} ancestors)"))
+            })?;
+        }
+        Ok(id)
+    }
+
+    fn resolve_base(&self, base: &str, rev: &str) -> Result<ObjectId> {
+        if base == "current" || base.starts_with("targets/") {
+            let name = RefName::parse(base)?;
+            return self.read_ref(&name)?.ok_or_else(|| {
+                let hint = if name == RefName::Current {
+                    "save a bundle first with 'baton save DIR'"
+                } else {
+                    "push to or pull from that target first"
+                };
+                Error::not_found(format!("'{base}' does not name a bundle yet")).with_hint(hint)
+            });
+        }
+        if !is_lower_hex(base) {
+            return Err(Error::usage(format!("'{}' is not a revision", rev.escape_debug()))
+                .with_hint("use an id or unique prefix (8+ hex digits), current, current~N or targets/NAME"));
+        }
+        if base.len() < MIN_PREFIX {
+            return Err(Error::usage(format!("id prefix '{base}' is too short"))
+                .with_hint("give at least 8 hex digits"));
+        }
+        if base.len() > HEX_LEN {
+            return Err(Error::usage(format!("'{base}' is longer than an id")));
+        }
+        let matches = self.bundles_with_prefix(base)?;
+        match matches.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(Error::not_found(format!("no bundle matches '{base}'"))
+                .with_hint("list bundles with 'baton log'")),
+            many => Err(Error::new(
+                ErrorKind::Ambiguous,
+                format!(
+                    "'{base}' matches {} bundles: {}",
+                    many.len(),
+                    many.iter().map(|i| i.short()).collect::<Vec<_>>().join(", ")
+                ),
+            )
+            .with_hint("give more hex digits")),
+        }
+    }
+
+    fn bundles_with_prefix(&self, prefix: &str) -> Result<Vec<ObjectId>> {
+        let fanout = self.objects.dir().join(&prefix[..2]);
+        if !fanout.is_dir() {
+            return Ok(vec![]);
+        }
+        let mut out = Vec::new();
+        for name in super::objects::read_dir_sorted(&fanout)? {
+            let full = format!("{}{name}", &prefix[..2]);
+            if !full.starts_with(prefix) {
+                continue;
+            }
+            let Ok(id) = ObjectId::parse(&full) else { continue };
+            // Only bundles count: a blob or tree sharing the prefix is not a revision.
+            if let Ok(bytes) = self.objects.get_bytes(&id, MAX_METADATA_OBJECT) {
+                if Bundle::looks_like(&bytes) && Bundle::decode(&bytes).is_ok() {
+                    out.push(id);
+                }
+            }
+        }
+        Ok(out)
+    }
+}

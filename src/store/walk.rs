@@ -1,0 +1,84 @@
+//! Walking what bundles reference: tree paths, file listings and reachability.
+
+use std::collections::{HashSet, VecDeque};
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::format::{EntryKind, ObjectId, TreeEntry};
+
+impl Store {
+    /// Every entry below `tree`, depth first in name order, with its slash-separated path.
+    pub fn list_tree(&self, tree: &ObjectId) -> Result<Vec<(String, TreeEntry)>> {
+        let mut out = Vec::new();
+        self.list_into(tree, "", &mut out)?;
+        Ok(out)
+    }
+
+    fn list_into(&self, tree: &ObjectId, prefix: &str, out: &mut Vec<(String, TreeEntry)>) -> Result<()> {
+        for entry in self.read_tree(tree)?.entries {
+            let path = format!("{prefix}{}", entry.name);
+            let subtree = (entry.kind == EntryKind::Dir).then_some(entry.id);
+            out.push((path.clone(), entry));
+            if let Some(id) = subtree {
+                self.list_into(&id, &format!("{path}/"), out)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The entry at `path` (slash-separated) below `tree`.
+    pub fn lookup_path(&self, tree: &ObjectId, path: &str) -> Result<TreeEntry> {
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        if parts.is_empty() {
+            return Err(Error::usage("an empty path names no file").with_hint("use REV:PATH, e.g. current:handoff.md"));
+        }
+        let mut current = *tree;
+        for (i, part) in parts.iter().enumerate() {
+            let tree = self.read_tree(&current)?;
+            let entry = tree
+                .get(part)
+                .ok_or_else(|| Error::not_found(format!("path '{path}' is not in the bundle")))?;
+            if i + 1 == parts.len() {
+                return Ok(entry.clone());
+            }
+            if entry.kind != EntryKind::Dir {
+                return Err(Error::not_found(format!(
+                    "path '{path}' is not in the bundle ('{}' is not a directory)",
+                    parts[..=i].join("/")
+                )));
+            }
+            current = entry.id;
+        }
+        unreachable!("loop returns on the last component")
+    }
+
+    /// Every object reachable from `bundles`: the bundles, their ancestors, and all trees
+    /// and blobs below their root trees. Fails if any of them cannot be read.
+    pub fn reachable(&self, bundles: &[ObjectId]) -> Result<HashSet<ObjectId>> {
+        let mut seen = HashSet::new();
+        let mut queue: VecDeque<ObjectId> = bundles.iter().copied().collect();
+        while let Some(id) = queue.pop_front() {
+            if !seen.insert(id) {
+                continue;
+            }
+            let bundle = self.read_bundle(&id)?;
+            queue.extend(bundle.parents.iter().copied());
+            self.mark_tree(&bundle.tree, &mut seen)?;
+        }
+        Ok(seen)
+    }
+
+    fn mark_tree(&self, tree: &ObjectId, seen: &mut HashSet<ObjectId>) -> Result<()> {
+        if !seen.insert(*tree) {
+            return Ok(());
+        }
+        for entry in self.read_tree(tree)?.entries {
+            if entry.kind == EntryKind::Dir {
+                self.mark_tree(&entry.id, seen)?;
+            } else {
+                seen.insert(entry.id);
+            }
+        }
+        Ok(())
+    }
+}
