@@ -39,7 +39,7 @@ impl Store {
             roots.extend(entry.old);
             roots.extend(entry.new);
         }
-        let reachable = self.reachable(&roots.into_iter().collect::<Vec<_>>()).map_err(|e| {
+        let reachable = self.reachable(&roots.into_iter().collect::<Vec<_>>()).map(|r| r.objects).map_err(|e| {
             Error::integrity(format!("refusing to collect garbage in a damaged store: {}", e.message))
                 .with_hint("run 'baton verify' and repair the store first")
         })?;

@@ -206,6 +206,15 @@ impl Objects {
         Ok(out.bytes)
     }
 
+    /// The first bytes of an object's content, unverified: only a cheap filter before a
+    /// verified read (e.g. "is this a bundle?").
+    pub fn peek(&self, id: &ObjectId, len: usize) -> Option<Vec<u8>> {
+        let decoder = zstd::Decoder::new(File::open(self.path(id)).ok()?).ok()?;
+        let mut head = Vec::with_capacity(len);
+        decoder.take(len as u64).read_to_end(&mut head).ok()?;
+        Some(head)
+    }
+
     /// Every object file in the store, with its size on disk and modification time.
     /// Names that are not objects are returned as `Err` entries for `verify` to report.
     pub fn list(&self) -> Result<Vec<ListedObject>> {

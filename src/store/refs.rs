@@ -170,8 +170,19 @@ impl Store {
     }
 }
 
+/// The login name for the audit log: `$USER`, else the password database, else the uid.
 pub fn current_user() -> String {
-    std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| format!("uid{}", unsafe { libc::getuid() }))
+    if let Ok(user) = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")) {
+        return user;
+    }
+    // SAFETY: getuid cannot fail; getpwuid returns null or a pointer to static storage
+    // that stays valid until the next getpw* call, and we copy the name out at once.
+    unsafe {
+        let uid = libc::getuid();
+        let pw = libc::getpwuid(uid);
+        if !pw.is_null() && !(*pw).pw_name.is_null() {
+            return std::ffi::CStr::from_ptr((*pw).pw_name).to_string_lossy().into_owned();
+        }
+        format!("uid{uid}")
+    }
 }

@@ -4,7 +4,7 @@ use super::Store;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::id::{HEX_LEN, is_lower_hex};
 use crate::format::names::RefName;
-use crate::format::{Bundle, MAX_METADATA_OBJECT, ObjectId};
+use crate::format::{Bundle, ObjectId};
 
 pub const MIN_PREFIX: usize = 8;
 
@@ -86,11 +86,11 @@ impl Store {
             }
             let Ok(id) = ObjectId::parse(&full) else { continue };
             // Only bundles count: a blob or tree sharing the prefix is not a revision.
-            if let Ok(bytes) = self.objects.get_bytes(&id, MAX_METADATA_OBJECT) {
-                if Bundle::looks_like(&bytes) && Bundle::decode(&bytes).is_ok() {
-                    out.push(id);
-                }
+            if !self.objects.peek(&id, 16).is_some_and(|head| Bundle::looks_like(&head)) {
+                continue;
             }
+            self.read_bundle(&id)?;
+            out.push(id);
         }
         Ok(out)
     }

@@ -61,7 +61,7 @@ impl Store {
         }
         let roots = self.check_refs_and_log(&mut report);
         match self.reachable(&roots.into_iter().collect::<Vec<_>>()) {
-            Ok(set) => report.bundles_checked = set.len() as u64,
+            Ok(reach) => report.bundles_checked = reach.bundles as u64,
             Err(e) => report.problems.push(format!("history is incomplete: {}", e.message)),
         }
         check_modes(self.root(), &mut report.problems);

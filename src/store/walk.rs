@@ -6,6 +6,12 @@ use super::Store;
 use crate::error::{Error, Result};
 use crate::format::{EntryKind, ObjectId, TreeEntry};
 
+/// What a reachability walk found.
+pub struct Reach {
+    pub objects: HashSet<ObjectId>,
+    pub bundles: usize,
+}
+
 impl Store {
     /// Every entry below `tree`, depth first in name order, with its slash-separated path.
     pub fn list_tree(&self, tree: &ObjectId) -> Result<Vec<(String, TreeEntry)>> {
@@ -54,18 +60,20 @@ impl Store {
 
     /// Every object reachable from `bundles`: the bundles, their ancestors, and all trees
     /// and blobs below their root trees. Fails if any of them cannot be read.
-    pub fn reachable(&self, bundles: &[ObjectId]) -> Result<HashSet<ObjectId>> {
+    pub fn reachable(&self, bundles: &[ObjectId]) -> Result<Reach> {
         let mut seen = HashSet::new();
+        let mut bundle_count = 0;
         let mut queue: VecDeque<ObjectId> = bundles.iter().copied().collect();
         while let Some(id) = queue.pop_front() {
             if !seen.insert(id) {
                 continue;
             }
             let bundle = self.read_bundle(&id)?;
+            bundle_count += 1;
             queue.extend(bundle.parents.iter().copied());
             self.mark_tree(&bundle.tree, &mut seen)?;
         }
-        Ok(seen)
+        Ok(Reach { objects: seen, bundles: bundle_count })
     }
 
     fn mark_tree(&self, tree: &ObjectId, seen: &mut HashSet<ObjectId>) -> Result<()> {
