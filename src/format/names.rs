@@ -59,18 +59,21 @@ impl RefName {
     }
 }
 
-/// The content of a ref file: the id and one newline.
-pub fn encode_ref(id: &crate::format::ObjectId) -> Vec<u8> {
-    format!("{id}\n").into_bytes()
+/// Ref generations: a ref is a directory of files named by a 20-digit, zero-padded
+/// generation number; the highest generation holds the ref's value. Moving a ref creates
+/// generation N+1 with a no-clobber publish, which is a compare-and-swap that needs no lock
+/// (so it works the same over SFTP, where rename never overwrites).
+pub const GENERATION_DIGITS: usize = 20;
+
+pub fn generation_name(generation: u64) -> String {
+    format!("{generation:0width$}", width = GENERATION_DIGITS)
 }
 
-pub fn decode_ref(bytes: &[u8]) -> Result<crate::format::ObjectId> {
-    let text = std::str::from_utf8(bytes)
-        .ok()
-        .and_then(|t| t.strip_suffix('\n'))
-        .ok_or_else(|| Error::integrity("ref file is not '<64 hex digits>\\n'"))?;
-    crate::format::ObjectId::parse(text)
-        .map_err(|_| Error::integrity("ref file is not '<64 hex digits>\\n'"))
+pub fn parse_generation(name: &str) -> Option<u64> {
+    if name.len() != GENERATION_DIGITS || !name.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    name.parse().ok().filter(|&g| g > 0)
 }
 
 #[cfg(test)]
@@ -96,10 +99,11 @@ mod tests {
     }
 
     #[test]
-    fn ref_round_trip_is_strict() {
-        let id = crate::format::ObjectId::of(b"r");
-        assert_eq!(decode_ref(&encode_ref(&id)).unwrap(), id);
-        assert!(decode_ref(id.to_hex().as_bytes()).is_err());
-        assert!(decode_ref(format!("{id}\n\n").as_bytes()).is_err());
+    fn generation_names_are_strict() {
+        assert_eq!(generation_name(42), "00000000000000000042");
+        assert_eq!(parse_generation("00000000000000000042"), Some(42));
+        for bad in ["42", "0000000000000000004a", "00000000000000000000", "+0000000000000000042"] {
+            assert_eq!(parse_generation(bad), None, "{bad}");
+        }
     }
 }

@@ -6,7 +6,7 @@
 
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use crate::error::{IoContext, Result};
@@ -19,7 +19,9 @@ pub const TEMP_PREFIX: &str = ".tmp-";
 
 /// Create `path` as a private directory if it does not exist yet.
 pub fn ensure_private_dir(path: &Path) -> Result<()> {
-    match fs::create_dir(path) {
+    // Created 0700 (less the umask) from the start, so a crash before the chmod below can
+    // never leave a directory wider than 0700.
+    match fs::DirBuilder::new().mode(DIR_MODE).create(path) {
         Ok(()) => {
             fs::set_permissions(path, Permissions::from_mode(DIR_MODE))
                 .ctx("cannot set permissions of", path)?;
@@ -39,11 +41,16 @@ pub fn fsync_dir(path: &Path) -> Result<()> {
 
 /// A new private temp file in `dir` (mode 0600, named `.tmp-*`).
 pub fn temp_file_in(dir: &Path) -> Result<tempfile::NamedTempFile> {
-    tempfile::Builder::new()
+    let temp = tempfile::Builder::new()
         .prefix(TEMP_PREFIX)
         .permissions(Permissions::from_mode(FILE_MODE))
         .tempfile_in(dir)
-        .ctx("cannot create a temp file in", dir)
+        .ctx("cannot create a temp file in", dir)?;
+    // The create mode is subject to the umask; set it explicitly, as for every file.
+    temp.as_file()
+        .set_permissions(Permissions::from_mode(FILE_MODE))
+        .ctx("cannot set permissions of", temp.path())?;
+    Ok(temp)
 }
 
 /// Durably publish an already written temp file as `dest` (same directory): fsync the

@@ -28,18 +28,8 @@ pub struct GcReport {
 impl Store {
     pub fn gc(&self, grace: Duration, dry_run: bool) -> Result<GcReport> {
         let _lock = self.lock()?;
-        let mut roots = BTreeSet::new();
-        if let Some(id) = self.read_ref(&crate::format::names::RefName::Current)? {
-            roots.insert(id);
-        }
-        for (_, id) in self.target_refs()? {
-            roots.extend(id);
-        }
-        for entry in self.read_log()? {
-            roots.extend(entry.old);
-            roots.extend(entry.new);
-        }
-        let reachable = self.reachable(&roots.into_iter().collect::<Vec<_>>()).map(|r| r.objects).map_err(|e| {
+        let roots = self.all_roots()?;
+        let reachable = self.reachable(&roots).map(|r| r.objects).map_err(|e| {
             Error::integrity(format!("refusing to collect garbage in a damaged store: {}", e.message))
                 .with_hint("run 'baton verify' and repair the store first")
         })?;

@@ -168,7 +168,9 @@ impl Objects {
             Error::integrity(format!("object {id} is corrupt: {why}"))
                 .with_hint("run 'baton verify' and restore the object from another store")
         };
-        let decoder = zstd::Decoder::new(file).map_err(|e| corrupt(e.to_string()))?;
+        // Exactly one frame: stop at its end, then require that nothing follows it (no
+        // second frame, no skippable frame, no garbage).
+        let decoder = zstd::Decoder::new(file).map_err(|e| corrupt(e.to_string()))?.single_frame();
         let limit = expected_size.map(|s| s + 1).unwrap_or(u64::MAX);
         let mut hashing = HashingReader::new(decoder.take(limit));
         let mut buf = vec![0u8; BUF_SIZE];
@@ -181,11 +183,21 @@ impl Objects {
             };
             sink.write_all(&buf[..n]).map_err(|e| Error::other(format!("cannot write output: {e}")))?;
         }
+        // Checked after the size: a read cut short by `limit` stops inside the frame.
+        let trailing = {
+            use std::io::BufRead;
+            let reader = hashing.inner.get_mut().get_mut();
+            let rest = reader.fill_buf().map_err(|e| corrupt(e.to_string()))?;
+            !rest.is_empty()
+        };
         let (actual, size) = hashing.finish();
         if let Some(expected) = expected_size {
             if size != expected {
                 return Err(corrupt(format!("{size} bytes, expected {expected}")));
             }
+        }
+        if trailing {
+            return Err(corrupt("bytes follow the zstd frame".to_string()));
         }
         if actual != *id {
             return Err(corrupt(format!("content hashes to {actual}")));

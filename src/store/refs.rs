@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use super::{Store, StoreLock, fsutil};
 use crate::error::{Error, IoContext, Result};
 use crate::format::bundle::format_time;
-use crate::format::names::{RefName, decode_ref, encode_ref};
+use crate::format::names::{RefName, generation_name, parse_generation};
 use crate::format::{LogEntry, ObjectId};
 
 /// What a ref must hold for an update to proceed.
@@ -28,25 +28,110 @@ pub struct MoveReason {
     pub to: String,
 }
 
+/// The newest generation of a ref: its number and the log entry that created it.
+pub struct Generation {
+    pub number: u64,
+    pub entry: LogEntry,
+}
+
 impl Store {
-    fn ref_path(&self, name: &RefName) -> PathBuf {
+    fn ref_dir(&self, name: &RefName) -> PathBuf {
         match name {
             RefName::Current => self.root.join("refs").join("current"),
             RefName::Target(t) => self.root.join("refs").join("targets").join(t),
         }
     }
 
+    /// The newest generation of `name`, if the ref exists.
+    pub fn ref_generation(&self, name: &RefName) -> Result<Option<Generation>> {
+        let dir = self.ref_dir(name);
+        if !dir.exists() {
+            return Ok(None);
+        }
+        let mut newest = None;
+        for file in super::objects::read_dir_sorted(&dir)? {
+            if fsutil::is_temp_name(&file) {
+                continue;
+            }
+            let Some(number) = parse_generation(&file) else {
+                return Err(Error::integrity(format!(
+                    "ref '{}' is damaged: unexpected file {}",
+                    name.as_string(),
+                    dir.join(&file).display()
+                ))
+                .with_hint("move the stray file out of the ref directory"));
+            };
+            newest = newest.max(Some(number));
+        }
+        let Some(number) = newest else { return Ok(None) };
+        let path = dir.join(generation_name(number));
+        let bytes = fsutil::read_limited(&path, 64 << 10)?;
+        let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+        let entry = LogEntry::decode_line(line, 1).map_err(|e| {
+            Error::integrity(format!("ref '{}' is damaged ({}): {}", name.as_string(), path.display(), e.message))
+                .with_hint("remove the damaged generation file to fall back to the previous value")
+        })?;
+        if entry.ref_name != name.as_string() {
+            return Err(Error::integrity(format!(
+                "ref '{}' is damaged: {} names ref '{}'",
+                name.as_string(),
+                path.display(),
+                entry.ref_name
+            )));
+        }
+        Ok(Some(Generation { number, entry }))
+    }
+
+    /// Every generation of `name`, oldest first: the ref's own history of moves.
+    pub fn ref_history(&self, name: &RefName) -> Result<Vec<LogEntry>> {
+        let dir = self.ref_dir(name);
+        if !dir.exists() {
+            return Ok(vec![]);
+        }
+        let mut out = Vec::new();
+        for file in super::objects::read_dir_sorted(&dir)? {
+            if fsutil::is_temp_name(&file) {
+                continue;
+            }
+            let path = dir.join(&file);
+            if parse_generation(&file).is_none() {
+                return Err(Error::integrity(format!("ref '{}' has a stray file {}", name.as_string(), path.display())));
+            }
+            let bytes = fsutil::read_limited(&path, 64 << 10)?;
+            let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+            out.push(LogEntry::decode_line(line, 1).map_err(|e| {
+                Error::integrity(format!("ref '{}' is damaged ({}): {}", name.as_string(), path.display(), e.message))
+            })?);
+        }
+        Ok(out)
+    }
+
+    /// `current` and every target ref.
+    pub fn ref_names(&self) -> Result<Vec<RefName>> {
+        let mut names = vec![RefName::Current];
+        names.extend(self.target_refs()?.into_iter().map(|(n, _)| n));
+        Ok(names)
+    }
+
+    /// Every bundle id a ref, a ref generation or a log line has ever named: the roots
+    /// that `gc` keeps and `verify` checks.
+    pub fn all_roots(&self) -> Result<Vec<ObjectId>> {
+        let mut roots = std::collections::BTreeSet::new();
+        for name in self.ref_names()? {
+            for entry in self.ref_history(&name)? {
+                roots.extend(entry.old);
+                roots.extend(entry.new);
+            }
+        }
+        for entry in self.read_log()? {
+            roots.extend(entry.old);
+            roots.extend(entry.new);
+        }
+        Ok(roots.into_iter().collect())
+    }
+
     pub fn read_ref(&self, name: &RefName) -> Result<Option<ObjectId>> {
-        let path = self.ref_path(name);
-        let bytes = match fsutil::read_limited(&path, 256) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind == crate::error::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        decode_ref(&bytes).map(Some).map_err(|_| {
-            Error::integrity(format!("ref '{}' is damaged ({})", name.as_string(), path.display()))
-                .with_hint("compare it with 'baton log --audit' and rewrite the file as '<id>\\n'")
-        })
+        Ok(self.ref_generation(name)?.and_then(|g| g.entry.new))
     }
 
     /// Every target ref, sorted by name.
@@ -57,7 +142,9 @@ impl Store {
             if fsutil::is_temp_name(&name) {
                 continue;
             }
-            let ref_name = RefName::Target(name);
+            let ref_name = RefName::parse(&format!("targets/{name}")).map_err(|_| {
+                Error::integrity(format!("unexpected entry {} in refs/targets", name.escape_debug()))
+            })?;
             let value = self.read_ref(&ref_name)?;
             out.push((ref_name, value));
         }
@@ -65,7 +152,8 @@ impl Store {
     }
 
     /// Move a ref by compare-and-swap, under the lock the caller holds: check the
-    /// expected old value, append the log line (durably), then replace the ref file.
+    /// expected old value, append the log line (durably), then publish the next
+    /// generation without overwriting anything.
     pub fn update_ref_locked(
         &self,
         _lock: &StoreLock,
@@ -74,7 +162,8 @@ impl Store {
         new: Option<ObjectId>,
         reason: &MoveReason,
     ) -> Result<Option<ObjectId>> {
-        let old = self.read_ref(name)?;
+        let current = self.ref_generation(name)?;
+        let old = current.as_ref().and_then(|g| g.entry.new);
         if let Expect::Value(expected) = expect {
             if expected != old {
                 let show = |v: Option<ObjectId>| v.map(|i| i.to_hex()).unwrap_or_else(|| "(none)".into());
@@ -99,16 +188,22 @@ impl Store {
             user: current_user(),
         };
         self.append_log(&entry)?;
-        let path = self.ref_path(name);
-        match new {
-            Some(id) => fsutil::write_atomic(&path, &encode_ref(&id))?,
-            None => {
-                fs::remove_file(&path).ctx("cannot remove ref", &path)?;
-                if let Some(dir) = path.parent() {
-                    fsutil::fsync_dir(dir)?;
-                }
+        let dir = self.ref_dir(name);
+        fsutil::ensure_private_dir(&dir)?;
+        let next = current.map(|g| g.number).unwrap_or(0) + 1;
+        let dest = dir.join(generation_name(next));
+        let mut temp = fsutil::temp_file_in(&dir)?;
+        temp.write_all(&entry.encode_line()).ctx("cannot write", temp.path())?;
+        temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
+        temp.persist_noclobber(&dest).map_err(|e| {
+            if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+                Error::conflict(format!("ref '{}' moved while it was being updated", name.as_string()))
+                    .with_hint("retry")
+            } else {
+                Error::io("cannot publish", &dest, e.error)
             }
-        }
+        })?;
+        fsutil::fsync_dir(&dir)?;
         Ok(old)
     }
 

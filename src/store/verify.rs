@@ -11,7 +11,6 @@ use serde::Serialize;
 use super::Store;
 use super::objects::ListedObject;
 use crate::error::Result;
-use crate::format::names::RefName;
 use crate::format::{EntryKind, ObjectId};
 
 #[derive(Debug, Default, Serialize)]
@@ -72,29 +71,24 @@ impl Store {
 
     /// Every id named by a ref or a log line; damaged refs and log lines become problems.
     fn check_refs_and_log(&self, report: &mut VerifyReport) -> BTreeSet<ObjectId> {
-        let mut roots = BTreeSet::new();
-        let mut names = vec![RefName::Current];
-        match self.target_refs() {
-            Ok(targets) => names.extend(targets.into_iter().map(|(n, _)| n)),
-            Err(e) => report.problems.push(e.message),
-        }
-        for name in names {
-            match self.read_ref(&name) {
-                Ok(Some(id)) => {
-                    roots.insert(id);
-                }
-                Ok(None) => {}
-                Err(e) => report.problems.push(e.message),
-            }
-        }
         match self.read_log() {
-            Ok(entries) => {
-                report.log_entries = entries.len() as u64;
-                roots.extend(entries.iter().flat_map(|e| [e.old, e.new]).flatten());
+            Ok(entries) => report.log_entries = entries.len() as u64,
+            Err(e) => report.problems.push(e.message),
+        }
+        match self.ref_names() {
+            Ok(names) => {
+                for name in names {
+                    if let Err(e) = self.ref_history(&name).and_then(|_| self.read_ref(&name)) {
+                        report.problems.push(e.message);
+                    }
+                }
             }
             Err(e) => report.problems.push(e.message),
         }
-        roots
+        match self.all_roots() {
+            Ok(roots) => roots.into_iter().collect(),
+            Err(_) => BTreeSet::new(),
+        }
     }
 
     /// Verify one bundle, its whole history and everything below their trees.
