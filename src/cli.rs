@@ -58,25 +58,24 @@ pub enum Command {
         spec: String,
     },
     /// Restore a bundle's files into DIR (absent or empty)
-    Checkout {
-        rev: String,
-        dir: PathBuf,
-    },
+    Checkout { rev: String, dir: PathBuf },
     /// List the paths that differ between two bundles
-    Diff {
-        old: String,
-        new: String,
-    },
+    Diff { old: String, new: String },
     /// Check integrity: the whole store (every object rehashed), or REV and its history
-    Verify {
-        rev: Option<String>,
-    },
+    Verify { rev: Option<String> },
     /// Remove objects unreachable from every ref and log line, after a grace period
     Gc(GcArgs),
+    /// Manage remote targets (like git remotes)
+    #[command(subcommand)]
+    Target(TargetCommand),
+    /// Send a bundle and its history to a target, then move the target's `current`
+    Push(PushArgs),
+    /// Fetch a target's `current`, then fast-forward the local `current` to it
+    Pull(PullArgs),
+    /// Create a new store from a target URL (the target is recorded as `origin`)
+    Clone(CloneArgs),
     /// Print a shell completion script
-    Completions {
-        shell: clap_complete::Shell,
-    },
+    Completions { shell: clap_complete::Shell },
     /// Print the man page (roff)
     Man,
 }
@@ -122,4 +121,61 @@ pub struct GcArgs {
     /// Report what would be removed, remove nothing
     #[arg(long)]
     pub dry_run: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TargetCommand {
+    /// Add a target: ssh://[user@]host[:port]/path, [user@]host:path, /abs/path, file:///abs/path
+    Add {
+        name: String,
+        url: String,
+        /// Make it the default for push and pull
+        #[arg(long)]
+        default: bool,
+    },
+    /// List targets
+    List,
+    /// Remove a target (its last-seen ref stays in the audit log)
+    Remove { name: String },
+}
+
+#[derive(Debug, Args)]
+pub struct ConnectArgs {
+    /// Accept and record an unknown SSH host key (never a changed one)
+    #[arg(long)]
+    pub accept_new_host_key: bool,
+    /// Seconds before a silent connection counts as dead [default: ConnectTimeout, else 30]
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// Target name [default: the only or the default target]
+    pub target: Option<String>,
+    /// Bundle to push [default: current]
+    pub rev: Option<String>,
+    /// Overwrite the remote `current`, but only if it still holds EXPECTED_ID ("none" for empty)
+    #[arg(long, value_name = "EXPECTED_ID")]
+    pub force: Option<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// Target name [default: the only or the default target]
+    pub target: Option<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CloneArgs {
+    /// Where the store to clone is
+    pub url: String,
+    /// Where to create the new store [default: --store, else ./.baton]
+    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
 }

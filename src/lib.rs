@@ -10,6 +10,8 @@ pub mod error;
 pub mod format;
 pub mod output;
 pub mod store;
+pub mod sync;
+pub mod transport;
 
 use clap::Parser;
 
@@ -26,12 +28,20 @@ pub fn run() -> i32 {
                 return e.exit_code();
             }
             let message = e.to_string();
-            let first = message.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
+            let first = message
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ");
             let err = error::Error::usage(first.to_string()).with_hint("see 'baton --help'");
             return output::finish(true, Err(err));
         }
     };
-    let ctx = output::Ctx { json: cli.json, quiet: cli.quiet, store: cli.store.clone() };
+    let ctx = output::Ctx {
+        json: cli.json,
+        quiet: cli.quiet,
+        store: cli.store.clone(),
+    };
     let result = commands::dispatch(&ctx, cli.command);
     output::finish(ctx.json, result)
 }

@@ -27,13 +27,18 @@ pub struct Outcome {
 
 impl Outcome {
     pub fn new(human: impl Into<String>, json: Value) -> Self {
-        Outcome { human: human.into(), json, failure: None }
+        Outcome {
+            human: human.into(),
+            json,
+            failure: None,
+        }
     }
 }
 
 impl Ctx {
     pub fn store_path(&self) -> crate::error::Result<PathBuf> {
-        let cwd = std::env::current_dir().map_err(|e| Error::other(format!("cannot read the current directory: {e}")))?;
+        let cwd = std::env::current_dir()
+            .map_err(|e| Error::other(format!("cannot read the current directory: {e}")))?;
         Store::discover(self.store.as_deref(), &cwd)
     }
 
@@ -96,7 +101,10 @@ pub fn finish(json_mode: bool, result: crate::error::Result<Outcome>) -> i32 {
         }
         if let Some(e) = &error {
             let _ = out.flush();
-            eprintln!("error: {e}");
+            // Always one line: a file name or argument quoted in the message may hold a
+            // line break, and scripts read exactly one line.
+            let text = e.to_string().replace('\n', "\\n").replace('\r', "\\r");
+            eprintln!("error: {text}");
         }
     }
     let _ = out.flush();

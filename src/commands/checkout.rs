@@ -11,14 +11,27 @@ pub fn run(ctx: &Ctx, rev: &str, dir: &Path) -> Result<Outcome> {
     let store = ctx.open_store()?;
     let id = store.resolve(rev)?;
     let bundle = store.read_bundle(&id)?;
-    let total: u64 = store.list_tree(&bundle.tree)?.iter().map(|(_, e)| e.size).sum();
+    let total: u64 = store
+        .list_tree(&bundle.tree)?
+        .iter()
+        .map(|(_, e)| e.size)
+        .sum();
     let bar = ctx.progress(total, true);
     let stats = store.checkout(&bundle.tree, dir, &|n| bar.inc(n))?;
     bar.finish_and_clear();
     let human = if ctx.quiet {
         String::new()
     } else {
-        format!("Checked out {} ({} files, {} bytes) into {}", id.short(), stats.files, stats.bytes, dir.display())
+        format!(
+            "Checked out {} ({} files, {} bytes) into {}",
+            id.short(),
+            stats.files,
+            stats.bytes,
+            dir.display()
+        )
     };
-    Ok(Outcome::new(human, json!({ "bundle": id, "dir": dir, "files": stats.files, "bytes": stats.bytes })))
+    Ok(Outcome::new(
+        human,
+        json!({ "bundle": id, "dir": dir, "files": stats.files, "bytes": stats.bytes }),
+    ))
 }

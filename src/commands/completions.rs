@@ -11,7 +11,10 @@ pub fn completions(shell: clap_complete::Shell) -> Result<Outcome> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "baton", &mut script);
     let text = String::from_utf8_lossy(&script).into_owned();
-    Ok(Outcome::new(text.clone(), json!({ "shell": shell.to_string(), "script": text })))
+    Ok(Outcome::new(
+        text.clone(),
+        json!({ "shell": shell.to_string(), "script": text }),
+    ))
 }
 
 pub fn man() -> Result<Outcome> {

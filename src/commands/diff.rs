@@ -20,8 +20,14 @@ pub fn run(ctx: &Ctx, old: &str, new: &str) -> Result<Outcome> {
     for (status, path) in &changes {
         let _ = writeln!(human, "{} {path}", &status[..1].to_uppercase());
     }
-    let json_changes: Vec<_> = changes.iter().map(|(s, p)| json!({ "status": s, "path": p })).collect();
-    Ok(Outcome::new(human.trim_end().to_string(), json!({ "changes": json_changes })))
+    let json_changes: Vec<_> = changes
+        .iter()
+        .map(|(s, p)| json!({ "status": s, "path": p }))
+        .collect();
+    Ok(Outcome::new(
+        human.trim_end().to_string(),
+        json!({ "changes": json_changes }),
+    ))
 }
 
 /// Compare two trees (either may be absent), skipping identical subtrees by id.
@@ -37,7 +43,12 @@ fn diff_trees(
     }
     let read = |id: Option<ObjectId>| -> Result<BTreeMap<String, TreeEntry>> {
         Ok(match id {
-            Some(id) => store.read_tree(&id)?.entries.into_iter().map(|e| (e.name.clone(), e)).collect(),
+            Some(id) => store
+                .read_tree(&id)?
+                .entries
+                .into_iter()
+                .map(|e| (e.name.clone(), e))
+                .collect(),
             None => BTreeMap::new(),
         })
     };
@@ -55,7 +66,14 @@ fn diff_trees(
                 diff_trees(store, Some(o.id), Some(n.id), &format!("{path}/"), out)?;
             }
             (Some(o), Some(n)) if o.kind != EntryKind::Dir && n.kind != EntryKind::Dir => {
-                out.push((if o.id == n.id { "type-changed" } else { "modified" }, path));
+                out.push((
+                    if o.id == n.id {
+                        "type-changed"
+                    } else {
+                        "modified"
+                    },
+                    path,
+                ));
             }
             _ => {
                 // Added, deleted, or a file replaced by a directory (or back).

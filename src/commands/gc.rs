@@ -9,13 +9,21 @@ use crate::output::{Ctx, Outcome};
 pub fn run(ctx: &Ctx, args: &GcArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;
     let report = store.gc(*args.grace, args.dry_run)?;
-    let verb = if args.dry_run { "would remove" } else { "removed" };
+    let verb = if args.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
     let human = if ctx.quiet {
         String::new()
     } else {
         format!(
             "{verb} {} unreachable objects ({} bytes) and {} stale temp files; kept {} within the grace period; {} reachable",
-            report.removed_objects, report.removed_bytes, report.removed_temp_files, report.kept_in_grace, report.reachable
+            report.removed_objects,
+            report.removed_bytes,
+            report.removed_temp_files,
+            report.kept_in_grace,
+            report.reachable
         )
     };
     Ok(Outcome::new(human, json!({ "report": report })))

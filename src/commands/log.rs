@@ -37,7 +37,9 @@ pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
         if bundles.len() >= limit {
             break;
         }
-        let Some(bundle) = queued.get(&id).cloned() else { continue };
+        let Some(bundle) = queued.get(&id).cloned() else {
+            continue;
+        };
         let _ = writeln!(human, "bundle {id}");
         let who = handoff_line(&bundle.from, &bundle.to);
         if !who.is_empty() {
@@ -49,7 +51,11 @@ pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
             let _ = writeln!(human, "Merge:   {}", parents.join(" "));
         }
         if !bundle.summary.is_empty() {
-            let _ = writeln!(human, "\n    {}", bundle.summary.lines().next().unwrap_or(""));
+            let _ = writeln!(
+                human,
+                "\n    {}",
+                bundle.summary.lines().next().unwrap_or("")
+            );
         }
         human.push('\n');
         for parent in &bundle.parents {
@@ -61,7 +67,10 @@ pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
         }
         bundles.push(bundle_json(&id, &bundle));
     }
-    Ok(Outcome::new(human.trim_end().to_string(), json!({ "bundles": bundles })))
+    Ok(Outcome::new(
+        human.trim_end().to_string(),
+        json!({ "bundles": bundles }),
+    ))
 }
 
 fn audit(store: &crate::store::Store, max: Option<usize>) -> Result<Outcome> {
@@ -69,14 +78,27 @@ fn audit(store: &crate::store::Store, max: Option<usize>) -> Result<Outcome> {
     let skip = entries.len().saturating_sub(max.unwrap_or(usize::MAX));
     let entries = &entries[skip..];
     let mut human = String::new();
-    let short = |v: Option<crate::format::ObjectId>| v.map(|i| i.short()).unwrap_or_else(|| "(none)".into());
+    let short = |v: Option<crate::format::ObjectId>| {
+        v.map(|i| i.short()).unwrap_or_else(|| "(none)".into())
+    };
     for e in entries {
-        let _ = write!(human, "{} {} {}..{} {}", e.time, e.ref_name, short(e.old), short(e.new), e.action);
+        let _ = write!(
+            human,
+            "{} {} {}..{} {}",
+            e.time,
+            e.ref_name,
+            short(e.old),
+            short(e.new),
+            e.action
+        );
         let who = handoff_line(&e.from, &e.to);
         if !who.is_empty() {
             let _ = write!(human, " {who}");
         }
         let _ = writeln!(human, " by {}@{}", e.user, e.host);
     }
-    Ok(Outcome::new(human.trim_end().to_string(), json!({ "entries": entries })))
+    Ok(Outcome::new(
+        human.trim_end().to_string(),
+        json!({ "entries": entries }),
+    ))
 }

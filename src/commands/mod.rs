@@ -2,13 +2,17 @@
 
 mod cat;
 mod checkout;
+mod clone;
 mod completions;
 mod diff;
 mod gc;
 mod init;
 mod log;
+mod pull;
+mod push;
 mod save;
 mod show;
+mod target;
 mod verify;
 
 use crate::cli::Command;
@@ -26,6 +30,10 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Diff { old, new } => diff::run(ctx, &old, &new),
         Command::Verify { rev } => verify::run(ctx, rev.as_deref()),
         Command::Gc(args) => gc::run(ctx, &args),
+        Command::Target(cmd) => target::run(ctx, cmd),
+        Command::Push(args) => push::run(ctx, &args),
+        Command::Pull(args) => pull::run(ctx, &args),
+        Command::Clone(args) => clone::run(ctx, &args),
         Command::Completions { shell } => completions::completions(shell),
         Command::Man => completions::man(),
     }
@@ -48,5 +56,12 @@ fn handoff_line(from: &str, to: &str) -> String {
         (from, "") => from.to_string(),
         ("", to) => format!("-> {to}"),
         (from, to) => format!("{from} -> {to}"),
+    }
+}
+
+fn connect_settings(args: &crate::cli::ConnectArgs) -> crate::sync::ConnectSettings {
+    crate::sync::ConnectSettings {
+        accept_new_host_key: args.accept_new_host_key,
+        timeout: args.timeout.map(std::time::Duration::from_secs),
     }
 }

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use crate::cli::SaveArgs;
 use crate::error::{Error, Result};
+use crate::format::names::RefName;
 use crate::output::{Ctx, Outcome};
 use crate::store::snapshot;
 
@@ -15,6 +16,12 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;
     let skip = std::fs::metadata(store.root()).ok().map(|m| (m.dev(), m.ino()));
     let node = snapshot::scan(&args.dir, skip)?;
+    // A damaged ref or log stops a save before a single object is written, so a refused
+    // save leaves the store exactly as it was (the ref move at the end would refuse a
+    // damaged ref or a torn log only after writing every object, and would append after
+    // a damaged log line).
+    store.read_ref(&RefName::Current)?;
+    store.read_log()?;
     let bar = ctx.progress(node.total_bytes(), true);
     let (tree, stats) = snapshot::write(&store, &node, &|n| bar.inc(n))?;
     bar.finish_and_clear();

@@ -20,7 +20,12 @@ pub fn run(ctx: &Ctx, rev: &str) -> Result<Outcome> {
         let _ = writeln!(human, "parent  {parent}");
     }
     let _ = writeln!(human, "created {}", bundle.created);
-    for (label, value) in [("from", &bundle.from), ("to", &bundle.to), ("summary", &bundle.summary), ("note", &bundle.note)] {
+    for (label, value) in [
+        ("from", &bundle.from),
+        ("to", &bundle.to),
+        ("summary", &bundle.summary),
+        ("note", &bundle.note),
+    ] {
         if !value.is_empty() {
             let _ = writeln!(human, "{label:<7} {}", value.replace('\n', "\n        "));
         }
@@ -30,7 +35,13 @@ pub fn run(ctx: &Ctx, rev: &str) -> Result<Outcome> {
     }
     human.push('\n');
     for (path, entry) in &entries {
-        let _ = writeln!(human, "{:<7} {:>12} {} {path}", entry.kind.as_str(), entry.size, entry.id);
+        let _ = writeln!(
+            human,
+            "{:<7} {:>12} {} {path}",
+            entry.kind.as_str(),
+            entry.size,
+            entry.id
+        );
     }
     let files: Vec<_> = entries
         .iter()

@@ -33,13 +33,23 @@ pub fn run(ctx: &Ctx, rev: Option<&str>) -> Result<Outcome> {
         if target.is_none() {
             let _ = write!(human, ", {} log entries", report.log_entries);
         }
-        let _ = write!(human, ": {}", if report.is_clean() { "ok" } else { "DAMAGED" });
+        let _ = write!(
+            human,
+            ": {}",
+            if report.is_clean() { "ok" } else { "DAMAGED" }
+        );
     }
     let mut outcome = Outcome::new(human, json!({ "scope": scope, "report": report }));
     if !report.is_clean() {
         outcome.failure = Some(
-            Error::integrity(format!("{scope} has {} problem(s): {}", report.problems.len(), report.problems[0]))
-                .with_hint("restore the damaged objects from another copy (pull or checkout elsewhere)"),
+            Error::integrity(format!(
+                "{scope} has {} problem(s): {}",
+                report.problems.len(),
+                report.problems[0]
+            ))
+            .with_hint(
+                "restore the damaged objects from another copy (pull or checkout elsewhere)",
+            ),
         );
     }
     Ok(outcome)

@@ -47,7 +47,9 @@ pub fn parse_time(text: &str) -> Result<SystemTime> {
 
 /// Seconds since the epoch, for ordering; a time before the epoch counts as 0.
 pub fn unix_seconds(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_secs()
+    time.duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs()
 }
 
 impl Bundle {

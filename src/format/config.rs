@@ -1,5 +1,7 @@
 //! The store's `config` file: format name, version, required features and settings.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
@@ -17,11 +19,28 @@ pub struct StoreConfig {
     /// Features a reader must understand to use this store.
     #[serde(default)]
     pub features: Vec<String>,
+    /// Remote targets by name, like git remotes. Never holds a credential.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub targets: BTreeMap<String, TargetConfig>,
+    /// The target `push` and `pull` use when none is named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_target: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetConfig {
+    pub url: String,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        StoreConfig { format: FORMAT_NAME.into(), version: FORMAT_VERSION, features: vec![] }
+        StoreConfig {
+            format: FORMAT_NAME.into(),
+            version: FORMAT_VERSION,
+            features: vec![],
+            targets: BTreeMap::new(),
+            default_target: None,
+        }
     }
 }
 
@@ -50,11 +69,18 @@ impl StoreConfig {
             ))
             .with_hint("use a baton release that supports this store version"));
         }
-        if let Some(unknown) = config.features.iter().find(|f| !KNOWN_FEATURES.contains(&f.as_str())) {
-            return Err(Error::new(ErrorKind::Unsupported, format!(
-                "store requires feature '{}' which this baton does not support",
-                unknown.escape_debug()
-            ))
+        if let Some(unknown) = config
+            .features
+            .iter()
+            .find(|f| !KNOWN_FEATURES.contains(&f.as_str()))
+        {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "store requires feature '{}' which this baton does not support",
+                    unknown.escape_debug()
+                ),
+            )
             .with_hint("upgrade baton"));
         }
         Ok(config)
@@ -69,9 +95,15 @@ mod tests {
     fn versions_and_features_are_checked() {
         let ok = StoreConfig::default();
         assert_eq!(StoreConfig::decode(&ok.encode()).unwrap(), ok);
-        let future = StoreConfig { version: 2, ..StoreConfig::default() };
+        let future = StoreConfig {
+            version: 2,
+            ..StoreConfig::default()
+        };
         assert!(StoreConfig::decode(&future.encode()).is_err());
-        let featured = StoreConfig { features: vec!["packs-v9".into()], ..StoreConfig::default() };
+        let featured = StoreConfig {
+            features: vec!["packs-v9".into()],
+            ..StoreConfig::default()
+        };
         assert!(StoreConfig::decode(&featured.encode()).is_err());
         assert!(StoreConfig::decode(b"not json").is_err());
     }

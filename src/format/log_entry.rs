@@ -64,7 +64,10 @@ mod tests {
         };
         let line = entry.encode_line();
         assert_eq!(*line.last().unwrap(), b'\n');
-        assert_eq!(LogEntry::decode_line(&line[..line.len() - 1], 1).unwrap(), entry);
+        assert_eq!(
+            LogEntry::decode_line(&line[..line.len() - 1], 1).unwrap(),
+            entry
+        );
         let err = LogEntry::decode_line(b"{\"time\":", 7).unwrap_err();
         assert!(err.message.contains("line 7"), "{}", err.message);
     }

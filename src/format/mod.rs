@@ -8,6 +8,7 @@ pub mod config;
 pub mod id;
 pub mod log_entry;
 pub mod names;
+pub mod pack;
 pub mod tree;
 
 pub use bundle::Bundle;

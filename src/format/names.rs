@@ -4,8 +4,7 @@ use crate::error::{Error, Result};
 
 /// A tree entry name: non-empty UTF-8, not `.` or `..`, no `/` and no NUL.
 pub fn validate_entry_name(name: &str) -> Result<()> {
-    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0')
-    {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
         return Err(Error::integrity(format!(
             "invalid tree entry name '{}'",
             name.escape_debug()
@@ -20,13 +19,15 @@ pub fn validate_target_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && !name.starts_with(['.', '-'])
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
     if !ok {
-        return Err(Error::usage(format!(
-            "invalid target name '{}'",
-            name.escape_debug()
-        ))
-        .with_hint("use 1-64 letters, digits, '.', '_' or '-', not starting with '.' or '-'"));
+        return Err(
+            Error::usage(format!("invalid target name '{}'", name.escape_debug())).with_hint(
+                "use 1-64 letters, digits, '.', '_' or '-', not starting with '.' or '-'",
+            ),
+        );
     }
     Ok(())
 }
@@ -47,8 +48,10 @@ impl RefName {
             validate_target_name(name)?;
             return Ok(RefName::Target(name.to_string()));
         }
-        Err(Error::usage(format!("invalid ref name '{}'", text.escape_debug()))
-            .with_hint("refs are 'current' or 'targets/<name>'"))
+        Err(
+            Error::usage(format!("invalid ref name '{}'", text.escape_debug()))
+                .with_hint("refs are 'current' or 'targets/<name>'"),
+        )
     }
 
     pub fn as_string(&self) -> String {
@@ -102,7 +105,12 @@ mod tests {
     fn generation_names_are_strict() {
         assert_eq!(generation_name(42), "00000000000000000042");
         assert_eq!(parse_generation("00000000000000000042"), Some(42));
-        for bad in ["42", "0000000000000000004a", "00000000000000000000", "+0000000000000000042"] {
+        for bad in [
+            "42",
+            "0000000000000000004a",
+            "00000000000000000000",
+            "+0000000000000000042",
+        ] {
             assert_eq!(parse_generation(bad), None, "{bad}");
         }
     }

@@ -98,7 +98,9 @@ impl Tree {
                 wire.version
             )));
         }
-        let tree = Tree { entries: wire.entries };
+        let tree = Tree {
+            entries: wire.entries,
+        };
         tree.validate()?;
         Ok(tree)
     }
@@ -120,7 +122,12 @@ mod tests {
     use super::*;
 
     fn entry(name: &str, kind: EntryKind, content: &[u8]) -> TreeEntry {
-        TreeEntry { name: name.into(), kind, size: content.len() as u64, id: ObjectId::of(content) }
+        TreeEntry {
+            name: name.into(),
+            kind,
+            size: content.len() as u64,
+            id: ObjectId::of(content),
+        }
     }
 
     #[test]
@@ -146,7 +153,10 @@ mod tests {
         let text = String::from_utf8(t.encode()).unwrap();
         let spaced = text.replace(":", ": ");
         assert!(Tree::decode(spaced.as_bytes()).is_err());
-        let reordered = text.replace("\"type\":\"tree\",\"version\":1", "\"version\":1,\"type\":\"tree\"");
+        let reordered = text.replace(
+            "\"type\":\"tree\",\"version\":1",
+            "\"version\":1,\"type\":\"tree\"",
+        );
         assert!(Tree::decode(reordered.as_bytes()).is_err());
         assert!(Tree::decode(b"{}").is_err());
     }

@@ -26,8 +26,18 @@ impl Store {
         let pending = PendingDirs::default();
         let stored = self.objects.put_bytes(&bundle.encode(), &pending)?;
         pending.sync()?;
-        let reason = MoveReason { action: action.into(), from: bundle.from.clone(), to: bundle.to.clone() };
-        self.update_ref_locked(&lock, &RefName::Current, Expect::Value(parent), Some(stored.id), &reason)?;
+        let reason = MoveReason {
+            action: action.into(),
+            from: bundle.from.clone(),
+            to: bundle.to.clone(),
+        };
+        self.update_ref_locked(
+            &lock,
+            &RefName::Current,
+            Expect::Value(parent),
+            Some(stored.id),
+            &reason,
+        )?;
         Ok((stored.id, bundle))
     }
 }

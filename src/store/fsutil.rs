@@ -36,7 +36,9 @@ pub fn ensure_private_dir(path: &Path) -> Result<()> {
 }
 
 pub fn fsync_dir(path: &Path) -> Result<()> {
-    File::open(path).and_then(|d| d.sync_all()).ctx("cannot fsync directory", path)
+    File::open(path)
+        .and_then(|d| d.sync_all())
+        .ctx("cannot fsync directory", path)
 }
 
 /// A new private temp file in `dir` (mode 0600, named `.tmp-*`).
@@ -57,7 +59,8 @@ pub fn temp_file_in(dir: &Path) -> Result<tempfile::NamedTempFile> {
 /// data, rename over `dest`, and fsync the directory unless the caller batches that.
 pub fn publish(temp: tempfile::NamedTempFile, dest: &Path, sync_dir: bool) -> Result<()> {
     temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
-    temp.persist(dest).map_err(|e| crate::error::Error::io("cannot rename into", dest, e.error))?;
+    temp.persist(dest)
+        .map_err(|e| crate::error::Error::io("cannot rename into", dest, e.error))?;
     if sync_dir {
         if let Some(parent) = dest.parent() {
             fsync_dir(parent)?;
@@ -82,7 +85,8 @@ pub fn create_new_private(path: &Path, bytes: &[u8]) -> Result<()> {
         .mode(FILE_MODE)
         .open(path)
         .ctx("cannot create", path)?;
-    file.set_permissions(Permissions::from_mode(FILE_MODE)).ctx("cannot set permissions of", path)?;
+    file.set_permissions(Permissions::from_mode(FILE_MODE))
+        .ctx("cannot set permissions of", path)?;
     file.write_all(bytes).ctx("cannot write", path)?;
     file.sync_all().ctx("cannot fsync", path)
 }
@@ -92,7 +96,9 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
     use std::io::Read;
     let file = File::open(path).ctx("cannot read", path)?;
     let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes).ctx("cannot read", path)?;
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .ctx("cannot read", path)?;
     if bytes.len() as u64 > limit {
         return Err(crate::error::Error::integrity(format!(
             "{} is larger than {limit} bytes",

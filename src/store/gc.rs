@@ -30,11 +30,20 @@ impl Store {
         let _lock = self.lock()?;
         let roots = self.all_roots()?;
         let reachable = self.reachable(&roots).map(|r| r.objects).map_err(|e| {
-            Error::integrity(format!("refusing to collect garbage in a damaged store: {}", e.message))
-                .with_hint("run 'baton verify' and repair the store first")
+            Error::integrity(format!(
+                "refusing to collect garbage in a damaged store: {}",
+                e.message
+            ))
+            .with_hint("run 'baton verify' and repair the store first")
         })?;
-        let cutoff = SystemTime::now().checked_sub(grace).unwrap_or(SystemTime::UNIX_EPOCH);
-        let mut report = GcReport { reachable: reachable.len() as u64, dry_run, ..GcReport::default() };
+        let cutoff = SystemTime::now()
+            .checked_sub(grace)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        let mut report = GcReport {
+            reachable: reachable.len() as u64,
+            dry_run,
+            ..GcReport::default()
+        };
         let mut touched = BTreeSet::new();
         for listed in self.objects.list()? {
             let (path, is_temp) = match listed {

@@ -7,6 +7,7 @@ pub mod commit;
 pub mod fsutil;
 pub mod gc;
 pub mod objects;
+pub mod packs;
 pub mod refs;
 pub mod restore;
 pub mod rev;
@@ -62,23 +63,39 @@ impl Store {
         let meta = match fs::metadata(root) {
             Ok(meta) => meta,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::not_found(format!("no baton store at {}", root.display()))
-                    .with_hint("run 'baton init' to create one, or pass the right --store"));
+                return Err(
+                    Error::not_found(format!("no baton store at {}", root.display()))
+                        .with_hint("run 'baton init' to create one, or pass the right --store"),
+                );
             }
             Err(e) => return Err(Error::io("cannot open store", root, e)),
         };
         if !meta.is_dir() {
-            return Err(Error::usage(format!("store path {} is not a directory", root.display()))
-                .with_hint("pass --store the path of a baton store directory"));
+            return Err(
+                Error::usage(format!("store path {} is not a directory", root.display()))
+                    .with_hint("pass --store the path of a baton store directory"),
+            );
         }
         let config_path = root.join("config");
         if !config_path.exists() {
-            return Err(Error::not_found(format!("{} is not a baton store (no config)", root.display()))
-                .with_hint("run 'baton init' to create one, or pass the right --store"));
+            return Err(Error::not_found(format!(
+                "{} is not a baton store (no config)",
+                root.display()
+            ))
+            .with_hint("run 'baton init' to create one, or pass the right --store"));
         }
-        let config = StoreConfig::decode(&fsutil::read_limited(&config_path, 1 << 20)?)
-            .map_err(|e| Error { message: format!("{}: {}", config_path.display(), e.message), ..e })?;
-        Ok(Store { objects: Objects::new(root.join("objects")), root: root.to_path_buf(), config })
+        let config =
+            StoreConfig::decode(&fsutil::read_limited(&config_path, 1 << 20)?).map_err(|e| {
+                Error {
+                    message: format!("{}: {}", config_path.display(), e.message),
+                    ..e
+                }
+            })?;
+        Ok(Store {
+            objects: Objects::new(root.join("objects"), root.join("packs")),
+            root: root.to_path_buf(),
+            config,
+        })
     }
 
     /// Create a new store at `root`, atomically: it is built in a temp directory beside
@@ -93,7 +110,11 @@ impl Store {
                     )
                     .with_hint("use it as it is, or choose another --store path"));
                 }
-                if fs::read_dir(root).ctx("cannot list", root)?.next().is_some() {
+                if fs::read_dir(root)
+                    .ctx("cannot list", root)?
+                    .next()
+                    .is_some()
+                {
                     return Err(Error::usage(format!(
                         "{} exists and is not empty",
                         root.display()
@@ -102,8 +123,11 @@ impl Store {
                 }
             }
             Ok(_) => {
-                return Err(Error::usage(format!("store path {} is not a directory", root.display()))
-                    .with_hint("choose a path that does not exist yet"));
+                return Err(Error::usage(format!(
+                    "store path {} is not a directory",
+                    root.display()
+                ))
+                .with_hint("choose a path that does not exist yet"));
             }
             Err(_) => {}
         }
@@ -118,14 +142,19 @@ impl Store {
             .ctx("cannot create a temp directory in", &parent)?;
         let dir = staging.path();
         fsutil::ensure_private_dir(&dir.join("objects"))?;
+        fsutil::ensure_private_dir(&dir.join("packs"))?;
+        fsutil::ensure_private_dir(&dir.join("staging"))?;
         fsutil::ensure_private_dir(&dir.join("refs"))?;
         fsutil::ensure_private_dir(&dir.join("refs").join("targets"))?;
         fsutil::create_new_private(&dir.join("log"), b"")?;
         fsutil::create_new_private(&dir.join("lock"), b"")?;
         fsutil::create_new_private(&dir.join(".gitignore"), b"*\n")?;
         fsutil::create_new_private(&dir.join("config"), &StoreConfig::default().encode())?;
-        fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(fsutil::DIR_MODE))
-            .ctx("cannot set permissions of", dir)?;
+        fs::set_permissions(
+            dir,
+            std::os::unix::fs::PermissionsExt::from_mode(fsutil::DIR_MODE),
+        )
+        .ctx("cannot set permissions of", dir)?;
         fsutil::fsync_dir(dir)?;
         let staged = staging.keep();
         if let Err(e) = fs::rename(&staged, root) {
@@ -138,7 +167,10 @@ impl Store {
 
     pub fn lock(&self) -> Result<StoreLock> {
         let path = self.root.join("lock");
-        let file = File::options().read(true).open(&path).ctx("cannot open lock file", &path)?;
+        let file = File::options()
+            .read(true)
+            .open(&path)
+            .ctx("cannot open lock file", &path)?;
         file.lock().ctx("cannot lock", &path)?;
         Ok(StoreLock { _file: file })
     }
@@ -151,5 +183,14 @@ impl Store {
     pub fn read_bundle(&self, id: &ObjectId) -> Result<Bundle> {
         let bytes = self.objects.get_bytes(id, MAX_METADATA_OBJECT)?;
         Bundle::decode(&bytes).map_err(|e| Error::integrity(format!("bundle {id}: {}", e.message)))
+    }
+}
+
+impl Store {
+    /// Replace the config (targets and settings), atomically, under the lock.
+    pub fn write_config(&mut self, _lock: &StoreLock, config: StoreConfig) -> Result<()> {
+        fsutil::write_atomic(&self.root.join("config"), &config.encode())?;
+        self.config = config;
+        Ok(())
     }
 }

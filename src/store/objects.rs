@@ -8,12 +8,14 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use crate::error::{Error, IoContext, Result};
 use crate::format::ObjectId;
+use crate::format::pack::PackEntry;
 use crate::store::fsutil;
+use crate::store::packs::{self, PackIndex};
 
 /// zstd level for new objects: level 3 (zstd's default) balances speed and size.
 pub const ZSTD_LEVEL: i32 = 3;
@@ -23,6 +25,15 @@ const BUF_SIZE: usize = 256 << 10;
 
 pub struct Objects {
     dir: PathBuf,
+    packs_dir: PathBuf,
+    /// Pack indexes, loaded on first use; `refresh_packs` drops them after a new pack lands.
+    packs: Mutex<Option<Arc<Vec<PackIndex>>>>,
+}
+
+/// Where an object's stored bytes live.
+enum Location {
+    Loose(File),
+    Packed(PathBuf, PackEntry),
 }
 
 /// Directories that received new entries and still need an fsync before anything that
@@ -40,7 +51,11 @@ impl PendingDirs {
     pub fn sync(&self) -> Result<()> {
         let dirs = match self.0.lock() {
             Ok(mut set) => std::mem::take(&mut *set),
-            Err(_) => return Err(Error::other("internal error: pending directory set poisoned")),
+            Err(_) => {
+                return Err(Error::other(
+                    "internal error: pending directory set poisoned",
+                ));
+            }
         };
         for dir in dirs {
             fsutil::fsync_dir(&dir)?;
@@ -59,8 +74,155 @@ pub struct Stored {
 }
 
 impl Objects {
-    pub fn new(dir: PathBuf) -> Self {
-        Objects { dir }
+    pub fn new(dir: PathBuf, packs_dir: PathBuf) -> Self {
+        Objects {
+            dir,
+            packs_dir,
+            packs: Mutex::new(None),
+        }
+    }
+
+    pub fn packs_dir(&self) -> &Path {
+        &self.packs_dir
+    }
+
+    /// The indexes of every pack in the store (loaded once, then cached).
+    pub fn packs(&self) -> Result<Arc<Vec<PackIndex>>> {
+        let mut cached = self
+            .packs
+            .lock()
+            .map_err(|_| Error::other("internal error: pack cache poisoned"))?;
+        if let Some(packs) = cached.as_ref() {
+            return Ok(packs.clone());
+        }
+        let loaded = Arc::new(packs::load_all(&self.packs_dir)?);
+        *cached = Some(loaded.clone());
+        Ok(loaded)
+    }
+
+    /// Forget cached pack indexes (after publishing a pack).
+    pub fn refresh_packs(&self) {
+        if let Ok(mut cached) = self.packs.lock() {
+            *cached = None;
+        }
+    }
+
+    fn find_packed(&self, id: &ObjectId) -> Option<(PathBuf, PackEntry)> {
+        let packs = self.packs().ok()?;
+        packs
+            .iter()
+            .find_map(|p| p.find(id).map(|e| (p.path.clone(), *e)))
+    }
+
+    fn locate(&self, id: &ObjectId) -> Result<Option<Location>> {
+        let path = self.path(id);
+        match File::open(&path) {
+            Ok(file) => return Ok(Some(Location::Loose(file))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("cannot read object", &path, e)),
+        }
+        Ok(self
+            .find_packed(id)
+            .map(|(path, entry)| Location::Packed(path, entry)))
+    }
+
+    /// A reader over the stored (compressed) bytes of `id`, loose or packed, unverified.
+    pub fn open_stored(&self, id: &ObjectId) -> Result<Box<dyn Read + Send>> {
+        match self.locate(id)? {
+            Some(Location::Loose(file)) => Ok(Box::new(file)),
+            Some(Location::Packed(path, entry)) => {
+                use std::io::Seek;
+                let mut file = File::open(&path).ctx("cannot open pack", &path)?;
+                file.seek(io::SeekFrom::Start(entry.offset))
+                    .ctx("cannot read pack", &path)?;
+                Ok(Box::new(file.take(entry.length)))
+            }
+            None => Err(
+                Error::integrity(format!("object {id} is missing from the store"))
+                    .with_hint("run 'baton verify' and restore the object from another store"),
+            ),
+        }
+    }
+
+    /// Copy the stored bytes of `id` to `sink` (e.g. into a pack) while checking that they
+    /// decompress to content with that id. Returns the stored length.
+    pub fn copy_stored_verified(&self, id: &ObjectId, sink: &mut dyn Write) -> Result<u64> {
+        let mut stored = self.open_stored(id)?;
+        let mut check = zstd::stream::write::Decoder::new(HashingWriter::default())
+            .map_err(|e| Error::other(format!("zstd: {e}")))?;
+        let mut buf = vec![0u8; BUF_SIZE];
+        let mut total = 0u64;
+        let corrupt = |why: String| Error::integrity(format!("object {id} is corrupt: {why}"));
+        loop {
+            let n = match stored.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::other(format!("cannot read object {id}: {e}"))),
+            };
+            check
+                .write_all(&buf[..n])
+                .map_err(|e| corrupt(e.to_string()))?;
+            sink.write_all(&buf[..n])
+                .map_err(|e| Error::other(format!("cannot write object {id}: {e}")))?;
+            total += n as u64;
+        }
+        check.flush().map_err(|e| corrupt(e.to_string()))?;
+        let actual = ObjectId::from_hash(check.into_inner().0.finalize());
+        if actual != *id {
+            return Err(corrupt(format!("content hashes to {actual}")));
+        }
+        Ok(total)
+    }
+
+    /// A temp file in the directory where `id` will live, for receiving it.
+    pub fn temp_for(&self, id: &ObjectId) -> Result<tempfile::NamedTempFile> {
+        let dest = self.path(id);
+        let fanout = dest.parent().unwrap_or(&self.dir).to_path_buf();
+        fsutil::ensure_private_dir(&fanout)?;
+        fsutil::temp_file_in(&fanout)
+    }
+
+    /// Publish a received object from a temp file made by `temp_for`, after checking that
+    /// it decompresses to content whose hash is `id`.
+    pub fn put_stored_file(&self, id: &ObjectId, temp: tempfile::NamedTempFile, pending: &PendingDirs) -> Result<bool> {
+        let file = File::open(temp.path()).ctx("cannot read", temp.path())?;
+        decode_verified(id, file, None, &mut io::sink())
+            .map_err(|e| Error::integrity(format!("received {}", e.message)))?;
+        if self.contains(id) {
+            return Ok(false);
+        }
+        let dest = self.path(id);
+        fsutil::publish(temp, &dest, false)?;
+        if let Some(dir) = dest.parent() {
+            pending.add(dir.to_path_buf());
+        }
+        Ok(true)
+    }
+
+    /// Store an object received in stored form (a zstd frame), after checking that it
+    /// decompresses to content whose hash is `id`. Returns false if it was already here.
+    pub fn put_stored(&self, id: &ObjectId, stored: &[u8], pending: &PendingDirs) -> Result<bool> {
+        let mut check = zstd::stream::write::Decoder::new(HashingWriter::default())
+            .map_err(|e| Error::other(format!("zstd: {e}")))?;
+        let corrupt =
+            |why: String| Error::integrity(format!("received object {id} is corrupt: {why}"));
+        check
+            .write_all(stored)
+            .map_err(|e| corrupt(e.to_string()))?;
+        check.flush().map_err(|e| corrupt(e.to_string()))?;
+        let actual = ObjectId::from_hash(check.into_inner().0.finalize());
+        if actual != *id {
+            return Err(corrupt(format!("content hashes to {actual}")));
+        }
+        if self.contains(id) {
+            return Ok(false);
+        }
+        self.publish_with(id, pending, |temp| {
+            temp.write_all(stored)
+                .map_err(|e| Error::other(format!("cannot write object {id}: {e}")))
+        })?;
+        Ok(true)
     }
 
     pub fn dir(&self) -> &Path {
@@ -73,7 +235,7 @@ impl Objects {
     }
 
     pub fn contains(&self, id: &ObjectId) -> bool {
-        self.path(id).is_file()
+        self.path(id).is_file() || self.find_packed(id).is_some()
     }
 
     /// Mark an existing object as recently used, so a concurrent `gc` within its grace
@@ -90,7 +252,11 @@ impl Objects {
         let size = bytes.len() as u64;
         if self.contains(&id) {
             self.freshen(&id);
-            return Ok(Stored { id, size, written: false });
+            return Ok(Stored {
+                id,
+                size,
+                written: false,
+            });
         }
         let compressed = zstd::bulk::compress(bytes, ZSTD_LEVEL)
             .map_err(|e| Error::other(format!("zstd compression failed: {e}")))?;
@@ -98,7 +264,11 @@ impl Objects {
             temp.write_all(&compressed)
                 .map_err(|e| Error::other(format!("cannot write object {id}: {e}")))
         })?;
-        Ok(Stored { id, size, written: true })
+        Ok(Stored {
+            id,
+            size,
+            written: true,
+        })
     }
 
     /// Store the regular file at `path`, streaming it: memory stays bounded whatever its
@@ -114,7 +284,11 @@ impl Objects {
         let (id, size) = hash_stream(&mut file).ctx("cannot read", path)?;
         if self.contains(&id) {
             self.freshen(&id);
-            return Ok(Stored { id, size, written: false });
+            return Ok(Stored {
+                id,
+                size,
+                written: false,
+            });
         }
         let mut file = open_regular(path)?;
         self.publish_with(&id, pending, |temp| {
@@ -132,7 +306,11 @@ impl Objects {
             }
             Ok(())
         })?;
-        Ok(Stored { id, size, written: true })
+        Ok(Stored {
+            id,
+            size,
+            written: true,
+        })
     }
 
     fn publish_with(
@@ -154,60 +332,22 @@ impl Objects {
     /// Stream the verified content of `id` into `sink`. The bytes written are trustworthy
     /// only once this returns `Ok`: callers that must never emit bad bytes write to a
     /// temp file first. `expected_size`, when known, bounds the read.
-    pub fn copy_to(&self, id: &ObjectId, expected_size: Option<u64>, sink: &mut dyn Write) -> Result<u64> {
-        let path = self.path(id);
-        let file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(Error::integrity(format!("object {id} is missing from the store"))
-                    .with_hint("run 'baton verify' and restore the object from another store"));
-            }
-            Err(e) => return Err(Error::io("cannot read object", &path, e)),
-        };
-        let corrupt = |why: String| {
-            Error::integrity(format!("object {id} is corrupt: {why}"))
-                .with_hint("run 'baton verify' and restore the object from another store")
-        };
-        // Exactly one frame: stop at its end, then require that nothing follows it (no
-        // second frame, no skippable frame, no garbage).
-        let decoder = zstd::Decoder::new(file).map_err(|e| corrupt(e.to_string()))?.single_frame();
-        let limit = expected_size.map(|s| s + 1).unwrap_or(u64::MAX);
-        let mut hashing = HashingReader::new(decoder.take(limit));
-        let mut buf = vec![0u8; BUF_SIZE];
-        loop {
-            let n = match hashing.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(corrupt(e.to_string())),
-            };
-            sink.write_all(&buf[..n]).map_err(|e| Error::other(format!("cannot write output: {e}")))?;
-        }
-        // Checked after the size: a read cut short by `limit` stops inside the frame.
-        let trailing = {
-            use std::io::BufRead;
-            let reader = hashing.inner.get_mut().get_mut();
-            let rest = reader.fill_buf().map_err(|e| corrupt(e.to_string()))?;
-            !rest.is_empty()
-        };
-        let (actual, size) = hashing.finish();
-        if let Some(expected) = expected_size {
-            if size != expected {
-                return Err(corrupt(format!("{size} bytes, expected {expected}")));
-            }
-        }
-        if trailing {
-            return Err(corrupt("bytes follow the zstd frame".to_string()));
-        }
-        if actual != *id {
-            return Err(corrupt(format!("content hashes to {actual}")));
-        }
-        Ok(size)
+    pub fn copy_to(
+        &self,
+        id: &ObjectId,
+        expected_size: Option<u64>,
+        sink: &mut dyn Write,
+    ) -> Result<u64> {
+        decode_verified(id, self.open_stored(id)?, expected_size, sink)
     }
 
     /// Read a whole small object (tree or manifest), verified, at most `limit` bytes.
     pub fn get_bytes(&self, id: &ObjectId, limit: u64) -> Result<Vec<u8>> {
-        let mut out = LimitedVec { bytes: Vec::new(), limit, overflow: false };
+        let mut out = LimitedVec {
+            bytes: Vec::new(),
+            limit,
+            overflow: false,
+        };
         self.copy_to(id, None, &mut out).map_err(|e| {
             if out.overflow {
                 Error::integrity(format!("object {id} is larger than {limit} bytes"))
@@ -236,7 +376,10 @@ impl Objects {
             if fsutil::is_temp_name(&fanout) {
                 continue;
             }
-            if fanout.len() != 2 || !crate::format::id::is_lower_hex(&fanout) || !fanout_path.is_dir() {
+            if fanout.len() != 2
+                || !crate::format::id::is_lower_hex(&fanout)
+                || !fanout_path.is_dir()
+            {
                 out.push(ListedObject::Stray(fanout_path));
                 continue;
             }
@@ -288,7 +431,10 @@ pub fn open_regular(path: &Path) -> Result<File> {
         .ctx("cannot open", path)?;
     let meta = file.metadata().ctx("cannot stat", path)?;
     if !meta.is_file() {
-        return Err(Error::usage(format!("{} is not a regular file", path.display())));
+        return Err(Error::usage(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
     }
     Ok(file)
 }
@@ -297,6 +443,58 @@ fn hash_stream(reader: &mut impl Read) -> io::Result<(ObjectId, u64)> {
     let mut hashing = HashingReader::new(reader);
     io::copy(&mut hashing, &mut io::sink())?;
     Ok(hashing.finish())
+}
+
+/// Decompress stored bytes into `sink`, checking the frame, the size (when known) and
+/// the hash. What reached `sink` is trustworthy only if this returns `Ok`.
+pub fn decode_verified(
+    id: &ObjectId,
+    file: impl Read,
+    expected_size: Option<u64>,
+    sink: &mut dyn Write,
+) -> Result<u64> {
+    let corrupt = |why: String| {
+        Error::integrity(format!("object {id} is corrupt: {why}"))
+            .with_hint("run 'baton verify' and restore the object from another store")
+    };
+    // Exactly one frame: stop at its end, then require that nothing follows it (no
+    // second frame, no skippable frame, no garbage).
+    let decoder = zstd::Decoder::new(file)
+        .map_err(|e| corrupt(e.to_string()))?
+        .single_frame();
+    let limit = expected_size.map(|s| s + 1).unwrap_or(u64::MAX);
+    let mut hashing = HashingReader::new(decoder.take(limit));
+    let mut buf = vec![0u8; BUF_SIZE];
+    loop {
+        let n = match hashing.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(corrupt(e.to_string())),
+        };
+        sink.write_all(&buf[..n])
+            .map_err(|e| Error::other(format!("cannot write output: {e}")))?;
+    }
+    // Checked after the size: a read cut short by `limit` stops inside the frame.
+    let trailing = {
+        use std::io::BufRead;
+        let reader = hashing.inner.get_mut().get_mut();
+        let rest = reader.fill_buf().map_err(|e| corrupt(e.to_string()))?;
+        !rest.is_empty()
+    };
+    let (actual, size) = hashing.finish();
+    if let Some(expected) = expected_size {
+        if size != expected {
+            return Err(corrupt(format!("{size} bytes, expected {expected}")));
+        }
+    }
+    if trailing {
+        return Err(corrupt("bytes follow the zstd frame".to_string()));
+    }
+    if actual != *id {
+        return Err(corrupt(format!("content hashes to {actual}")));
+    }
+    Ok(size)
 }
 
 /// A reader that hashes and counts what passes through it.
@@ -308,7 +506,11 @@ pub struct HashingReader<R> {
 
 impl<R: Read> HashingReader<R> {
     pub fn new(inner: R) -> Self {
-        HashingReader { inner, hasher: blake3::Hasher::new(), count: 0 }
+        HashingReader {
+            inner,
+            hasher: blake3::Hasher::new(),
+            count: 0,
+        }
     }
 
     pub fn finish(self) -> (ObjectId, u64) {
@@ -338,6 +540,20 @@ impl Write for LimitedVec {
             return Err(io::Error::other("object too large"));
         }
         self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A writer that only hashes what it is given.
+#[derive(Default)]
+struct HashingWriter(blake3::Hasher);
+
+impl Write for HashingWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.update(buf);
         Ok(buf.len())
     }
     fn flush(&mut self) -> io::Result<()> {

@@ -63,13 +63,20 @@ impl Store {
             };
             newest = newest.max(Some(number));
         }
-        let Some(number) = newest else { return Ok(None) };
+        let Some(number) = newest else {
+            return Ok(None);
+        };
         let path = dir.join(generation_name(number));
         let bytes = fsutil::read_limited(&path, 64 << 10)?;
         let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
         let entry = LogEntry::decode_line(line, 1).map_err(|e| {
-            Error::integrity(format!("ref '{}' is damaged ({}): {}", name.as_string(), path.display(), e.message))
-                .with_hint("remove the damaged generation file to fall back to the previous value")
+            Error::integrity(format!(
+                "ref '{}' is damaged ({}): {}",
+                name.as_string(),
+                path.display(),
+                e.message
+            ))
+            .with_hint("remove the damaged generation file to fall back to the previous value")
         })?;
         if entry.ref_name != name.as_string() {
             return Err(Error::integrity(format!(
@@ -95,12 +102,21 @@ impl Store {
             }
             let path = dir.join(&file);
             if parse_generation(&file).is_none() {
-                return Err(Error::integrity(format!("ref '{}' has a stray file {}", name.as_string(), path.display())));
+                return Err(Error::integrity(format!(
+                    "ref '{}' has a stray file {}",
+                    name.as_string(),
+                    path.display()
+                )));
             }
             let bytes = fsutil::read_limited(&path, 64 << 10)?;
             let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
             out.push(LogEntry::decode_line(line, 1).map_err(|e| {
-                Error::integrity(format!("ref '{}' is damaged ({}): {}", name.as_string(), path.display(), e.message))
+                Error::integrity(format!(
+                    "ref '{}' is damaged ({}): {}",
+                    name.as_string(),
+                    path.display(),
+                    e.message
+                ))
             })?);
         }
         Ok(out)
@@ -143,7 +159,10 @@ impl Store {
                 continue;
             }
             let ref_name = RefName::parse(&format!("targets/{name}")).map_err(|_| {
-                Error::integrity(format!("unexpected entry {} in refs/targets", name.escape_debug()))
+                Error::integrity(format!(
+                    "unexpected entry {} in refs/targets",
+                    name.escape_debug()
+                ))
             })?;
             let value = self.read_ref(&ref_name)?;
             out.push((ref_name, value));
@@ -166,7 +185,8 @@ impl Store {
         let old = current.as_ref().and_then(|g| g.entry.new);
         if let Expect::Value(expected) = expect {
             if expected != old {
-                let show = |v: Option<ObjectId>| v.map(|i| i.to_hex()).unwrap_or_else(|| "(none)".into());
+                let show =
+                    |v: Option<ObjectId>| v.map(|i| i.to_hex()).unwrap_or_else(|| "(none)".into());
                 return Err(Error::conflict(format!(
                     "ref '{}' is {}, expected {}",
                     name.as_string(),
@@ -184,7 +204,9 @@ impl Store {
             action: reason.action.clone(),
             from: reason.from.clone(),
             to: reason.to.clone(),
-            host: hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default(),
+            host: hostname::get()
+                .map(|h| h.to_string_lossy().into_owned())
+                .unwrap_or_default(),
             user: current_user(),
         };
         self.append_log(&entry)?;
@@ -193,12 +215,16 @@ impl Store {
         let next = current.map(|g| g.number).unwrap_or(0) + 1;
         let dest = dir.join(generation_name(next));
         let mut temp = fsutil::temp_file_in(&dir)?;
-        temp.write_all(&entry.encode_line()).ctx("cannot write", temp.path())?;
+        temp.write_all(&entry.encode_line())
+            .ctx("cannot write", temp.path())?;
         temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
         temp.persist_noclobber(&dest).map_err(|e| {
             if e.error.kind() == std::io::ErrorKind::AlreadyExists {
-                Error::conflict(format!("ref '{}' moved while it was being updated", name.as_string()))
-                    .with_hint("retry")
+                Error::conflict(format!(
+                    "ref '{}' moved while it was being updated",
+                    name.as_string()
+                ))
+                .with_hint("retry")
             } else {
                 Error::io("cannot publish", &dest, e.error)
             }
@@ -224,11 +250,16 @@ impl Store {
 
     fn append_log(&self, entry: &LogEntry) -> Result<()> {
         let path = self.log_path();
-        let mut file = OpenOptions::new().read(true).append(true).open(&path).ctx("cannot open log", &path)?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&path)
+            .ctx("cannot open log", &path)?;
         let len = file.metadata().ctx("cannot stat", &path)?.len();
         if len > 0 {
             let mut last = [0u8; 1];
-            file.seek(SeekFrom::Start(len - 1)).ctx("cannot read", &path)?;
+            file.seek(SeekFrom::Start(len - 1))
+                .ctx("cannot read", &path)?;
             file.read_exact(&mut last).ctx("cannot read", &path)?;
             if last[0] != b'\n' {
                 return Err(Error::integrity(format!(
@@ -239,7 +270,8 @@ impl Store {
             }
         }
         // One write call per line: with O_APPEND the kernel never interleaves lines.
-        file.write_all(&entry.encode_line()).ctx("cannot append to", &path)?;
+        file.write_all(&entry.encode_line())
+            .ctx("cannot append to", &path)?;
         file.sync_data().ctx("cannot fsync", &path)
     }
 
@@ -253,8 +285,11 @@ impl Store {
         while !rest.is_empty() {
             line_no += 1;
             let Some(end) = rest.iter().position(|&b| b == b'\n') else {
-                return Err(Error::integrity(format!("log line {line_no} is torn (no newline)"))
-                    .with_hint("the log is never rewritten by baton; repair it by hand from a backup"));
+                return Err(
+                    Error::integrity(format!("log line {line_no} is torn (no newline)")).with_hint(
+                        "the log is never rewritten by baton; repair it by hand from a backup",
+                    ),
+                );
             };
             entries.push(LogEntry::decode_line(&rest[..end], line_no).map_err(|e| {
                 e.with_hint("the log is never rewritten by baton; repair it by hand from a backup")
@@ -276,7 +311,9 @@ pub fn current_user() -> String {
         let uid = libc::getuid();
         let pw = libc::getpwuid(uid);
         if !pw.is_null() && !(*pw).pw_name.is_null() {
-            return std::ffi::CStr::from_ptr((*pw).pw_name).to_string_lossy().into_owned();
+            return std::ffi::CStr::from_ptr((*pw).pw_name)
+                .to_string_lossy()
+                .into_owned();
         }
         format!("uid{uid}")
     }

@@ -38,17 +38,29 @@ impl Store {
     /// Write the tree `tree` to `dest`, which must be absent or an empty directory. Every
     /// byte is verified before `dest` appears: the work happens in a hidden sibling
     /// directory that is renamed onto `dest` only when complete.
-    pub fn checkout(&self, tree: &ObjectId, dest: &Path, progress: &(dyn Fn(u64) + Sync)) -> Result<CheckoutStats> {
+    pub fn checkout(
+        &self,
+        tree: &ObjectId,
+        dest: &Path,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<CheckoutStats> {
         match fs::symlink_metadata(dest) {
             Ok(meta) if meta.is_dir() => {
-                if fs::read_dir(dest).ctx("cannot list", dest)?.next().is_some() {
+                if fs::read_dir(dest)
+                    .ctx("cannot list", dest)?
+                    .next()
+                    .is_some()
+                {
                     return Err(Error::usage(format!("{} is not empty", dest.display()))
                         .with_hint("check out into a new or empty directory"));
                 }
             }
             Ok(_) => {
-                return Err(Error::usage(format!("{} exists and is not a directory", dest.display()))
-                    .with_hint("check out into a new or empty directory"));
+                return Err(Error::usage(format!(
+                    "{} exists and is not a directory",
+                    dest.display()
+                ))
+                .with_hint("check out into a new or empty directory"));
             }
             Err(_) => {}
         }
@@ -57,9 +69,18 @@ impl Store {
             _ => PathBuf::from("."),
         };
         fs::create_dir_all(&parent).ctx("cannot create directory", &parent)?;
-        let base = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-        let staging_path = parent.join(format!(".{base}.baton-checkout-{}-{nanos}", std::process::id()));
+        let base = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let staging_path = parent.join(format!(
+            ".{base}.baton-checkout-{}-{nanos}",
+            std::process::id()
+        ));
         // A plain create_dir lets the umask decide the mode, as for any new directory.
         fs::create_dir(&staging_path).ctx("cannot create directory", &staging_path)?;
         let mut staging = Staging(Some(staging_path.clone()));
@@ -69,7 +90,9 @@ impl Store {
         for (path, entry) in &entries {
             let target = staging_path.join(path);
             match entry.kind {
-                EntryKind::Dir => fs::create_dir(&target).ctx("cannot create directory", &target)?,
+                EntryKind::Dir => {
+                    fs::create_dir(&target).ctx("cannot create directory", &target)?
+                }
                 EntryKind::Symlink => {
                     let bytes = self.objects.get_bytes(&entry.id, MAX_LINK_TARGET)?;
                     std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&bytes), &target)
@@ -81,7 +104,11 @@ impl Store {
         let stats = files
             .par_iter()
             .map(|(target, entry)| {
-                let mode = if entry.kind == EntryKind::Exec { 0o777 } else { 0o666 };
+                let mode = if entry.kind == EntryKind::Exec {
+                    0o777
+                } else {
+                    0o666
+                };
                 let file = OpenOptions::new()
                     .write(true)
                     .create_new(true)
@@ -89,13 +116,18 @@ impl Store {
                     .open(target)
                     .ctx("cannot create", target)?;
                 let mut out = BufWriter::with_capacity(256 << 10, file);
-                let bytes = self.objects.copy_to(&entry.id, Some(entry.size), &mut out)?;
+                let bytes = self
+                    .objects
+                    .copy_to(&entry.id, Some(entry.size), &mut out)?;
                 out.flush().ctx("cannot write", target)?;
                 progress(bytes);
                 Ok(CheckoutStats { files: 1, bytes })
             })
             .try_reduce(CheckoutStats::default, |a, b| {
-                Ok(CheckoutStats { files: a.files + b.files, bytes: a.bytes + b.bytes })
+                Ok(CheckoutStats {
+                    files: a.files + b.files,
+                    bytes: a.bytes + b.bytes,
+                })
             })?;
         fs::rename(&staging_path, dest).ctx("cannot move checkout into place at", dest)?;
         staging.0 = None;

@@ -4,7 +4,7 @@ use super::Store;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::id::{HEX_LEN, is_lower_hex};
 use crate::format::names::RefName;
-use crate::format::{Bundle, ObjectId};
+use crate::format::{Bundle, MAX_METADATA_OBJECT, ObjectId};
 
 pub const MIN_PREFIX: usize = 8;
 
@@ -18,8 +18,10 @@ impl Store {
             Some((base, n)) => (
                 base,
                 n.parse::<usize>().map_err(|_| {
-                    Error::usage(format!("'{rev}' is not a valid revision: '~{n}' is not a number"))
-                        .with_hint("write REV~N, e.g. current~2")
+                    Error::usage(format!(
+                        "'{rev}' is not a valid revision: '~{n}' is not a number"
+                    ))
+                    .with_hint("write REV~N, e.g. current~2")
                 })?,
             ),
         };
@@ -27,7 +29,9 @@ impl Store {
         for step in 0..steps {
             let bundle = self.read_bundle(&id)?;
             id = *bundle.parents.first().ok_or_else(|| {
-                Error::not_found(format!("'{rev}' goes past the first bundle (it has {step} ancestors)"))
+                Error::not_found(format!(
+                    "'{rev}' goes past the first bundle (it has {step} ancestors)"
+                ))
             })?;
         }
         Ok(id)
@@ -66,7 +70,10 @@ impl Store {
                 format!(
                     "'{base}' matches {} bundles: {}",
                     many.len(),
-                    many.iter().map(|i| i.short()).collect::<Vec<_>>().join(", ")
+                    many.iter()
+                        .map(|i| i.short())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             )
             .with_hint("give more hex digits")),
@@ -84,12 +91,24 @@ impl Store {
             if !full.starts_with(prefix) {
                 continue;
             }
-            let Ok(id) = ObjectId::parse(&full) else { continue };
+            let Ok(id) = ObjectId::parse(&full) else {
+                continue;
+            };
             // Only bundles count: a blob or tree sharing the prefix is not a revision.
-            if !self.objects.peek(&id, 16).is_some_and(|head| Bundle::looks_like(&head)) {
+            if !self
+                .objects
+                .peek(&id, 16)
+                .is_some_and(|head| Bundle::looks_like(&head))
+            {
                 continue;
             }
-            self.read_bundle(&id)?;
+            // A file may merely start like a manifest: an object that reads back intact
+            // but does not decode as a bundle is a blob, not a revision. A damaged object
+            // still fails here, loudly.
+            let bytes = self.objects.get_bytes(&id, MAX_METADATA_OBJECT)?;
+            if Bundle::decode(&bytes).is_err() {
+                continue;
+            }
             out.push(id);
         }
         Ok(out)

@@ -17,9 +17,18 @@ use crate::format::{EntryKind, ObjectId, Tree, TreeEntry};
 
 /// A scanned directory tree, not yet stored.
 pub enum Node {
-    File { path: PathBuf, exec: bool, size: u64 },
-    Symlink { target: Vec<u8> },
-    Dir { path: PathBuf, children: Vec<(String, Node)> },
+    File {
+        path: PathBuf,
+        exec: bool,
+        size: u64,
+    },
+    Symlink {
+        target: Vec<u8>,
+    },
+    Dir {
+        path: PathBuf,
+        children: Vec<(String, Node)>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
@@ -36,14 +45,18 @@ pub fn scan(dir: &Path, skip: Option<(u64, u64)>) -> Result<Node> {
     let meta = match fs::metadata(dir) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::not_found(format!("directory {} does not exist", dir.display()))
-                .with_hint("give the path of an existing directory to save"));
+            return Err(
+                Error::not_found(format!("directory {} does not exist", dir.display()))
+                    .with_hint("give the path of an existing directory to save"),
+            );
         }
         Err(e) => return Err(Error::io("cannot read", dir, e)),
     };
     if !meta.is_dir() {
-        return Err(Error::usage(format!("{} is not a directory", dir.display()))
-            .with_hint("give the path of a directory to save"));
+        return Err(
+            Error::usage(format!("{} is not a directory", dir.display()))
+                .with_hint("give the path of a directory to save"),
+        );
     }
     scan_dir(dir, skip)
 }
@@ -55,17 +68,19 @@ fn scan_dir(dir: &Path, skip: Option<(u64, u64)>) -> Result<Node> {
         let entry = entry.ctx("cannot read directory", dir)?;
         let path = entry.path();
         let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-            return Err(Error::usage(format!(
-                "file name {} is not valid UTF-8",
-                path.display()
-            ))
-            .with_hint("rename it (baton stores UTF-8 names only) or move it out of the directory"));
+            return Err(
+                Error::usage(format!("file name {} is not valid UTF-8", path.display())).with_hint(
+                    "rename it (baton stores UTF-8 names only) or move it out of the directory",
+                ),
+            );
         };
         let meta = fs::symlink_metadata(&path).ctx("cannot stat", &path)?;
         let kind = meta.file_type();
         let node = if kind.is_symlink() {
             let target = fs::read_link(&path).ctx("cannot read link", &path)?;
-            Node::Symlink { target: target.as_os_str().as_bytes().to_vec() }
+            Node::Symlink {
+                target: target.as_os_str().as_bytes().to_vec(),
+            }
         } else if kind.is_dir() {
             if skip == Some((meta.dev(), meta.ino())) {
                 continue;
@@ -74,7 +89,11 @@ fn scan_dir(dir: &Path, skip: Option<(u64, u64)>) -> Result<Node> {
         } else if kind.is_file() {
             // Opening proves the file is readable now, before anything is written.
             open_regular(&path)?;
-            Node::File { exec: meta.mode() & 0o100 != 0, size: meta.len(), path }
+            Node::File {
+                exec: meta.mode() & 0o100 != 0,
+                size: meta.len(),
+                path,
+            }
         } else {
             let what = if kind.is_fifo() {
                 "a FIFO"
@@ -91,7 +110,10 @@ fn scan_dir(dir: &Path, skip: Option<(u64, u64)>) -> Result<Node> {
         children.push((name, node));
     }
     children.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(Node::Dir { path: dir.to_path_buf(), children })
+    Ok(Node::Dir {
+        path: dir.to_path_buf(),
+        children,
+    })
 }
 
 impl Node {
@@ -115,7 +137,11 @@ impl Node {
 
 /// Store every file (in parallel), then the trees bottom-up; returns the root tree id.
 /// All new objects are durable (directories fsynced) when this returns.
-pub fn write(store: &Store, root: &Node, progress: &(dyn Fn(u64) + Sync)) -> Result<(ObjectId, SnapshotStats)> {
+pub fn write(
+    store: &Store,
+    root: &Node,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(ObjectId, SnapshotStats)> {
     let mut files = Vec::new();
     root.collect_files(&mut files);
     let pending = PendingDirs::default();
@@ -151,9 +177,9 @@ fn write_node<'a>(
 ) -> Result<(ObjectId, u64)> {
     match node {
         Node::File { path, .. } => {
-            let s = files
-                .next()
-                .ok_or_else(|| Error::other(format!("internal error: no object for {}", path.display())))?;
+            let s = files.next().ok_or_else(|| {
+                Error::other(format!("internal error: no object for {}", path.display()))
+            })?;
             Ok((s.id, s.size))
         }
         Node::Symlink { target } => {
@@ -170,7 +196,12 @@ fn write_node<'a>(
                     Node::Symlink { .. } => EntryKind::Symlink,
                     Node::Dir { .. } => EntryKind::Dir,
                 };
-                entries.push(TreeEntry { name: name.clone(), kind, size, id });
+                entries.push(TreeEntry {
+                    name: name.clone(),
+                    kind,
+                    size,
+                    id,
+                });
             }
             let tree = Tree::new(entries)?;
             let bytes = tree.encode();

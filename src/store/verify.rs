@@ -40,7 +40,9 @@ impl Store {
             match listed {
                 ListedObject::Object(id, _) => objects.push(id),
                 ListedObject::Temp(_) => report.temp_files += 1,
-                ListedObject::Stray(path) => report.problems.push(format!("unexpected file {}", path.display())),
+                ListedObject::Stray(path) => report
+                    .problems
+                    .push(format!("unexpected file {}", path.display())),
             }
         }
         let results: Vec<(ObjectId, Result<u64>)> = objects
@@ -58,15 +60,60 @@ impl Store {
                 Err(e) => report.problems.push(e.message),
             }
         }
+        self.verify_packs(&mut report);
         let roots = self.check_refs_and_log(&mut report);
         match self.reachable(&roots.into_iter().collect::<Vec<_>>()) {
-            Ok(reach) => report.bundles_checked = reach.bundles as u64,
-            Err(e) => report.problems.push(format!("history is incomplete: {}", e.message)),
+            Ok(reach) => {
+                report.bundles_checked = reach.bundles as u64;
+                // The walk reads bundles and trees but only names blobs: a blob whose file
+                // is gone would otherwise go unnoticed, as the rehash above sees only the
+                // objects that are present.
+                let mut missing: Vec<&ObjectId> = reach
+                    .objects
+                    .iter()
+                    .filter(|id| !self.objects.contains(id))
+                    .collect();
+                missing.sort();
+                for id in missing {
+                    report
+                        .problems
+                        .push(format!("object {id} is missing from the store"));
+                }
+            }
+            Err(e) => report
+                .problems
+                .push(format!("history is incomplete: {}", e.message)),
         }
         check_modes(self.root(), &mut report.problems);
         report.problems.sort();
         report.problems.dedup();
         Ok(report)
+    }
+
+    fn verify_packs(&self, report: &mut VerifyReport) {
+        let dir = self.objects.packs_dir();
+        if let Ok(names) = super::objects::read_dir_sorted(dir) {
+            for name in names {
+                if super::fsutil::is_temp_name(&name) {
+                    report.temp_files += 1;
+                } else if super::packs::pack_name_id(&name).is_none() {
+                    report
+                        .problems
+                        .push(format!("unexpected file {}", dir.join(name).display()));
+                }
+            }
+        }
+        match self.objects.packs() {
+            Ok(packs) => {
+                for pack in packs.iter() {
+                    let check = super::packs::verify_pack(pack);
+                    report.objects_checked += check.objects;
+                    report.bytes_checked += check.bytes;
+                    report.problems.extend(check.problems);
+                }
+            }
+            Err(e) => report.problems.push(e.message),
+        }
     }
 
     /// Every id named by a ref or a log line; damaged refs and log lines become problems.
@@ -92,7 +139,11 @@ impl Store {
     }
 
     /// Verify one bundle, its whole history and everything below their trees.
-    pub fn verify_rev(&self, bundle: &ObjectId, progress: &(dyn Fn(u64) + Sync)) -> Result<VerifyReport> {
+    pub fn verify_rev(
+        &self,
+        bundle: &ObjectId,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<VerifyReport> {
         let mut report = VerifyReport::default();
         let mut blobs: BTreeSet<(ObjectId, u64)> = BTreeSet::new();
         let mut seen = BTreeSet::new();
@@ -106,7 +157,8 @@ impl Store {
                     report.bundles_checked += 1;
                     report.objects_checked += 1;
                     stack.extend(b.parents);
-                    if let Err(e) = self.collect_blobs(&b.tree, &mut seen, &mut blobs, &mut report) {
+                    if let Err(e) = self.collect_blobs(&b.tree, &mut seen, &mut blobs, &mut report)
+                    {
                         report.problems.push(e.message);
                     }
                 }
@@ -159,18 +211,28 @@ impl Store {
 
 /// Directories must be 0700 and files 0600: anything wider leaks handoffs to other users.
 fn check_modes(dir: &Path, problems: &mut Vec<String>) {
-    let Ok(entries) = fs::read_dir(dir) else { return };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
-        let Ok(meta) = fs::symlink_metadata(&path) else { continue };
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
         let mode = meta.permissions().mode() & 0o7777;
         if meta.is_dir() {
             if mode != super::fsutil::DIR_MODE {
-                problems.push(format!("directory {} has mode {mode:o}, expected 700", path.display()));
+                problems.push(format!(
+                    "directory {} has mode {mode:o}, expected 700",
+                    path.display()
+                ));
             }
             check_modes(&path, problems);
         } else if mode != super::fsutil::FILE_MODE {
-            problems.push(format!("file {} has mode {mode:o}, expected 600", path.display()));
+            problems.push(format!(
+                "file {} has mode {mode:o}, expected 600",
+                path.display()
+            ));
         }
     }
 }

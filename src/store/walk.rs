@@ -20,7 +20,12 @@ impl Store {
         Ok(out)
     }
 
-    fn list_into(&self, tree: &ObjectId, prefix: &str, out: &mut Vec<(String, TreeEntry)>) -> Result<()> {
+    fn list_into(
+        &self,
+        tree: &ObjectId,
+        prefix: &str,
+        out: &mut Vec<(String, TreeEntry)>,
+    ) -> Result<()> {
         for entry in self.read_tree(tree)?.entries {
             let path = format!("{prefix}{}", entry.name);
             let subtree = (entry.kind == EntryKind::Dir).then_some(entry.id);
@@ -36,7 +41,8 @@ impl Store {
     pub fn lookup_path(&self, tree: &ObjectId, path: &str) -> Result<TreeEntry> {
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
         if parts.is_empty() {
-            return Err(Error::usage("an empty path names no file").with_hint("use REV:PATH, e.g. current:handoff.md"));
+            return Err(Error::usage("an empty path names no file")
+                .with_hint("use REV:PATH, e.g. current:handoff.md"));
         }
         let mut current = *tree;
         for (i, part) in parts.iter().enumerate() {
@@ -73,7 +79,10 @@ impl Store {
             queue.extend(bundle.parents.iter().copied());
             self.mark_tree(&bundle.tree, &mut seen)?;
         }
-        Ok(Reach { objects: seen, bundles: bundle_count })
+        Ok(Reach {
+            objects: seen,
+            bundles: bundle_count,
+        })
     }
 
     fn mark_tree(&self, tree: &ObjectId, seen: &mut HashSet<ObjectId>) -> Result<()> {
@@ -88,5 +97,26 @@ impl Store {
             }
         }
         Ok(())
+    }
+}
+
+impl Store {
+    /// `bundle` and all its ancestors.
+    pub fn history(&self, bundle: &ObjectId) -> Result<Vec<ObjectId>> {
+        let mut seen = HashSet::new();
+        let mut order = Vec::new();
+        let mut queue = VecDeque::from([*bundle]);
+        while let Some(id) = queue.pop_front() {
+            if seen.insert(id) {
+                order.push(id);
+                queue.extend(self.read_bundle(&id)?.parents);
+            }
+        }
+        Ok(order)
+    }
+
+    /// Whether `ancestor` is `descendant` or one of its ancestors.
+    pub fn is_ancestor(&self, ancestor: &ObjectId, descendant: &ObjectId) -> Result<bool> {
+        Ok(ancestor == descendant || self.history(descendant)?.contains(ancestor))
     }
 }

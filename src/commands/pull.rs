@@ -1,0 +1,34 @@
+//! `baton pull [TARGET]`: fetch a target's `current` and fast-forward to it.
+
+use serde_json::json;
+
+use super::connect_settings;
+use crate::cli::PullArgs;
+use crate::error::Result;
+use crate::output::{Ctx, Outcome};
+use crate::sync::pull::pull;
+use crate::sync::{choose_target, open_remote};
+
+pub fn run(ctx: &Ctx, args: &PullArgs) -> Result<Outcome> {
+    let store = ctx.open_store()?;
+    let (name, url) = choose_target(&store.config, args.target.as_deref())?;
+    let mut remote = open_remote(&url, &connect_settings(&args.connect))?;
+    let bar = ctx.progress(0, true);
+    let report = pull(&store, remote.as_mut(), &name, &|n| bar.inc(n))?;
+    bar.finish_and_clear();
+    let short = |v: Option<crate::format::ObjectId>| v.map(|i| i.short()).unwrap_or_else(|| "(none)".into());
+    let human = if ctx.quiet {
+        String::new()
+    } else {
+        format!(
+            "{}: {} ({} objects, {} bytes in {} ms); current is {}",
+            name,
+            report.outcome,
+            report.objects_received,
+            report.bytes_received,
+            report.elapsed_ms,
+            short(report.current_after)
+        )
+    };
+    Ok(Outcome::new(human, json!({ "target": name, "url": url, "report": report })))
+}

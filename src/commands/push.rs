@@ -1,0 +1,46 @@
+//! `baton push [TARGET] [REV]`: send a bundle to a target and move its `current`.
+
+use serde_json::json;
+
+use super::connect_settings;
+use crate::cli::PushArgs;
+use crate::error::Result;
+use crate::format::ObjectId;
+use crate::output::{Ctx, Outcome};
+use crate::sync::push::{PushRequest, push};
+use crate::sync::{choose_target, open_remote};
+
+pub fn run(ctx: &Ctx, args: &PushArgs) -> Result<Outcome> {
+    let store = ctx.open_store()?;
+    // One positional that is not a target name is the REV (`baton push current~1`).
+    let (target_arg, rev_arg) = match (&args.target, &args.rev) {
+        (Some(t), None) if !store.config.targets.contains_key(t) => (None, Some(t.as_str())),
+        (t, r) => (t.as_deref(), r.as_deref()),
+    };
+    let (name, url) = choose_target(&store.config, target_arg)?;
+    let bundle = store.resolve(rev_arg.unwrap_or("current"))?;
+    let force = match args.force.as_deref() {
+        None => None,
+        Some("none") => Some(None),
+        Some(id) => Some(Some(ObjectId::parse(id)?)),
+    };
+    let mut remote = open_remote(&url, &connect_settings(&args.connect))?;
+    let bar = ctx.progress(0, true);
+    let report = push(&store, remote.as_mut(), &PushRequest { target: &name, bundle, force }, &|n| bar.inc(n))?;
+    bar.finish_and_clear();
+    let human = if ctx.quiet {
+        String::new()
+    } else if report.up_to_date {
+        format!("{name} is up to date at {}", bundle.short())
+    } else {
+        format!(
+            "Pushed {} to {name} ({} objects, {} bytes in {} ms){}",
+            bundle.short(),
+            report.objects_sent,
+            report.bytes_sent,
+            report.elapsed_ms,
+            if report.created_remote { "; created the remote store" } else { "" }
+        )
+    };
+    Ok(Outcome::new(human, json!({ "target": name, "url": url, "report": report })))
+}

@@ -1,0 +1,71 @@
+//! `baton target add|list|remove`: named remote stores, kept in the store's config.
+
+use std::fmt::Write;
+
+use serde_json::json;
+
+use crate::cli::TargetCommand;
+use crate::error::{Error, Result};
+use crate::format::config::TargetConfig;
+use crate::format::names::{RefName, validate_target_name};
+use crate::output::{Ctx, Outcome};
+use crate::store::refs::{Expect, MoveReason};
+use crate::transport::url::TargetUrl;
+
+pub fn run(ctx: &Ctx, command: TargetCommand) -> Result<Outcome> {
+    let mut store = ctx.open_store()?;
+    match command {
+        TargetCommand::Add { name, url, default } => {
+            validate_target_name(&name)?;
+            let parsed = TargetUrl::parse(&url)?;
+            let lock = store.lock()?;
+            let mut config = store.config.clone();
+            if config.targets.contains_key(&name) {
+                return Err(Error::usage(format!("target '{name}' already exists"))
+                    .with_hint(format!("remove it first with 'baton target remove {name}'")));
+            }
+            config.targets.insert(name.clone(), TargetConfig { url: parsed.to_string() });
+            if default || config.targets.len() == 1 {
+                config.default_target = Some(name.clone());
+            }
+            store.write_config(&lock, config)?;
+            let human = if ctx.quiet { String::new() } else { format!("Added target {name} -> {parsed}") };
+            Ok(Outcome::new(human, json!({ "name": name, "url": parsed.to_string() })))
+        }
+        TargetCommand::List => {
+            let mut human = String::new();
+            let mut list = Vec::new();
+            for (name, target) in &store.config.targets {
+                let is_default = store.config.default_target.as_deref() == Some(name.as_str());
+                let seen = store.read_ref(&RefName::Target(name.clone()))?;
+                let _ = writeln!(
+                    human,
+                    "{name}{} {} {}",
+                    if is_default { "*" } else { "" },
+                    target.url,
+                    seen.map(|i| i.short()).unwrap_or_else(|| "-".into())
+                );
+                list.push(json!({ "name": name, "url": target.url, "default": is_default, "last_seen": seen }));
+            }
+            Ok(Outcome::new(human.trim_end().to_string(), json!({ "targets": list })))
+        }
+        TargetCommand::Remove { name } => {
+            let lock = store.lock()?;
+            let mut config = store.config.clone();
+            if config.targets.remove(&name).is_none() {
+                return Err(Error::not_found(format!("no target named '{name}'")).with_hint("list them with 'baton target list'"));
+            }
+            if config.default_target.as_deref() == Some(name.as_str()) {
+                config.default_target = None;
+            }
+            let ref_name = RefName::Target(name.clone());
+            if store.read_ref(&ref_name)?.is_some() {
+                let reason = MoveReason { action: "target-remove".into(), ..MoveReason::default() };
+                store.update_ref_locked(&lock, &ref_name, Expect::Any, None, &reason)?;
+            }
+            store.write_config(&lock, config)?;
+            let human = if ctx.quiet { String::new() } else { format!("Removed target {name}") };
+            Ok(Outcome::new(human, json!({ "name": name })))
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! Sync: moving bundles between this store and a remote one (push, pull, clone), through
+//! the `Remote` trait only, so local paths and SSH share every line of protocol code.
+
+pub mod pull;
+pub mod push;
+pub mod remote_store;
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::format::StoreConfig;
+use crate::transport::url::TargetUrl;
+use crate::transport::{Remote, local::LocalRemote};
+
+/// How to reach a target: flags that shape the connection.
+#[derive(Clone, Debug, Default)]
+pub struct ConnectSettings {
+    pub accept_new_host_key: bool,
+    pub timeout: Option<Duration>,
+}
+
+/// Connect to the store at `url`.
+pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Remote>> {
+    match TargetUrl::parse(url)? {
+        TargetUrl::Local { path } => Ok(Box::new(LocalRemote::new(path))),
+        TargetUrl::Ssh { user, host, port, path } => {
+            let target = crate::transport::ssh::connect::SshTarget { host, user, port };
+            let options = crate::transport::ssh::connect::ConnectOptions {
+                accept_new_host_key: settings.accept_new_host_key,
+                timeout: settings.timeout,
+                ..Default::default()
+            };
+            Ok(Box::new(crate::transport::ssh::SftpRemote::connect(&target, &options, &path)?))
+        }
+    }
+}
+
+/// The target a command means: the one named, else the default, else the only one.
+pub fn choose_target(config: &StoreConfig, named: Option<&str>) -> Result<(String, String)> {
+    let name = match named {
+        Some(name) => name.to_string(),
+        None => match (&config.default_target, config.targets.len()) {
+            (Some(name), _) => name.clone(),
+            (None, 1) => config.targets.keys().next().cloned().unwrap_or_default(),
+            (None, 0) => {
+                return Err(Error::not_found("no target is configured")
+                    .with_hint("add one with 'baton target add NAME URL'"));
+            }
+            (None, _) => {
+                return Err(Error::usage("several targets are configured and none is the default")
+                    .with_hint("name one, or mark one with 'baton target add --default'"));
+            }
+        },
+    };
+    let target = config.targets.get(&name).ok_or_else(|| {
+        Error::not_found(format!("no target named '{name}'")).with_hint("list them with 'baton target list'")
+    })?;
+    Ok((name, target.url.clone()))
+}

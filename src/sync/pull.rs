@@ -1,0 +1,239 @@
+//! Pull: download what we lack into local staging, verify every object, publish, then
+//! fast-forward `current` and record `targets/<name>`.
+
+use std::io::Write;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::remote_store::{self};
+use crate::error::{Error, ErrorKind, IoContext, Result};
+use crate::format::ObjectId;
+use crate::format::names::RefName;
+use crate::format::pack::{FOOTER_LEN, decode_footer, decode_index};
+use crate::store::Store;
+use crate::store::fsutil;
+use crate::store::objects::PendingDirs;
+use crate::store::packs::{self, PackIndex, pack_file_name, pack_name_id};
+use crate::store::refs::{Expect, MoveReason};
+use crate::transport::Remote;
+
+#[derive(Debug, Default, Serialize)]
+pub struct PullReport {
+    pub remote_current: Option<ObjectId>,
+    pub current_before: Option<ObjectId>,
+    pub current_after: Option<ObjectId>,
+    /// `fast-forward`, `up-to-date`, `local-ahead`, `empty-remote`, `initial`.
+    pub outcome: String,
+    pub objects_received: u64,
+    pub bytes_received: u64,
+    pub elapsed_ms: u64,
+}
+
+/// Loose objects up to this size travel in batched reads; larger ones are streamed.
+const BATCHED_LOOSE_LIMIT: u64 = 4 << 20;
+
+pub fn pull(store: &Store, remote: &mut dyn Remote, target: &str, progress: &dyn Fn(u64)) -> Result<PullReport> {
+    let started = Instant::now();
+    let mut report = fetch(store, remote, target, progress)?;
+    let current = store.read_ref(&RefName::Current)?;
+    report.current_before = current;
+    report.current_after = current;
+    let Some(theirs) = report.remote_current else {
+        report.outcome = "empty-remote".into();
+        report.elapsed_ms = started.elapsed().as_millis() as u64;
+        return Ok(report);
+    };
+    report.outcome = match current {
+        Some(ours) if ours == theirs => "up-to-date".into(),
+        Some(ours) if store.is_ancestor(&theirs, &ours)? => "local-ahead".into(),
+        Some(ours) if !store.is_ancestor(&ours, &theirs)? => {
+            return Err(Error::conflict(format!(
+                "history diverged: local current is {ours}, remote current is {theirs}"
+            ))
+            .with_hint(format!("the remote bundle was fetched as targets/{target}; inspect it with 'baton log targets/{target}'")));
+        }
+        _ => {
+            let reason = MoveReason { action: "pull".into(), from: target.into(), to: String::new() };
+            store.update_ref(&RefName::Current, Expect::Value(current), Some(theirs), &reason)?;
+            report.current_after = Some(theirs);
+            if current.is_some() { "fast-forward".into() } else { "initial".into() }
+        }
+    };
+    report.elapsed_ms = started.elapsed().as_millis() as u64;
+    Ok(report)
+}
+
+/// Download everything the remote `current` needs that we lack, verify it, publish it
+/// locally, and move `targets/<target>` (never `current`).
+pub fn fetch(store: &Store, remote: &mut dyn Remote, target: &str, progress: &dyn Fn(u64)) -> Result<PullReport> {
+    let state = remote_store::read_state(remote)?;
+    if state.config.is_none() {
+        return Err(Error::not_found(format!("no baton store at {}", remote.describe()))
+            .with_hint("check the target URL, or push to create the remote store"));
+    }
+    let mut report = PullReport { remote_current: state.current, ..PullReport::default() };
+    let Some(theirs) = state.current else { return Ok(report) };
+    clean_stale_local_temps(store);
+    if store.reachable(&[theirs]).is_err() {
+        for (pack_id, entry) in &state.packs {
+            if store.objects.packs_dir().join(pack_file_name(pack_id)).exists() {
+                continue;
+            }
+            if !lacks_any(store, remote, &entry.name, entry.size)? {
+                continue;
+            }
+            let received = download_pack(store, remote, pack_id, &entry.name, progress)?;
+            report.objects_received += received.entries.len() as u64;
+            report.bytes_received += entry.size;
+        }
+        let (objects, bytes) = download_loose(store, remote, progress)?;
+        report.objects_received += objects;
+        report.bytes_received += bytes;
+        store.reachable(&[theirs]).map_err(|e| {
+            Error::integrity(format!("the remote store {} is incomplete: {}", remote.describe(), e.message))
+                .with_hint("run 'baton verify' on the remote store")
+        })?;
+    }
+    let name = RefName::parse(&format!("targets/{target}"))?;
+    if store.read_ref(&name)? != Some(theirs) {
+        let reason = MoveReason { action: "fetch".into(), from: target.into(), to: String::new() };
+        store.update_ref(&name, Expect::Any, Some(theirs), &reason)?;
+    }
+    Ok(report)
+}
+
+/// Whether a remote pack holds any object we do not have (reads only its index).
+fn lacks_any(store: &Store, remote: &mut dyn Remote, name: &str, size: u64) -> Result<bool> {
+    if size < FOOTER_LEN {
+        return Err(Error::integrity(format!("remote pack {name} is too short")));
+    }
+    let path = format!("packs/{name}");
+    let footer = remote.read_range(&path, size - FOOTER_LEN, FOOTER_LEN)?;
+    let (_, index_offset) = decode_footer(&footer, size)?;
+    let index = remote.read_range(&path, index_offset, size - FOOTER_LEN - index_offset)?;
+    let entries = decode_index(&index, index_offset)?;
+    Ok(entries.iter().any(|e| !store.objects.contains(&e.id)))
+}
+
+/// Download one pack into a temp file beside its final name, verify the whole pack and
+/// every object in it, then publish it without overwriting.
+fn download_pack(
+    store: &Store,
+    remote: &mut dyn Remote,
+    pack_id: &ObjectId,
+    name: &str,
+    progress: &dyn Fn(u64),
+) -> Result<PackIndex> {
+    let dir = store.objects.packs_dir().to_path_buf();
+    let mut temp = fsutil::temp_file_in(&dir)?;
+    {
+        let mut sink = ProgressWriter { inner: temp.as_file_mut(), progress };
+        remote.read_file(&format!("packs/{name}"), &mut sink)?;
+    }
+    let len = temp.as_file().metadata().ctx("cannot stat", temp.path())?.len();
+    let entries = packs::read_index(temp.as_file_mut(), len)
+        .map_err(|e| Error::integrity(format!("received pack {pack_id}: {}", e.message)))?;
+    let staged = PackIndex { id: *pack_id, path: temp.path().to_path_buf(), entries };
+    let check = packs::verify_pack(&staged);
+    if let Some(problem) = check.problems.first() {
+        return Err(Error::integrity(format!("received {problem}")).with_hint("nothing was published; run 'baton verify' on the remote store"));
+    }
+    let dest = dir.join(pack_file_name(pack_id));
+    temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
+    match temp.persist_noclobber(&dest) {
+        Ok(_) => {}
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(Error::io("cannot publish", &dest, e.error)),
+    }
+    fsutil::fsync_dir(&dir)?;
+    store.objects.refresh_packs();
+    Ok(PackIndex { path: dest, ..staged })
+}
+
+/// Download every loose object of the remote that we lack; each is verified on arrival.
+fn download_loose(store: &Store, remote: &mut dyn Remote, progress: &dyn Fn(u64)) -> Result<(u64, u64)> {
+    let (_, top) = remote.read_many(&[], &["objects".to_string()], 0)?;
+    let fanouts: Vec<String> = top
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.is_dir && e.name.len() == 2)
+        .map(|e| format!("objects/{}", e.name))
+        .collect();
+    if fanouts.is_empty() {
+        return Ok((0, 0));
+    }
+    let (_, listings) = remote.read_many(&[], &fanouts, 0)?;
+    let mut small = Vec::new();
+    let mut large = Vec::new();
+    for (fanout, listing) in fanouts.iter().zip(listings) {
+        for entry in listing.unwrap_or_default() {
+            let Ok(id) = ObjectId::parse(&format!("{}{}", &fanout[8..], entry.name)) else { continue };
+            if store.objects.contains(&id) {
+                continue;
+            }
+            let path = format!("{fanout}/{}", entry.name);
+            if entry.size <= BATCHED_LOOSE_LIMIT { small.push((id, path)) } else { large.push((id, path)) }
+        }
+    }
+    let pending = PendingDirs::default();
+    let (mut count, mut bytes) = (0u64, 0u64);
+    for chunk in small.chunks(256) {
+        let paths: Vec<String> = chunk.iter().map(|(_, p)| p.clone()).collect();
+        let (files, _) = remote.read_many(&paths, &[], BATCHED_LOOSE_LIMIT)?;
+        for ((id, path), data) in chunk.iter().zip(files) {
+            let data = data.ok_or_else(|| Error::new(ErrorKind::Transport, format!("remote object {path} vanished")))?;
+            store.objects.put_stored(id, &data, &pending)?;
+            count += 1;
+            bytes += data.len() as u64;
+            progress(data.len() as u64);
+        }
+    }
+    for (id, path) in large {
+        let mut temp = store.objects.temp_for(&id)?;
+        let n = {
+            let mut sink = ProgressWriter { inner: temp.as_file_mut(), progress };
+            remote.read_file(&path, &mut sink)?
+        };
+        store.objects.put_stored_file(&id, temp, &pending)?;
+        count += 1;
+        bytes += n;
+    }
+    pending.sync()?;
+    Ok((count, bytes))
+}
+
+/// Temp files in `packs/` older than the stale age are leftovers of interrupted pulls.
+fn clean_stale_local_temps(store: &Store) {
+    let dir = store.objects.packs_dir();
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age.as_secs() > remote_store::STALE_STAGING_SECS);
+        if fsutil::is_temp_name(&name) && stale && pack_name_id(&name).is_none() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+struct ProgressWriter<'a, W: Write> {
+    inner: W,
+    progress: &'a dyn Fn(u64),
+}
+
+impl<W: Write> Write for ProgressWriter<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        (self.progress)(n as u64);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}

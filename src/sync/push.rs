@@ -1,0 +1,231 @@
+//! Push: send what the remote lacks as one pack, staged, read back, published, then move
+//! the remote `current` by compare-and-swap.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::time::{Instant, SystemTime};
+
+use serde::Serialize;
+
+use super::remote_store::{self, CURRENT_DIR, STAGING_DIR};
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::bundle::format_time;
+use crate::format::names::{RefName, generation_name};
+use crate::format::{LogEntry, ObjectId};
+use crate::store::Store;
+use crate::store::packs::{PackWriter, pack_file_name};
+use crate::store::refs::{Expect, MoveReason, current_user};
+use crate::transport::{Published, Remote};
+
+#[derive(Debug, Default, Serialize)]
+pub struct PushReport {
+    pub bundle: Option<ObjectId>,
+    pub remote_before: Option<ObjectId>,
+    pub up_to_date: bool,
+    pub created_remote: bool,
+    pub objects_sent: u64,
+    pub bytes_sent: u64,
+    pub elapsed_ms: u64,
+}
+
+pub struct PushRequest<'a> {
+    pub target: &'a str,
+    pub bundle: ObjectId,
+    /// `Some(expected)`: overwrite the remote `current` if (and only if) it holds `expected`.
+    pub force: Option<Option<ObjectId>>,
+}
+
+fn transport_err(what: &str, e: std::io::Error) -> Error {
+    Error::new(ErrorKind::Transport, format!("{what}: {e}"))
+}
+
+pub fn push(
+    store: &Store,
+    remote: &mut dyn Remote,
+    request: &PushRequest,
+    progress: &dyn Fn(u64),
+) -> Result<PushReport> {
+    let started = Instant::now();
+    let bundle = request.bundle;
+    let mut report = PushReport { bundle: Some(bundle), ..PushReport::default() };
+    let state = remote_store::read_state(remote)?;
+    if state.config.is_none() {
+        remote_store::create_store(remote)?;
+        report.created_remote = true;
+    }
+    remote_store::clean_stale_staging(remote, &state.staging);
+    report.remote_before = state.current;
+    let show = |v: Option<ObjectId>| v.map(|i| i.to_hex()).unwrap_or_else(|| "(none)".into());
+
+    match request.force {
+        Some(expected) if expected != state.current => {
+            return Err(Error::conflict(format!(
+                "remote current is {}, but --force expected {}",
+                show(state.current),
+                show(expected)
+            ))
+            .with_hint("fetch with 'baton pull' or look again before forcing"));
+        }
+        Some(_) => {}
+        None if state.current == Some(bundle) => {}
+        None => {
+            if let Some(remote_current) = state.current {
+                if !store.is_ancestor(&remote_current, &bundle)? {
+                    return Err(Error::conflict(format!(
+                        "remote current is {}, which is not an ancestor of {}",
+                        remote_current, bundle
+                    ))
+                    .with_hint("someone else pushed, or history diverged: 'baton pull' first, or push --force OLD_ID"));
+                }
+            }
+        }
+    }
+    if state.current == Some(bundle) {
+        report.up_to_date = true;
+        record_target(store, request.target, bundle)?;
+        report.elapsed_ms = started.elapsed().as_millis() as u64;
+        return Ok(report);
+    }
+
+    let (objects, bundles) = missing_objects(store, bundle, state.current)?;
+    let staging = format!("{STAGING_DIR}/{}", remote_store::staging_name());
+    remote.make_dirs(std::slice::from_ref(&staging))?;
+    let result = upload_and_publish(store, remote, &staging, request, &state, &objects, &bundles, &mut report, progress);
+    // Best effort: a leftover is removed by a later push once it is stale.
+    let _ = remote.remove_dir_all(&staging);
+    result?;
+    record_target(store, request.target, bundle)?;
+    report.elapsed_ms = started.elapsed().as_millis() as u64;
+    Ok(report)
+}
+
+/// Objects reachable from `bundle` but not from `remote_current` (when we know it):
+/// the remote holds everything below any ref it published. Bundles come back separately
+/// so that manifests go last in the pack.
+fn missing_objects(
+    store: &Store,
+    bundle: ObjectId,
+    remote_current: Option<ObjectId>,
+) -> Result<(Vec<ObjectId>, Vec<ObjectId>)> {
+    let ours = store.reachable(&[bundle])?;
+    let theirs: HashSet<ObjectId> = match remote_current {
+        Some(r) if store.objects.contains(&r) => store.reachable(&[r]).map(|x| x.objects).unwrap_or_default(),
+        _ => HashSet::new(),
+    };
+    let bundles: HashSet<ObjectId> = store.history(&bundle)?.into_iter().collect();
+    let mut objects: Vec<ObjectId> =
+        ours.objects.iter().filter(|id| !theirs.contains(id) && !bundles.contains(id)).copied().collect();
+    objects.sort();
+    let mut manifests: Vec<ObjectId> = bundles.into_iter().filter(|id| !theirs.contains(id)).collect();
+    manifests.sort();
+    Ok((objects, manifests))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn upload_and_publish(
+    store: &Store,
+    remote: &mut dyn Remote,
+    staging: &str,
+    request: &PushRequest,
+    state: &remote_store::RemoteState,
+    objects: &[ObjectId],
+    bundles: &[ObjectId],
+    report: &mut PushReport,
+    progress: &dyn Fn(u64),
+) -> Result<()> {
+    let bundle = request.bundle;
+    // 1. The pack: objects, then manifests, read back after writing.
+    let pack_path = format!("{staging}/pack");
+    let mut manifest_bytes: Vec<(u64, Vec<u8>)> = Vec::new();
+    let (pack_id, pack_len) = {
+        let mut upload = remote.create(&pack_path)?;
+        let mut writer = PackWriter::new(&mut *upload).map_err(|e| transport_err("cannot upload pack", e))?;
+        for id in objects {
+            let start = writer.begin_object();
+            store.objects.copy_stored_verified(id, &mut writer)?;
+            writer.end_object(*id, start);
+            progress(writer.len() - start);
+        }
+        for id in bundles {
+            let mut stored = Vec::new();
+            store.objects.copy_stored_verified(id, &mut stored)?;
+            let start = writer.begin_object();
+            writer.write_all(&stored).map_err(|e| transport_err("cannot upload pack", e))?;
+            writer.end_object(*id, start);
+            manifest_bytes.push((start, stored));
+        }
+        let (pack_id, pack_len, _, _) = writer.finish().map_err(|e| transport_err("cannot upload pack", e))?;
+        let ranges: Vec<(u64, u64)> = manifest_bytes.iter().map(|(o, b)| (*o, b.len() as u64)).collect();
+        let receipt = upload.finish(&ranges)?;
+        if receipt.size != pack_len {
+            return Err(Error::new(
+                ErrorKind::Transport,
+                format!("staged pack is {} bytes on the remote, {pack_len} were sent", receipt.size),
+            ));
+        }
+        for ((_, sent), back) in manifest_bytes.iter().zip(&receipt.readback) {
+            if sent != back {
+                return Err(Error::new(ErrorKind::Transport, "a staged manifest reads back differently from what was sent"));
+            }
+        }
+        (pack_id, pack_len)
+    };
+    report.objects_sent = (objects.len() + bundles.len()) as u64;
+    report.bytes_sent = pack_len;
+
+    // 2. The next generation of the remote ref, staged and read back in full.
+    let source = store.read_bundle(&bundle)?;
+    let entry = LogEntry {
+        time: format_time(SystemTime::now()),
+        ref_name: "current".into(),
+        old: state.current,
+        new: Some(bundle),
+        action: "push".into(),
+        from: source.from.clone(),
+        to: source.to.clone(),
+        host: hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default(),
+        user: current_user(),
+    };
+    let line = entry.encode_line();
+    let ref_path = format!("{staging}/ref");
+    let mut upload = remote.create(&ref_path)?;
+    upload.write_all(&line).map_err(|e| transport_err("cannot upload ref", e))?;
+    let receipt = upload.finish(&[(0, line.len() as u64)])?;
+    if receipt.size != line.len() as u64 || receipt.readback.first() != Some(&line) {
+        return Err(Error::new(ErrorKind::Transport, "the staged ref reads back differently from what was sent"));
+    }
+
+    // 3. Publish: the pack (objects and manifests together), then the ref.
+    let pack_dest = format!("packs/{}", pack_file_name(&pack_id));
+    if remote.publish(&pack_path, &pack_dest)? == Published::Exists {
+        let mut hasher = blake3::Hasher::new();
+        remote.read_file(&pack_dest, &mut hasher)?;
+        let theirs = ObjectId::from_hash(hasher.finalize());
+        if theirs != pack_id {
+            return Err(Error::conflict(format!(
+                "the remote already has a different file at {pack_dest} (its bytes hash to {theirs})"
+            ))
+            .with_hint("the remote store was modified by hand or is corrupt; nothing was overwritten"));
+        }
+    }
+    let ref_dest = format!("{CURRENT_DIR}/{}", generation_name(state.generation + 1));
+    if remote.publish(&ref_path, &ref_dest)? == Published::Exists {
+        let now = remote_store::read_state(remote)?;
+        let show = now.current.map(|i| i.to_hex()).unwrap_or_else(|| "(none)".into());
+        return Err(Error::conflict(format!(
+            "remote current moved during the push: it is now {show}, this push was for {bundle}"
+        ))
+        .with_hint("someone else pushed at the same time; 'baton pull', then push again"));
+    }
+    Ok(())
+}
+
+fn record_target(store: &Store, target: &str, bundle: ObjectId) -> Result<()> {
+    let name = RefName::parse(&format!("targets/{target}"))?;
+    if store.read_ref(&name)? == Some(bundle) {
+        return Ok(());
+    }
+    let reason = MoveReason { action: "push".into(), from: String::new(), to: target.into() };
+    store.update_ref(&name, Expect::Any, Some(bundle), &reason)?;
+    Ok(())
+}

@@ -1,0 +1,172 @@
+//! The local-path transport: a store in another directory (a mounted disk, a share).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use super::{Published, Receipt, Remote, RemoteEntry, Upload};
+use crate::error::{Error, IoContext, Result};
+use crate::store::fsutil;
+
+pub struct LocalRemote {
+    root: PathBuf,
+}
+
+impl LocalRemote {
+    pub fn new(root: PathBuf) -> Self {
+        LocalRemote { root }
+    }
+
+    fn full(&self, path: &str) -> PathBuf {
+        self.root.join(path)
+    }
+}
+
+struct LocalUpload {
+    path: PathBuf,
+    file: File,
+}
+
+impl Write for LocalUpload {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Upload for LocalUpload {
+    fn finish(mut self: Box<Self>, readback: &[(u64, u64)]) -> Result<Receipt> {
+        self.file.sync_all().ctx("cannot fsync", &self.path)?;
+        let size = self.file.metadata().ctx("cannot stat", &self.path)?.len();
+        let mut back = Vec::with_capacity(readback.len());
+        for &(offset, len) in readback {
+            let mut buf = vec![0u8; len as usize];
+            self.file.seek(SeekFrom::Start(offset)).ctx("cannot read back", &self.path)?;
+            self.file.read_exact(&mut buf).ctx("cannot read back", &self.path)?;
+            back.push(buf);
+        }
+        Ok(Receipt { size, readback: back })
+    }
+}
+
+fn entry_of(entry: &fs::DirEntry) -> Option<RemoteEntry> {
+    let meta = entry.metadata().ok()?;
+    let mtime = meta.modified().ok()?.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    Some(RemoteEntry {
+        name: entry.file_name().to_string_lossy().into_owned(),
+        size: meta.len(),
+        mtime,
+        is_dir: meta.is_dir(),
+    })
+}
+
+impl Remote for LocalRemote {
+    fn describe(&self) -> String {
+        self.root.display().to_string()
+    }
+
+    fn read_many(
+        &mut self,
+        files: &[String],
+        dirs: &[String],
+        limit: u64,
+    ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
+        let mut file_out = Vec::with_capacity(files.len());
+        for f in files {
+            match fsutil::read_limited(&self.full(f), limit) {
+                Ok(bytes) => file_out.push(Some(bytes)),
+                Err(e) if e.kind == crate::error::ErrorKind::NotFound => file_out.push(None),
+                Err(e) => return Err(e),
+            }
+        }
+        let mut dir_out = Vec::with_capacity(dirs.len());
+        for d in dirs {
+            let path = self.full(d);
+            match fs::read_dir(&path) {
+                Ok(rd) => {
+                    let mut entries: Vec<RemoteEntry> = rd.filter_map(|e| e.ok()).filter_map(|e| entry_of(&e)).collect();
+                    entries.sort_by(|a, b| a.name.cmp(&b.name));
+                    dir_out.push(Some(entries));
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => dir_out.push(None),
+                Err(e) => return Err(Error::io("cannot list", &path, e)),
+            }
+        }
+        Ok((file_out, dir_out))
+    }
+
+    fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
+        for d in dirs {
+            fsutil::ensure_private_dir(&self.full(d))?;
+        }
+        Ok(())
+    }
+
+    fn create(&mut self, path: &str) -> Result<Box<dyn Upload + '_>> {
+        let full = self.full(path);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(fsutil::FILE_MODE)
+            .open(&full)
+            .ctx("cannot create", &full)?;
+        file.set_permissions(fs::Permissions::from_mode(fsutil::FILE_MODE)).ctx("cannot set permissions of", &full)?;
+        Ok(Box::new(LocalUpload { path: full, file }))
+    }
+
+    fn publish(&mut self, from: &str, to: &str) -> Result<Published> {
+        let (src, dst) = (self.full(from), self.full(to));
+        match rename_noclobber(&src, &dst) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(Published::Exists),
+            Err(e) => return Err(Error::io("cannot publish", &dst, e)),
+        }
+        if let Some(parent) = dst.parent() {
+            fsutil::fsync_dir(parent)?;
+        }
+        Ok(Published::Done)
+    }
+
+    fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64> {
+        let full = self.full(path);
+        let mut file = File::open(&full).ctx("cannot read", &full)?;
+        io::copy(&mut file, sink).ctx("cannot read", &full)
+    }
+
+    fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let full = self.full(path);
+        let mut file = File::open(&full).ctx("cannot read", &full)?;
+        file.seek(SeekFrom::Start(offset)).ctx("cannot read", &full)?;
+        let mut buf = vec![0u8; len as usize];
+        file.read_exact(&mut buf).ctx("cannot read", &full)?;
+        Ok(buf)
+    }
+
+    fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
+        let full = self.full(dir);
+        match fs::remove_dir_all(&full) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io("cannot remove", &full, e)),
+        }
+    }
+}
+
+/// rename(2) that fails with `AlreadyExists` instead of replacing (renameat2 NOREPLACE),
+/// for files and directories alike.
+pub fn rename_noclobber(from: &Path, to: &Path) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput));
+    let (src, dst) = (c(from)?, c(to)?);
+    // SAFETY: both pointers are valid NUL-terminated strings for the duration of the call.
+    let rc = unsafe {
+        libc::renameat2(libc::AT_FDCWD, src.as_ptr(), libc::AT_FDCWD, dst.as_ptr(), libc::RENAME_NOREPLACE)
+    };
+    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}

@@ -1,0 +1,677 @@
+//! A pipelined SFTP v3 client over one libssh2 channel, implementing `Remote`.
+//!
+//! libssh2's own SFTP API waits for every reply, so each open, read or rename costs a full
+//! round trip. Here requests are written back to back and replies matched by id, so a
+//! batch of independent requests costs one round trip, and bulk data streams with many
+//! requests in flight. Packets are encoded and decoded by `russh_sftp::protocol`; only
+//! the framing (a big-endian length) is done here.
+//!
+//! Requests on one handle are processed in order (SFTP v3 requires it). Replies that must
+//! be checked but need not be waited for (close, mkdir) are "deferred": their ids are
+//! remembered and their status checked at the next point where we wait anyway.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+
+use bytes::Bytes;
+use russh_sftp::protocol::{
+    Close, Extended, FSetStat, FileAttributes, Fstat, Init, MkDir, Open, OpenDir, OpenFlags, Packet, Read as ReadReq,
+    ReadDir, Remove, Rename, RmDir, SetStat, Stat, StatusCode, Write as WriteReq,
+};
+
+use super::connect::{ConnectOptions, Connection, SshTarget, connect};
+use crate::error::{Error, ErrorKind, Result};
+use crate::transport::{Published, Receipt, Remote, RemoteEntry, Upload};
+
+/// Data per READ/WRITE request: OpenSSH's sftp-server accepts packets up to 256 KiB.
+const CHUNK: usize = 255 * 1024 - 64;
+/// Requests in flight while streaming (about 16 MiB): enough to fill a long fat pipe.
+const WINDOW: usize = 64;
+/// Largest reply we accept (a READDIR reply of many names, or a DATA packet).
+const MAX_PACKET: u32 = 4 << 20;
+const FSYNC_EXTENSION: &str = "fsync@openssh.com";
+
+pub struct SftpRemote {
+    channel: ssh2::Channel,
+    _conn: Connection,
+    root: String,
+    describe: String,
+    next_id: u32,
+    /// Replies that arrived while we waited for another id.
+    stash: HashMap<u32, Packet>,
+    /// Requests whose replies we check at the next wait, with what they were for.
+    deferred: Vec<(u32, String, bool)>,
+    has_fsync: bool,
+}
+
+fn lost(describe: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Transport, format!("connection to {describe} failed: {e}"))
+        .with_hint("check the network and the server; nothing was published half-way, so run the command again")
+}
+
+impl SftpRemote {
+    pub fn connect(target: &SshTarget, options: &ConnectOptions, root: &str) -> Result<SftpRemote> {
+        let conn = connect(target, options)?;
+        let describe = format!("ssh://{}@{}:{}/{}", conn.user, conn.host, conn.port, root.trim_start_matches('/'));
+        let mut channel = conn.session.channel_session().map_err(|e| lost(&describe, e))?;
+        channel.subsystem("sftp").map_err(|e| lost(&describe, e))?;
+        let mut remote = SftpRemote {
+            channel,
+            _conn: conn,
+            root: root.trim_end_matches('/').to_string(),
+            describe,
+            next_id: 1,
+            stash: HashMap::new(),
+            deferred: Vec::new(),
+            has_fsync: false,
+        };
+        remote.send(Packet::Init(Init::new()))?;
+        match remote.recv()? {
+            Packet::Version(v) => remote.has_fsync = v.extensions.contains_key(FSYNC_EXTENSION),
+            other => return Err(lost(&remote.describe, format!("unexpected SFTP greeting {other:?}"))),
+        }
+        Ok(remote)
+    }
+
+    fn path(&self, rel: &str) -> String {
+        match (self.root.as_str(), rel) {
+            (root, "") => if root.is_empty() { ".".into() } else { root.into() },
+            ("", rel) => rel.into(),
+            (root, rel) => format!("{root}/{rel}"),
+        }
+    }
+
+    fn id(&mut self) -> u32 {
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        self.next_id
+    }
+
+    fn send(&mut self, packet: Packet) -> Result<()> {
+        let bytes = Bytes::try_from(packet).map_err(|e| lost(&self.describe, e))?;
+        self.channel.write_all(&bytes).map_err(|e| lost(&self.describe, e))
+    }
+
+    fn recv(&mut self) -> Result<Packet> {
+        let mut len = [0u8; 4];
+        self.channel.read_exact(&mut len).map_err(|e| lost(&self.describe, e))?;
+        let len = u32::from_be_bytes(len);
+        if len == 0 || len > MAX_PACKET {
+            return Err(lost(&self.describe, format!("SFTP packet of {len} bytes")));
+        }
+        let mut body = vec![0u8; len as usize];
+        self.channel.read_exact(&mut body).map_err(|e| lost(&self.describe, e))?;
+        let mut bytes = Bytes::from(body);
+        Packet::try_from(&mut bytes).map_err(|e| lost(&self.describe, format!("bad SFTP packet: {e}")))
+    }
+
+    /// Send a request and return its id without waiting.
+    fn request(&mut self, make: impl FnOnce(u32) -> Packet) -> Result<u32> {
+        let id = self.id();
+        self.send(make(id))?;
+        Ok(id)
+    }
+
+    fn defer(&mut self, id: u32, what: String, ignore_failure: bool) {
+        self.deferred.push((id, what, ignore_failure));
+    }
+
+    /// Wait for the reply to `id`, checking deferred replies on the way.
+    fn wait(&mut self, id: u32) -> Result<Packet> {
+        self.settle_deferred()?;
+        loop {
+            if let Some(packet) = self.stash.remove(&id) {
+                return Ok(packet);
+            }
+            let packet = self.recv()?;
+            let got = packet.get_request_id_any();
+            if got == id {
+                return Ok(packet);
+            }
+            self.stash.insert(got, packet);
+        }
+    }
+
+    fn settle_deferred(&mut self) -> Result<()> {
+        let deferred = std::mem::take(&mut self.deferred);
+        let mut first_error = None;
+        for (id, what, ignore_failure) in deferred {
+            let packet = loop {
+                if let Some(p) = self.stash.remove(&id) {
+                    break p;
+                }
+                let p = self.recv()?;
+                let got = p.get_request_id_any();
+                if got == id {
+                    break p;
+                }
+                self.stash.insert(got, p);
+            };
+            if let Packet::Status(s) = packet {
+                let failed = s.status_code != StatusCode::Ok && !(ignore_failure && s.status_code == StatusCode::Failure);
+                if failed && first_error.is_none() {
+                    first_error = Some(status_error(&self.describe, &what, s.status_code, &s.error_message));
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn expect_ok(&self, packet: Packet, what: &str) -> Result<()> {
+        match packet {
+            Packet::Status(s) if s.status_code == StatusCode::Ok => Ok(()),
+            Packet::Status(s) => Err(status_error(&self.describe, what, s.status_code, &s.error_message)),
+            other => Err(lost(&self.describe, format!("unexpected reply to {what}: {other:?}"))),
+        }
+    }
+
+    /// `Some(handle)`, or `None` when the path does not exist.
+    fn expect_handle(&self, packet: Packet, what: &str) -> Result<Option<String>> {
+        match packet {
+            Packet::Handle(h) => Ok(Some(h.handle)),
+            Packet::Status(s) if s.status_code == StatusCode::NoSuchFile => Ok(None),
+            Packet::Status(s) => Err(status_error(&self.describe, what, s.status_code, &s.error_message)),
+            other => Err(lost(&self.describe, format!("unexpected reply to {what}: {other:?}"))),
+        }
+    }
+
+    fn open(&mut self, rel: &str, flags: OpenFlags, mode: Option<u32>) -> Result<u32> {
+        let filename = self.path(rel);
+        let attrs = FileAttributes { permissions: mode, ..FileAttributes::empty() };
+        self.request(|id| Packet::Open(Open { id, filename, pflags: flags, attrs }))
+    }
+
+    fn close_later(&mut self, handle: String, what: &str) -> Result<()> {
+        let id = self.request(|id| Packet::Close(Close { id, handle }))?;
+        self.defer(id, format!("close {what}"), false);
+        Ok(())
+    }
+
+    fn fsync(&mut self, handle: &str) -> Result<Option<u32>> {
+        if !self.has_fsync {
+            return Ok(None);
+        }
+        let data = russh_sftp::ser::to_bytes(&russh_sftp::extensions::FsyncExtension { handle: handle.to_string() })
+            .map_err(|e| lost(&self.describe, e))?
+            .to_vec();
+        let id = self.request(|id| Packet::Extended(Extended { id, request: FSYNC_EXTENSION.into(), data }))?;
+        Ok(Some(id))
+    }
+
+    /// Read a whole open file with `WINDOW` reads in flight, into `sink`.
+    fn stream_handle(&mut self, handle: &str, limit: u64, sink: &mut dyn Write, what: &str) -> Result<u64> {
+        let mut inflight: std::collections::VecDeque<(u32, u64)> = Default::default();
+        let mut next_offset = 0u64;
+        let mut written = 0u64;
+        let mut eof = false;
+        let mut pending: std::collections::BTreeMap<u64, Vec<u8>> = Default::default();
+        loop {
+            while !eof && inflight.len() < WINDOW {
+                let offset = next_offset;
+                let handle = handle.to_string();
+                let id = self.request(|id| Packet::Read(ReadReq { id, handle, offset, len: CHUNK as u32 }))?;
+                inflight.push_back((id, offset));
+                next_offset += CHUNK as u64;
+            }
+            let Some((id, offset)) = inflight.pop_front() else { break };
+            match self.wait(id)? {
+                Packet::Data(d) => {
+                    if (d.data.len() as u64) < CHUNK as u64 && !d.data.is_empty() {
+                        // A short read: the rest of this chunk must be asked for again.
+                        let rest = offset + d.data.len() as u64;
+                        let handle = handle.to_string();
+                        let len = (CHUNK as u64 - d.data.len() as u64) as u32;
+                        let id = self.request(|id| Packet::Read(ReadReq { id, handle, offset: rest, len }))?;
+                        inflight.push_front((id, rest));
+                    }
+                    if !d.data.is_empty() {
+                        pending.insert(offset, d.data);
+                    }
+                }
+                Packet::Status(s) if s.status_code == StatusCode::Eof => eof = true,
+                Packet::Status(s) => return Err(status_error(&self.describe, what, s.status_code, &s.error_message)),
+                other => return Err(lost(&self.describe, format!("unexpected reply to read: {other:?}"))),
+            }
+            while let Some(chunk) = pending.remove(&written) {
+                written += chunk.len() as u64;
+                if written > limit {
+                    return Err(Error::integrity(format!("{what} is larger than {limit} bytes")));
+                }
+                sink.write_all(&chunk).map_err(|e| Error::other(format!("cannot write {what} locally: {e}")))?;
+            }
+            if eof && inflight.is_empty() {
+                break;
+            }
+        }
+        if !pending.is_empty() {
+            return Err(lost(&self.describe, format!("{what}: the server skipped part of the file")));
+        }
+        Ok(written)
+    }
+}
+
+trait AnyId {
+    fn get_request_id_any(&self) -> u32;
+}
+
+impl AnyId for Packet {
+    fn get_request_id_any(&self) -> u32 {
+        match self {
+            Packet::Status(p) => p.id,
+            Packet::Handle(p) => p.id,
+            Packet::Data(p) => p.id,
+            Packet::Name(p) => p.id,
+            Packet::Attrs(p) => p.id,
+            Packet::ExtendedReply(p) => p.id,
+            other => other.get_request_id(),
+        }
+    }
+}
+
+fn status_error(describe: &str, what: &str, code: StatusCode, message: &str) -> Error {
+    let kind = match code {
+        StatusCode::NoSuchFile => ErrorKind::NotFound,
+        StatusCode::PermissionDenied => ErrorKind::Security,
+        _ => ErrorKind::Transport,
+    };
+    Error::new(kind, format!("{what} on {describe} failed: {code} ({message})"))
+}
+
+struct SftpUpload<'a> {
+    remote: &'a mut SftpRemote,
+    handle: String,
+    path: String,
+    offset: u64,
+    buf: Vec<u8>,
+    inflight: std::collections::VecDeque<u32>,
+}
+
+impl SftpUpload<'_> {
+    fn send_chunk(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        if self.inflight.len() >= WINDOW {
+            if let Some(oldest) = self.inflight.pop_front() {
+                let reply = self.remote.wait(oldest)?;
+                self.remote.expect_ok(reply, &format!("write {}", self.path))?;
+            }
+        }
+        let data = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        let (handle, offset, len) = (self.handle.clone(), self.offset, data.len() as u64);
+        let id = self.remote.request(|id| Packet::Write(WriteReq { id, handle, offset, data }))?;
+        self.offset += len;
+        self.inflight.push_back(id);
+        Ok(())
+    }
+}
+
+fn io_err(e: Error) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+impl Write for SftpUpload<'_> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let room = CHUNK - self.buf.len();
+        let n = room.min(data.len());
+        self.buf.extend_from_slice(&data[..n]);
+        if self.buf.len() == CHUNK {
+            self.send_chunk().map_err(io_err)?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Upload for SftpUpload<'_> {
+    fn finish(mut self: Box<Self>, readback: &[(u64, u64)]) -> Result<Receipt> {
+        self.send_chunk()?;
+        let what = format!("write {}", self.path);
+        while let Some(id) = self.inflight.pop_front() {
+            let reply = self.remote.wait(id)?;
+            self.remote.expect_ok(reply, &what)?;
+        }
+        let handle = self.handle.clone();
+        let fsync = self.remote.fsync(&handle)?;
+        let stat = {
+            let handle = handle.clone();
+            self.remote.request(|id| Packet::Fstat(Fstat { id, handle }))?
+        };
+        let mut reads = Vec::new();
+        for &(offset, len) in readback {
+            let mut parts = Vec::new();
+            let mut at = offset;
+            while at < offset + len {
+                let take = (offset + len - at).min(CHUNK as u64);
+                let handle = handle.clone();
+                parts.push(self.remote.request(|id| Packet::Read(ReadReq { id, handle, offset: at, len: take as u32 }))?);
+                at += take;
+            }
+            reads.push(parts);
+        }
+        if let Some(id) = fsync {
+            let reply = self.remote.wait(id)?;
+            self.remote.expect_ok(reply, &format!("fsync {}", self.path))?;
+        }
+        let attrs = match self.remote.wait(stat)? {
+            Packet::Attrs(a) => a.attrs,
+            other => return Err(lost(&self.remote.describe, format!("unexpected reply to fstat: {other:?}"))),
+        };
+        let mut back = Vec::with_capacity(reads.len());
+        for parts in reads {
+            let mut bytes = Vec::new();
+            for id in parts {
+                match self.remote.wait(id)? {
+                    Packet::Data(d) => bytes.extend_from_slice(&d.data),
+                    Packet::Status(s) if s.status_code == StatusCode::Eof => {}
+                    other => return Err(lost(&self.remote.describe, format!("unexpected reply to read: {other:?}"))),
+                }
+            }
+            back.push(bytes);
+        }
+        // The server's umask may have narrowed (or a hostile setup widened) the mode.
+        if attrs.permissions.map(|p| p & 0o7777) != Some(0o600) {
+            let handle = handle.clone();
+            let attrs = FileAttributes { permissions: Some(0o600), ..FileAttributes::empty() };
+            let id = self.remote.request(|id| Packet::FSetStat(FSetStat { id, handle, attrs }))?;
+            let reply = self.remote.wait(id)?;
+            self.remote.expect_ok(reply, &format!("chmod {}", self.path))?;
+        }
+        let path = self.path.clone();
+        self.remote.close_later(handle, &path)?;
+        Ok(Receipt { size: attrs.size.unwrap_or(0), readback: back })
+    }
+}
+
+impl Remote for SftpRemote {
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    fn read_many(
+        &mut self,
+        files: &[String],
+        dirs: &[String],
+        limit: u64,
+    ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
+        // Round 1: open everything.
+        let mut file_ids = Vec::with_capacity(files.len());
+        for f in files {
+            file_ids.push(self.open(f, OpenFlags::READ, None)?);
+        }
+        let mut dir_ids = Vec::with_capacity(dirs.len());
+        for d in dirs {
+            let path = self.path(d);
+            dir_ids.push(self.request(|id| Packet::OpenDir(OpenDir { id, path }))?);
+        }
+        let mut file_handles = Vec::with_capacity(files.len());
+        for (id, f) in file_ids.into_iter().zip(files) {
+            let reply = self.wait(id)?;
+            file_handles.push(self.expect_handle(reply, &format!("open {f}"))?);
+        }
+        let mut dir_handles = Vec::with_capacity(dirs.len());
+        for (id, d) in dir_ids.into_iter().zip(dirs) {
+            let reply = self.wait(id)?;
+            dir_handles.push(self.expect_handle(reply, &format!("list {d}"))?);
+        }
+        // Round 2: two reads per file and two listings per directory; most files and
+        // directories are done after them.
+        let mut file_reads = Vec::new();
+        for handle in file_handles.iter().flatten() {
+            let first = {
+                let handle = handle.clone();
+                self.request(|id| Packet::Read(ReadReq { id, handle, offset: 0, len: CHUNK as u32 }))?
+            };
+            let second = {
+                let handle = handle.clone();
+                self.request(|id| Packet::Read(ReadReq { id, handle, offset: CHUNK as u64, len: CHUNK as u32 }))?
+            };
+            file_reads.push((first, second));
+        }
+        let mut dir_reads = Vec::new();
+        for handle in dir_handles.iter().flatten() {
+            let a = {
+                let handle = handle.clone();
+                self.request(|id| Packet::ReadDir(ReadDir { id, handle }))?
+            };
+            let b = {
+                let handle = handle.clone();
+                self.request(|id| Packet::ReadDir(ReadDir { id, handle }))?
+            };
+            dir_reads.push((a, b));
+        }
+        let mut file_out = Vec::with_capacity(files.len());
+        let mut reads = file_reads.into_iter();
+        for (handle, name) in file_handles.into_iter().zip(files) {
+            let Some(handle) = handle else {
+                file_out.push(None);
+                continue;
+            };
+            let (first, second) = reads.next().unwrap_or((0, 0));
+            let mut bytes = Vec::new();
+            let mut done = false;
+            for id in [first, second] {
+                match self.wait(id)? {
+                    Packet::Data(d) => {
+                        if !done {
+                            bytes.extend_from_slice(&d.data);
+                        }
+                    }
+                    Packet::Status(s) if s.status_code == StatusCode::Eof => done = true,
+                    Packet::Status(s) => return Err(status_error(&self.describe, &format!("read {name}"), s.status_code, &s.error_message)),
+                    other => return Err(lost(&self.describe, format!("unexpected reply to read: {other:?}"))),
+                }
+            }
+            if !done || bytes.len() as u64 > limit {
+                // Larger than two chunks (or short reads): read the rest in order.
+                bytes.clear();
+                let mut sink = Vec::new();
+                self.stream_handle(&handle, limit, &mut sink, name)?;
+                bytes = sink;
+            }
+            if bytes.len() as u64 > limit {
+                return Err(Error::integrity(format!("{name} on {} is larger than {limit} bytes", self.describe)));
+            }
+            self.close_later(handle, name)?;
+            file_out.push(Some(bytes));
+        }
+        let mut dir_out = Vec::with_capacity(dirs.len());
+        let mut listings = dir_reads.into_iter();
+        for (handle, name) in dir_handles.into_iter().zip(dirs) {
+            let Some(handle) = handle else {
+                dir_out.push(None);
+                continue;
+            };
+            let (a, b) = listings.next().unwrap_or((0, 0));
+            let mut entries = Vec::new();
+            let mut done = false;
+            for id in [a, b] {
+                done |= self.collect_names(id, name, &mut entries)?;
+            }
+            while !done {
+                let handle = handle.clone();
+                let id = self.request(|id| Packet::ReadDir(ReadDir { id, handle }))?;
+                done = self.collect_names(id, name, &mut entries)?;
+            }
+            self.close_later(handle, name)?;
+            entries.sort_by(|x: &RemoteEntry, y| x.name.cmp(&y.name));
+            dir_out.push(Some(entries));
+        }
+        Ok((file_out, dir_out))
+    }
+
+    fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
+        for d in dirs {
+            let path = self.path(d);
+            let attrs = FileAttributes { permissions: Some(0o700), ..FileAttributes::empty() };
+            let p = path.clone();
+            let id = self.request(|id| Packet::MkDir(MkDir { id, path: p, attrs }))?;
+            // An existing directory answers "failure": fine. The chmod that follows makes
+            // the mode exactly 0700 whatever the server's umask did.
+            self.defer(id, format!("mkdir {d}"), true);
+            let attrs = FileAttributes { permissions: Some(0o700), ..FileAttributes::empty() };
+            let id = self.request(|id| Packet::SetStat(SetStat { id, path, attrs }))?;
+            self.defer(id, format!("chmod {d}"), false);
+        }
+        Ok(())
+    }
+
+    fn create(&mut self, path: &str) -> Result<Box<dyn Upload + '_>> {
+        let flags = OpenFlags::READ | OpenFlags::WRITE | OpenFlags::CREATE | OpenFlags::EXCLUDE;
+        let id = self.open(path, flags, Some(0o600))?;
+        let reply = self.wait(id)?;
+        let handle = self
+            .expect_handle(reply, &format!("create {path}"))?
+            .ok_or_else(|| Error::not_found(format!("cannot create {path} on {}: no such directory", self.describe)))?;
+        Ok(Box::new(SftpUpload {
+            remote: self,
+            handle,
+            path: path.to_string(),
+            offset: 0,
+            buf: Vec::with_capacity(CHUNK),
+            inflight: Default::default(),
+        }))
+    }
+
+    fn publish(&mut self, from: &str, to: &str) -> Result<Published> {
+        let (oldpath, newpath) = (self.path(from), self.path(to));
+        let parent = match to.rsplit_once('/') {
+            Some((dir, _)) => dir.to_string(),
+            None => String::new(),
+        };
+        let rename = self.request(|id| Packet::Rename(Rename { id, oldpath, newpath: newpath.clone() }))?;
+        let dir = self.open(&parent, OpenFlags::READ, None)?;
+        let rename_reply = self.wait(rename)?;
+        let dir_reply = self.wait(dir)?;
+        let dir_handle = self.expect_handle(dir_reply, &format!("open directory {parent}"))?;
+        let outcome = match rename_reply {
+            Packet::Status(s) if s.status_code == StatusCode::Ok => Published::Done,
+            Packet::Status(s) if s.status_code == StatusCode::Failure => {
+                // OpenSSH refuses to rename onto an existing path: find out if that is why.
+                let id = self.request(|id| Packet::Stat(Stat { id, path: newpath }))?;
+                match self.wait(id)? {
+                    Packet::Attrs(_) => Published::Exists,
+                    _ => return Err(status_error(&self.describe, &format!("rename {from} to {to}"), s.status_code, &s.error_message)),
+                }
+            }
+            Packet::Status(s) => {
+                return Err(status_error(&self.describe, &format!("rename {from} to {to}"), s.status_code, &s.error_message));
+            }
+            other => return Err(lost(&self.describe, format!("unexpected reply to rename: {other:?}"))),
+        };
+        if let Some(handle) = dir_handle {
+            if outcome == Published::Done {
+                if let Some(id) = self.fsync(&handle)? {
+                    let reply = self.wait(id)?;
+                    self.expect_ok(reply, &format!("fsync directory {parent}"))?;
+                }
+            }
+            self.close_later(handle, &parent)?;
+        }
+        Ok(outcome)
+    }
+
+    fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64> {
+        let id = self.open(path, OpenFlags::READ, None)?;
+        let reply = self.wait(id)?;
+        let handle = self
+            .expect_handle(reply, &format!("open {path}"))?
+            .ok_or_else(|| Error::not_found(format!("{path} does not exist on {}", self.describe)))?;
+        let n = self.stream_handle(&handle, u64::MAX, sink, path)?;
+        self.close_later(handle, path)?;
+        Ok(n)
+    }
+
+    fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let id = self.open(path, OpenFlags::READ, None)?;
+        let reply = self.wait(id)?;
+        let handle = self
+            .expect_handle(reply, &format!("open {path}"))?
+            .ok_or_else(|| Error::not_found(format!("{path} does not exist on {}", self.describe)))?;
+        let mut ids = Vec::new();
+        let mut at = offset;
+        while at < offset + len {
+            let take = (offset + len - at).min(CHUNK as u64);
+            let handle = handle.clone();
+            ids.push(self.request(|id| Packet::Read(ReadReq { id, handle, offset: at, len: take as u32 }))?);
+            at += take;
+        }
+        let mut out = Vec::with_capacity(len as usize);
+        for id in ids {
+            match self.wait(id)? {
+                Packet::Data(d) => out.extend_from_slice(&d.data),
+                Packet::Status(s) if s.status_code == StatusCode::Eof => {}
+                other => return Err(lost(&self.describe, format!("unexpected reply to read: {other:?}"))),
+            }
+        }
+        self.close_later(handle, path)?;
+        if out.len() as u64 != len {
+            return Err(Error::integrity(format!("{path} on {} is shorter than expected", self.describe)));
+        }
+        Ok(out)
+    }
+
+    fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
+        let path = self.path(dir);
+        let id = self.request(|id| Packet::RmDir(RmDir { id, path }))?;
+        if let Packet::Status(s) = self.wait(id)? {
+            if matches!(s.status_code, StatusCode::Ok | StatusCode::NoSuchFile) {
+                return Ok(());
+            }
+        }
+        // Not empty: remove what is inside, then the directory.
+        let (_, listing) = self.read_many(&[], &[dir.to_string()], 0)?;
+        for entry in listing.into_iter().flatten().flatten() {
+            if entry.name == "." || entry.name == ".." {
+                continue;
+            }
+            let child = format!("{dir}/{}", entry.name);
+            if entry.is_dir {
+                self.remove_dir_all(&child)?;
+            } else {
+                let path = self.path(&child);
+                let id = self.request(|id| Packet::Remove(Remove { id, filename: path }))?;
+                self.defer(id, format!("remove {child}"), false);
+            }
+        }
+        let path = self.path(dir);
+        let id = self.request(|id| Packet::RmDir(RmDir { id, path }))?;
+        let reply = self.wait(id)?;
+        self.expect_ok(reply, &format!("remove {dir}"))
+    }
+}
+
+impl SftpRemote {
+    /// Collect one READDIR reply; true at end of directory.
+    fn collect_names(&mut self, id: u32, dir: &str, out: &mut Vec<RemoteEntry>) -> Result<bool> {
+        match self.wait(id)? {
+            Packet::Name(n) => {
+                for file in n.files {
+                    if file.filename == "." || file.filename == ".." {
+                        continue;
+                    }
+                    out.push(RemoteEntry {
+                        size: file.attrs.size.unwrap_or(0),
+                        mtime: u64::from(file.attrs.mtime.unwrap_or(0)),
+                        is_dir: file.attrs.is_dir(),
+                        name: file.filename,
+                    });
+                }
+                Ok(false)
+            }
+            Packet::Status(s) if s.status_code == StatusCode::Eof => Ok(true),
+            Packet::Status(s) => Err(status_error(&self.describe, &format!("list {dir}"), s.status_code, &s.error_message)),
+            other => Err(lost(&self.describe, format!("unexpected reply to readdir: {other:?}"))),
+        }
+    }
+}
+
+impl Drop for SftpRemote {
+    fn drop(&mut self) {
+        // Settle outstanding closes so the server sees an orderly end; errors are moot now.
+        let _ = self.settle_deferred();
+        let _ = self.channel.send_eof();
+    }
+}

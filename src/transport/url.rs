@@ -1,0 +1,183 @@
+//! Target URLs: `ssh://[user@]host[:port]/path`, scp-like `[user@]host:path`,
+//! `/abs/path` and `file:///abs/path`, strictly validated.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TargetUrl {
+    Local { path: PathBuf },
+    Ssh { user: Option<String>, host: String, port: Option<u16>, path: String },
+}
+
+fn malformed(text: &str, why: &str) -> Error {
+    Error::usage(format!("malformed target URL '{}': {why}", text.escape_debug())).with_hint(
+        "use ssh://[user@]host[:port]/path, [user@]host:path, /abs/path or file:///abs/path",
+    )
+}
+
+/// Host names: letters, digits, '.', '-', '_' (IPv6 literals only inside ssh://[...]),
+/// never starting with '-' so that no host can be read as an option.
+fn check_host(text: &str, host: &str) -> Result<()> {
+    let ok = !host.is_empty()
+        && !host.starts_with('-')
+        && host.bytes().all(|b| b.is_ascii_alphanumeric() || b".-_:[]".contains(&b));
+    if ok { Ok(()) } else { Err(malformed(text, "bad host name")) }
+}
+
+fn check_user(text: &str, user: &str) -> Result<()> {
+    let ok = !user.is_empty()
+        && !user.starts_with('-')
+        && user.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if ok { Ok(()) } else { Err(malformed(text, "bad user name")) }
+}
+
+fn check_path(text: &str, path: &str) -> Result<()> {
+    if path.is_empty() {
+        return Err(malformed(text, "no path"));
+    }
+    if path.chars().any(char::is_control) {
+        return Err(malformed(text, "control character in path"));
+    }
+    Ok(())
+}
+
+impl TargetUrl {
+    pub fn parse(text: &str) -> Result<TargetUrl> {
+        if text.chars().any(|c| c.is_control() || c == ' ') && !text.starts_with('/') {
+            return Err(malformed(text, "whitespace or control character"));
+        }
+        if text.starts_with("ssh://") || text.starts_with("file://") {
+            let url = url::Url::parse(text).map_err(|e| malformed(text, &e.to_string()))?;
+            if url.password().is_some() {
+                return Err(malformed(text, "credentials are never stored; use ssh-agent or a key file"));
+            }
+            if url.query().is_some() || url.fragment().is_some() {
+                return Err(malformed(text, "no query or fragment allowed"));
+            }
+            if url.scheme() == "file" {
+                if !matches!(url.host_str(), None | Some("") | Some("localhost")) {
+                    return Err(malformed(text, "file:// URLs name a local path"));
+                }
+                let path = url.to_file_path().map_err(|_| malformed(text, "bad file path"))?;
+                return Ok(TargetUrl::Local { path });
+            }
+            let host = url.host_str().ok_or_else(|| malformed(text, "no host"))?.to_string();
+            check_host(text, &host)?;
+            let user = match url.username() {
+                "" => None,
+                u => {
+                    check_user(text, u)?;
+                    Some(u.to_string())
+                }
+            };
+            let raw = percent_decode(url.path()).ok_or_else(|| malformed(text, "path is not UTF-8"))?;
+            // ssh://host/~/dir means `dir` under the login directory, as in git.
+            let path = raw.strip_prefix("/~/").map(str::to_string).unwrap_or(raw);
+            check_path(text, &path)?;
+            return Ok(TargetUrl::Ssh { user, host, port: url.port(), path });
+        }
+        if text.starts_with('/') {
+            check_path(text, text)?;
+            return Ok(TargetUrl::Local { path: PathBuf::from(text) });
+        }
+        if text.contains("://") {
+            return Err(malformed(text, "unsupported scheme"));
+        }
+        // scp-like: the colon must come before any slash, as git decides.
+        let Some((authority, path)) = text.split_once(':') else {
+            return Err(malformed(text, "a local target must be an absolute path"));
+        };
+        if authority.contains('/') {
+            return Err(malformed(text, "a local target must be an absolute path"));
+        }
+        let (user, host) = match authority.rsplit_once('@') {
+            Some((u, h)) => {
+                check_user(text, u)?;
+                (Some(u.to_string()), h.to_string())
+            }
+            None => (None, authority.to_string()),
+        };
+        if host.contains([':', '[', ']']) {
+            return Err(malformed(text, "use ssh://[host]:port/path for IPv6 or ports"));
+        }
+        check_host(text, &host)?;
+        check_path(text, path)?;
+        Ok(TargetUrl::Ssh { user, host, port: None, path: path.to_string() })
+    }
+}
+
+fn percent_decode(path: &str) -> Option<String> {
+    percent_encoding::percent_decode_str(path).decode_utf8().ok().map(|s| s.into_owned())
+}
+
+impl fmt::Display for TargetUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TargetUrl::Local { path } => write!(f, "{}", path.display()),
+            TargetUrl::Ssh { user, host, port, path } => {
+                write!(f, "ssh://")?;
+                if let Some(u) = user {
+                    write!(f, "{u}@")?;
+                }
+                write!(f, "{host}")?;
+                if let Some(p) = port {
+                    write!(f, ":{p}")?;
+                }
+                if path.starts_with('/') { write!(f, "{path}") } else { write!(f, "/~/{path}") }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ssh(user: Option<&str>, host: &str, port: Option<u16>, path: &str) -> TargetUrl {
+        TargetUrl::Ssh { user: user.map(Into::into), host: host.into(), port, path: path.into() }
+    }
+
+    #[test]
+    fn accepted_forms() {
+        assert_eq!(TargetUrl::parse("ssh://me@box:2222/srv/b").unwrap(), ssh(Some("me"), "box", Some(2222), "/srv/b"));
+        assert_eq!(TargetUrl::parse("ssh://box/~/work/.baton").unwrap(), ssh(None, "box", None, "work/.baton"));
+        assert_eq!(TargetUrl::parse("me@box:work").unwrap(), ssh(Some("me"), "box", None, "work"));
+        assert_eq!(TargetUrl::parse("box:/abs").unwrap(), ssh(None, "box", None, "/abs"));
+        assert_eq!(TargetUrl::parse("/mnt/disk/s").unwrap(), TargetUrl::Local { path: "/mnt/disk/s".into() });
+        assert_eq!(TargetUrl::parse("file:///mnt/x%20y").unwrap(), TargetUrl::Local { path: "/mnt/x y".into() });
+        assert_eq!(TargetUrl::parse("ssh://h/a%20b").unwrap(), ssh(None, "h", None, "/a b"));
+    }
+
+    #[test]
+    fn refused_forms() {
+        for bad in [
+            "ssh://-oProxyCommand=x/p",
+            "-oProxyCommand=x:p",
+            "ssh://-u@host/p",
+            "-u@host:p",
+            "ssh://u:secret@host/p",
+            "http://host/p",
+            "relative/path",
+            "host:",
+            "ssh://host",
+            "ssh://host/p?q=1",
+            "file://otherhost/p",
+            "a b:path",
+            "host:pa\nth",
+            "",
+        ] {
+            assert!(TargetUrl::parse(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for text in ["ssh://me@box:2222/srv/b", "ssh://box/~/w", "/mnt/d"] {
+            let url = TargetUrl::parse(text).unwrap();
+            assert_eq!(TargetUrl::parse(&url.to_string()).unwrap(), url);
+        }
+    }
+}
