@@ -91,12 +91,12 @@ pub fn finish(json_mode: bool, result: crate::error::Result<Outcome>) -> i32 {
         }
         let _ = writeln!(out, "{doc}");
     } else {
-        if let Some(o) = &outcome {
-            if !o.human.is_empty() {
-                let _ = out.write_all(o.human.as_bytes());
-                if !o.human.ends_with('\n') {
-                    let _ = out.write_all(b"\n");
-                }
+        if let Some(o) = &outcome
+            && !o.human.is_empty()
+        {
+            let _ = out.write_all(o.human.as_bytes());
+            if !o.human.ends_with('\n') {
+                let _ = out.write_all(b"\n");
             }
         }
         if let Some(e) = &error {

@@ -16,7 +16,11 @@ use crate::transport::url::TargetUrl;
 
 pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
     let url = TargetUrl::parse(&args.url)?.to_string();
-    let path = args.path.clone().or_else(|| ctx.store.clone()).unwrap_or_else(|| PathBuf::from(DEFAULT_STORE_DIR));
+    let path = args
+        .path
+        .clone()
+        .or_else(|| ctx.store.clone())
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_STORE_DIR));
     if path.exists() {
         return Err(Error::usage(format!("{} already exists", path.display()))
             .with_hint("clone into a new path, or use 'baton target add' and 'baton pull' in an existing store"));
@@ -27,7 +31,9 @@ pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
     let result = (|| {
         let lock = store.lock()?;
         let mut config = store.config.clone();
-        config.targets.insert("origin".into(), TargetConfig { url: url.clone() });
+        config
+            .targets
+            .insert("origin".into(), TargetConfig { url: url.clone() });
         config.default_target = Some("origin".into());
         store.write_config(&lock, config)?;
         drop(lock);
@@ -54,5 +60,8 @@ pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
             report.bytes_received
         )
     };
-    Ok(Outcome::new(human, json!({ "store": path, "url": url, "report": report })))
+    Ok(Outcome::new(
+        human,
+        json!({ "store": path, "url": url, "report": report }),
+    ))
 }

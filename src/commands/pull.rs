@@ -16,7 +16,9 @@ pub fn run(ctx: &Ctx, args: &PullArgs) -> Result<Outcome> {
     let bar = ctx.progress(0, true);
     let report = pull(&store, remote.as_mut(), &name, &|n| bar.inc(n))?;
     bar.finish_and_clear();
-    let short = |v: Option<crate::format::ObjectId>| v.map(|i| i.short()).unwrap_or_else(|| "(none)".into());
+    let short = |v: Option<crate::format::ObjectId>| {
+        v.map(|i| i.short()).unwrap_or_else(|| "(none)".into())
+    };
     let human = if ctx.quiet {
         String::new()
     } else {
@@ -30,5 +32,8 @@ pub fn run(ctx: &Ctx, args: &PullArgs) -> Result<Outcome> {
             short(report.current_after)
         )
     };
-    Ok(Outcome::new(human, json!({ "target": name, "url": url, "report": report })))
+    Ok(Outcome::new(
+        human,
+        json!({ "target": name, "url": url, "report": report }),
+    ))
 }

@@ -26,7 +26,16 @@ pub fn run(ctx: &Ctx, args: &PushArgs) -> Result<Outcome> {
     };
     let mut remote = open_remote(&url, &connect_settings(&args.connect))?;
     let bar = ctx.progress(0, true);
-    let report = push(&store, remote.as_mut(), &PushRequest { target: &name, bundle, force }, &|n| bar.inc(n))?;
+    let report = push(
+        &store,
+        remote.as_mut(),
+        &PushRequest {
+            target: &name,
+            bundle,
+            force,
+        },
+        &|n| bar.inc(n),
+    )?;
     bar.finish_and_clear();
     let human = if ctx.quiet {
         String::new()
@@ -39,8 +48,15 @@ pub fn run(ctx: &Ctx, args: &PushArgs) -> Result<Outcome> {
             report.objects_sent,
             report.bytes_sent,
             report.elapsed_ms,
-            if report.created_remote { "; created the remote store" } else { "" }
+            if report.created_remote {
+                "; created the remote store"
+            } else {
+                ""
+            }
         )
     };
-    Ok(Outcome::new(human, json!({ "target": name, "url": url, "report": report })))
+    Ok(Outcome::new(
+        human,
+        json!({ "target": name, "url": url, "report": report }),
+    ))
 }

@@ -14,7 +14,9 @@ use crate::store::snapshot;
 pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     let metadata = parse_metadata(&args.meta)?;
     let store = ctx.open_store()?;
-    let skip = std::fs::metadata(store.root()).ok().map(|m| (m.dev(), m.ino()));
+    let skip = std::fs::metadata(store.root())
+        .ok()
+        .map(|m| (m.dev(), m.ino()));
     let node = snapshot::scan(&args.dir, skip)?;
     // A damaged ref or log stops a save before a single object is written, so a refused
     // save leaves the store exactly as it was (the ref move at the end would refuse a
@@ -50,7 +52,8 @@ fn parse_metadata(pairs: &[String]) -> Result<BTreeMap<String, String>> {
     let mut map = BTreeMap::new();
     for pair in pairs {
         let Some((key, value)) = pair.split_once('=') else {
-            return Err(Error::usage(format!("--meta '{pair}' is not KEY=VALUE")).with_hint("write --meta key=value"));
+            return Err(Error::usage(format!("--meta '{pair}' is not KEY=VALUE"))
+                .with_hint("write --meta key=value"));
         };
         if key.is_empty() {
             return Err(Error::usage(format!("--meta '{pair}' has an empty key")));

@@ -24,13 +24,25 @@ pub fn run(ctx: &Ctx, command: TargetCommand) -> Result<Outcome> {
                 return Err(Error::usage(format!("target '{name}' already exists"))
                     .with_hint(format!("remove it first with 'baton target remove {name}'")));
             }
-            config.targets.insert(name.clone(), TargetConfig { url: parsed.to_string() });
+            config.targets.insert(
+                name.clone(),
+                TargetConfig {
+                    url: parsed.to_string(),
+                },
+            );
             if default || config.targets.len() == 1 {
                 config.default_target = Some(name.clone());
             }
             store.write_config(&lock, config)?;
-            let human = if ctx.quiet { String::new() } else { format!("Added target {name} -> {parsed}") };
-            Ok(Outcome::new(human, json!({ "name": name, "url": parsed.to_string() })))
+            let human = if ctx.quiet {
+                String::new()
+            } else {
+                format!("Added target {name} -> {parsed}")
+            };
+            Ok(Outcome::new(
+                human,
+                json!({ "name": name, "url": parsed.to_string() }),
+            ))
         }
         TargetCommand::List => {
             let mut human = String::new();
@@ -47,24 +59,35 @@ pub fn run(ctx: &Ctx, command: TargetCommand) -> Result<Outcome> {
                 );
                 list.push(json!({ "name": name, "url": target.url, "default": is_default, "last_seen": seen }));
             }
-            Ok(Outcome::new(human.trim_end().to_string(), json!({ "targets": list })))
+            Ok(Outcome::new(
+                human.trim_end().to_string(),
+                json!({ "targets": list }),
+            ))
         }
         TargetCommand::Remove { name } => {
             let lock = store.lock()?;
             let mut config = store.config.clone();
             if config.targets.remove(&name).is_none() {
-                return Err(Error::not_found(format!("no target named '{name}'")).with_hint("list them with 'baton target list'"));
+                return Err(Error::not_found(format!("no target named '{name}'"))
+                    .with_hint("list them with 'baton target list'"));
             }
             if config.default_target.as_deref() == Some(name.as_str()) {
                 config.default_target = None;
             }
             let ref_name = RefName::Target(name.clone());
             if store.read_ref(&ref_name)?.is_some() {
-                let reason = MoveReason { action: "target-remove".into(), ..MoveReason::default() };
+                let reason = MoveReason {
+                    action: "target-remove".into(),
+                    ..MoveReason::default()
+                };
                 store.update_ref_locked(&lock, &ref_name, Expect::Any, None, &reason)?;
             }
             store.write_config(&lock, config)?;
-            let human = if ctx.quiet { String::new() } else { format!("Removed target {name}") };
+            let human = if ctx.quiet {
+                String::new()
+            } else {
+                format!("Removed target {name}")
+            };
             Ok(Outcome::new(human, json!({ "name": name })))
         }
     }

@@ -23,7 +23,7 @@ pub struct PackEntry {
 
 /// Encode the index and footer for `entries` (any order), given where the index starts.
 pub fn encode_index(mut entries: Vec<PackEntry>, index_offset: u64) -> Vec<u8> {
-    entries.sort_by(|a, b| a.id.cmp(&b.id));
+    entries.sort_by_key(|a| a.id);
     entries.dedup_by(|a, b| a.id == b.id);
     let mut out =
         Vec::with_capacity(entries.len() * INDEX_ENTRY_LEN as usize + FOOTER_LEN as usize);
@@ -60,7 +60,7 @@ pub fn decode_footer(footer: &[u8], pack_len: u64) -> Result<(u64, u64)> {
 /// Parse the index bytes (between the index offset and the footer). Entries must be
 /// strictly sorted by id and lie inside the object area.
 pub fn decode_index(bytes: &[u8], index_offset: u64) -> Result<Vec<PackEntry>> {
-    if bytes.len() as u64 % INDEX_ENTRY_LEN != 0 {
+    if !(bytes.len() as u64).is_multiple_of(INDEX_ENTRY_LEN) {
         return Err(Error::integrity("pack index has a partial entry"));
     }
     let mut entries: Vec<PackEntry> = Vec::with_capacity(bytes.len() / INDEX_ENTRY_LEN as usize);
@@ -121,7 +121,7 @@ mod tests {
         )
         .unwrap();
         let mut sorted = entries;
-        sorted.sort_by(|a, b| a.id.cmp(&b.id));
+        sorted.sort_by_key(|a| a.id);
         assert_eq!(decoded, sorted);
     }
 

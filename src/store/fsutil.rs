@@ -61,10 +61,8 @@ pub fn publish(temp: tempfile::NamedTempFile, dest: &Path, sync_dir: bool) -> Re
     temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
     temp.persist(dest)
         .map_err(|e| crate::error::Error::io("cannot rename into", dest, e.error))?;
-    if sync_dir {
-        if let Some(parent) = dest.parent() {
-            fsync_dir(parent)?;
-        }
+    if sync_dir && let Some(parent) = dest.parent() {
+        fsync_dir(parent)?;
     }
     Ok(())
 }

@@ -147,32 +147,20 @@ impl Objects {
     /// Copy the stored bytes of `id` to `sink` (e.g. into a pack) while checking that they
     /// decompress to content with that id. Returns the stored length.
     pub fn copy_stored_verified(&self, id: &ObjectId, sink: &mut dyn Write) -> Result<u64> {
-        let mut stored = self.open_stored(id)?;
-        let mut check = zstd::stream::write::Decoder::new(HashingWriter::default())
-            .map_err(|e| Error::other(format!("zstd: {e}")))?;
-        let mut buf = vec![0u8; BUF_SIZE];
-        let mut total = 0u64;
-        let corrupt = |why: String| Error::integrity(format!("object {id} is corrupt: {why}"));
-        loop {
-            let n = match stored.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::other(format!("cannot read object {id}: {e}"))),
-            };
-            check
-                .write_all(&buf[..n])
-                .map_err(|e| corrupt(e.to_string()))?;
-            sink.write_all(&buf[..n])
-                .map_err(|e| Error::other(format!("cannot write object {id}: {e}")))?;
-            total += n as u64;
+        // The same check as every read (`decode_verified`: one complete frame, nothing
+        // after it, the right hash), on the stored bytes as they pass through to `sink`.
+        let mut tee = TeeReader {
+            inner: self.open_stored(id)?,
+            sink,
+            count: 0,
+            sink_error: None,
+        };
+        let result = decode_verified(id, &mut tee, None, &mut io::sink());
+        if let Some(e) = tee.sink_error.take() {
+            return Err(Error::other(format!("cannot write object {id}: {e}")));
         }
-        check.flush().map_err(|e| corrupt(e.to_string()))?;
-        let actual = ObjectId::from_hash(check.into_inner().0.finalize());
-        if actual != *id {
-            return Err(corrupt(format!("content hashes to {actual}")));
-        }
-        Ok(total)
+        result?;
+        Ok(tee.count)
     }
 
     /// A temp file in the directory where `id` will live, for receiving it.
@@ -185,7 +173,12 @@ impl Objects {
 
     /// Publish a received object from a temp file made by `temp_for`, after checking that
     /// it decompresses to content whose hash is `id`.
-    pub fn put_stored_file(&self, id: &ObjectId, temp: tempfile::NamedTempFile, pending: &PendingDirs) -> Result<bool> {
+    pub fn put_stored_file(
+        &self,
+        id: &ObjectId,
+        temp: tempfile::NamedTempFile,
+        pending: &PendingDirs,
+    ) -> Result<bool> {
         let file = File::open(temp.path()).ctx("cannot read", temp.path())?;
         decode_verified(id, file, None, &mut io::sink())
             .map_err(|e| Error::integrity(format!("received {}", e.message)))?;
@@ -203,18 +196,9 @@ impl Objects {
     /// Store an object received in stored form (a zstd frame), after checking that it
     /// decompresses to content whose hash is `id`. Returns false if it was already here.
     pub fn put_stored(&self, id: &ObjectId, stored: &[u8], pending: &PendingDirs) -> Result<bool> {
-        let mut check = zstd::stream::write::Decoder::new(HashingWriter::default())
-            .map_err(|e| Error::other(format!("zstd: {e}")))?;
-        let corrupt =
-            |why: String| Error::integrity(format!("received object {id} is corrupt: {why}"));
-        check
-            .write_all(stored)
-            .map_err(|e| corrupt(e.to_string()))?;
-        check.flush().map_err(|e| corrupt(e.to_string()))?;
-        let actual = ObjectId::from_hash(check.into_inner().0.finalize());
-        if actual != *id {
-            return Err(corrupt(format!("content hashes to {actual}")));
-        }
+        // The same check every later read makes, so nothing is stored that reads as corrupt.
+        decode_verified(id, stored, None, &mut io::sink())
+            .map_err(|e| Error::integrity(format!("received {}", e.message)))?;
         if self.contains(id) {
             return Ok(false);
         }
@@ -361,7 +345,7 @@ impl Objects {
     /// The first bytes of an object's content, unverified: only a cheap filter before a
     /// verified read (e.g. "is this a bundle?").
     pub fn peek(&self, id: &ObjectId, len: usize) -> Option<Vec<u8>> {
-        let decoder = zstd::Decoder::new(File::open(self.path(id)).ok()?).ok()?;
+        let decoder = zstd::Decoder::new(self.open_stored(id).ok()?).ok()?;
         let mut head = Vec::with_capacity(len);
         decoder.take(len as u64).read_to_end(&mut head).ok()?;
         Some(head)
@@ -483,10 +467,10 @@ pub fn decode_verified(
         !rest.is_empty()
     };
     let (actual, size) = hashing.finish();
-    if let Some(expected) = expected_size {
-        if size != expected {
-            return Err(corrupt(format!("{size} bytes, expected {expected}")));
-        }
+    if let Some(expected) = expected_size
+        && size != expected
+    {
+        return Err(corrupt(format!("{size} bytes, expected {expected}")));
     }
     if trailing {
         return Err(corrupt("bytes follow the zstd frame".to_string()));
@@ -547,16 +531,24 @@ impl Write for LimitedVec {
     }
 }
 
-/// A writer that only hashes what it is given.
-#[derive(Default)]
-struct HashingWriter(blake3::Hasher);
+/// A reader that copies what it reads to `sink` (stored bytes on their way into a pack).
+struct TeeReader<'a, R> {
+    inner: R,
+    sink: &'a mut dyn Write,
+    count: u64,
+    /// A write error, kept apart so that it is not mistaken for a corrupt object.
+    sink_error: Option<io::Error>,
+}
 
-impl Write for HashingWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+impl<R: Read> Read for TeeReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Err(e) = self.sink.write_all(&buf[..n]) {
+            let message = e.to_string();
+            self.sink_error = Some(e);
+            return Err(io::Error::other(message));
+        }
+        self.count += n as u64;
+        Ok(n)
     }
 }

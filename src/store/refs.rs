@@ -183,18 +183,18 @@ impl Store {
     ) -> Result<Option<ObjectId>> {
         let current = self.ref_generation(name)?;
         let old = current.as_ref().and_then(|g| g.entry.new);
-        if let Expect::Value(expected) = expect {
-            if expected != old {
-                let show =
-                    |v: Option<ObjectId>| v.map(|i| i.to_hex()).unwrap_or_else(|| "(none)".into());
-                return Err(Error::conflict(format!(
-                    "ref '{}' is {}, expected {}",
-                    name.as_string(),
-                    show(old),
-                    show(expected)
-                ))
-                .with_hint("someone else moved it; look at 'baton log --audit' and retry"));
-            }
+        if let Expect::Value(expected) = expect
+            && expected != old
+        {
+            let show =
+                |v: Option<ObjectId>| v.map(|i| i.to_hex()).unwrap_or_else(|| "(none)".into());
+            return Err(Error::conflict(format!(
+                "ref '{}' is {}, expected {}",
+                name.as_string(),
+                show(old),
+                show(expected)
+            ))
+            .with_hint("someone else moved it; look at 'baton log --audit' and retry"));
         }
         let entry = LogEntry {
             time: format_time(SystemTime::now()),

@@ -81,19 +81,22 @@ impl Store {
     }
 
     fn bundles_with_prefix(&self, prefix: &str) -> Result<Vec<ObjectId>> {
+        // Candidates: loose objects and packed ones (a pulled or cloned bundle is packed).
+        let matches = |id: &ObjectId| id.to_hex().starts_with(prefix);
+        let mut candidates = std::collections::BTreeSet::new();
         let fanout = self.objects.dir().join(&prefix[..2]);
-        if !fanout.is_dir() {
-            return Ok(vec![]);
+        if fanout.is_dir() {
+            for name in super::objects::read_dir_sorted(&fanout)? {
+                if let Ok(id) = ObjectId::parse(&format!("{}{name}", &prefix[..2])) {
+                    candidates.extend(Some(id).filter(matches));
+                }
+            }
+        }
+        for pack in self.objects.packs()?.iter() {
+            candidates.extend(pack.entries.iter().map(|e| e.id).filter(matches));
         }
         let mut out = Vec::new();
-        for name in super::objects::read_dir_sorted(&fanout)? {
-            let full = format!("{}{name}", &prefix[..2]);
-            if !full.starts_with(prefix) {
-                continue;
-            }
-            let Ok(id) = ObjectId::parse(&full) else {
-                continue;
-            };
+        for id in candidates {
             // Only bundles count: a blob or tree sharing the prefix is not a revision.
             if !self
                 .objects

@@ -21,18 +21,36 @@ pub struct ConnectSettings {
 
 /// Connect to the store at `url`.
 pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Remote>> {
-    match TargetUrl::parse(url)? {
-        TargetUrl::Local { path } => Ok(Box::new(LocalRemote::new(path))),
-        TargetUrl::Ssh { user, host, port, path } => {
+    let trace = std::env::var_os("BATON_TRACE").is_some_and(|v| v != "0");
+    let started = std::time::Instant::now();
+    let boxed = |r: Box<dyn Remote>| -> Box<dyn Remote> { r };
+    let remote: Box<dyn Remote> = match TargetUrl::parse(url)? {
+        TargetUrl::Local { path } => boxed(Box::new(LocalRemote::new(path))),
+        TargetUrl::Ssh {
+            user,
+            host,
+            port,
+            path,
+        } => {
             let target = crate::transport::ssh::connect::SshTarget { host, user, port };
             let options = crate::transport::ssh::connect::ConnectOptions {
                 accept_new_host_key: settings.accept_new_host_key,
                 timeout: settings.timeout,
                 ..Default::default()
             };
-            Ok(Box::new(crate::transport::ssh::SftpRemote::connect(&target, &options, &path)?))
+            boxed(Box::new(crate::transport::ssh::SftpRemote::connect(
+                &target, &options, &path,
+            )?))
         }
+    };
+    if trace {
+        eprintln!(
+            "trace: connected in {:.1} ms",
+            started.elapsed().as_secs_f64() * 1e3
+        );
+        return Ok(Box::new(crate::transport::trace::Traced::new(remote)));
     }
+    Ok(remote)
 }
 
 /// The target a command means: the one named, else the default, else the only one.
@@ -47,13 +65,16 @@ pub fn choose_target(config: &StoreConfig, named: Option<&str>) -> Result<(Strin
                     .with_hint("add one with 'baton target add NAME URL'"));
             }
             (None, _) => {
-                return Err(Error::usage("several targets are configured and none is the default")
-                    .with_hint("name one, or mark one with 'baton target add --default'"));
+                return Err(
+                    Error::usage("several targets are configured and none is the default")
+                        .with_hint("name one, or mark one with 'baton target add --default'"),
+                );
             }
         },
     };
     let target = config.targets.get(&name).ok_or_else(|| {
-        Error::not_found(format!("no target named '{name}'")).with_hint("list them with 'baton target list'")
+        Error::not_found(format!("no target named '{name}'"))
+            .with_hint("list them with 'baton target list'")
     })?;
     Ok((name, target.url.clone()))
 }

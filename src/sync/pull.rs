@@ -33,7 +33,12 @@ pub struct PullReport {
 /// Loose objects up to this size travel in batched reads; larger ones are streamed.
 const BATCHED_LOOSE_LIMIT: u64 = 4 << 20;
 
-pub fn pull(store: &Store, remote: &mut dyn Remote, target: &str, progress: &dyn Fn(u64)) -> Result<PullReport> {
+pub fn pull(
+    store: &Store,
+    remote: &mut dyn Remote,
+    target: &str,
+    progress: &dyn Fn(u64),
+) -> Result<PullReport> {
     let started = Instant::now();
     let mut report = fetch(store, remote, target, progress)?;
     let current = store.read_ref(&RefName::Current)?;
@@ -54,10 +59,23 @@ pub fn pull(store: &Store, remote: &mut dyn Remote, target: &str, progress: &dyn
             .with_hint(format!("the remote bundle was fetched as targets/{target}; inspect it with 'baton log targets/{target}'")));
         }
         _ => {
-            let reason = MoveReason { action: "pull".into(), from: target.into(), to: String::new() };
-            store.update_ref(&RefName::Current, Expect::Value(current), Some(theirs), &reason)?;
+            let reason = MoveReason {
+                action: "pull".into(),
+                from: target.into(),
+                to: String::new(),
+            };
+            store.update_ref(
+                &RefName::Current,
+                Expect::Value(current),
+                Some(theirs),
+                &reason,
+            )?;
             report.current_after = Some(theirs);
-            if current.is_some() { "fast-forward".into() } else { "initial".into() }
+            if current.is_some() {
+                "fast-forward".into()
+            } else {
+                "initial".into()
+            }
         }
     };
     report.elapsed_ms = started.elapsed().as_millis() as u64;
@@ -66,18 +84,35 @@ pub fn pull(store: &Store, remote: &mut dyn Remote, target: &str, progress: &dyn
 
 /// Download everything the remote `current` needs that we lack, verify it, publish it
 /// locally, and move `targets/<target>` (never `current`).
-pub fn fetch(store: &Store, remote: &mut dyn Remote, target: &str, progress: &dyn Fn(u64)) -> Result<PullReport> {
+pub fn fetch(
+    store: &Store,
+    remote: &mut dyn Remote,
+    target: &str,
+    progress: &dyn Fn(u64),
+) -> Result<PullReport> {
     let state = remote_store::read_state(remote)?;
     if state.config.is_none() {
-        return Err(Error::not_found(format!("no baton store at {}", remote.describe()))
-            .with_hint("check the target URL, or push to create the remote store"));
+        return Err(
+            Error::not_found(format!("no baton store at {}", remote.describe()))
+                .with_hint("check the target URL, or push to create the remote store"),
+        );
     }
-    let mut report = PullReport { remote_current: state.current, ..PullReport::default() };
-    let Some(theirs) = state.current else { return Ok(report) };
+    let mut report = PullReport {
+        remote_current: state.current,
+        ..PullReport::default()
+    };
+    let Some(theirs) = state.current else {
+        return Ok(report);
+    };
     clean_stale_local_temps(store);
     if store.reachable(&[theirs]).is_err() {
         for (pack_id, entry) in &state.packs {
-            if store.objects.packs_dir().join(pack_file_name(pack_id)).exists() {
+            if store
+                .objects
+                .packs_dir()
+                .join(pack_file_name(pack_id))
+                .exists()
+            {
                 continue;
             }
             if !lacks_any(store, remote, &entry.name, entry.size)? {
@@ -91,13 +126,21 @@ pub fn fetch(store: &Store, remote: &mut dyn Remote, target: &str, progress: &dy
         report.objects_received += objects;
         report.bytes_received += bytes;
         store.reachable(&[theirs]).map_err(|e| {
-            Error::integrity(format!("the remote store {} is incomplete: {}", remote.describe(), e.message))
-                .with_hint("run 'baton verify' on the remote store")
+            Error::integrity(format!(
+                "the remote store {} is incomplete: {}",
+                remote.describe(),
+                e.message
+            ))
+            .with_hint("run 'baton verify' on the remote store")
         })?;
     }
     let name = RefName::parse(&format!("targets/{target}"))?;
     if store.read_ref(&name)? != Some(theirs) {
-        let reason = MoveReason { action: "fetch".into(), from: target.into(), to: String::new() };
+        let reason = MoveReason {
+            action: "fetch".into(),
+            from: target.into(),
+            to: String::new(),
+        };
         store.update_ref(&name, Expect::Any, Some(theirs), &reason)?;
     }
     Ok(report)
@@ -128,16 +171,28 @@ fn download_pack(
     let dir = store.objects.packs_dir().to_path_buf();
     let mut temp = fsutil::temp_file_in(&dir)?;
     {
-        let mut sink = ProgressWriter { inner: temp.as_file_mut(), progress };
+        let mut sink = ProgressWriter {
+            inner: temp.as_file_mut(),
+            progress,
+        };
         remote.read_file(&format!("packs/{name}"), &mut sink)?;
     }
-    let len = temp.as_file().metadata().ctx("cannot stat", temp.path())?.len();
+    let len = temp
+        .as_file()
+        .metadata()
+        .ctx("cannot stat", temp.path())?
+        .len();
     let entries = packs::read_index(temp.as_file_mut(), len)
         .map_err(|e| Error::integrity(format!("received pack {pack_id}: {}", e.message)))?;
-    let staged = PackIndex { id: *pack_id, path: temp.path().to_path_buf(), entries };
+    let staged = PackIndex {
+        id: *pack_id,
+        path: temp.path().to_path_buf(),
+        entries,
+    };
     let check = packs::verify_pack(&staged);
     if let Some(problem) = check.problems.first() {
-        return Err(Error::integrity(format!("received {problem}")).with_hint("nothing was published; run 'baton verify' on the remote store"));
+        return Err(Error::integrity(format!("received {problem}"))
+            .with_hint("nothing was published; run 'baton verify' on the remote store"));
     }
     let dest = dir.join(pack_file_name(pack_id));
     temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
@@ -148,11 +203,18 @@ fn download_pack(
     }
     fsutil::fsync_dir(&dir)?;
     store.objects.refresh_packs();
-    Ok(PackIndex { path: dest, ..staged })
+    Ok(PackIndex {
+        path: dest,
+        ..staged
+    })
 }
 
 /// Download every loose object of the remote that we lack; each is verified on arrival.
-fn download_loose(store: &Store, remote: &mut dyn Remote, progress: &dyn Fn(u64)) -> Result<(u64, u64)> {
+fn download_loose(
+    store: &Store,
+    remote: &mut dyn Remote,
+    progress: &dyn Fn(u64),
+) -> Result<(u64, u64)> {
     let (_, top) = remote.read_many(&[], &["objects".to_string()], 0)?;
     let fanouts: Vec<String> = top
         .into_iter()
@@ -169,12 +231,18 @@ fn download_loose(store: &Store, remote: &mut dyn Remote, progress: &dyn Fn(u64)
     let mut large = Vec::new();
     for (fanout, listing) in fanouts.iter().zip(listings) {
         for entry in listing.unwrap_or_default() {
-            let Ok(id) = ObjectId::parse(&format!("{}{}", &fanout[8..], entry.name)) else { continue };
+            let Ok(id) = ObjectId::parse(&format!("{}{}", &fanout[8..], entry.name)) else {
+                continue;
+            };
             if store.objects.contains(&id) {
                 continue;
             }
             let path = format!("{fanout}/{}", entry.name);
-            if entry.size <= BATCHED_LOOSE_LIMIT { small.push((id, path)) } else { large.push((id, path)) }
+            if entry.size <= BATCHED_LOOSE_LIMIT {
+                small.push((id, path))
+            } else {
+                large.push((id, path))
+            }
         }
     }
     let pending = PendingDirs::default();
@@ -183,7 +251,12 @@ fn download_loose(store: &Store, remote: &mut dyn Remote, progress: &dyn Fn(u64)
         let paths: Vec<String> = chunk.iter().map(|(_, p)| p.clone()).collect();
         let (files, _) = remote.read_many(&paths, &[], BATCHED_LOOSE_LIMIT)?;
         for ((id, path), data) in chunk.iter().zip(files) {
-            let data = data.ok_or_else(|| Error::new(ErrorKind::Transport, format!("remote object {path} vanished")))?;
+            let data = data.ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Transport,
+                    format!("remote object {path} vanished"),
+                )
+            })?;
             store.objects.put_stored(id, &data, &pending)?;
             count += 1;
             bytes += data.len() as u64;
@@ -193,7 +266,10 @@ fn download_loose(store: &Store, remote: &mut dyn Remote, progress: &dyn Fn(u64)
     for (id, path) in large {
         let mut temp = store.objects.temp_for(&id)?;
         let n = {
-            let mut sink = ProgressWriter { inner: temp.as_file_mut(), progress };
+            let mut sink = ProgressWriter {
+                inner: temp.as_file_mut(),
+                progress,
+            };
             remote.read_file(&path, &mut sink)?
         };
         store.objects.put_stored_file(&id, temp, &pending)?;
@@ -207,7 +283,9 @@ fn download_loose(store: &Store, remote: &mut dyn Remote, progress: &dyn Fn(u64)
 /// Temp files in `packs/` older than the stale age are leftovers of interrupted pulls.
 fn clean_stale_local_temps(store: &Store) {
     let dir = store.objects.packs_dir();
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let stale = entry

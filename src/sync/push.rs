@@ -47,7 +47,10 @@ pub fn push(
 ) -> Result<PushReport> {
     let started = Instant::now();
     let bundle = request.bundle;
-    let mut report = PushReport { bundle: Some(bundle), ..PushReport::default() };
+    let mut report = PushReport {
+        bundle: Some(bundle),
+        ..PushReport::default()
+    };
     let state = remote_store::read_state(remote)?;
     if state.config.is_none() {
         remote_store::create_store(remote)?;
@@ -69,14 +72,14 @@ pub fn push(
         Some(_) => {}
         None if state.current == Some(bundle) => {}
         None => {
-            if let Some(remote_current) = state.current {
-                if !store.is_ancestor(&remote_current, &bundle)? {
-                    return Err(Error::conflict(format!(
+            if let Some(remote_current) = state.current
+                && !store.is_ancestor(&remote_current, &bundle)?
+            {
+                return Err(Error::conflict(format!(
                         "remote current is {}, which is not an ancestor of {}",
                         remote_current, bundle
                     ))
                     .with_hint("someone else pushed, or history diverged: 'baton pull' first, or push --force OLD_ID"));
-                }
             }
         }
     }
@@ -90,10 +93,25 @@ pub fn push(
     let (objects, bundles) = missing_objects(store, bundle, state.current)?;
     let staging = format!("{STAGING_DIR}/{}", remote_store::staging_name());
     remote.make_dirs(std::slice::from_ref(&staging))?;
-    let result = upload_and_publish(store, remote, &staging, request, &state, &objects, &bundles, &mut report, progress);
+    let result = upload_and_publish(
+        store,
+        remote,
+        &staging,
+        request,
+        &state,
+        &objects,
+        &bundles,
+        &mut report,
+        progress,
+    );
     // Best effort: a leftover is removed by a later push once it is stale.
-    let _ = remote.remove_dir_all(&staging);
-    result?;
+    match result {
+        Ok(()) => remote.remove_empty_dir(&staging),
+        Err(e) => {
+            let _ = remote.remove_dir_all(&staging);
+            return Err(e);
+        }
+    }
     record_target(store, request.target, bundle)?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
@@ -109,14 +127,23 @@ fn missing_objects(
 ) -> Result<(Vec<ObjectId>, Vec<ObjectId>)> {
     let ours = store.reachable(&[bundle])?;
     let theirs: HashSet<ObjectId> = match remote_current {
-        Some(r) if store.objects.contains(&r) => store.reachable(&[r]).map(|x| x.objects).unwrap_or_default(),
+        Some(r) if store.objects.contains(&r) => {
+            store.reachable(&[r]).map(|x| x.objects).unwrap_or_default()
+        }
         _ => HashSet::new(),
     };
     let bundles: HashSet<ObjectId> = store.history(&bundle)?.into_iter().collect();
-    let mut objects: Vec<ObjectId> =
-        ours.objects.iter().filter(|id| !theirs.contains(id) && !bundles.contains(id)).copied().collect();
+    let mut objects: Vec<ObjectId> = ours
+        .objects
+        .iter()
+        .filter(|id| !theirs.contains(id) && !bundles.contains(id))
+        .copied()
+        .collect();
     objects.sort();
-    let mut manifests: Vec<ObjectId> = bundles.into_iter().filter(|id| !theirs.contains(id)).collect();
+    let mut manifests: Vec<ObjectId> = bundles
+        .into_iter()
+        .filter(|id| !theirs.contains(id))
+        .collect();
     manifests.sort();
     Ok((objects, manifests))
 }
@@ -139,7 +166,8 @@ fn upload_and_publish(
     let mut manifest_bytes: Vec<(u64, Vec<u8>)> = Vec::new();
     let (pack_id, pack_len) = {
         let mut upload = remote.create(&pack_path)?;
-        let mut writer = PackWriter::new(&mut *upload).map_err(|e| transport_err("cannot upload pack", e))?;
+        let mut writer =
+            PackWriter::new(&mut *upload).map_err(|e| transport_err("cannot upload pack", e))?;
         for id in objects {
             let start = writer.begin_object();
             store.objects.copy_stored_verified(id, &mut writer)?;
@@ -150,22 +178,35 @@ fn upload_and_publish(
             let mut stored = Vec::new();
             store.objects.copy_stored_verified(id, &mut stored)?;
             let start = writer.begin_object();
-            writer.write_all(&stored).map_err(|e| transport_err("cannot upload pack", e))?;
+            writer
+                .write_all(&stored)
+                .map_err(|e| transport_err("cannot upload pack", e))?;
             writer.end_object(*id, start);
             manifest_bytes.push((start, stored));
         }
-        let (pack_id, pack_len, _, _) = writer.finish().map_err(|e| transport_err("cannot upload pack", e))?;
-        let ranges: Vec<(u64, u64)> = manifest_bytes.iter().map(|(o, b)| (*o, b.len() as u64)).collect();
+        let (pack_id, pack_len, _, _) = writer
+            .finish()
+            .map_err(|e| transport_err("cannot upload pack", e))?;
+        let ranges: Vec<(u64, u64)> = manifest_bytes
+            .iter()
+            .map(|(o, b)| (*o, b.len() as u64))
+            .collect();
         let receipt = upload.finish(&ranges)?;
         if receipt.size != pack_len {
             return Err(Error::new(
                 ErrorKind::Transport,
-                format!("staged pack is {} bytes on the remote, {pack_len} were sent", receipt.size),
+                format!(
+                    "staged pack is {} bytes on the remote, {pack_len} were sent",
+                    receipt.size
+                ),
             ));
         }
         for ((_, sent), back) in manifest_bytes.iter().zip(&receipt.readback) {
             if sent != back {
-                return Err(Error::new(ErrorKind::Transport, "a staged manifest reads back differently from what was sent"));
+                return Err(Error::new(
+                    ErrorKind::Transport,
+                    "a staged manifest reads back differently from what was sent",
+                ));
             }
         }
         (pack_id, pack_len)
@@ -183,17 +224,14 @@ fn upload_and_publish(
         action: "push".into(),
         from: source.from.clone(),
         to: source.to.clone(),
-        host: hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default(),
+        host: hostname::get()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_default(),
         user: current_user(),
     };
     let line = entry.encode_line();
     let ref_path = format!("{staging}/ref");
-    let mut upload = remote.create(&ref_path)?;
-    upload.write_all(&line).map_err(|e| transport_err("cannot upload ref", e))?;
-    let receipt = upload.finish(&[(0, line.len() as u64)])?;
-    if receipt.size != line.len() as u64 || receipt.readback.first() != Some(&line) {
-        return Err(Error::new(ErrorKind::Transport, "the staged ref reads back differently from what was sent"));
-    }
+    remote.put_files(&[(ref_path.clone(), line)])?;
 
     // 3. Publish: the pack (objects and manifests together), then the ref.
     let pack_dest = format!("packs/{}", pack_file_name(&pack_id));
@@ -211,7 +249,10 @@ fn upload_and_publish(
     let ref_dest = format!("{CURRENT_DIR}/{}", generation_name(state.generation + 1));
     if remote.publish(&ref_path, &ref_dest)? == Published::Exists {
         let now = remote_store::read_state(remote)?;
-        let show = now.current.map(|i| i.to_hex()).unwrap_or_else(|| "(none)".into());
+        let show = now
+            .current
+            .map(|i| i.to_hex())
+            .unwrap_or_else(|| "(none)".into());
         return Err(Error::conflict(format!(
             "remote current moved during the push: it is now {show}, this push was for {bundle}"
         ))
@@ -225,7 +266,11 @@ fn record_target(store: &Store, target: &str, bundle: ObjectId) -> Result<()> {
     if store.read_ref(&name)? == Some(bundle) {
         return Ok(());
     }
-    let reason = MoveReason { action: "push".into(), from: String::new(), to: target.into() };
+    let reason = MoveReason {
+        action: "push".into(),
+        from: String::new(),
+        to: target.into(),
+    };
     store.update_ref(&name, Expect::Any, Some(bundle), &reason)?;
     Ok(())
 }

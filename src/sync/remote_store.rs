@@ -1,6 +1,5 @@
 //! A store seen through a `Remote`: reading its state, creating it, staging names.
 
-use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result};
@@ -25,7 +24,11 @@ pub struct RemoteState {
 }
 
 pub fn read_state(remote: &mut dyn Remote) -> Result<RemoteState> {
-    let dirs = [CURRENT_DIR.to_string(), "packs".to_string(), STAGING_DIR.to_string()];
+    let dirs = [
+        CURRENT_DIR.to_string(),
+        "packs".to_string(),
+        STAGING_DIR.to_string(),
+    ];
     let (files, mut listings) = remote.read_many(&["config".to_string()], &dirs, 1 << 20)?;
     let config = match files.into_iter().next().flatten() {
         Some(bytes) => Some(StoreConfig::decode(&bytes).map_err(|e| Error {
@@ -56,54 +59,97 @@ pub fn read_state(remote: &mut dyn Remote) -> Result<RemoteState> {
         let path = format!("{CURRENT_DIR}/{}", generation_name(generation));
         let (files, _) = remote.read_many(std::slice::from_ref(&path), &[], 64 << 10)?;
         let bytes = files.into_iter().next().flatten().ok_or_else(|| {
-            Error::integrity(format!("remote ref file {path} vanished while reading {}", remote.describe()))
+            Error::integrity(format!(
+                "remote ref file {path} vanished while reading {}",
+                remote.describe()
+            ))
         })?;
         let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
         let entry = LogEntry::decode_line(line, 1).map_err(|e| {
-            Error::integrity(format!("remote ref {path} at {} is damaged: {}", remote.describe(), e.message))
+            Error::integrity(format!(
+                "remote ref {path} at {} is damaged: {}",
+                remote.describe(),
+                e.message
+            ))
         })?;
         entry.new
     };
-    Ok(RemoteState { config, generation, current, packs, staging })
+    Ok(RemoteState {
+        config,
+        generation,
+        current,
+        packs,
+        staging,
+    })
 }
 
 /// Create the store layout on the remote (dirs first, `config` last: a store with a
 /// config is complete). Safe to run concurrently: every step tolerates a twin.
 pub fn create_store(remote: &mut dyn Remote) -> Result<()> {
-    let dirs: Vec<String> = ["", "objects", "packs", "refs", CURRENT_DIR, "refs/targets", STAGING_DIR]
-        .iter()
-        .map(|d| d.to_string())
-        .collect();
+    let dirs: Vec<String> = [
+        "",
+        "objects",
+        "packs",
+        "refs",
+        CURRENT_DIR,
+        "refs/targets",
+        STAGING_DIR,
+    ]
+    .iter()
+    .map(|d| d.to_string())
+    .collect();
     remote.make_dirs(&dirs)?;
     let staging = format!("{STAGING_DIR}/{}", staging_name());
     remote.make_dirs(std::slice::from_ref(&staging))?;
     let config = StoreConfig::default().encode();
-    let files: [(&str, &[u8]); 4] = [(".gitignore", b"*\n"), ("log", b""), ("lock", b""), ("config", &config)];
-    for (name, bytes) in files {
-        let temp = format!("{staging}/{name}");
-        let mut upload = remote.create(&temp)?;
-        upload.write_all(bytes).map_err(|e| Error::new(crate::error::ErrorKind::Transport, format!("cannot write {temp}: {e}")))?;
-        upload.finish(&[])?;
-        if remote.publish(&temp, name)? == Published::Exists && name == "config" {
-            // Someone created the store at the same time; theirs must be a store we read.
-            let (files, _) = remote.read_many(&["config".to_string()], &[], 1 << 20)?;
-            StoreConfig::decode(&files.into_iter().next().flatten().unwrap_or_default())?;
-        }
+    let files: Vec<(String, Vec<u8>)> = [
+        (".gitignore", b"*\n".to_vec()),
+        ("log", vec![]),
+        ("lock", vec![]),
+        ("config", config),
+    ]
+    .into_iter()
+    .map(|(name, bytes)| (format!("{staging}/{name}"), bytes))
+    .collect();
+    remote.put_files(&files)?;
+    let moves: Vec<(String, String)> = [".gitignore", "log", "lock"]
+        .iter()
+        .map(|n| (format!("{staging}/{n}"), n.to_string()))
+        .collect();
+    remote.publish_many(&moves)?;
+    // The config goes last: a store with a config is complete.
+    if remote.publish(&format!("{staging}/config"), "config")? == Published::Exists {
+        // Someone created the store at the same time; theirs must be a store we read.
+        let (files, _) = remote.read_many(&["config".to_string()], &[], 1 << 20)?;
+        StoreConfig::decode(&files.into_iter().next().flatten().unwrap_or_default())?;
     }
-    remote.remove_dir_all(&staging)
+    let _ = remote.remove_dir_all(&staging);
+    Ok(())
 }
 
 /// A fresh, unique staging directory name: host, pid and time.
 pub fn staging_name() -> String {
-    let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
-    let host: String = host.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').take(32).collect();
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let host = hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let host: String = host
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .take(32)
+        .collect();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
     format!("{host}-{}-{nanos}", std::process::id())
 }
 
 /// Remove staging directories left by interrupted pushes (older than the stale age).
 pub fn clean_stale_staging(remote: &mut dyn Remote, staging: &[RemoteEntry]) {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     for entry in staging {
         if entry.is_dir && now.saturating_sub(entry.mtime) > STALE_STAGING_SECS {
             let _ = remote.remove_dir_all(&format!("{STAGING_DIR}/{}", entry.name));

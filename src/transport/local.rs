@@ -45,17 +45,29 @@ impl Upload for LocalUpload {
         let mut back = Vec::with_capacity(readback.len());
         for &(offset, len) in readback {
             let mut buf = vec![0u8; len as usize];
-            self.file.seek(SeekFrom::Start(offset)).ctx("cannot read back", &self.path)?;
-            self.file.read_exact(&mut buf).ctx("cannot read back", &self.path)?;
+            self.file
+                .seek(SeekFrom::Start(offset))
+                .ctx("cannot read back", &self.path)?;
+            self.file
+                .read_exact(&mut buf)
+                .ctx("cannot read back", &self.path)?;
             back.push(buf);
         }
-        Ok(Receipt { size, readback: back })
+        Ok(Receipt {
+            size,
+            readback: back,
+        })
     }
 }
 
 fn entry_of(entry: &fs::DirEntry) -> Option<RemoteEntry> {
     let meta = entry.metadata().ok()?;
-    let mtime = meta.modified().ok()?.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let mtime = meta
+        .modified()
+        .ok()?
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     Some(RemoteEntry {
         name: entry.file_name().to_string_lossy().into_owned(),
         size: meta.len(),
@@ -88,7 +100,10 @@ impl Remote for LocalRemote {
             let path = self.full(d);
             match fs::read_dir(&path) {
                 Ok(rd) => {
-                    let mut entries: Vec<RemoteEntry> = rd.filter_map(|e| e.ok()).filter_map(|e| entry_of(&e)).collect();
+                    let mut entries: Vec<RemoteEntry> = rd
+                        .filter_map(|e| e.ok())
+                        .filter_map(|e| entry_of(&e))
+                        .collect();
                     entries.sort_by(|a, b| a.name.cmp(&b.name));
                     dir_out.push(Some(entries));
                 }
@@ -115,21 +130,48 @@ impl Remote for LocalRemote {
             .mode(fsutil::FILE_MODE)
             .open(&full)
             .ctx("cannot create", &full)?;
-        file.set_permissions(fs::Permissions::from_mode(fsutil::FILE_MODE)).ctx("cannot set permissions of", &full)?;
+        file.set_permissions(fs::Permissions::from_mode(fsutil::FILE_MODE))
+            .ctx("cannot set permissions of", &full)?;
         Ok(Box::new(LocalUpload { path: full, file }))
     }
 
-    fn publish(&mut self, from: &str, to: &str) -> Result<Published> {
-        let (src, dst) = (self.full(from), self.full(to));
-        match rename_noclobber(&src, &dst) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(Published::Exists),
-            Err(e) => return Err(Error::io("cannot publish", &dst, e)),
+    fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()> {
+        for (path, bytes) in files {
+            let full = self.full(path);
+            let mut upload = self.create(path)?;
+            upload.write_all(bytes).ctx("cannot write", &full)?;
+            let receipt = upload.finish(&[(0, bytes.len() as u64)])?;
+            if receipt.readback.first() != Some(bytes) {
+                return Err(Error::other(format!(
+                    "{path} reads back differently from what was written"
+                )));
+            }
         }
-        if let Some(parent) = dst.parent() {
-            fsutil::fsync_dir(parent)?;
+        Ok(())
+    }
+
+    fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>> {
+        let mut outcomes = Vec::with_capacity(moves.len());
+        let mut dirs = std::collections::BTreeSet::new();
+        for (from, to) in moves {
+            let (src, dst) = (self.full(from), self.full(to));
+            match rename_noclobber(&src, &dst) {
+                Ok(()) => {
+                    outcomes.push(Published::Done);
+                    if let Some(parent) = dst.parent() {
+                        dirs.insert(parent.to_path_buf());
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    outcomes.push(Published::Exists)
+                }
+                Err(e) => return Err(Error::io("cannot publish", &dst, e)),
+            }
         }
-        Ok(Published::Done)
+        for dir in dirs {
+            fsutil::fsync_dir(&dir)?;
+        }
+        Ok(outcomes)
     }
 
     fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64> {
@@ -141,10 +183,15 @@ impl Remote for LocalRemote {
     fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
         let full = self.full(path);
         let mut file = File::open(&full).ctx("cannot read", &full)?;
-        file.seek(SeekFrom::Start(offset)).ctx("cannot read", &full)?;
+        file.seek(SeekFrom::Start(offset))
+            .ctx("cannot read", &full)?;
         let mut buf = vec![0u8; len as usize];
         file.read_exact(&mut buf).ctx("cannot read", &full)?;
         Ok(buf)
+    }
+
+    fn remove_empty_dir(&mut self, dir: &str) {
+        let _ = fs::remove_dir(self.full(dir));
     }
 
     fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
@@ -162,11 +209,24 @@ impl Remote for LocalRemote {
 pub fn rename_noclobber(from: &Path, to: &Path) -> io::Result<()> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
-    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput));
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+    };
     let (src, dst) = (c(from)?, c(to)?);
     // SAFETY: both pointers are valid NUL-terminated strings for the duration of the call.
     let rc = unsafe {
-        libc::renameat2(libc::AT_FDCWD, src.as_ptr(), libc::AT_FDCWD, dst.as_ptr(), libc::RENAME_NOREPLACE)
+        libc::renameat2(
+            libc::AT_FDCWD,
+            src.as_ptr(),
+            libc::AT_FDCWD,
+            dst.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
     };
-    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }

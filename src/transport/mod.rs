@@ -6,6 +6,7 @@
 
 pub mod local;
 pub mod ssh;
+pub mod trace;
 pub mod url;
 
 use std::io::Write;
@@ -67,8 +68,20 @@ pub trait Remote {
     /// Create a new file (exclusively, mode 0600) and stream into it.
     fn create(&mut self, path: &str) -> Result<Box<dyn Upload + '_>>;
 
+    /// Create new small files (exclusively, mode 0600) with the given bytes, fsync them,
+    /// and check that each reads back exactly, all in one batch.
+    fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()>;
+
+    /// Rename each `from` to its `to` without ever overwriting, then fsync the target
+    /// directories, all in one batch. Callers that need an order between publishes make
+    /// separate calls.
+    fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>>;
+
     /// Rename `from` to `to` without ever overwriting, then fsync `to`'s directory.
-    fn publish(&mut self, from: &str, to: &str) -> Result<Published>;
+    fn publish(&mut self, from: &str, to: &str) -> Result<Published> {
+        let mut outcomes = self.publish_many(&[(from.to_string(), to.to_string())])?;
+        Ok(outcomes.pop().unwrap_or(Published::Done))
+    }
 
     /// Stream a whole file into `sink`; returns its length.
     fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64>;
@@ -79,4 +92,49 @@ pub trait Remote {
     /// Remove a directory and everything in it (staging cleanup). Best effort is fine:
     /// a leftover is cleaned up by a later run.
     fn remove_dir_all(&mut self, dir: &str) -> Result<()>;
+
+    /// Remove a directory expected to be empty, without waiting to hear how it went (a
+    /// leftover is stale staging that a later push removes).
+    fn remove_empty_dir(&mut self, dir: &str);
+}
+
+impl Remote for Box<dyn Remote> {
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+    fn read_many(
+        &mut self,
+        files: &[String],
+        dirs: &[String],
+        limit: u64,
+    ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
+        (**self).read_many(files, dirs, limit)
+    }
+    fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
+        (**self).make_dirs(dirs)
+    }
+    fn create(&mut self, path: &str) -> Result<Box<dyn Upload + '_>> {
+        (**self).create(path)
+    }
+    fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()> {
+        (**self).put_files(files)
+    }
+    fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>> {
+        (**self).publish_many(moves)
+    }
+    fn publish(&mut self, from: &str, to: &str) -> Result<Published> {
+        (**self).publish(from, to)
+    }
+    fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64> {
+        (**self).read_file(path, sink)
+    }
+    fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        (**self).read_range(path, offset, len)
+    }
+    fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
+        (**self).remove_dir_all(dir)
+    }
+    fn remove_empty_dir(&mut self, dir: &str) {
+        (**self).remove_empty_dir(dir)
+    }
 }

@@ -8,14 +8,23 @@ use crate::error::{Error, Result};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TargetUrl {
-    Local { path: PathBuf },
-    Ssh { user: Option<String>, host: String, port: Option<u16>, path: String },
+    Local {
+        path: PathBuf,
+    },
+    Ssh {
+        user: Option<String>,
+        host: String,
+        port: Option<u16>,
+        path: String,
+    },
 }
 
 fn malformed(text: &str, why: &str) -> Error {
-    Error::usage(format!("malformed target URL '{}': {why}", text.escape_debug())).with_hint(
-        "use ssh://[user@]host[:port]/path, [user@]host:path, /abs/path or file:///abs/path",
-    )
+    Error::usage(format!(
+        "malformed target URL '{}': {why}",
+        text.escape_debug()
+    ))
+    .with_hint("use ssh://[user@]host[:port]/path, [user@]host:path, /abs/path or file:///abs/path")
 }
 
 /// Host names: letters, digits, '.', '-', '_' (IPv6 literals only inside ssh://[...]),
@@ -23,15 +32,27 @@ fn malformed(text: &str, why: &str) -> Error {
 fn check_host(text: &str, host: &str) -> Result<()> {
     let ok = !host.is_empty()
         && !host.starts_with('-')
-        && host.bytes().all(|b| b.is_ascii_alphanumeric() || b".-_:[]".contains(&b));
-    if ok { Ok(()) } else { Err(malformed(text, "bad host name")) }
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-_:[]".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(malformed(text, "bad host name"))
+    }
 }
 
 fn check_user(text: &str, user: &str) -> Result<()> {
     let ok = !user.is_empty()
         && !user.starts_with('-')
-        && user.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    if ok { Ok(()) } else { Err(malformed(text, "bad user name")) }
+        && user
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(malformed(text, "bad user name"))
+    }
 }
 
 fn check_path(text: &str, path: &str) -> Result<()> {
@@ -52,7 +73,10 @@ impl TargetUrl {
         if text.starts_with("ssh://") || text.starts_with("file://") {
             let url = url::Url::parse(text).map_err(|e| malformed(text, &e.to_string()))?;
             if url.password().is_some() {
-                return Err(malformed(text, "credentials are never stored; use ssh-agent or a key file"));
+                return Err(malformed(
+                    text,
+                    "credentials are never stored; use ssh-agent or a key file",
+                ));
             }
             if url.query().is_some() || url.fragment().is_some() {
                 return Err(malformed(text, "no query or fragment allowed"));
@@ -61,10 +85,15 @@ impl TargetUrl {
                 if !matches!(url.host_str(), None | Some("") | Some("localhost")) {
                     return Err(malformed(text, "file:// URLs name a local path"));
                 }
-                let path = url.to_file_path().map_err(|_| malformed(text, "bad file path"))?;
+                let path = url
+                    .to_file_path()
+                    .map_err(|_| malformed(text, "bad file path"))?;
                 return Ok(TargetUrl::Local { path });
             }
-            let host = url.host_str().ok_or_else(|| malformed(text, "no host"))?.to_string();
+            let host = url
+                .host_str()
+                .ok_or_else(|| malformed(text, "no host"))?
+                .to_string();
             check_host(text, &host)?;
             let user = match url.username() {
                 "" => None,
@@ -73,15 +102,23 @@ impl TargetUrl {
                     Some(u.to_string())
                 }
             };
-            let raw = percent_decode(url.path()).ok_or_else(|| malformed(text, "path is not UTF-8"))?;
+            let raw =
+                percent_decode(url.path()).ok_or_else(|| malformed(text, "path is not UTF-8"))?;
             // ssh://host/~/dir means `dir` under the login directory, as in git.
             let path = raw.strip_prefix("/~/").map(str::to_string).unwrap_or(raw);
             check_path(text, &path)?;
-            return Ok(TargetUrl::Ssh { user, host, port: url.port(), path });
+            return Ok(TargetUrl::Ssh {
+                user,
+                host,
+                port: url.port(),
+                path,
+            });
         }
         if text.starts_with('/') {
             check_path(text, text)?;
-            return Ok(TargetUrl::Local { path: PathBuf::from(text) });
+            return Ok(TargetUrl::Local {
+                path: PathBuf::from(text),
+            });
         }
         if text.contains("://") {
             return Err(malformed(text, "unsupported scheme"));
@@ -101,23 +138,39 @@ impl TargetUrl {
             None => (None, authority.to_string()),
         };
         if host.contains([':', '[', ']']) {
-            return Err(malformed(text, "use ssh://[host]:port/path for IPv6 or ports"));
+            return Err(malformed(
+                text,
+                "use ssh://[host]:port/path for IPv6 or ports",
+            ));
         }
         check_host(text, &host)?;
         check_path(text, path)?;
-        Ok(TargetUrl::Ssh { user, host, port: None, path: path.to_string() })
+        Ok(TargetUrl::Ssh {
+            user,
+            host,
+            port: None,
+            path: path.to_string(),
+        })
     }
 }
 
 fn percent_decode(path: &str) -> Option<String> {
-    percent_encoding::percent_decode_str(path).decode_utf8().ok().map(|s| s.into_owned())
+    percent_encoding::percent_decode_str(path)
+        .decode_utf8()
+        .ok()
+        .map(|s| s.into_owned())
 }
 
 impl fmt::Display for TargetUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TargetUrl::Local { path } => write!(f, "{}", path.display()),
-            TargetUrl::Ssh { user, host, port, path } => {
+            TargetUrl::Ssh {
+                user,
+                host,
+                port,
+                path,
+            } => {
                 write!(f, "ssh://")?;
                 if let Some(u) = user {
                     write!(f, "{u}@")?;
@@ -126,7 +179,11 @@ impl fmt::Display for TargetUrl {
                 if let Some(p) = port {
                     write!(f, ":{p}")?;
                 }
-                if path.starts_with('/') { write!(f, "{path}") } else { write!(f, "/~/{path}") }
+                if path.starts_with('/') {
+                    write!(f, "{path}")
+                } else {
+                    write!(f, "/~/{path}")
+                }
             }
         }
     }
@@ -137,18 +194,48 @@ mod tests {
     use super::*;
 
     fn ssh(user: Option<&str>, host: &str, port: Option<u16>, path: &str) -> TargetUrl {
-        TargetUrl::Ssh { user: user.map(Into::into), host: host.into(), port, path: path.into() }
+        TargetUrl::Ssh {
+            user: user.map(Into::into),
+            host: host.into(),
+            port,
+            path: path.into(),
+        }
     }
 
     #[test]
     fn accepted_forms() {
-        assert_eq!(TargetUrl::parse("ssh://me@box:2222/srv/b").unwrap(), ssh(Some("me"), "box", Some(2222), "/srv/b"));
-        assert_eq!(TargetUrl::parse("ssh://box/~/work/.baton").unwrap(), ssh(None, "box", None, "work/.baton"));
-        assert_eq!(TargetUrl::parse("me@box:work").unwrap(), ssh(Some("me"), "box", None, "work"));
-        assert_eq!(TargetUrl::parse("box:/abs").unwrap(), ssh(None, "box", None, "/abs"));
-        assert_eq!(TargetUrl::parse("/mnt/disk/s").unwrap(), TargetUrl::Local { path: "/mnt/disk/s".into() });
-        assert_eq!(TargetUrl::parse("file:///mnt/x%20y").unwrap(), TargetUrl::Local { path: "/mnt/x y".into() });
-        assert_eq!(TargetUrl::parse("ssh://h/a%20b").unwrap(), ssh(None, "h", None, "/a b"));
+        assert_eq!(
+            TargetUrl::parse("ssh://me@box:2222/srv/b").unwrap(),
+            ssh(Some("me"), "box", Some(2222), "/srv/b")
+        );
+        assert_eq!(
+            TargetUrl::parse("ssh://box/~/work/.baton").unwrap(),
+            ssh(None, "box", None, "work/.baton")
+        );
+        assert_eq!(
+            TargetUrl::parse("me@box:work").unwrap(),
+            ssh(Some("me"), "box", None, "work")
+        );
+        assert_eq!(
+            TargetUrl::parse("box:/abs").unwrap(),
+            ssh(None, "box", None, "/abs")
+        );
+        assert_eq!(
+            TargetUrl::parse("/mnt/disk/s").unwrap(),
+            TargetUrl::Local {
+                path: "/mnt/disk/s".into()
+            }
+        );
+        assert_eq!(
+            TargetUrl::parse("file:///mnt/x%20y").unwrap(),
+            TargetUrl::Local {
+                path: "/mnt/x y".into()
+            }
+        );
+        assert_eq!(
+            TargetUrl::parse("ssh://h/a%20b").unwrap(),
+            ssh(None, "h", None, "/a b")
+        );
     }
 
     #[test]

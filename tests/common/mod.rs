@@ -14,7 +14,9 @@ pub struct Env {
 
 impl Env {
     pub fn new() -> Self {
-        Env { dir: tempfile::tempdir().expect("tempdir") }
+        Env {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -60,8 +62,12 @@ impl Env {
         full.extend_from_slice(args);
         let out = self.run(&full);
         let text = String::from_utf8_lossy(&out.stdout);
-        let doc = serde_json::from_str(text.trim())
-            .unwrap_or_else(|e| panic!("not one JSON document ({e}): {text:?} stderr {:?}", String::from_utf8_lossy(&out.stderr)));
+        let doc = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+            panic!(
+                "not one JSON document ({e}): {text:?} stderr {:?}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
         (out.status.code().unwrap_or(-1), doc)
     }
 
@@ -96,7 +102,10 @@ impl Env {
 pub fn snapshot_files(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut out = Vec::new();
     fn walk(dir: &Path, root: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
-        let mut entries: Vec<_> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut entries: Vec<_> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
         entries.sort();
         for path in entries {
             let meta = fs::symlink_metadata(&path).unwrap();
@@ -105,7 +114,13 @@ pub fn snapshot_files(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
                 out.push((rel, b"<dir>".to_vec()));
                 walk(&path, root, out);
             } else if meta.file_type().is_symlink() {
-                out.push((rel, fs::read_link(&path).unwrap().into_os_string().into_encoded_bytes()));
+                out.push((
+                    rel,
+                    fs::read_link(&path)
+                        .unwrap()
+                        .into_os_string()
+                        .into_encoded_bytes(),
+                ));
             } else {
                 out.push((rel, fs::read(&path).unwrap()));
             }

@@ -186,8 +186,10 @@ fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resolved> {
         None => match std::env::var_os("HOME") {
             Some(h) if !h.is_empty() => PathBuf::from(h),
             _ => {
-                return Err(Error::usage("HOME is not set: cannot find ~/.ssh/config and ~/.ssh/known_hosts")
-                    .with_hint("set HOME to the directory that holds .ssh"));
+                return Err(Error::usage(
+                    "HOME is not set: cannot find ~/.ssh/config and ~/.ssh/known_hosts",
+                )
+                .with_hint("set HOME to the directory that holds .ssh"));
             }
         },
     };
@@ -195,7 +197,10 @@ fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resolved> {
     let params = read_config(&config_path, &home, &target.host)?;
     let ssh_home = home.join(".ssh");
 
-    if params.proxy_jump.as_ref().is_some_and(|p| p.iter().any(|j| !j.eq_ignore_ascii_case("none")))
+    if params
+        .proxy_jump
+        .as_ref()
+        .is_some_and(|p| p.iter().any(|j| !j.eq_ignore_ascii_case("none")))
         || unsupported(&params, "proxycommand").is_some_and(|v| !v.eq_ignore_ascii_case("none"))
     {
         return Err(Error::new(
@@ -217,7 +222,10 @@ fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resolved> {
     validate_host(&host)?;
     let port = target.port.or(params.port).unwrap_or(22);
     if port == 0 {
-        return Err(Error::usage(format!("invalid port 0 for host {}", target.host)));
+        return Err(Error::usage(format!(
+            "invalid port 0 for host {}",
+            target.host
+        )));
     }
     let user = match target.user.clone().or_else(|| params.user.clone()) {
         Some(u) => u,
@@ -253,7 +261,11 @@ fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resolved> {
             }
         },
     };
-    let new_host_keys = if opts.accept_new_host_key { NewHostKeys::Accept } else { strict };
+    let new_host_keys = if opts.accept_new_host_key {
+        NewHostKeys::Accept
+    } else {
+        strict
+    };
 
     let timeout = opts
         .timeout
@@ -293,7 +305,9 @@ fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resolved> {
 fn read_config(path: &Path, home: &Path, alias: &str) -> Result<HostParams> {
     let file = match fs::File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(SshConfig::default().query(alias)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(SshConfig::default().query(alias));
+        }
         Err(e) => return Err(Error::io("cannot read ssh config", path, e)),
     };
     let rules = ParseRule::ALLOW_UNKNOWN_FIELDS | ParseRule::ALLOW_UNSUPPORTED_FIELDS;
@@ -308,7 +322,11 @@ fn read_config(path: &Path, home: &Path, alias: &str) -> Result<HostParams> {
     // ssh2-config does not know `Match`: it files the line under the enclosing `Host`
     // block and keeps applying the following lines to that block. When that block
     // applies to us, those lines would be misread as ours.
-    if params.ignored_fields.keys().any(|k| k.eq_ignore_ascii_case("match")) {
+    if params
+        .ignored_fields
+        .keys()
+        .any(|k| k.eq_ignore_ascii_case("match"))
+    {
         return Err(Error::new(
             ErrorKind::Unsupported,
             format!(
@@ -323,7 +341,11 @@ fn read_config(path: &Path, home: &Path, alias: &str) -> Result<HostParams> {
 
 /// The first argument of a field ssh2-config parses but does not interpret.
 fn unsupported<'a>(params: &'a HostParams, field: &str) -> Option<&'a str> {
-    params.unsupported_fields.get(field).and_then(|args| args.first()).map(String::as_str)
+    params
+        .unsupported_fields
+        .get(field)
+        .and_then(|args| args.first())
+        .map(String::as_str)
 }
 
 /// `~` and `%d` are the home; `%%` is `%`. (ssh2-config expands `~` only in the fields it
@@ -338,21 +360,32 @@ fn expand_path(arg: &str, home: &Path) -> PathBuf {
         arg.to_string()
     };
     if text.contains('%') {
-        text = text.replace("%%", "\u{0}").replace("%d", &home_str).replace('\u{0}', "%");
+        text = text
+            .replace("%%", "\u{0}")
+            .replace("%d", &home_str)
+            .replace('\u{0}', "%");
     }
     let path = PathBuf::from(text);
-    if path.is_relative() { home.join(".ssh").join(path) } else { path }
+    if path.is_relative() {
+        home.join(".ssh").join(path)
+    } else {
+        path
+    }
 }
 
 /// `%h` in HostName is the name given on the command line; `%%` is `%`.
 fn expand_host_tokens(name: &str, alias: &str) -> String {
-    name.replace("%%", "\u{0}").replace("%h", alias).replace('\u{0}', "%")
+    name.replace("%%", "\u{0}")
+        .replace("%h", alias)
+        .replace('\u{0}', "%")
 }
 
 fn validate_host(host: &str) -> Result<()> {
     if host.is_empty()
         || host.starts_with('-')
-        || host.chars().any(|c| c.is_whitespace() || c.is_control() || c == '\0')
+        || host
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '\0')
     {
         return Err(Error::usage(format!("invalid host name {host:?}")));
     }
@@ -369,15 +402,19 @@ fn local_user() -> Option<String> {
         let mut buf = vec![0 as libc::c_char; 16 * 1024];
         let mut result: *mut libc::passwd = std::ptr::null_mut();
         let rc = libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result);
-        if rc == 0 && !result.is_null() && !pwd.pw_name.is_null() {
-            if let Ok(name) = std::ffi::CStr::from_ptr(pwd.pw_name).to_str() {
-                if !name.is_empty() {
-                    return Some(name.to_string());
-                }
-            }
+        if rc == 0
+            && !result.is_null()
+            && !pwd.pw_name.is_null()
+            && let Ok(name) = std::ffi::CStr::from_ptr(pwd.pw_name).to_str()
+            && !name.is_empty()
+        {
+            return Some(name.to_string());
         }
     }
-    std::env::var("USER").ok().or_else(|| std::env::var("LOGNAME").ok()).filter(|u| !u.is_empty())
+    std::env::var("USER")
+        .ok()
+        .or_else(|| std::env::var("LOGNAME").ok())
+        .filter(|u| !u.is_empty())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -388,8 +425,11 @@ fn tcp_connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
     let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
         .map_err(|e| {
-            Error::new(ErrorKind::Transport, format!("cannot resolve host {host}: {e}"))
-                .with_hint("check the host name (and HostName in ~/.ssh/config)")
+            Error::new(
+                ErrorKind::Transport,
+                format!("cannot resolve host {host}: {e}"),
+            )
+            .with_hint("check the host name (and HostName in ~/.ssh/config)")
         })?
         .collect();
     let mut last_err = None;
@@ -397,7 +437,10 @@ fn tcp_connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
         match TcpStream::connect_timeout(addr, timeout) {
             Ok(stream) => {
                 stream.set_nodelay(true).map_err(|e| {
-                    Error::new(ErrorKind::Transport, format!("cannot configure the connection to {where_}: {e}"))
+                    Error::new(
+                        ErrorKind::Transport,
+                        format!("cannot configure the connection to {where_}: {e}"),
+                    )
                 })?;
                 return Ok(stream);
             }
@@ -405,14 +448,26 @@ fn tcp_connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
         }
     }
     let Some(e) = last_err else {
-        return Err(Error::new(ErrorKind::Transport, format!("host {host} has no address")));
+        return Err(Error::new(
+            ErrorKind::Transport,
+            format!("host {host} has no address"),
+        ));
     };
-    let err = if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) {
-        Error::new(ErrorKind::Transport, format!("timed out after {} connecting to {where_}", secs(timeout)))
-            .with_hint("check that the host is up and the port is open, or raise ConnectTimeout")
+    let err = if matches!(
+        e.kind(),
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+    ) {
+        Error::new(
+            ErrorKind::Transport,
+            format!("timed out after {} connecting to {where_}", secs(timeout)),
+        )
+        .with_hint("check that the host is up and the port is open, or raise ConnectTimeout")
     } else {
-        Error::new(ErrorKind::Transport, format!("cannot connect to {where_}: {e}"))
-            .with_hint("check that an SSH server runs there and is reachable")
+        Error::new(
+            ErrorKind::Transport,
+            format!("cannot connect to {where_}: {e}"),
+        )
+        .with_hint("check that an SSH server runs there and is reachable")
     };
     Err(err)
 }
@@ -422,7 +477,11 @@ fn tcp_connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
 
 /// The name known_hosts uses for the host: `host` on port 22, else `[host]:port`.
 pub fn known_hosts_name(host: &str, port: u16) -> String {
-    if port == 22 { host.to_string() } else { format!("[{host}]:{port}") }
+    if port == 22 {
+        host.to_string()
+    } else {
+        format!("[{host}]:{port}")
+    }
 }
 
 /// OpenSSH's fingerprint form: `SHA256:` and the unpadded base64 of the digest.
@@ -439,7 +498,10 @@ fn load_known_hosts(session: &Session, files: &[PathBuf]) -> Result<KnownHosts> 
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(Error::io("cannot read known_hosts file", file, e)),
             Ok(m) if m.is_dir() => {
-                return Err(Error::other(format!("known_hosts file {} is a directory", file.display())));
+                return Err(Error::other(format!(
+                    "known_hosts file {} is a directory",
+                    file.display()
+                )));
             }
             Ok(_) => {}
         }
@@ -451,7 +513,7 @@ fn load_known_hosts(session: &Session, files: &[PathBuf]) -> Result<KnownHosts> 
                 None => file.display().to_string(),
             };
             return Err(Error::other(format!(
-                "cannot load known_hosts file {at}: libssh2 cannot parse it ({}) and then ignores the whole file",
+                "cannot load known_hosts file {at}: libssh2 cannot parse it ({}), and one bad line makes it reject the whole file",
                 e.message()
             ))
             .with_hint("fix or delete the offending line (ssh-keygen -R HOST rewrites the file), or point UserKnownHostsFile elsewhere"));
@@ -475,12 +537,19 @@ fn first_unparsable_line(session: &Session, file: &Path) -> Option<usize> {
 }
 
 /// The file and line of the entry that holds a different key for `name`.
-fn mismatching_entry(session: &Session, files: &[PathBuf], name: &str, key: &[u8]) -> Option<(PathBuf, usize)> {
+fn mismatching_entry(
+    session: &Session,
+    files: &[PathBuf],
+    name: &str,
+    key: &[u8],
+) -> Option<(PathBuf, usize)> {
     for file in files {
         let Ok(bytes) = fs::read(file) else { continue };
         for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
             let text = String::from_utf8_lossy(line);
-            let Ok(mut one) = session.known_hosts() else { return None };
+            let Ok(mut one) = session.known_hosts() else {
+                return None;
+            };
             if one.read_str(&text, KnownHostFileKind::OpenSSH).is_ok()
                 && matches!(one.check(name, key), CheckResult::Mismatch)
             {
@@ -503,8 +572,12 @@ fn known_key_types(known_hosts: &KnownHosts, name: &str) -> Vec<String> {
     };
     let mut types: Vec<String> = Vec::new();
     for entry in entries {
-        let Ok(blob) = STANDARD.decode(entry.key()) else { continue };
-        let Some(key_type) = blob_key_type(&blob) else { continue };
+        let Ok(blob) = STANDARD.decode(entry.key()) else {
+            continue;
+        };
+        let Some(key_type) = blob_key_type(&blob) else {
+            continue;
+        };
         if types.iter().any(|t| t == key_type) {
             continue;
         }
@@ -543,7 +616,9 @@ fn prefer_host_key_types(session: &Session, known_types: &[String]) -> Result<()
     if known_types.is_empty() {
         return Ok(());
     }
-    let supported = session.supported_algs(MethodType::HostKey).unwrap_or_default();
+    let supported = session
+        .supported_algs(MethodType::HostKey)
+        .unwrap_or_default();
     let mut prefs: Vec<&str> = Vec::new();
     for key_type in known_types {
         for alg in algorithms_for_key_type(key_type) {
@@ -575,7 +650,10 @@ fn verify_host_key(
 ) -> Result<()> {
     let where_ = host_port(&res.host, res.port);
     let (key, _) = session.host_key().ok_or_else(|| {
-        Error::new(ErrorKind::Security, format!("the SSH server at {where_} sent no host key"))
+        Error::new(
+            ErrorKind::Security,
+            format!("the SSH server at {where_} sent no host key"),
+        )
     })?;
     let key = key.to_vec();
     let key_type = blob_key_type(&key).unwrap_or("unknown").to_string();
@@ -586,7 +664,11 @@ fn verify_host_key(
     let first_file = res.known_hosts_files.first();
     let files_text = match res.known_hosts_files.as_slice() {
         [] => "no known_hosts file (UserKnownHostsFile none)".to_string(),
-        files => files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "),
+        files => files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
     };
 
     match known_hosts.check(name, &key) {
@@ -605,7 +687,7 @@ fn verify_host_key(
                 };
                 Err(Error::new(
                     ErrorKind::Security,
-                    format!("host {name} is not known ({files_text}); it presents a {key_type} key with fingerprint {fingerprint}"),
+                    format!("host {name} is not known ({files_text}); it presents the {key_type} key {fingerprint}"),
                 )
                 .with_hint(format!(
                     "if that is the server's fingerprint, connect again with --accept-new-host-key, or run: ssh-keyscan -p {} {} >> {target}",
@@ -619,7 +701,7 @@ fn verify_host_key(
                 Some((file, line)) => format!("{}:{line}", file.display()),
                 None => files_text.clone(),
             };
-            let why = if !known_types.is_empty() && !known_types.iter().any(|t| *t == key_type) {
+            let why = if !known_types.is_empty() && !known_types.contains(&key_type) {
                 format!(
                     " (known_hosts records only {} keys for it, and the server now offers a {key_type} key)",
                     known_types.join(", ")
@@ -653,14 +735,14 @@ fn verify_host_key(
 /// Append `name keytype base64` as OpenSSH does, creating the file (0600) and its
 /// directory (0700) if needed.
 fn append_known_host(file: &Path, name: &str, key_type: &str, key: &[u8]) -> Result<()> {
-    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if !dir.exists() {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(|e| Error::io("cannot create directory", dir, e))?;
-        }
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.exists()
+    {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| Error::io("cannot create directory", dir, e))?;
     }
     let mut f = fs::OpenOptions::new()
         .read(true)
@@ -669,7 +751,10 @@ fn append_known_host(file: &Path, name: &str, key_type: &str, key: &[u8]) -> Res
         .mode(0o600)
         .open(file)
         .map_err(|e| Error::io("cannot open known_hosts file", file, e))?;
-    let len = f.metadata().map_err(|e| Error::io("cannot read known_hosts file", file, e))?.len();
+    let len = f
+        .metadata()
+        .map_err(|e| Error::io("cannot read known_hosts file", file, e))?
+        .len();
     let mut line = String::new();
     if len > 0 {
         let mut last = [0u8; 1];
@@ -700,7 +785,9 @@ enum KeyOutcome {
 
 fn authenticate(session: &Session, res: &Resolved) -> Result<()> {
     let who = format!("{}@{}", res.user, host_port(&res.host, res.port));
-    let methods = session.auth_methods(&res.user).map_err(|e| auth_transport_error(&e, &who))?;
+    let methods = session
+        .auth_methods(&res.user)
+        .map_err(|e| auth_transport_error(&e, &who))?;
     if session.authenticated() {
         return Ok(());
     }
@@ -730,7 +817,10 @@ fn authenticate(session: &Session, res: &Resolved) -> Result<()> {
             .map(|p| (p, false))
             .collect()
     } else {
-        res.identity_files.iter().map(|p| (p.clone(), true)).collect()
+        res.identity_files
+            .iter()
+            .map(|p| (p.clone(), true))
+            .collect()
     };
     if files.is_empty() {
         tried.push("no key file (~/.ssh/id_ed25519, id_ecdsa, id_rsa)".to_string());
@@ -741,7 +831,11 @@ fn authenticate(session: &Session, res: &Resolved) -> Result<()> {
         let shown = path.display().to_string();
         if let Err(e) = fs::File::open(&path) {
             if configured {
-                let why = if e.kind() == std::io::ErrorKind::NotFound { "missing".to_string() } else { e.to_string() };
+                let why = if e.kind() == std::io::ErrorKind::NotFound {
+                    "missing".to_string()
+                } else {
+                    e.to_string()
+                };
                 tried.push(format!("{shown} ({why})"));
             }
             continue;
@@ -777,7 +871,10 @@ fn authenticate(session: &Session, res: &Resolved) -> Result<()> {
     if let Some(path) = wrong_passphrase.first() {
         return Err(Error::new(
             ErrorKind::Security,
-            format!("wrong passphrase for key {} (authentication failed for {who}; tried: {tried})", path.display()),
+            format!(
+                "wrong passphrase for key {} (authentication failed for {who}; tried: {tried})",
+                path.display()
+            ),
         )
         .with_hint("try again, or add the key to ssh-agent with ssh-add"));
     }
@@ -792,12 +889,25 @@ enum AgentOutcome {
     Tried(String),
 }
 
-fn agent_auth(session: &Session, res: &Resolved, who: &str, rejected: &mut usize) -> Result<AgentOutcome> {
+fn agent_auth(
+    session: &Session,
+    res: &Resolved,
+    who: &str,
+    rejected: &mut usize,
+) -> Result<AgentOutcome> {
     let socket_note = match &res.agent {
-        AgentSource::Disabled => return Ok(AgentOutcome::Tried("agent (IdentityAgent none)".to_string())),
+        AgentSource::Disabled => {
+            return Ok(AgentOutcome::Tried(
+                "agent (IdentityAgent none)".to_string(),
+            ));
+        }
         AgentSource::Environment => match std::env::var_os("SSH_AUTH_SOCK") {
             Some(s) if !s.is_empty() => None,
-            _ => return Ok(AgentOutcome::Tried("agent (SSH_AUTH_SOCK not set)".to_string())),
+            _ => {
+                return Ok(AgentOutcome::Tried(
+                    "agent (SSH_AUTH_SOCK not set)".to_string(),
+                ));
+            }
         },
         AgentSource::Socket(path) => Some(path.clone()),
     };
@@ -806,10 +916,16 @@ fn agent_auth(session: &Session, res: &Resolved, who: &str, rejected: &mut usize
     };
     if let Some(path) = &socket_note {
         if !path.exists() {
-            return Ok(AgentOutcome::Tried(format!("agent (no socket at {})", path.display())));
+            return Ok(AgentOutcome::Tried(format!(
+                "agent (no socket at {})",
+                path.display()
+            )));
         }
         if agent.set_identity_path(path).is_err() {
-            return Ok(AgentOutcome::Tried(format!("agent (bad socket path {})", path.display())));
+            return Ok(AgentOutcome::Tried(format!(
+                "agent (bad socket path {})",
+                path.display()
+            )));
         }
     }
     if agent.connect().is_err() {
@@ -838,10 +954,19 @@ fn agent_auth(session: &Session, res: &Resolved, who: &str, rejected: &mut usize
     }
     let _ = agent.disconnect();
     let n = identities.len();
-    Ok(AgentOutcome::Tried(format!("agent ({n} key{})", if n == 1 { "" } else { "s" })))
+    Ok(AgentOutcome::Tried(format!(
+        "agent ({n} key{})",
+        if n == 1 { "" } else { "s" }
+    )))
 }
 
-fn key_file_auth(session: &Session, user: &str, path: &Path, who: &str, rejected: usize) -> Result<KeyOutcome> {
+fn key_file_auth(
+    session: &Session,
+    user: &str,
+    path: &Path,
+    who: &str,
+    rejected: usize,
+) -> Result<KeyOutcome> {
     match session.userauth_pubkey_file(user, None, path, None) {
         Ok(()) if session.authenticated() => return Ok(KeyOutcome::Accepted),
         Ok(()) => return Ok(KeyOutcome::Rejected),
@@ -855,8 +980,11 @@ fn key_file_auth(session: &Session, user: &str, path: &Path, who: &str, rejected
         return Ok(KeyOutcome::Locked);
     }
     for attempt in 0..PASSPHRASE_TRIES {
-        let passphrase = rpassword::prompt_password(format!("Enter passphrase for key {}: ", path.display()))
-            .map_err(|e| Error::other(format!("cannot read the passphrase from the terminal: {e}")))?;
+        let passphrase =
+            rpassword::prompt_password(format!("Enter passphrase for key {}: ", path.display()))
+                .map_err(|e| {
+                    Error::other(format!("cannot read the passphrase from the terminal: {e}"))
+                })?;
         if passphrase.is_empty() {
             // An empty answer skips the key, as with OpenSSH.
             return Ok(KeyOutcome::Locked);
@@ -866,7 +994,9 @@ fn key_file_auth(session: &Session, user: &str, path: &Path, who: &str, rejected
         match result {
             Ok(()) if session.authenticated() => return Ok(KeyOutcome::Accepted),
             Ok(()) => return Ok(KeyOutcome::Rejected),
-            Err(e) if is_connection_error(&e) => return Err(auth_connection_lost(&e, who, rejected)),
+            Err(e) if is_connection_error(&e) => {
+                return Err(auth_connection_lost(&e, who, rejected));
+            }
             Err(e) if is_key_file_error(&e) => {
                 if attempt + 1 < PASSPHRASE_TRIES {
                     eprintln!("wrong passphrase for key {}", path.display());
@@ -893,7 +1023,10 @@ fn session_code(e: &ssh2::Error) -> Option<i32> {
 }
 
 fn is_timeout(e: &ssh2::Error) -> bool {
-    matches!(session_code(e), Some(LIBSSH2_ERROR_TIMEOUT | LIBSSH2_ERROR_SOCKET_TIMEOUT))
+    matches!(
+        session_code(e),
+        Some(LIBSSH2_ERROR_TIMEOUT | LIBSSH2_ERROR_SOCKET_TIMEOUT)
+    )
 }
 
 /// The connection itself failed (as opposed to a key being refused).
@@ -917,10 +1050,19 @@ fn is_key_file_error(e: &ssh2::Error) -> bool {
 
 fn auth_transport_error(e: &ssh2::Error, who: &str) -> Error {
     if is_timeout(e) {
-        Error::new(ErrorKind::Transport, format!("timed out authenticating {who}"))
-            .with_hint("the server stopped answering; try again, or raise ConnectTimeout")
+        Error::new(
+            ErrorKind::Transport,
+            format!("timed out authenticating {who}"),
+        )
+        .with_hint("the server stopped answering; try again, or raise ConnectTimeout")
     } else {
-        Error::new(ErrorKind::Transport, format!("connection to {who} failed during authentication: {}", e.message()))
+        Error::new(
+            ErrorKind::Transport,
+            format!(
+                "connection to {who} failed during authentication: {}",
+                e.message()
+            ),
+        )
     }
 }
 
@@ -942,7 +1084,11 @@ fn auth_connection_lost(e: &ssh2::Error, who: &str, rejected: usize) -> Error {
 // Small helpers
 
 fn host_port(host: &str, port: u16) -> String {
-    if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
 }
 
 fn millis(d: Duration) -> u32 {
@@ -950,12 +1096,19 @@ fn millis(d: Duration) -> u32 {
 }
 
 fn secs(d: Duration) -> String {
-    if d.subsec_millis() == 0 { format!("{} s", d.as_secs()) } else { format!("{:.1} s", d.as_secs_f64()) }
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
 }
 
 /// Quote for a POSIX shell when needed (for commands shown in hints).
 fn shell_quote(s: &str) -> String {
-    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "._-/:@%+=,".contains(c)) {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-/:@%+=,".contains(c))
+    {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
@@ -976,7 +1129,10 @@ mod tests {
     #[test]
     fn fingerprint_is_unpadded_base64() {
         let digest = [0u8; 32];
-        assert_eq!(fingerprint_sha256(&digest), "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
+        assert_eq!(
+            fingerprint_sha256(&digest),
+            "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+        );
     }
 
     #[test]
@@ -992,7 +1148,10 @@ mod tests {
     #[test]
     fn paths_expand_home_tokens() {
         let home = Path::new("/home/a");
-        assert_eq!(expand_path("~/.ssh/kh", home), PathBuf::from("/home/a/.ssh/kh"));
+        assert_eq!(
+            expand_path("~/.ssh/kh", home),
+            PathBuf::from("/home/a/.ssh/kh")
+        );
         assert_eq!(expand_path("%d/kh", home), PathBuf::from("/home/a/kh"));
         assert_eq!(expand_path("/etc/kh", home), PathBuf::from("/etc/kh"));
         assert_eq!(expand_path("kh", home), PathBuf::from("/home/a/.ssh/kh"));

@@ -15,8 +15,9 @@ use std::io::{self, Read, Write};
 
 use bytes::Bytes;
 use russh_sftp::protocol::{
-    Close, Extended, FSetStat, FileAttributes, Fstat, Init, MkDir, Open, OpenDir, OpenFlags, Packet, Read as ReadReq,
-    ReadDir, Remove, Rename, RmDir, SetStat, Stat, StatusCode, Write as WriteReq,
+    Close, Extended, FSetStat, FileAttributes, Fstat, Init, MkDir, Open, OpenDir, OpenFlags,
+    Packet, Read as ReadReq, ReadDir, Remove, Rename, RmDir, SetStat, Stat, StatusCode,
+    Write as WriteReq,
 };
 
 use super::connect::{ConnectOptions, Connection, SshTarget, connect};
@@ -39,9 +40,14 @@ pub struct SftpRemote {
     next_id: u32,
     /// Replies that arrived while we waited for another id.
     stash: HashMap<u32, Packet>,
-    /// Requests whose replies we check at the next wait, with what they were for.
-    deferred: Vec<(u32, String, bool)>,
+    /// Requests whose replies nobody waits for, with what they were for and whether a
+    /// plain failure is acceptable; their replies are checked as they arrive.
+    deferred: HashMap<u32, (String, bool)>,
+    /// The first failure among deferred replies, reported by the next wait.
+    deferred_error: Option<Error>,
     has_fsync: bool,
+    /// `BATON_TRACE_SFTP=1`: log every packet to stderr.
+    trace: bool,
 }
 
 fn lost(describe: &str, e: impl std::fmt::Display) -> Error {
@@ -52,8 +58,17 @@ fn lost(describe: &str, e: impl std::fmt::Display) -> Error {
 impl SftpRemote {
     pub fn connect(target: &SshTarget, options: &ConnectOptions, root: &str) -> Result<SftpRemote> {
         let conn = connect(target, options)?;
-        let describe = format!("ssh://{}@{}:{}/{}", conn.user, conn.host, conn.port, root.trim_start_matches('/'));
-        let mut channel = conn.session.channel_session().map_err(|e| lost(&describe, e))?;
+        let describe = format!(
+            "ssh://{}@{}:{}/{}",
+            conn.user,
+            conn.host,
+            conn.port,
+            root.trim_start_matches('/')
+        );
+        let mut channel = conn
+            .session
+            .channel_session()
+            .map_err(|e| lost(&describe, e))?;
         channel.subsystem("sftp").map_err(|e| lost(&describe, e))?;
         let mut remote = SftpRemote {
             channel,
@@ -62,20 +77,33 @@ impl SftpRemote {
             describe,
             next_id: 1,
             stash: HashMap::new(),
-            deferred: Vec::new(),
+            deferred: HashMap::new(),
+            deferred_error: None,
             has_fsync: false,
+            trace: std::env::var_os("BATON_TRACE_SFTP").is_some_and(|v| v != "0"),
         };
         remote.send(Packet::Init(Init::new()))?;
         match remote.recv()? {
             Packet::Version(v) => remote.has_fsync = v.extensions.contains_key(FSYNC_EXTENSION),
-            other => return Err(lost(&remote.describe, format!("unexpected SFTP greeting {other:?}"))),
+            other => {
+                return Err(lost(
+                    &remote.describe,
+                    format!("unexpected SFTP greeting {other:?}"),
+                ));
+            }
         }
         Ok(remote)
     }
 
     fn path(&self, rel: &str) -> String {
         match (self.root.as_str(), rel) {
-            (root, "") => if root.is_empty() { ".".into() } else { root.into() },
+            (root, "") => {
+                if root.is_empty() {
+                    ".".into()
+                } else {
+                    root.into()
+                }
+            }
             ("", rel) => rel.into(),
             (root, rel) => format!("{root}/{rel}"),
         }
@@ -88,20 +116,40 @@ impl SftpRemote {
 
     fn send(&mut self, packet: Packet) -> Result<()> {
         let bytes = Bytes::try_from(packet).map_err(|e| lost(&self.describe, e))?;
-        self.channel.write_all(&bytes).map_err(|e| lost(&self.describe, e))
+        if self.trace {
+            eprintln!(
+                "sftp: send {} bytes, type {}",
+                bytes.len(),
+                bytes.get(4).copied().unwrap_or(0)
+            );
+        }
+        self.channel
+            .write_all(&bytes)
+            .map_err(|e| lost(&self.describe, e))
     }
 
     fn recv(&mut self) -> Result<Packet> {
         let mut len = [0u8; 4];
-        self.channel.read_exact(&mut len).map_err(|e| lost(&self.describe, e))?;
+        self.channel
+            .read_exact(&mut len)
+            .map_err(|e| lost(&self.describe, e))?;
         let len = u32::from_be_bytes(len);
         if len == 0 || len > MAX_PACKET {
             return Err(lost(&self.describe, format!("SFTP packet of {len} bytes")));
         }
         let mut body = vec![0u8; len as usize];
-        self.channel.read_exact(&mut body).map_err(|e| lost(&self.describe, e))?;
+        self.channel
+            .read_exact(&mut body)
+            .map_err(|e| lost(&self.describe, e))?;
         let mut bytes = Bytes::from(body);
-        Packet::try_from(&mut bytes).map_err(|e| lost(&self.describe, format!("bad SFTP packet: {e}")))
+        if self.trace {
+            eprintln!(
+                "sftp: recv {len} bytes, type {}",
+                bytes.first().copied().unwrap_or(0)
+            );
+        }
+        Packet::try_from(&mut bytes)
+            .map_err(|e| lost(&self.describe, format!("bad SFTP packet: {e}")))
     }
 
     /// Send a request and return its id without waiting.
@@ -112,55 +160,61 @@ impl SftpRemote {
     }
 
     fn defer(&mut self, id: u32, what: String, ignore_failure: bool) {
-        self.deferred.push((id, what, ignore_failure));
+        self.deferred.insert(id, (what, ignore_failure));
     }
 
-    /// Wait for the reply to `id`, checking deferred replies on the way.
+    /// Wait for the reply to `id`. Replies to deferred requests are checked on the way;
+    /// the first failure among them is returned instead of the reply.
     fn wait(&mut self, id: u32) -> Result<Packet> {
-        self.settle_deferred()?;
-        loop {
+        let packet = loop {
             if let Some(packet) = self.stash.remove(&id) {
-                return Ok(packet);
+                break packet;
             }
             let packet = self.recv()?;
             let got = packet.get_request_id_any();
             if got == id {
-                return Ok(packet);
+                break packet;
             }
-            self.stash.insert(got, packet);
+            if let Some((what, ignore_failure)) = self.deferred.remove(&got) {
+                self.check_deferred(packet, &what, ignore_failure);
+            } else {
+                self.stash.insert(got, packet);
+            }
+        };
+        match self.deferred_error.take() {
+            Some(e) => Err(e),
+            None => Ok(packet),
         }
     }
 
-    fn settle_deferred(&mut self) -> Result<()> {
-        let deferred = std::mem::take(&mut self.deferred);
-        let mut first_error = None;
-        for (id, what, ignore_failure) in deferred {
-            let packet = loop {
-                if let Some(p) = self.stash.remove(&id) {
-                    break p;
-                }
-                let p = self.recv()?;
-                let got = p.get_request_id_any();
-                if got == id {
-                    break p;
-                }
-                self.stash.insert(got, p);
-            };
-            if let Packet::Status(s) = packet {
-                let failed = s.status_code != StatusCode::Ok && !(ignore_failure && s.status_code == StatusCode::Failure);
-                if failed && first_error.is_none() {
-                    first_error = Some(status_error(&self.describe, &what, s.status_code, &s.error_message));
-                }
+    fn check_deferred(&mut self, packet: Packet, what: &str, ignore_failure: bool) {
+        if let Packet::Status(s) = packet {
+            let failed = s.status_code != StatusCode::Ok
+                && !(ignore_failure && s.status_code == StatusCode::Failure);
+            if failed && self.deferred_error.is_none() {
+                self.deferred_error = Some(status_error(
+                    &self.describe,
+                    what,
+                    s.status_code,
+                    &s.error_message,
+                ));
             }
         }
-        first_error.map_or(Ok(()), Err)
     }
 
     fn expect_ok(&self, packet: Packet, what: &str) -> Result<()> {
         match packet {
             Packet::Status(s) if s.status_code == StatusCode::Ok => Ok(()),
-            Packet::Status(s) => Err(status_error(&self.describe, what, s.status_code, &s.error_message)),
-            other => Err(lost(&self.describe, format!("unexpected reply to {what}: {other:?}"))),
+            Packet::Status(s) => Err(status_error(
+                &self.describe,
+                what,
+                s.status_code,
+                &s.error_message,
+            )),
+            other => Err(lost(
+                &self.describe,
+                format!("unexpected reply to {what}: {other:?}"),
+            )),
         }
     }
 
@@ -169,15 +223,33 @@ impl SftpRemote {
         match packet {
             Packet::Handle(h) => Ok(Some(h.handle)),
             Packet::Status(s) if s.status_code == StatusCode::NoSuchFile => Ok(None),
-            Packet::Status(s) => Err(status_error(&self.describe, what, s.status_code, &s.error_message)),
-            other => Err(lost(&self.describe, format!("unexpected reply to {what}: {other:?}"))),
+            Packet::Status(s) => Err(status_error(
+                &self.describe,
+                what,
+                s.status_code,
+                &s.error_message,
+            )),
+            other => Err(lost(
+                &self.describe,
+                format!("unexpected reply to {what}: {other:?}"),
+            )),
         }
     }
 
     fn open(&mut self, rel: &str, flags: OpenFlags, mode: Option<u32>) -> Result<u32> {
         let filename = self.path(rel);
-        let attrs = FileAttributes { permissions: mode, ..FileAttributes::empty() };
-        self.request(|id| Packet::Open(Open { id, filename, pflags: flags, attrs }))
+        let attrs = FileAttributes {
+            permissions: mode,
+            ..FileAttributes::empty()
+        };
+        self.request(|id| {
+            Packet::Open(Open {
+                id,
+                filename,
+                pflags: flags,
+                attrs,
+            })
+        })
     }
 
     fn close_later(&mut self, handle: String, what: &str) -> Result<()> {
@@ -190,15 +262,29 @@ impl SftpRemote {
         if !self.has_fsync {
             return Ok(None);
         }
-        let data = russh_sftp::ser::to_bytes(&russh_sftp::extensions::FsyncExtension { handle: handle.to_string() })
-            .map_err(|e| lost(&self.describe, e))?
-            .to_vec();
-        let id = self.request(|id| Packet::Extended(Extended { id, request: FSYNC_EXTENSION.into(), data }))?;
+        let data = russh_sftp::ser::to_bytes(&russh_sftp::extensions::FsyncExtension {
+            handle: handle.to_string(),
+        })
+        .map_err(|e| lost(&self.describe, e))?
+        .to_vec();
+        let id = self.request(|id| {
+            Packet::Extended(Extended {
+                id,
+                request: FSYNC_EXTENSION.into(),
+                data,
+            })
+        })?;
         Ok(Some(id))
     }
 
     /// Read a whole open file with `WINDOW` reads in flight, into `sink`.
-    fn stream_handle(&mut self, handle: &str, limit: u64, sink: &mut dyn Write, what: &str) -> Result<u64> {
+    fn stream_handle(
+        &mut self,
+        handle: &str,
+        limit: u64,
+        sink: &mut dyn Write,
+        what: &str,
+    ) -> Result<u64> {
         let mut inflight: std::collections::VecDeque<(u32, u64)> = Default::default();
         let mut next_offset = 0u64;
         let mut written = 0u64;
@@ -208,11 +294,20 @@ impl SftpRemote {
             while !eof && inflight.len() < WINDOW {
                 let offset = next_offset;
                 let handle = handle.to_string();
-                let id = self.request(|id| Packet::Read(ReadReq { id, handle, offset, len: CHUNK as u32 }))?;
+                let id = self.request(|id| {
+                    Packet::Read(ReadReq {
+                        id,
+                        handle,
+                        offset,
+                        len: CHUNK as u32,
+                    })
+                })?;
                 inflight.push_back((id, offset));
                 next_offset += CHUNK as u64;
             }
-            let Some((id, offset)) = inflight.pop_front() else { break };
+            let Some((id, offset)) = inflight.pop_front() else {
+                break;
+            };
             match self.wait(id)? {
                 Packet::Data(d) => {
                     if (d.data.len() as u64) < CHUNK as u64 && !d.data.is_empty() {
@@ -220,7 +315,14 @@ impl SftpRemote {
                         let rest = offset + d.data.len() as u64;
                         let handle = handle.to_string();
                         let len = (CHUNK as u64 - d.data.len() as u64) as u32;
-                        let id = self.request(|id| Packet::Read(ReadReq { id, handle, offset: rest, len }))?;
+                        let id = self.request(|id| {
+                            Packet::Read(ReadReq {
+                                id,
+                                handle,
+                                offset: rest,
+                                len,
+                            })
+                        })?;
                         inflight.push_front((id, rest));
                     }
                     if !d.data.is_empty() {
@@ -228,22 +330,40 @@ impl SftpRemote {
                     }
                 }
                 Packet::Status(s) if s.status_code == StatusCode::Eof => eof = true,
-                Packet::Status(s) => return Err(status_error(&self.describe, what, s.status_code, &s.error_message)),
-                other => return Err(lost(&self.describe, format!("unexpected reply to read: {other:?}"))),
+                Packet::Status(s) => {
+                    return Err(status_error(
+                        &self.describe,
+                        what,
+                        s.status_code,
+                        &s.error_message,
+                    ));
+                }
+                other => {
+                    return Err(lost(
+                        &self.describe,
+                        format!("unexpected reply to read: {other:?}"),
+                    ));
+                }
             }
             while let Some(chunk) = pending.remove(&written) {
                 written += chunk.len() as u64;
                 if written > limit {
-                    return Err(Error::integrity(format!("{what} is larger than {limit} bytes")));
+                    return Err(Error::integrity(format!(
+                        "{what} is larger than {limit} bytes"
+                    )));
                 }
-                sink.write_all(&chunk).map_err(|e| Error::other(format!("cannot write {what} locally: {e}")))?;
+                sink.write_all(&chunk)
+                    .map_err(|e| Error::other(format!("cannot write {what} locally: {e}")))?;
             }
             if eof && inflight.is_empty() {
                 break;
             }
         }
         if !pending.is_empty() {
-            return Err(lost(&self.describe, format!("{what}: the server skipped part of the file")));
+            return Err(lost(
+                &self.describe,
+                format!("{what}: the server skipped part of the file"),
+            ));
         }
         Ok(written)
     }
@@ -273,7 +393,10 @@ fn status_error(describe: &str, what: &str, code: StatusCode, message: &str) -> 
         StatusCode::PermissionDenied => ErrorKind::Security,
         _ => ErrorKind::Transport,
     };
-    Error::new(kind, format!("{what} on {describe} failed: {code} ({message})"))
+    Error::new(
+        kind,
+        format!("{what} on {describe} failed: {code} ({message})"),
+    )
 }
 
 struct SftpUpload<'a> {
@@ -290,15 +413,23 @@ impl SftpUpload<'_> {
         if self.buf.is_empty() {
             return Ok(());
         }
-        if self.inflight.len() >= WINDOW {
-            if let Some(oldest) = self.inflight.pop_front() {
-                let reply = self.remote.wait(oldest)?;
-                self.remote.expect_ok(reply, &format!("write {}", self.path))?;
-            }
+        if self.inflight.len() >= WINDOW
+            && let Some(oldest) = self.inflight.pop_front()
+        {
+            let reply = self.remote.wait(oldest)?;
+            self.remote
+                .expect_ok(reply, &format!("write {}", self.path))?;
         }
         let data = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
         let (handle, offset, len) = (self.handle.clone(), self.offset, data.len() as u64);
-        let id = self.remote.request(|id| Packet::Write(WriteReq { id, handle, offset, data }))?;
+        let id = self.remote.request(|id| {
+            Packet::Write(WriteReq {
+                id,
+                handle,
+                offset,
+                data,
+            })
+        })?;
         self.offset += len;
         self.inflight.push_back(id);
         Ok(())
@@ -337,7 +468,8 @@ impl Upload for SftpUpload<'_> {
         let fsync = self.remote.fsync(&handle)?;
         let stat = {
             let handle = handle.clone();
-            self.remote.request(|id| Packet::Fstat(Fstat { id, handle }))?
+            self.remote
+                .request(|id| Packet::Fstat(Fstat { id, handle }))?
         };
         let mut reads = Vec::new();
         for &(offset, len) in readback {
@@ -346,18 +478,31 @@ impl Upload for SftpUpload<'_> {
             while at < offset + len {
                 let take = (offset + len - at).min(CHUNK as u64);
                 let handle = handle.clone();
-                parts.push(self.remote.request(|id| Packet::Read(ReadReq { id, handle, offset: at, len: take as u32 }))?);
+                parts.push(self.remote.request(|id| {
+                    Packet::Read(ReadReq {
+                        id,
+                        handle,
+                        offset: at,
+                        len: take as u32,
+                    })
+                })?);
                 at += take;
             }
             reads.push(parts);
         }
         if let Some(id) = fsync {
             let reply = self.remote.wait(id)?;
-            self.remote.expect_ok(reply, &format!("fsync {}", self.path))?;
+            self.remote
+                .expect_ok(reply, &format!("fsync {}", self.path))?;
         }
         let attrs = match self.remote.wait(stat)? {
             Packet::Attrs(a) => a.attrs,
-            other => return Err(lost(&self.remote.describe, format!("unexpected reply to fstat: {other:?}"))),
+            other => {
+                return Err(lost(
+                    &self.remote.describe,
+                    format!("unexpected reply to fstat: {other:?}"),
+                ));
+            }
         };
         let mut back = Vec::with_capacity(reads.len());
         for parts in reads {
@@ -366,7 +511,12 @@ impl Upload for SftpUpload<'_> {
                 match self.remote.wait(id)? {
                     Packet::Data(d) => bytes.extend_from_slice(&d.data),
                     Packet::Status(s) if s.status_code == StatusCode::Eof => {}
-                    other => return Err(lost(&self.remote.describe, format!("unexpected reply to read: {other:?}"))),
+                    other => {
+                        return Err(lost(
+                            &self.remote.describe,
+                            format!("unexpected reply to read: {other:?}"),
+                        ));
+                    }
                 }
             }
             back.push(bytes);
@@ -374,14 +524,23 @@ impl Upload for SftpUpload<'_> {
         // The server's umask may have narrowed (or a hostile setup widened) the mode.
         if attrs.permissions.map(|p| p & 0o7777) != Some(0o600) {
             let handle = handle.clone();
-            let attrs = FileAttributes { permissions: Some(0o600), ..FileAttributes::empty() };
-            let id = self.remote.request(|id| Packet::FSetStat(FSetStat { id, handle, attrs }))?;
+            let attrs = FileAttributes {
+                permissions: Some(0o600),
+                ..FileAttributes::empty()
+            };
+            let id = self
+                .remote
+                .request(|id| Packet::FSetStat(FSetStat { id, handle, attrs }))?;
             let reply = self.remote.wait(id)?;
-            self.remote.expect_ok(reply, &format!("chmod {}", self.path))?;
+            self.remote
+                .expect_ok(reply, &format!("chmod {}", self.path))?;
         }
         let path = self.path.clone();
         self.remote.close_later(handle, &path)?;
-        Ok(Receipt { size: attrs.size.unwrap_or(0), readback: back })
+        Ok(Receipt {
+            size: attrs.size.unwrap_or(0),
+            readback: back,
+        })
     }
 }
 
@@ -422,11 +581,25 @@ impl Remote for SftpRemote {
         for handle in file_handles.iter().flatten() {
             let first = {
                 let handle = handle.clone();
-                self.request(|id| Packet::Read(ReadReq { id, handle, offset: 0, len: CHUNK as u32 }))?
+                self.request(|id| {
+                    Packet::Read(ReadReq {
+                        id,
+                        handle,
+                        offset: 0,
+                        len: CHUNK as u32,
+                    })
+                })?
             };
             let second = {
                 let handle = handle.clone();
-                self.request(|id| Packet::Read(ReadReq { id, handle, offset: CHUNK as u64, len: CHUNK as u32 }))?
+                self.request(|id| {
+                    Packet::Read(ReadReq {
+                        id,
+                        handle,
+                        offset: CHUNK as u64,
+                        len: CHUNK as u32,
+                    })
+                })?
             };
             file_reads.push((first, second));
         }
@@ -460,8 +633,20 @@ impl Remote for SftpRemote {
                         }
                     }
                     Packet::Status(s) if s.status_code == StatusCode::Eof => done = true,
-                    Packet::Status(s) => return Err(status_error(&self.describe, &format!("read {name}"), s.status_code, &s.error_message)),
-                    other => return Err(lost(&self.describe, format!("unexpected reply to read: {other:?}"))),
+                    Packet::Status(s) => {
+                        return Err(status_error(
+                            &self.describe,
+                            &format!("read {name}"),
+                            s.status_code,
+                            &s.error_message,
+                        ));
+                    }
+                    other => {
+                        return Err(lost(
+                            &self.describe,
+                            format!("unexpected reply to read: {other:?}"),
+                        ));
+                    }
                 }
             }
             if !done || bytes.len() as u64 > limit {
@@ -472,7 +657,10 @@ impl Remote for SftpRemote {
                 bytes = sink;
             }
             if bytes.len() as u64 > limit {
-                return Err(Error::integrity(format!("{name} on {} is larger than {limit} bytes", self.describe)));
+                return Err(Error::integrity(format!(
+                    "{name} on {} is larger than {limit} bytes",
+                    self.describe
+                )));
             }
             self.close_later(handle, name)?;
             file_out.push(Some(bytes));
@@ -505,13 +693,19 @@ impl Remote for SftpRemote {
     fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
         for d in dirs {
             let path = self.path(d);
-            let attrs = FileAttributes { permissions: Some(0o700), ..FileAttributes::empty() };
+            let attrs = FileAttributes {
+                permissions: Some(0o700),
+                ..FileAttributes::empty()
+            };
             let p = path.clone();
             let id = self.request(|id| Packet::MkDir(MkDir { id, path: p, attrs }))?;
             // An existing directory answers "failure": fine. The chmod that follows makes
             // the mode exactly 0700 whatever the server's umask did.
             self.defer(id, format!("mkdir {d}"), true);
-            let attrs = FileAttributes { permissions: Some(0o700), ..FileAttributes::empty() };
+            let attrs = FileAttributes {
+                permissions: Some(0o700),
+                ..FileAttributes::empty()
+            };
             let id = self.request(|id| Packet::SetStat(SetStat { id, path, attrs }))?;
             self.defer(id, format!("chmod {d}"), false);
         }
@@ -524,7 +718,12 @@ impl Remote for SftpRemote {
         let reply = self.wait(id)?;
         let handle = self
             .expect_handle(reply, &format!("create {path}"))?
-            .ok_or_else(|| Error::not_found(format!("cannot create {path} on {}: no such directory", self.describe)))?;
+            .ok_or_else(|| {
+                Error::not_found(format!(
+                    "cannot create {path} on {}: no such directory",
+                    self.describe
+                ))
+            })?;
         Ok(Box::new(SftpUpload {
             remote: self,
             handle,
@@ -535,42 +734,213 @@ impl Remote for SftpRemote {
         }))
     }
 
-    fn publish(&mut self, from: &str, to: &str) -> Result<Published> {
-        let (oldpath, newpath) = (self.path(from), self.path(to));
-        let parent = match to.rsplit_once('/') {
-            Some((dir, _)) => dir.to_string(),
-            None => String::new(),
-        };
-        let rename = self.request(|id| Packet::Rename(Rename { id, oldpath, newpath: newpath.clone() }))?;
-        let dir = self.open(&parent, OpenFlags::READ, None)?;
-        let rename_reply = self.wait(rename)?;
-        let dir_reply = self.wait(dir)?;
-        let dir_handle = self.expect_handle(dir_reply, &format!("open directory {parent}"))?;
-        let outcome = match rename_reply {
-            Packet::Status(s) if s.status_code == StatusCode::Ok => Published::Done,
-            Packet::Status(s) if s.status_code == StatusCode::Failure => {
-                // OpenSSH refuses to rename onto an existing path: find out if that is why.
-                let id = self.request(|id| Packet::Stat(Stat { id, path: newpath }))?;
-                match self.wait(id)? {
-                    Packet::Attrs(_) => Published::Exists,
-                    _ => return Err(status_error(&self.describe, &format!("rename {from} to {to}"), s.status_code, &s.error_message)),
-                }
-            }
-            Packet::Status(s) => {
-                return Err(status_error(&self.describe, &format!("rename {from} to {to}"), s.status_code, &s.error_message));
-            }
-            other => return Err(lost(&self.describe, format!("unexpected reply to rename: {other:?}"))),
-        };
-        if let Some(handle) = dir_handle {
-            if outcome == Published::Done {
-                if let Some(id) = self.fsync(&handle)? {
-                    let reply = self.wait(id)?;
-                    self.expect_ok(reply, &format!("fsync directory {parent}"))?;
-                }
-            }
-            self.close_later(handle, &parent)?;
+    fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()> {
+        // Round 1: create every file.
+        let flags = OpenFlags::READ | OpenFlags::WRITE | OpenFlags::CREATE | OpenFlags::EXCLUDE;
+        let mut opens = Vec::with_capacity(files.len());
+        for (path, _) in files {
+            opens.push(self.open(path, flags, Some(0o600))?);
         }
-        Ok(outcome)
+        let mut handles = Vec::with_capacity(files.len());
+        for (id, (path, _)) in opens.into_iter().zip(files) {
+            let reply = self.wait(id)?;
+            let handle = self
+                .expect_handle(reply, &format!("create {path}"))?
+                .ok_or_else(|| {
+                    Error::not_found(format!(
+                        "cannot create {path} on {}: no such directory",
+                        self.describe
+                    ))
+                })?;
+            handles.push(handle);
+        }
+        // Round 2: write, fsync, stat and read back every file.
+        let mut pending = Vec::with_capacity(files.len());
+        for (handle, (path, bytes)) in handles.iter().zip(files) {
+            if bytes.len() > CHUNK {
+                return Err(Error::other(format!("{path} is too large for put_files")));
+            }
+            let (h, data) = (handle.clone(), bytes.clone());
+            let write = self.request(|id| {
+                Packet::Write(WriteReq {
+                    id,
+                    handle: h,
+                    offset: 0,
+                    data,
+                })
+            })?;
+            let fsync = self.fsync(handle)?;
+            let h = handle.clone();
+            let stat = self.request(|id| Packet::Fstat(Fstat { id, handle: h }))?;
+            let h = handle.clone();
+            let len = bytes.len() as u32;
+            let read = self.request(|id| {
+                Packet::Read(ReadReq {
+                    id,
+                    handle: h,
+                    offset: 0,
+                    len: len.max(1),
+                })
+            })?;
+            pending.push((write, fsync, stat, read));
+        }
+        for ((write, fsync, stat, read), (handle, (path, bytes))) in
+            pending.into_iter().zip(handles.into_iter().zip(files))
+        {
+            let reply = self.wait(write)?;
+            self.expect_ok(reply, &format!("write {path}"))?;
+            if let Some(id) = fsync {
+                let reply = self.wait(id)?;
+                self.expect_ok(reply, &format!("fsync {path}"))?;
+            }
+            let mode = match self.wait(stat)? {
+                Packet::Attrs(a) => a.attrs.permissions.map(|p| p & 0o7777),
+                other => {
+                    return Err(lost(
+                        &self.describe,
+                        format!("unexpected reply to fstat: {other:?}"),
+                    ));
+                }
+            };
+            let back = match self.wait(read)? {
+                Packet::Data(d) => d.data,
+                Packet::Status(s) if s.status_code == StatusCode::Eof => Vec::new(),
+                other => {
+                    return Err(lost(
+                        &self.describe,
+                        format!("unexpected reply to read: {other:?}"),
+                    ));
+                }
+            };
+            if &back != bytes {
+                return Err(Error::new(
+                    ErrorKind::Transport,
+                    format!("{path} reads back differently from what was sent"),
+                ));
+            }
+            if mode != Some(0o600) {
+                let (h, attrs) = (
+                    handle.clone(),
+                    FileAttributes {
+                        permissions: Some(0o600),
+                        ..FileAttributes::empty()
+                    },
+                );
+                let id = self.request(|id| {
+                    Packet::FSetStat(FSetStat {
+                        id,
+                        handle: h,
+                        attrs,
+                    })
+                })?;
+                self.defer(id, format!("chmod {path}"), false);
+            }
+            self.close_later(handle, path)?;
+        }
+        Ok(())
+    }
+
+    fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>> {
+        // Round 1: every rename, and open each target directory for its fsync.
+        let mut renames = Vec::with_capacity(moves.len());
+        for (from, to) in moves {
+            let (oldpath, newpath) = (self.path(from), self.path(to));
+            renames.push(self.request(|id| {
+                Packet::Rename(Rename {
+                    id,
+                    oldpath,
+                    newpath,
+                })
+            })?);
+        }
+        let mut parents: Vec<String> = moves
+            .iter()
+            .map(|(_, to)| {
+                to.rsplit_once('/')
+                    .map(|(dir, _)| dir.to_string())
+                    .unwrap_or_default()
+            })
+            .collect();
+        parents.sort();
+        parents.dedup();
+        let mut dir_opens = Vec::with_capacity(parents.len());
+        for parent in &parents {
+            dir_opens.push(self.open(parent, OpenFlags::READ, None)?);
+        }
+        let mut outcomes = Vec::with_capacity(moves.len());
+        let mut failed = Vec::new();
+        for (i, id) in renames.into_iter().enumerate() {
+            match self.wait(id)? {
+                Packet::Status(s) if s.status_code == StatusCode::Ok => {
+                    outcomes.push(Published::Done)
+                }
+                Packet::Status(s) if s.status_code == StatusCode::Failure => {
+                    // OpenSSH refuses to rename onto an existing path: find out if that is why.
+                    outcomes.push(Published::Exists);
+                    failed.push((i, s.error_message));
+                }
+                Packet::Status(s) => {
+                    let (from, to) = &moves[i];
+                    return Err(status_error(
+                        &self.describe,
+                        &format!("rename {from} to {to}"),
+                        s.status_code,
+                        &s.error_message,
+                    ));
+                }
+                other => {
+                    return Err(lost(
+                        &self.describe,
+                        format!("unexpected reply to rename: {other:?}"),
+                    ));
+                }
+            }
+        }
+        let mut dir_handles = Vec::with_capacity(parents.len());
+        for (id, parent) in dir_opens.into_iter().zip(&parents) {
+            let reply = self.wait(id)?;
+            dir_handles.push(self.expect_handle(reply, &format!("open directory {parent}"))?);
+        }
+        // Round 2: fsync the directories, and stat the destinations that refused.
+        let mut fsyncs = Vec::new();
+        for handle in dir_handles.iter().flatten() {
+            if let Some(id) = self.fsync(handle)? {
+                fsyncs.push(id);
+            }
+        }
+        let mut stats = Vec::new();
+        for (i, _) in &failed {
+            let path = self.path(&moves[*i].1);
+            stats.push(self.request(|id| Packet::Stat(Stat { id, path }))?);
+        }
+        for id in fsyncs {
+            let reply = self.wait(id)?;
+            self.expect_ok(reply, "fsync directory")?;
+        }
+        for (id, (i, message)) in stats.into_iter().zip(failed) {
+            if !matches!(self.wait(id)?, Packet::Attrs(_)) {
+                let (from, to) = &moves[i];
+                return Err(status_error(
+                    &self.describe,
+                    &format!("rename {from} to {to}"),
+                    StatusCode::Failure,
+                    &message,
+                ));
+            }
+        }
+        for (handle, parent) in dir_handles.into_iter().zip(parents) {
+            if let Some(handle) = handle {
+                self.close_later(handle, &parent)?;
+            }
+        }
+        Ok(outcomes)
+    }
+
+    fn remove_empty_dir(&mut self, dir: &str) {
+        let path = self.path(dir);
+        if let Ok(id) = self.request(|id| Packet::RmDir(RmDir { id, path })) {
+            self.defer(id, format!("remove {dir}"), true);
+        }
     }
 
     fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64> {
@@ -578,7 +948,9 @@ impl Remote for SftpRemote {
         let reply = self.wait(id)?;
         let handle = self
             .expect_handle(reply, &format!("open {path}"))?
-            .ok_or_else(|| Error::not_found(format!("{path} does not exist on {}", self.describe)))?;
+            .ok_or_else(|| {
+                Error::not_found(format!("{path} does not exist on {}", self.describe))
+            })?;
         let n = self.stream_handle(&handle, u64::MAX, sink, path)?;
         self.close_later(handle, path)?;
         Ok(n)
@@ -589,13 +961,22 @@ impl Remote for SftpRemote {
         let reply = self.wait(id)?;
         let handle = self
             .expect_handle(reply, &format!("open {path}"))?
-            .ok_or_else(|| Error::not_found(format!("{path} does not exist on {}", self.describe)))?;
+            .ok_or_else(|| {
+                Error::not_found(format!("{path} does not exist on {}", self.describe))
+            })?;
         let mut ids = Vec::new();
         let mut at = offset;
         while at < offset + len {
             let take = (offset + len - at).min(CHUNK as u64);
             let handle = handle.clone();
-            ids.push(self.request(|id| Packet::Read(ReadReq { id, handle, offset: at, len: take as u32 }))?);
+            ids.push(self.request(|id| {
+                Packet::Read(ReadReq {
+                    id,
+                    handle,
+                    offset: at,
+                    len: take as u32,
+                })
+            })?);
             at += take;
         }
         let mut out = Vec::with_capacity(len as usize);
@@ -603,12 +984,20 @@ impl Remote for SftpRemote {
             match self.wait(id)? {
                 Packet::Data(d) => out.extend_from_slice(&d.data),
                 Packet::Status(s) if s.status_code == StatusCode::Eof => {}
-                other => return Err(lost(&self.describe, format!("unexpected reply to read: {other:?}"))),
+                other => {
+                    return Err(lost(
+                        &self.describe,
+                        format!("unexpected reply to read: {other:?}"),
+                    ));
+                }
             }
         }
         self.close_later(handle, path)?;
         if out.len() as u64 != len {
-            return Err(Error::integrity(format!("{path} on {} is shorter than expected", self.describe)));
+            return Err(Error::integrity(format!(
+                "{path} on {} is shorter than expected",
+                self.describe
+            )));
         }
         Ok(out)
     }
@@ -616,10 +1005,10 @@ impl Remote for SftpRemote {
     fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
         let path = self.path(dir);
         let id = self.request(|id| Packet::RmDir(RmDir { id, path }))?;
-        if let Packet::Status(s) = self.wait(id)? {
-            if matches!(s.status_code, StatusCode::Ok | StatusCode::NoSuchFile) {
-                return Ok(());
-            }
+        if let Packet::Status(s) = self.wait(id)?
+            && matches!(s.status_code, StatusCode::Ok | StatusCode::NoSuchFile)
+        {
+            return Ok(());
         }
         // Not empty: remove what is inside, then the directory.
         let (_, listing) = self.read_many(&[], &[dir.to_string()], 0)?;
@@ -662,16 +1051,24 @@ impl SftpRemote {
                 Ok(false)
             }
             Packet::Status(s) if s.status_code == StatusCode::Eof => Ok(true),
-            Packet::Status(s) => Err(status_error(&self.describe, &format!("list {dir}"), s.status_code, &s.error_message)),
-            other => Err(lost(&self.describe, format!("unexpected reply to readdir: {other:?}"))),
+            Packet::Status(s) => Err(status_error(
+                &self.describe,
+                &format!("list {dir}"),
+                s.status_code,
+                &s.error_message,
+            )),
+            other => Err(lost(
+                &self.describe,
+                format!("unexpected reply to readdir: {other:?}"),
+            )),
         }
     }
 }
 
 impl Drop for SftpRemote {
     fn drop(&mut self) {
-        // Settle outstanding closes so the server sees an orderly end; errors are moot now.
-        let _ = self.settle_deferred();
+        // The server handles requests in order, so outstanding closes and removals are
+        // carried out before it sees the end of input; their replies are not waited for.
         let _ = self.channel.send_eof();
     }
 }
