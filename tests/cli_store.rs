@@ -1423,9 +1423,6 @@ fn help_shows_the_exit_code_table() {
 }
 
 #[test]
-#[ignore = "design question: checkout renames a finished staging dir over DIR; for '.' that fails \
-            (EBUSY, exit 1), and for any existing empty DIR it swaps the inode under a shell \
-            whose cwd is DIR; filling DIR in place would give up the all-or-nothing rename"]
 fn checkout_into_the_current_empty_directory() {
     let env = Env::new();
     env.init();

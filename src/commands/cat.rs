@@ -44,8 +44,10 @@ pub fn run(ctx: &Ctx, spec: &str) -> Result<Outcome> {
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let emit = |r: std::io::Result<()>| {
-        r.map_err(|e| Error::other(format!("cannot write to stdout: {e}")))
+    // A reader that stops early (`baton cat ... | head`) is not an error.
+    let emit = |r: std::io::Result<()>| match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.map_err(|e| Error::other(format!("cannot write to stdout: {e}"))),
     };
     if entry.size <= IN_MEMORY {
         let mut bytes = Vec::with_capacity(entry.size as usize);

@@ -5,7 +5,7 @@
 //! explicitly (0700 directories, 0600 files) so the umask never widens or narrows them.
 
 use std::fs::{self, File, OpenOptions, Permissions};
-use std::io::Write;
+use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
@@ -109,4 +109,31 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
 /// Whether a directory entry name is one of our temp files.
 pub fn is_temp_name(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX)
+}
+
+/// rename(2) that fails with `AlreadyExists` instead of replacing (renameat2 NOREPLACE),
+/// for files and directories alike.
+pub fn rename_noclobber(from: &Path, to: &Path) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+    };
+    let (src, dst) = (c(from)?, c(to)?);
+    // SAFETY: both pointers are valid NUL-terminated strings for the duration of the call.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            src.as_ptr(),
+            libc::AT_FDCWD,
+            dst.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }

@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::Store;
+use super::{Store, fsutil};
 use crate::error::{Error, IoContext, Result};
 use crate::format::{EntryKind, ObjectId, TreeEntry};
 
@@ -36,16 +36,25 @@ impl Drop for Staging {
 
 impl Store {
     /// Write the tree `tree` to `dest`, which must be absent or an empty directory. Every
-    /// byte is verified before `dest` appears: the work happens in a hidden sibling
-    /// directory that is renamed onto `dest` only when complete.
+    /// byte is verified before anything appears in `dest`: the work happens in a hidden
+    /// sibling directory, renamed onto an absent `dest`, or whose entries move into an
+    /// existing empty one.
     pub fn checkout(
         &self,
         tree: &ObjectId,
         dest: &Path,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<CheckoutStats> {
+        let mut fill_existing = false;
+        let canonical;
+        let mut dest = dest;
         match fs::symlink_metadata(dest) {
             Ok(meta) if meta.is_dir() => {
+                // An existing empty directory (perhaps `.`) is filled in place; staging
+                // happens beside it, so resolve `.` and `..` first.
+                fill_existing = true;
+                canonical = fs::canonicalize(dest).ctx("cannot resolve", dest)?;
+                dest = &canonical;
                 if fs::read_dir(dest)
                     .ctx("cannot list", dest)?
                     .next()
@@ -129,7 +138,18 @@ impl Store {
                     bytes: a.bytes + b.bytes,
                 })
             })?;
-        fs::rename(&staging_path, dest).ctx("cannot move checkout into place at", dest)?;
+        if fill_existing {
+            // Each top-level entry moves in atomically; nothing already in DIR is replaced.
+            for entry in fs::read_dir(&staging_path).ctx("cannot list", &staging_path)? {
+                let entry = entry.ctx("cannot list", &staging_path)?;
+                let target = dest.join(entry.file_name());
+                fsutil::rename_noclobber(&entry.path(), &target)
+                    .ctx("cannot move checkout into place at", &target)?;
+            }
+            fs::remove_dir(&staging_path).ctx("cannot remove", &staging_path)?;
+        } else {
+            fs::rename(&staging_path, dest).ctx("cannot move checkout into place at", dest)?;
+        }
         staging.0 = None;
         Ok(stats)
     }

@@ -3,12 +3,12 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::UNIX_EPOCH;
 
 use super::{Published, Receipt, Remote, RemoteEntry, Upload};
 use crate::error::{Error, IoContext, Result};
-use crate::store::fsutil;
+use crate::store::fsutil::{self, rename_noclobber};
 
 pub struct LocalRemote {
     root: PathBuf,
@@ -201,32 +201,5 @@ impl Remote for LocalRemote {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(Error::io("cannot remove", &full, e)),
         }
-    }
-}
-
-/// rename(2) that fails with `AlreadyExists` instead of replacing (renameat2 NOREPLACE),
-/// for files and directories alike.
-pub fn rename_noclobber(from: &Path, to: &Path) -> io::Result<()> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    let c = |p: &Path| {
-        CString::new(p.as_os_str().as_bytes())
-            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
-    };
-    let (src, dst) = (c(from)?, c(to)?);
-    // SAFETY: both pointers are valid NUL-terminated strings for the duration of the call.
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            src.as_ptr(),
-            libc::AT_FDCWD,
-            dst.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
     }
 }
