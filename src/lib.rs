@@ -8,6 +8,7 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod format;
+pub mod handoff;
 pub mod output;
 pub mod store;
 pub mod sync;

@@ -99,7 +99,7 @@ def encode_log_line(e):
     return canonical({k: e[k] for k in LOG_KEYS}) + b"\n"
 
 
-# ---------------------------------------------------------------- decoding (SPEC 3, 4)
+# ---------------------------------------------------------------- decoding (SPEC 3.2, 4, 9, 10)
 
 
 def parse_json(data):
@@ -248,7 +248,7 @@ def parse_generation(name):
 
 
 def resolve_ref_dir(ref, files):
-    """The value of a ref given the files of its directory (SPEC 7), or Reject."""
+    """The value of a ref given the files of its directory (SPEC 8.3), or Reject."""
     gens = {}
     for f in files:
         if f["file"].startswith(".tmp-"):
@@ -307,14 +307,14 @@ def check_loose_object(file_bytes, obj_id, size):
     return True
 
 
-# ---------------------------------------------------------------- packs (SPEC 9)
+# ---------------------------------------------------------------- packs (SPEC 7)
 
 PACK_MAGIC = b"baton-pack-v1\n\0\0"
 FOOTER_MAGIC = b"baton-pack-end\n\0"
 
 
 def read_pack_index(data):
-    """The (id, offset, length) entries of a pack, or Reject (SPEC 9)."""
+    """The (id, offset, length) entries of a pack, or Reject (SPEC 7)."""
     want(len(data) >= 16 + 32, "too short")
     want(data[:16] == PACK_MAGIC, "bad magic")
     want(data[-16:] == FOOTER_MAGIC, "bad end marker")

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use super::Store;
 use super::objects::{PendingDirs, Stored, open_regular};
 use crate::error::{Error, IoContext, Result};
-use crate::format::{EntryKind, ObjectId, Tree, TreeEntry};
+use crate::format::{EntryKind, MAX_METADATA_OBJECT, ObjectId, Tree, TreeEntry};
 
 /// A scanned directory tree, not yet stored.
 pub enum Node {
@@ -186,7 +186,7 @@ fn write_node<'a>(
             let s = store.objects.put_bytes(target, pending)?;
             Ok((s.id, s.size))
         }
-        Node::Dir { children, .. } => {
+        Node::Dir { children, path } => {
             let mut entries = Vec::with_capacity(children.len());
             for (name, child) in children {
                 let (id, size) = write_node(store, child, files, pending, stats)?;
@@ -205,6 +205,16 @@ fn write_node<'a>(
             }
             let tree = Tree::new(entries)?;
             let bytes = tree.encode();
+            // Readers refuse trees over the limit: writing one would make the bundle
+            // unreadable (and every later verify and gc fail), so refuse it here.
+            if bytes.len() as u64 > MAX_METADATA_OBJECT {
+                return Err(Error::usage(format!(
+                    "directory {} has too many entries: its tree would be {} bytes, over the limit of {MAX_METADATA_OBJECT}",
+                    path.display(),
+                    bytes.len()
+                ))
+                .with_hint("split it into subdirectories"));
+            }
             let s = store.objects.put_bytes(&bytes, pending)?;
             if s.written {
                 stats.objects_written += 1;

@@ -139,3 +139,95 @@ pub fn read_object_file(path: &Path) -> Vec<u8> {
 pub fn object_path(store: &Path, id: &str) -> PathBuf {
     store.join("objects").join(&id[..2]).join(&id[2..])
 }
+
+// ---------------------------------------------------------------------------------------
+// Sync helpers (tests/sync_local.rs, tests/sync_ssh.rs)
+// ---------------------------------------------------------------------------------------
+
+/// `len` incompressible bytes from a seeded splitmix64 (deterministic per seed).
+pub fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// The `current` of a store directory read straight from disk (`refs/current/<gen>`:
+/// the highest generation's JSON log line, its `new`), without running baton.
+pub fn disk_current(store: &Path) -> Option<String> {
+    let dir = store.join("refs").join("current");
+    let newest = fs::read_dir(&dir)
+        .ok()?
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.len() == 20 && n.bytes().all(|b| b.is_ascii_digit()))
+        .max()?;
+    let text = fs::read_to_string(dir.join(&newest)).unwrap();
+    let entry: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    entry["new"].as_str().map(str::to_string)
+}
+
+/// The pack files (`packs/<64hex>.pack`) of a store directory, sorted.
+pub fn pack_files(store: &Path) -> Vec<PathBuf> {
+    let mut packs: Vec<PathBuf> = match fs::read_dir(store.join("packs")) {
+        Ok(rd) => rd
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "pack"))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    packs.sort();
+    packs
+}
+
+/// Flip one byte in the middle of a pack's object data (between the header and the
+/// index), so the pack no longer hashes to its name and an object in it is damaged.
+pub fn corrupt_pack_data(pack: &Path) {
+    let mut bytes = fs::read(pack).unwrap();
+    let len = bytes.len();
+    assert!(len > 16 + 32, "pack too short: {}", pack.display());
+    let index_offset = u64::from_be_bytes(bytes[len - 24..len - 16].try_into().unwrap()) as usize;
+    assert!(index_offset > 16, "pack holds no object data");
+    let at = 16 + (index_offset - 16) / 2;
+    bytes[at] ^= 0x5a;
+    fs::write(pack, bytes).unwrap();
+}
+
+/// Every directory under `root` (itself included) must be 0700, every file 0600.
+pub fn assert_private_tree(root: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut bad = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    let mut seen = 0;
+    while let Some(path) = stack.pop() {
+        let meta = fs::symlink_metadata(&path).unwrap();
+        let mode = meta.permissions().mode() & 0o7777;
+        let want = if meta.is_dir() { 0o700 } else { 0o600 };
+        if mode != want {
+            bad.push(format!("{} {mode:o} (want {want:o})", path.display()));
+        }
+        seen += 1;
+        if meta.is_dir() {
+            for entry in fs::read_dir(&path).unwrap() {
+                stack.push(entry.unwrap().path());
+            }
+        }
+    }
+    assert!(seen > 1, "{} is empty", root.display());
+    assert!(bad.is_empty(), "entries with wrong modes: {bad:#?}");
+}
+
+/// Size of the pack being uploaded into `staging/*/pack` of a store directory, if any.
+pub fn staged_pack_size(store: &Path) -> Option<u64> {
+    let rd = fs::read_dir(store.join("staging")).ok()?;
+    rd.filter_map(|e| e.ok())
+        .filter_map(|e| fs::metadata(e.path().join("pack")).ok())
+        .map(|m| m.len())
+        .max()
+}

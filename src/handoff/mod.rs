@@ -1,0 +1,5 @@
+//! The handoff layer: briefings, workspace evidence, secrets, kickoff and resume, import.
+//!
+//! It sits between the commands and the store: it turns a workspace and an agent's
+//! briefing into the files of one bundle, and a bundle back into a kickoff for the next
+//! agent. Nothing here ever changes the workspace.
