@@ -3,3 +3,4 @@
 //! It sits between the commands and the store: it turns a workspace and an agent's
 //! briefing into the files of one bundle, and a bundle back into a kickoff for the next
 //! agent. Nothing here ever changes the workspace.
+pub mod kickoff;

@@ -6,6 +6,7 @@
 pub mod commit;
 pub mod fsutil;
 pub mod gc;
+pub mod memtree;
 pub mod objects;
 pub mod packs;
 pub mod refs;

@@ -1,0 +1,260 @@
+//! The kickoff: what the receiving agent reads first, fitted to a token budget.
+//!
+//! Order on the page: header (provenance), Next Steps, Current State, Objective, the
+//! workspace comparison, pointers to the full files. When the whole does not fit, the
+//! lowest-priority sections shrink first (pointers, workspace, objective, current state,
+//! next steps, in that order), the header never takes more than a quarter of the budget,
+//! and long paths are cut in the middle. Pure function of its input: same input, same
+//! output.
+
+use serde::Serialize;
+
+/// Estimated tokens of a text: one per four characters, rounded up (the estimate used
+/// for every budget in baton).
+pub fn estimate_tokens(text: &str) -> usize {
+    text.chars().count().div_ceil(4)
+}
+
+/// Marker put where text was cut.
+pub const CUT: &str = "…";
+/// Paths longer than this many characters are cut in the middle.
+pub const MAX_PATH_CHARS: usize = 72;
+/// Every shrunk section keeps at least its title and this many tokens of body.
+const MIN_BODY_TOKENS: usize = 12;
+
+pub struct KickoffInput {
+    pub bundle: String,
+    pub created: String,
+    pub from: String,
+    pub to: String,
+    pub summary: String,
+    pub next_steps: Option<String>,
+    pub current_state: Option<String>,
+    pub objective: Option<String>,
+    /// Lines describing how the live workspace relates to the captured one.
+    pub workspace: Vec<String>,
+    /// Files of the bundle (path, size), for pointers.
+    pub files: Vec<(String, u64)>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct KickoffSection {
+    pub title: String,
+    pub text: String,
+    pub tokens: usize,
+    pub truncated: bool,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Kickoff {
+    pub budget: usize,
+    pub tokens: usize,
+    pub header: KickoffSection,
+    pub sections: Vec<KickoffSection>,
+}
+
+impl Kickoff {
+    pub fn text(&self) -> String {
+        let mut out = self.header.text.clone();
+        for s in &self.sections {
+            out.push_str(&format!("\n## {}\n{}", s.title, s.text));
+        }
+        out
+    }
+}
+
+/// Cut a path in the middle so that it has at most `max` characters.
+pub fn shorten_path(path: &str, max: usize) -> String {
+    let chars: Vec<char> = path.chars().collect();
+    if chars.len() <= max || max < 5 {
+        return path.to_string();
+    }
+    let keep = max - 1;
+    let head = keep / 2;
+    let tail = keep - head;
+    let mut out: String = chars[..head].iter().collect();
+    out.push_str(CUT);
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
+/// Keep whole lines of `text` while they fit in `tokens`, then part of the next line,
+/// then a marker saying how much was left out.
+fn truncate(text: &str, tokens: usize, pointer: &str) -> (String, bool) {
+    if estimate_tokens(text) <= tokens {
+        return (text.to_string(), false);
+    }
+    let long = format!("\n{CUT} [cut to fit the budget; full text: {pointer}]\n");
+    let marker = if estimate_tokens(&long) * 2 <= tokens { long } else { format!("{CUT}\n") };
+    if estimate_tokens(&marker) > tokens {
+        return (String::new(), true);
+    }
+    // Characters of kept text plus the marker's rounded-up share never exceed the budget.
+    let room = (tokens - estimate_tokens(&marker)) * 4;
+    let mut out = String::new();
+    let mut used = 0;
+    for line in text.lines() {
+        let len = line.chars().count() + 1;
+        if used + len <= room {
+            out.push_str(line);
+            out.push('\n');
+            used += len;
+        } else {
+            let left = room - used;
+            if left > 8 {
+                out.extend(line.chars().take(left - 1));
+                out.push_str(CUT);
+            }
+            break;
+        }
+    }
+    (format!("{}{marker}", out.trim_end()), true)
+}
+
+pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
+    let short = input.bundle.chars().take(12).collect::<String>();
+    let handoff_ptr = format!("baton cat {short}:handoff.md");
+
+    // The header: provenance, capped at a quarter of the budget.
+    let who = match (input.from.as_str(), input.to.as_str()) {
+        ("", "") => "unknown sender".to_string(),
+        (f, "") => format!("from {f}"),
+        ("", t) => format!("to {t}"),
+        (f, t) => format!("from {f} to {t}"),
+    };
+    let mut header_text = format!("# Handoff {short}\n{who}, saved {}\n", input.created);
+    if !input.summary.is_empty() {
+        header_text.push_str(&format!("Summary: {}\n", input.summary.lines().next().unwrap_or("")));
+    }
+    let (header_text, header_cut) = truncate(&header_text, (budget / 4).max(8), &format!("baton show {short}"));
+    let header = KickoffSection {
+        title: "header".into(),
+        tokens: estimate_tokens(&header_text),
+        text: header_text,
+        truncated: header_cut,
+    };
+
+    // Sections in page order, with their priority (0 = shrinks last).
+    let missing = |s: &Option<String>| s.clone().unwrap_or_else(|| "(not in this handoff)\n".to_string());
+    let mut pointers = String::new();
+    for (path, size) in &input.files {
+        pointers.push_str(&format!("- {} ({size} bytes): baton cat {short}:{}\n", shorten_path(path, MAX_PATH_CHARS), shorten_path(path, MAX_PATH_CHARS)));
+    }
+    let workspace = if input.workspace.is_empty() {
+        "(no workspace comparison)\n".to_string()
+    } else {
+        input.workspace.iter().map(|l| format!("- {l}\n")).collect()
+    };
+    let parts: Vec<(&str, String, usize, String)> = vec![
+        ("Next Steps", missing(&input.next_steps), 0, handoff_ptr.clone()),
+        ("Current State", missing(&input.current_state), 1, handoff_ptr.clone()),
+        ("Objective", missing(&input.objective), 2, handoff_ptr.clone()),
+        ("Workspace", workspace, 3, format!("baton cat {short}:context.md")),
+        ("Files", pointers, 4, format!("baton show {short}")),
+    ];
+
+    // Give every section what it needs; if that is too much, take the excess from the
+    // lowest priority first, down to a floor, then drop bodies entirely in the same order.
+    let title_cost = |t: &str| estimate_tokens(&format!("\n## {t}\n"));
+    let available = budget.saturating_sub(header.tokens);
+    let needs: Vec<usize> = parts.iter().map(|(t, body, _, _)| title_cost(t) + estimate_tokens(body)).collect();
+    let mut grants = needs.clone();
+    let mut excess = needs.iter().sum::<usize>().saturating_sub(available);
+    let mut by_priority: Vec<usize> = (0..parts.len()).collect();
+    by_priority.sort_by_key(|&i| std::cmp::Reverse(parts[i].2));
+    for &i in &by_priority {
+        if excess == 0 {
+            break;
+        }
+        let floor = title_cost(parts[i].0) + MIN_BODY_TOKENS;
+        let cut = grants[i].saturating_sub(floor).min(excess);
+        grants[i] -= cut;
+        excess -= cut;
+    }
+    for &i in &by_priority {
+        if excess == 0 {
+            break;
+        }
+        let cut = grants[i].min(excess);
+        grants[i] -= cut;
+        excess -= cut;
+    }
+
+    let mut sections = Vec::new();
+    for ((title, body, _, pointer), grant) in parts.into_iter().zip(grants) {
+        let body_budget = grant.saturating_sub(title_cost(title));
+        if body_budget == 0 {
+            continue;
+        }
+        let (text, truncated) = truncate(&body, body_budget, &pointer);
+        sections.push(KickoffSection { title: title.into(), tokens: estimate_tokens(&text) + title_cost(title), text, truncated });
+    }
+    let tokens = header.tokens + sections.iter().map(|s| s.tokens).sum::<usize>();
+    Kickoff { budget, tokens, header, sections }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(long: usize) -> KickoffInput {
+        KickoffInput {
+            bundle: "0123456789abcdef".repeat(4),
+            created: "2026-11-29T12:00:00Z".into(),
+            from: "claude".into(),
+            to: "codex".into(),
+            summary: "Ship the parser".into(),
+            next_steps: Some("1. Write the grammar.\n".repeat(long)),
+            current_state: Some("Tokenizer done and tested.\n".repeat(long)),
+            objective: Some("A parser for the config language.\n".repeat(long)),
+            workspace: vec!["same repository (root commit)".into(), "HEAD: same".into()],
+            files: vec![
+                ("handoff.md".into(), 100),
+                (format!("attachments/{}/deep/file.txt", "very-long-directory-name".repeat(5)), 10),
+            ],
+        }
+    }
+
+    #[test]
+    fn everything_fits_in_a_large_budget() {
+        let k = render(&input(1), 2000);
+        assert!(k.sections.iter().all(|s| !s.truncated));
+        let titles: Vec<&str> = k.sections.iter().map(|s| s.title.as_str()).collect();
+        assert_eq!(titles, ["Next Steps", "Current State", "Objective", "Workspace", "Files"]);
+        assert!(k.tokens <= 2000);
+        assert!(k.text().contains(CUT), "the long path is cut in the middle");
+    }
+
+    #[test]
+    fn low_priority_shrinks_first_and_budget_holds() {
+        for budget in [120, 200, 400, 800, 2000] {
+            let k = render(&input(40), budget);
+            assert!(k.tokens <= budget, "budget {budget}: {} tokens", k.tokens);
+            assert!(k.header.tokens <= budget / 4 + 1, "header within a quarter");
+            let next = k.sections.iter().find(|s| s.title == "Next Steps").expect("next steps kept");
+            // A higher-priority section is cut only once every lower one is at its floor.
+            if next.truncated {
+                for s in k.sections.iter().filter(|s| s.title != "Next Steps") {
+                    assert!(s.tokens <= MIN_BODY_TOKENS + 8, "{} not at its floor at {budget}", s.title);
+                }
+            }
+            if !k.sections.iter().any(|s| s.title == "Objective" && s.truncated) {
+                assert!(!next.truncated);
+            }
+        }
+    }
+
+    #[test]
+    fn same_input_same_output() {
+        assert_eq!(render(&input(30), 500), render(&input(30), 500));
+    }
+
+    #[test]
+    fn shorten_path_keeps_both_ends() {
+        let p = format!("a/{}/z.txt", "m".repeat(100));
+        let s = shorten_path(&p, 20);
+        assert_eq!(s.chars().count(), 20);
+        assert!(s.starts_with("a/") && s.ends_with("z.txt") && s.contains(CUT));
+        assert_eq!(shorten_path("short", 20), "short");
+    }
+}

@@ -1,0 +1,81 @@
+//! Writing a tree from files held in memory (handoffs, imports), not from a directory.
+
+use std::collections::BTreeMap;
+
+use super::Store;
+use super::objects::PendingDirs;
+use crate::error::{Error, Result};
+use crate::format::{EntryKind, ObjectId, Tree, TreeEntry};
+
+/// One file of an in-memory tree: slash-separated relative path, bytes, executable bit.
+#[derive(Clone, Debug)]
+pub struct MemFile {
+    pub path: String,
+    pub bytes: Vec<u8>,
+    pub exec: bool,
+}
+
+impl MemFile {
+    pub fn new(path: impl Into<String>, bytes: impl Into<Vec<u8>>) -> Self {
+        MemFile { path: path.into(), bytes: bytes.into(), exec: false }
+    }
+}
+
+#[derive(Default)]
+struct Dir {
+    files: BTreeMap<String, (ObjectId, u64, bool)>,
+    dirs: BTreeMap<String, Dir>,
+}
+
+impl Store {
+    /// Store `files` as blobs and trees; returns the root tree id. Paths are validated
+    /// like tree entry names; a path given twice, or both as a file and a directory, is
+    /// refused before anything is written.
+    pub fn write_mem_tree(&self, files: &[MemFile]) -> Result<ObjectId> {
+        let mut root = Dir::default();
+        let mut seen = std::collections::BTreeSet::new();
+        for file in files {
+            let parts: Vec<&str> = file.path.split('/').collect();
+            for part in &parts {
+                crate::format::names::validate_entry_name(part)
+                    .map_err(|_| Error::usage(format!("invalid path '{}' in bundle", file.path.escape_debug())))?;
+            }
+            if !seen.insert(file.path.clone()) {
+                return Err(Error::usage(format!("path '{}' given twice", file.path)));
+            }
+        }
+        for pair in seen.iter().collect::<Vec<_>>().windows(2) {
+            if pair[1].starts_with(&format!("{}/", pair[0])) {
+                return Err(Error::usage(format!("'{}' is both a file and a directory", pair[0])));
+            }
+        }
+        let pending = PendingDirs::default();
+        for file in files {
+            let stored = self.objects.put_bytes(&file.bytes, &pending)?;
+            let mut parts: Vec<&str> = file.path.split('/').collect();
+            let name = parts.pop().unwrap_or_default().to_string();
+            let mut dir = &mut root;
+            for part in parts {
+                dir = dir.dirs.entry(part.to_string()).or_default();
+            }
+            dir.files.insert(name, (stored.id, stored.size, file.exec));
+        }
+        let (id, _) = self.write_dir(&root, &pending)?;
+        pending.sync()?;
+        Ok(id)
+    }
+
+    fn write_dir(&self, dir: &Dir, pending: &PendingDirs) -> Result<(ObjectId, u64)> {
+        let mut entries = Vec::new();
+        for (name, (id, size, exec)) in &dir.files {
+            let kind = if *exec { EntryKind::Exec } else { EntryKind::File };
+            entries.push(TreeEntry { name: name.clone(), kind, size: *size, id: *id });
+        }
+        for (name, sub) in &dir.dirs {
+            let (id, size) = self.write_dir(sub, pending)?;
+            entries.push(TreeEntry { name: name.clone(), kind: EntryKind::Dir, size, id });
+        }
+        let stored = self.objects.put_bytes(&Tree::new(entries)?.encode(), pending)?;
+        Ok((stored.id, stored.size))
+    }
+}
