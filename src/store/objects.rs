@@ -157,6 +157,14 @@ impl Objects {
         };
         let result = decode_verified(id, &mut tee, None, &mut io::sink());
         if let Some(e) = tee.sink_error.take() {
+            // A sink that fails with a baton error (an upload whose connection broke)
+            // keeps its kind; a plain I/O failure is "other".
+            if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
+                return Err(Error {
+                    message: format!("cannot write object {id}: {}", inner.message),
+                    ..inner.clone()
+                });
+            }
             return Err(Error::other(format!("cannot write object {id}: {e}")));
         }
         result?;

@@ -255,19 +255,13 @@ impl Store {
             .append(true)
             .open(&path)
             .ctx("cannot open log", &path)?;
-        let len = file.metadata().ctx("cannot stat", &path)?.len();
-        if len > 0 {
-            let mut last = [0u8; 1];
-            file.seek(SeekFrom::Start(len - 1))
-                .ctx("cannot read", &path)?;
-            file.read_exact(&mut last).ctx("cannot read", &path)?;
-            if last[0] != b'\n' {
-                return Err(Error::integrity(format!(
-                    "the log {} ends in a torn line, refusing to append",
-                    path.display()
-                ))
-                .with_hint("run 'baton verify'; the log is never rewritten by baton, so repair it by hand from a backup"));
-            }
+        // A last line without its newline is a write that a crash interrupted: it was
+        // never committed (a line counts once its newline is durable), so it is cut off
+        // before the next line goes in. Committed lines are never touched.
+        let (committed, len) = committed_length(&mut file).ctx("cannot read", &path)?;
+        if committed != len {
+            file.set_len(committed).ctx("cannot cut the torn tail of", &path)?;
+            file.sync_data().ctx("cannot fsync", &path)?;
         }
         // One write call per line: with O_APPEND the kernel never interleaves lines.
         file.write_all(&entry.encode_line())
@@ -275,22 +269,24 @@ impl Store {
         file.sync_data().ctx("cannot fsync", &path)
     }
 
-    /// The whole log, oldest first. A damaged line is an integrity error naming it.
+    /// Whether the log ends in an interrupted (uncommitted) partial line.
+    pub fn log_has_torn_tail(&self) -> Result<bool> {
+        let path = self.log_path();
+        let mut file = fs::File::open(&path).ctx("cannot open log", &path)?;
+        let (committed, len) = committed_length(&mut file).ctx("cannot read", &path)?;
+        Ok(committed != len)
+    }
+
+    /// The whole log, oldest first. A damaged line is an integrity error naming it; a
+    /// torn last line (an interrupted append, never committed) is left out.
     pub fn read_log(&self) -> Result<Vec<LogEntry>> {
         let path = self.log_path();
         let bytes = fs::read(&path).ctx("cannot read log", &path)?;
         let mut entries = Vec::new();
         let mut rest: &[u8] = &bytes;
         let mut line_no = 0;
-        while !rest.is_empty() {
+        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
             line_no += 1;
-            let Some(end) = rest.iter().position(|&b| b == b'\n') else {
-                return Err(
-                    Error::integrity(format!("log line {line_no} is torn (no newline)")).with_hint(
-                        "the log is never rewritten by baton; repair it by hand from a backup",
-                    ),
-                );
-            };
             entries.push(LogEntry::decode_line(&rest[..end], line_no).map_err(|e| {
                 e.with_hint("the log is never rewritten by baton; repair it by hand from a backup")
             })?);
@@ -298,6 +294,24 @@ impl Store {
         }
         Ok(entries)
     }
+}
+
+/// The length of the log up to and including its last newline, and its full length.
+fn committed_length(file: &mut fs::File) -> std::io::Result<(u64, u64)> {
+    let len = file.metadata()?.len();
+    let mut end = len;
+    let mut buf = vec![0u8; 64 << 10];
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        let chunk = &mut buf[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(chunk)?;
+        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+            return Ok((start + i as u64 + 1, len));
+        }
+        end = start;
+    }
+    Ok((0, len))
 }
 
 /// The login name for the audit log: `$USER`, else the password database, else the uid.

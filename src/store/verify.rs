@@ -21,6 +21,9 @@ pub struct VerifyReport {
     pub log_entries: u64,
     /// Temp files left by interrupted writes: harmless, removed by `gc`.
     pub temp_files: u64,
+    /// The log ends in a partial line from an interrupted append: never committed, and
+    /// cut off by the next ref move.
+    pub log_torn_tail: bool,
     pub problems: Vec<String>,
 }
 
@@ -122,6 +125,7 @@ impl Store {
             Ok(entries) => report.log_entries = entries.len() as u64,
             Err(e) => report.problems.push(e.message),
         }
+        report.log_torn_tail = self.log_has_torn_tail().unwrap_or(false);
         match self.ref_names() {
             Ok(names) => {
                 for name in names {

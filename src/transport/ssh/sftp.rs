@@ -436,8 +436,10 @@ impl SftpUpload<'_> {
     }
 }
 
+/// Carry the error itself (not just its text) through `io::Write`, so that callers can
+/// recover its kind: a broken connection must stay a transport error (exit 7).
 fn io_err(e: Error) -> io::Error {
-    io::Error::other(e.to_string())
+    io::Error::other(e)
 }
 
 impl Write for SftpUpload<'_> {

@@ -1,0 +1,166 @@
+//! Assembling a handoff bundle: briefing, evidence, context, transcript, attachments,
+//! every text scanned for secrets, all in memory before anything touches the store.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use super::briefing::Briefing;
+use super::context::{self, PatchNote};
+use super::{evidence, secrets, transcript};
+use crate::error::{Error, ErrorKind, IoContext, Result};
+use crate::store::memtree::MemFile;
+
+/// Patches up to this size are kept as evidence; larger ones become attachments and are
+/// only summarised in `context.md`.
+pub const PATCH_LIMIT: u64 = 256 << 10;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SecretsMode {
+    /// Replace each secret by a typed placeholder and report kinds and counts.
+    Redact,
+    /// Refuse the save if any secret is found.
+    Block,
+}
+
+pub struct HandoffRequest<'a> {
+    pub workspace: &'a Path,
+    /// The raw briefing, or `None` for an evidence-only handoff (`--no-brief`).
+    pub brief: Option<Vec<u8>>,
+    pub transcript: Option<Vec<u8>>,
+    pub attachments: Vec<PathBuf>,
+    pub secrets: SecretsMode,
+}
+
+pub struct Assembled {
+    pub files: Vec<MemFile>,
+    pub briefing: Option<Briefing>,
+    pub evidence: evidence::Evidence,
+    /// Secrets found, by kind (values are never kept anywhere).
+    pub secrets: BTreeMap<&'static str, u64>,
+}
+
+pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
+    let briefing = match &request.brief {
+        Some(raw) => {
+            let text = std::str::from_utf8(raw).map_err(|_| Error::usage("the briefing is not UTF-8 text"))?;
+            Some(Briefing::parse(text)?)
+        }
+        None => None,
+    };
+    if let Some(t) = &request.transcript {
+        transcript::validate(t)?;
+    }
+    let attachments = read_attachments(&request.attachments)?;
+
+    let capture = evidence::capture(request.workspace);
+    let captured_at = crate::format::bundle::format_time(SystemTime::now());
+    let mut files = Vec::new();
+    let mut patches = Vec::new();
+    for (name, bytes) in [("staged.patch", &capture.staged_patch), ("unstaged.patch", &capture.unstaged_patch)] {
+        let stored_at = if bytes.is_empty() {
+            None
+        } else if (bytes.len() as u64) <= PATCH_LIMIT {
+            Some(format!("evidence/{name}"))
+        } else {
+            Some(format!("attachments/patches/{name}"))
+        };
+        if let Some(path) = &stored_at {
+            files.push(MemFile::new(path.clone(), bytes.clone()));
+        }
+        patches.push(PatchNote { name, bytes: bytes.len() as u64, stored_at });
+    }
+    if let Some(b) = &briefing {
+        files.push(MemFile::new("handoff.md", b.text.clone()));
+    }
+    files.push(MemFile::new("context.md", context::render(&capture.evidence, &captured_at, &patches)));
+    let evidence_json = serde_json::to_vec_pretty(&capture.evidence)
+        .map_err(|e| Error::other(format!("cannot encode evidence: {e}")))?;
+    files.push(MemFile::new("evidence/evidence.json", evidence_json));
+    if let Some(t) = &request.transcript {
+        files.push(MemFile::new("transcript.jsonl", t.clone()));
+    }
+    for (path, bytes, exec) in attachments {
+        files.push(MemFile { path: format!("attachments/{path}"), bytes, exec });
+    }
+
+    // Every byte that goes in is scanned; nothing is written before this point.
+    let mut found: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for file in &mut files {
+        let redaction = secrets::redact(&file.bytes);
+        for (kind, n) in &redaction.counts {
+            *found.entry(kind).or_default() += n;
+        }
+        if !redaction.counts.is_empty() {
+            file.bytes = redaction.bytes;
+        }
+    }
+    if request.secrets == SecretsMode::Block && !found.is_empty() {
+        return Err(Error::new(
+            ErrorKind::Security,
+            format!("refusing to save: the handoff contains secrets ({})", describe_counts(&found)),
+        )
+        .with_hint("remove them, or save with --secrets redact to replace them by placeholders"));
+    }
+    // The briefing kept for the summary and kickoff must be the redacted one too.
+    let briefing = match &briefing {
+        Some(_) => files
+            .iter()
+            .find(|f| f.path == "handoff.md")
+            .and_then(|f| std::str::from_utf8(&f.bytes).ok())
+            .map(Briefing::parse)
+            .transpose()?,
+        None => None,
+    };
+    Ok(Assembled { files, briefing, evidence: capture.evidence, secrets: found })
+}
+
+/// "aws_access_key: 1, github_token: 2": kinds and counts, never values.
+pub fn describe_counts(counts: &BTreeMap<&'static str, u64>) -> String {
+    counts.iter().map(|(k, n)| format!("{k}: {n}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Read attached files and directories (regular files only; symlinks are recorded by
+/// their target text, never followed). Returns (path under attachments/, bytes, exec).
+fn read_attachments(paths: &[PathBuf]) -> Result<Vec<(String, Vec<u8>, bool)>> {
+    let mut out = Vec::new();
+    for path in paths {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| Error::usage(format!("cannot attach {}: no UTF-8 file name", path.display())))?;
+        collect(path, name, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn collect(path: &Path, rel: &str, out: &mut Vec<(String, Vec<u8>, bool)>) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = fs::symlink_metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::not_found(format!("attachment {} does not exist", path.display())),
+        _ => Error::io("cannot read attachment", path, e),
+    })?;
+    if meta.is_dir() {
+        let mut names: Vec<_> = fs::read_dir(path).ctx("cannot read", path)?.filter_map(|e| e.ok()).collect();
+        names.sort_by_key(|e| e.file_name());
+        for entry in names {
+            let child = entry.file_name();
+            let child = child
+                .to_str()
+                .ok_or_else(|| Error::usage(format!("cannot attach {}: file name is not UTF-8", entry.path().display())))?;
+            collect(&entry.path(), &format!("{rel}/{child}"), out)?;
+        }
+    } else if meta.is_file() {
+        let mut file = crate::store::objects::open_regular(path)?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut bytes).ctx("cannot read", path)?;
+        out.push((rel.to_string(), bytes, meta.permissions().mode() & 0o100 != 0));
+    } else if meta.file_type().is_symlink() {
+        let target = fs::read_link(path).ctx("cannot read link", path)?;
+        out.push((rel.to_string(), target.to_string_lossy().into_owned().into_bytes(), false));
+    } else {
+        return Err(Error::usage(format!("cannot attach {}: not a regular file or directory", path.display())));
+    }
+    Ok(())
+}

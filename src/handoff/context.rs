@@ -1,0 +1,88 @@
+//! `context.md`: a human-readable page generated from the captured workspace evidence.
+
+use std::fmt::Write;
+
+use super::evidence::Evidence;
+
+/// Lists longer than this are cut, with a count of what was left out.
+const MAX_LIST: usize = 50;
+
+/// Where each patch went and how big it was, for the page.
+pub struct PatchNote {
+    pub name: &'static str,
+    pub bytes: u64,
+    pub stored_at: Option<String>,
+}
+
+fn list<T>(out: &mut String, items: &[T], line: impl Fn(&T) -> String) {
+    for item in items.iter().take(MAX_LIST) {
+        let _ = writeln!(out, "- {}", line(item));
+    }
+    if items.len() > MAX_LIST {
+        let _ = writeln!(out, "- … and {} more (see evidence/evidence.json)", items.len() - MAX_LIST);
+    }
+}
+
+pub fn render(evidence: &Evidence, captured_at: &str, patches: &[PatchNote]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Workspace context\n");
+    let _ = writeln!(out, "Captured read-only from `{}` at {captured_at}.\n", evidence.workspace);
+    if !evidence.partial.is_empty() {
+        let _ = writeln!(out, "**Partial capture:** {}.\n", evidence.partial.join("; "));
+    }
+    let Some(git) = &evidence.git else {
+        let _ = writeln!(out, "No git repository was captured.");
+        return out;
+    };
+    let _ = writeln!(out, "## Repository\n");
+    let _ = writeln!(out, "- root: `{}`", git.root);
+    let _ = writeln!(out, "- branch: {}", git.branch.as_deref().unwrap_or("(detached HEAD)"));
+    let _ = writeln!(out, "- HEAD: {}", git.head.as_deref().unwrap_or("(no commits yet)"));
+    match (&git.upstream, git.ahead, git.behind) {
+        (Some(up), Some(a), Some(b)) => {
+            let _ = writeln!(out, "- upstream: {up} (ahead {a}, behind {b})");
+        }
+        (Some(up), _, _) => {
+            let _ = writeln!(out, "- upstream: {up}");
+        }
+        _ => {
+            let _ = writeln!(out, "- upstream: none");
+        }
+    }
+    for remote in &git.remotes {
+        let _ = writeln!(out, "- remote {}: {}", remote.name, remote.url);
+    }
+    if !git.root_commits.is_empty() {
+        let _ = writeln!(out, "- root commit(s): {}", git.root_commits.join(", "));
+    }
+    let _ = writeln!(out, "\n## Status\n");
+    let changes = |title: &str, items: &[super::evidence::Change], out: &mut String| {
+        let _ = writeln!(out, "{title}: {}", items.len());
+        list(out, items, |c| format!("{} ({})", c.path, c.status));
+    };
+    changes("Staged", &git.staged, &mut out);
+    changes("Unstaged", &git.unstaged, &mut out);
+    let _ = writeln!(out, "Conflicted: {}", git.conflicted.len());
+    list(&mut out, &git.conflicted, |p| p.clone());
+    let untracked_bytes: u64 = git.untracked.iter().map(|u| u.size).sum();
+    let _ = writeln!(out, "Untracked: {} ({untracked_bytes} bytes; contents not saved unless attached)", git.untracked.len());
+    list(&mut out, &git.untracked, |u| format!("{} ({} bytes, {})", u.path, u.size, u.id));
+    if !patches.is_empty() {
+        let _ = writeln!(out, "\n## Patches\n");
+        for p in patches {
+            match &p.stored_at {
+                Some(at) => {
+                    let _ = writeln!(out, "- {}: {} bytes, in `{at}`", p.name, p.bytes);
+                }
+                None => {
+                    let _ = writeln!(out, "- {}: empty", p.name);
+                }
+            }
+        }
+    }
+    if !git.recent_commits.is_empty() {
+        let _ = writeln!(out, "\n## Recent commits\n");
+        list(&mut out, &git.recent_commits, |c| format!("{} {} ({}, {})", &c.id[..c.id.len().min(12)], c.subject, c.author, c.time));
+    }
+    out
+}

@@ -1,0 +1,696 @@
+//! Sync over SSH against a real OpenSSH sshd on loopback: round trips in both URL forms,
+//! private modes under a permissive server umask, idempotence, compare-and-swap, tampered
+//! packs, host keys, agent and key-file authentication, an SFTP-only account, and
+//! failures mid-push (a cut connection, a frozen server, a killed server).
+//!
+//! The server runs on this machine, so the remote store is inspected directly on disk.
+
+mod common;
+#[path = "common/sshd.rs"]
+mod sshd;
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{
+    Env, assert_private_tree, corrupt_pack_data, disk_current, pack_files, random_bytes,
+    snapshot_files, staged_pack_size,
+};
+use serde_json::Value;
+use sshd::{KnownHostsMode, Sshd};
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// A `baton` command in `env` that reaches `server` (its HOME and agent socket).
+fn cmd(env: &Env, server: &Sshd) -> Command {
+    let mut cmd = env.cmd();
+    for (k, v) in server.env() {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+fn run(env: &Env, server: &Sshd, args: &[&str]) -> Output {
+    cmd(env, server).args(args).output().expect("run baton")
+}
+
+fn json(env: &Env, server: &Sshd, args: &[&str]) -> (i32, Value, Output) {
+    let out = cmd(env, server)
+        .arg("--json")
+        .args(args)
+        .output()
+        .expect("run baton");
+    let doc = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", text(&out)));
+    (out.status.code().unwrap_or(-1), doc, out)
+}
+
+fn json_ok(env: &Env, server: &Sshd, args: &[&str]) -> Value {
+    let (code, doc, out) = json(env, server, args);
+    assert_eq!(
+        code,
+        0,
+        "baton {args:?}: {}\nsshd log:\n{}",
+        text(&out),
+        server.log()
+    );
+    doc
+}
+
+/// Run `args` with --json, require exit `exit`; the `error` object.
+fn json_err(env: &Env, server: &Sshd, args: &[&str], exit: i32) -> Value {
+    let (code, doc, out) = json(env, server, args);
+    assert_eq!(
+        code,
+        exit,
+        "baton {args:?} should exit {exit}: {}",
+        text(&out)
+    );
+    assert_eq!(doc["error"]["exit_code"], exit, "{doc}");
+    doc["error"].clone()
+}
+
+/// The store directory the server side uses.
+fn remote_dir(server: &Sshd) -> PathBuf {
+    server.scratch().join("remote")
+}
+
+fn scp_url(server: &Sshd) -> String {
+    format!("{}:{}", server.alias(), s(&remote_dir(server)))
+}
+
+fn ssh_url(server: &Sshd) -> String {
+    format!("ssh://{}{}", server.alias(), s(&remote_dir(server)))
+}
+
+fn rich_tree(env: &Env, seed: u64) {
+    let bin: Vec<u8> = (0..=255u8).cycle().take(4096).collect();
+    env.write_tree(
+        "work",
+        &[
+            ("handoff.md", format!("# handoff {seed}\n").as_bytes()),
+            ("empty", b""),
+            ("data/blob.bin", &bin),
+            ("data/deep/big.bin", &random_bytes(seed, 600_000)),
+        ],
+    );
+}
+
+/// A store with one bundle and target `r` at `url`.
+fn store_with_target(url: &str, seed: u64) -> (Env, String) {
+    let env = Env::new();
+    env.init();
+    rich_tree(&env, seed);
+    let id = env.save("work", &["--summary", "base"]);
+    env.ok(&["target", "add", "r", url]);
+    (env, id)
+}
+
+fn save_change(env: &Env, name: &str, content: &[u8]) -> String {
+    env.write_tree("work", &[(name, content)]);
+    env.save("work", &["--summary", name])
+}
+
+fn clone_env(server: &Sshd, url: &str) -> Env {
+    let env = Env::new();
+    let doc = json_ok(&env, server, &["clone", url]);
+    assert_eq!(doc["report"]["outcome"], "initial", "{doc}");
+    env.write_tree("work", &[]);
+    env
+}
+
+fn checkout(env: &Env, rev: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = env.path().join(format!("co-{}", rev.replace('/', "_")));
+    let _ = fs::remove_dir_all(&dir);
+    env.ok(&["checkout", rev, s(&dir)]);
+    snapshot_files(&dir)
+}
+
+/// `baton verify` of a store directory (the remote one is on this machine).
+fn verify(store: &Path) {
+    let env = Env::new();
+    let (code, doc) = env.json(&["--store", s(store), "verify"]);
+    assert_eq!(code, 0, "verify {}: {doc}", store.display());
+    assert_eq!(doc["report"]["problems"], serde_json::json!([]), "{doc}");
+}
+
+fn refs_snapshot(remote: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    snapshot_files(&remote.join("refs"))
+}
+
+/// Start `baton push ARGS` and wait until it is uploading the pack (between `low` bytes
+/// and `total - low` staged on the server), then run `act`. `None` when the push ended
+/// before it could be caught.
+fn catch_mid_upload(
+    env: &Env,
+    server: &Sshd,
+    args: &[&str],
+    total: u64,
+    low: u64,
+    act: impl FnOnce(),
+) -> Option<Child> {
+    let remote = remote_dir(server);
+    let mut child = cmd(env, server)
+        .arg("--json")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let staged = staged_pack_size(&remote).unwrap_or(0);
+        if staged >= low && staged < total - low {
+            act();
+            return Some(child);
+        }
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "push failed early: {}", text(&out));
+            return None;
+        }
+        assert!(Instant::now() < deadline, "push took over 60 s");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Wait for `child` at most `limit`; kill it if it takes longer (and fail).
+fn wait_bounded(mut child: Child, limit: Duration) -> (Output, Duration) {
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return (child.wait_with_output().unwrap(), start.elapsed());
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("baton hung for over {limit:?}: {}", text(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A remote that holds `base`, and a local store with a big new bundle on top of it
+/// (`mib` MiB of random data; `seed` varies it between attempts).
+fn big_bundle(env: &Env, seed: u64, mib: usize) -> String {
+    fs::write(
+        env.path().join("work").join("big.bin"),
+        random_bytes(seed, mib << 20),
+    )
+    .unwrap();
+    env.save("work", &["--summary", "big"])
+}
+
+// ---------------------------------------------------------------------------------------
+// Round trips
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn push_clone_pull_round_trip_over_ssh_in_both_url_forms() {
+    let server = Sshd::start();
+    let remote = remote_dir(&server);
+    let (a, base) = store_with_target(&scp_url(&server), 1);
+    let doc = json_ok(&a, &server, &["push"]);
+    assert_eq!(doc["report"]["created_remote"], true);
+    assert_eq!(doc["report"]["bundle"], base.as_str());
+    assert_eq!(doc["url"], format!("ssh://testbox{}", s(&remote)));
+    assert_eq!(disk_current(&remote).as_deref(), Some(base.as_str()));
+    let packs = pack_files(&remote);
+    assert_eq!(packs.len(), 1);
+    let bytes = fs::read(&packs[0]).unwrap();
+    assert_eq!(
+        packs[0].file_name().unwrap().to_str().unwrap(),
+        format!("{}.pack", blake3::hash(&bytes).to_hex())
+    );
+    assert_eq!(doc["report"]["bytes_sent"], bytes.len() as u64);
+
+    let b = clone_env(&server, &ssh_url(&server));
+    assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
+    let list = json_ok(&b, &server, &["target", "list"]);
+    assert_eq!(list["targets"][0]["url"], ssh_url(&server));
+
+    let next = save_change(&a, "notes/n.txt", &random_bytes(77, 100_000));
+    json_ok(&a, &server, &["push"]);
+    let doc = json_ok(&b, &server, &["pull"]);
+    assert_eq!(doc["report"]["outcome"], "fast-forward", "{doc}");
+    assert_eq!(doc["report"]["current_after"], next.as_str());
+    assert!(doc["report"]["bytes_received"].as_u64().unwrap() > 100_000);
+    assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
+    assert_eq!(checkout(&a, "current~1"), checkout(&b, "current~1"));
+
+    // B pushes back over the ssh:// form; A pulls it over the scp-like form.
+    let back = save_change(&b, "from-b.txt", b"b\n");
+    json_ok(&b, &server, &["push"]);
+    let doc = json_ok(&a, &server, &["pull"]);
+    assert_eq!(doc["report"]["current_after"], back.as_str());
+    assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
+
+    verify(&a.store());
+    verify(&b.store());
+    verify(&remote);
+}
+
+#[test]
+fn remote_store_is_private_under_a_permissive_sftp_umask() {
+    let server = Sshd::builder().sftp_umask(0o000).start();
+    let remote = remote_dir(&server);
+    let (a, _) = store_with_target(&scp_url(&server), 2);
+    json_ok(&a, &server, &["push"]);
+    save_change(&a, "second", b"2");
+    json_ok(&a, &server, &["push"]);
+    assert_private_tree(&remote);
+    verify(&remote);
+}
+
+#[test]
+fn repush_over_ssh_is_idempotent_and_cheap() {
+    let server = Sshd::start();
+    let remote = remote_dir(&server);
+    let (a, id) = store_with_target(&scp_url(&server), 3);
+    json_ok(&a, &server, &["push"]);
+    let before = snapshot_files(&remote);
+    let out = cmd(&a, &server)
+        .args(["--json", "push"])
+        .env("BATON_TRACE", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["report"]["up_to_date"], true, "{doc}");
+    assert_eq!(doc["report"]["objects_sent"], 0);
+    assert_eq!(doc["report"]["remote_before"], id.as_str());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let calls: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("trace:") && !l.contains("connected in"))
+        .collect();
+    assert!(!calls.is_empty(), "no trace: {stderr}");
+    assert!(calls.len() <= 3, "too many round trips: {calls:#?}");
+    for call in &calls {
+        for verb in ["create", "put_files", "publish", "make_dirs"] {
+            assert!(!call.contains(&format!(" {verb} ")), "wrote: {call}");
+        }
+    }
+    assert_eq!(snapshot_files(&remote), before);
+}
+
+// ---------------------------------------------------------------------------------------
+// Conflicts and tampering
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn diverged_push_over_ssh_is_a_conflict_until_forced() {
+    let server = Sshd::start();
+    let remote = remote_dir(&server);
+    let (a, base) = store_with_target(&scp_url(&server), 4);
+    json_ok(&a, &server, &["push"]);
+    let b = clone_env(&server, &scp_url(&server));
+    let c = clone_env(&server, &ssh_url(&server));
+    let b_id = save_change(&b, "b", b"b");
+    let c_id = save_change(&c, "c", b"c");
+    json_ok(&b, &server, &["push"]);
+    let before = snapshot_files(&remote);
+    let err = json_err(&c, &server, &["push"], 5);
+    let message = err["message"].as_str().unwrap();
+    assert!(
+        message.contains(&b_id) && message.contains(&c_id),
+        "{message}"
+    );
+    assert_eq!(snapshot_files(&remote), before);
+    json_err(&c, &server, &["push", "--force", &base], 5);
+    assert_eq!(snapshot_files(&remote), before);
+    json_ok(&c, &server, &["push", "--force", &b_id]);
+    assert_eq!(disk_current(&remote).as_deref(), Some(c_id.as_str()));
+    verify(&remote);
+}
+
+#[test]
+fn push_onto_a_tampered_remote_pack_over_ssh_is_refused() {
+    let server = Sshd::start();
+    let remote = remote_dir(&server);
+    let (a, _) = store_with_target(&scp_url(&server), 5);
+    json_ok(&a, &server, &["push"]);
+    let packs = pack_files(&remote);
+    assert_eq!(packs.len(), 1);
+    for f in fs::read_dir(remote.join("refs/current")).unwrap() {
+        fs::remove_file(f.unwrap().path()).unwrap();
+    }
+    corrupt_pack_data(&packs[0]);
+    let before = snapshot_files(&remote);
+    let err = json_err(&a, &server, &["push"], 5);
+    let name = packs[0].file_name().unwrap().to_str().unwrap();
+    assert!(err["message"].as_str().unwrap().contains(name), "{err}");
+    // Staging is removed after the refused push; give the server a moment to act on the
+    // requests it was sent before the client hung up.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while snapshot_files(&remote) != before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(snapshot_files(&remote), before, "the remote changed");
+    assert_eq!(disk_current(&remote), None);
+}
+
+#[test]
+fn pull_of_a_tampered_remote_pack_over_ssh_is_an_integrity_error() {
+    let server = Sshd::start();
+    let remote = remote_dir(&server);
+    let (a, base) = store_with_target(&scp_url(&server), 6);
+    json_ok(&a, &server, &["push"]);
+    let b = clone_env(&server, &scp_url(&server));
+    save_change(&a, "more.bin", &random_bytes(66, 300_000));
+    json_ok(&a, &server, &["push"]);
+    let newest = pack_files(&remote)
+        .into_iter()
+        .max_by_key(|p| fs::metadata(p).unwrap().modified().unwrap())
+        .unwrap();
+    corrupt_pack_data(&newest);
+    let before = snapshot_files(&b.store());
+    let err = json_err(&b, &server, &["pull"], 4);
+    assert_eq!(err["code"], "integrity");
+    assert_eq!(snapshot_files(&b.store()), before);
+    assert_eq!(
+        json_ok(&b, &server, &["show", "current"])["id"],
+        base.as_str()
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Host keys and authentication
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn unknown_host_key_is_refused_then_accepted_with_the_flag() {
+    let server = Sshd::builder().known_hosts(KnownHostsMode::Empty).start();
+    let remote = remote_dir(&server);
+    let (a, id) = store_with_target(&scp_url(&server), 7);
+    let err = json_err(&a, &server, &["push"], 6);
+    assert_eq!(err["code"], "security");
+    let all = err.to_string();
+    assert!(all.contains("SHA256:"), "no fingerprint: {all}");
+    assert!(all.contains("--accept-new-host-key"), "{all}");
+    // Without --json too: one error line on stderr naming the way out.
+    let out = run(&a, &server, &["push"]);
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("SHA256:") && stderr.contains("--accept-new-host-key"),
+        "{stderr}"
+    );
+    assert!(!remote.exists(), "a refused connection created the remote");
+    assert_eq!(fs::read(server.known_hosts_path()).unwrap(), b"");
+    // Pull and clone refuse the same way.
+    json_err(&a, &server, &["pull"], 6);
+    let c = Env::new();
+    let dest = c.path().join("clone");
+    json_err(&c, &server, &["clone", &scp_url(&server), s(&dest)], 6);
+    assert!(!dest.exists());
+
+    let doc = json_ok(&a, &server, &["push", "--accept-new-host-key"]);
+    assert_eq!(doc["report"]["created_remote"], true);
+    assert_eq!(disk_current(&remote).as_deref(), Some(id.as_str()));
+    let recorded = fs::read_to_string(server.known_hosts_path()).unwrap();
+    assert!(recorded.contains(server.host_key_line()), "{recorded}");
+    // From now on the key is known.
+    let doc = json_ok(&a, &server, &["push"]);
+    assert_eq!(doc["report"]["up_to_date"], true);
+}
+
+#[test]
+fn changed_host_key_is_refused_even_with_the_flag() {
+    let server = Sshd::builder()
+        .known_hosts(KnownHostsMode::WrongKey)
+        .start();
+    let remote = remote_dir(&server);
+    let (a, _) = store_with_target(&scp_url(&server), 8);
+    let before = fs::read(server.known_hosts_path()).unwrap();
+    for args in [vec!["push"], vec!["push", "--accept-new-host-key"]] {
+        let err = json_err(&a, &server, &args, 6);
+        assert_eq!(err["code"], "security");
+        assert!(err.to_string().contains("SHA256:"), "{err}");
+    }
+    json_err(&a, &server, &["pull", "--accept-new-host-key"], 6);
+    assert_eq!(fs::read(server.known_hosts_path()).unwrap(), before);
+    assert!(!remote.exists());
+}
+
+#[test]
+fn agent_authentication_pushes_and_pulls() {
+    let server = Sshd::builder().agent().no_identity_in_config().start();
+    let remote = remote_dir(&server);
+    let (a, id) = store_with_target(&scp_url(&server), 9);
+    json_ok(&a, &server, &["push"]);
+    assert_eq!(disk_current(&remote).as_deref(), Some(id.as_str()));
+    let b = clone_env(&server, &scp_url(&server));
+    assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
+    // Without the agent nothing authenticates: the agent did it.
+    let out = cmd(&a, &server)
+        .args(["--json", "pull"])
+        .env("SSH_AUTH_SOCK", server.scratch().join("no-agent.sock"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+}
+
+#[test]
+fn key_file_authentication_pushes_and_pulls() {
+    let server = Sshd::start();
+    assert!(!server.has_agent());
+    let remote = remote_dir(&server);
+    let (a, id) = store_with_target(&ssh_url(&server), 10);
+    json_ok(&a, &server, &["push"]);
+    assert_eq!(disk_current(&remote).as_deref(), Some(id.as_str()));
+    let b = clone_env(&server, &ssh_url(&server));
+    assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
+    // Take the key out of the config: authentication fails (exit 6), so the key did it.
+    let config = fs::read_to_string(server.config_path()).unwrap();
+    let without: String = config
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("IdentityFile"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    fs::write(server.config_path(), without).unwrap();
+    json_err(&b, &server, &["pull"], 6);
+}
+
+#[test]
+fn sftp_only_account_pushes_and_pulls() {
+    let server = Sshd::builder().force_sftp().start();
+    let remote = remote_dir(&server);
+    let (a, _) = store_with_target(&scp_url(&server), 11);
+    json_ok(&a, &server, &["push"]);
+    let b = clone_env(&server, &scp_url(&server));
+    let next = save_change(&a, "x", b"x");
+    json_ok(&a, &server, &["push"]);
+    let doc = json_ok(&b, &server, &["pull"]);
+    assert_eq!(doc["report"]["current_after"], next.as_str());
+    assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
+    verify(&remote);
+}
+
+// ---------------------------------------------------------------------------------------
+// Failures mid-push
+// ---------------------------------------------------------------------------------------
+
+/// A loopback TCP proxy to `port` that drops both sockets once `limit` bytes went from
+/// the client to the server. Returns its port.
+fn start_cutting_proxy(port: u16, limit: u64) -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let proxy_port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            let Ok(server) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) else {
+                return;
+            };
+            let sent = Arc::new(AtomicU64::new(0));
+            let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            // Server to client: plain copy until either side goes away.
+            std::thread::spawn(move || {
+                let (mut from, mut to) = (s2, c2);
+                let _ = std::io::copy(&mut from, &mut to);
+                let _ = to.shutdown(Shutdown::Both);
+            });
+            // Client to server: counted, cut at the limit.
+            std::thread::spawn(move || {
+                let (mut from, mut to) = (client, server);
+                let mut buf = vec![0u8; 64 << 10];
+                loop {
+                    let n = match from.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    let total = sent.fetch_add(n as u64, Ordering::SeqCst) + n as u64;
+                    if total >= limit || to.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = from.shutdown(Shutdown::Both);
+                let _ = to.shutdown(Shutdown::Both);
+            });
+        }
+    });
+    proxy_port
+}
+
+#[test]
+fn connection_cut_mid_push_publishes_nothing() {
+    let server = Sshd::start();
+    let remote = remote_dir(&server);
+    let (a, base) = store_with_target(&scp_url(&server), 12);
+    json_ok(&a, &server, &["push"]);
+    // A second alias through the proxy, with the server's key known at the proxy's port.
+    let proxy = start_cutting_proxy(server.port(), 5 << 20);
+    let config = fs::read_to_string(server.config_path()).unwrap();
+    let cut_block = config
+        .replace("Host testbox", "Host cutbox")
+        .replace(&format!("Port {}", server.port()), &format!("Port {proxy}"));
+    fs::write(server.config_path(), format!("{config}{cut_block}")).unwrap();
+    let key = server
+        .host_key_line()
+        .split_once(' ')
+        .map(|(_, key)| key.to_string())
+        .unwrap();
+    server.write_known_hosts(&format!(
+        "{}\n[127.0.0.1]:{proxy} {key}\n",
+        server.host_key_line()
+    ));
+    a.ok(&["target", "add", "cut", &format!("cutbox:{}", s(&remote))]);
+
+    let big = big_bundle(&a, 12, 50);
+    let refs_before = refs_snapshot(&remote);
+    let packs_before = pack_files(&remote);
+    let start = Instant::now();
+    let child = cmd(&a, &server)
+        .args(["--json", "push", "cut", "--timeout", "10"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, _) = wait_bounded(child, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["error"]["code"], "transport", "{doc}");
+    eprintln!("cut push failed after {:?}", start.elapsed());
+    // The server notices the cut in its own time; nothing it does may publish.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(refs_snapshot(&remote), refs_before, "the remote ref moved");
+    assert_eq!(disk_current(&remote).as_deref(), Some(base.as_str()));
+    assert_eq!(
+        pack_files(&remote),
+        packs_before,
+        "a partial pack was published"
+    );
+    verify(&remote);
+    json_err(&a, &server, &["show", "targets/cut"], 3);
+
+    // The direct way still works, and publishes the whole bundle.
+    let doc = json_ok(&a, &server, &["push", "r"]);
+    assert_eq!(doc["report"]["remote_before"], base.as_str());
+    assert_eq!(disk_current(&remote).as_deref(), Some(big.as_str()));
+    verify(&remote);
+}
+
+#[test]
+fn frozen_server_mid_push_times_out_instead_of_hanging() {
+    let server = Sshd::start();
+    let remote = remote_dir(&server);
+    let (a, mut base) = store_with_target(&scp_url(&server), 13);
+    json_ok(&a, &server, &["push"]);
+    let total: u64 = 50 << 20;
+    let mut caught = None;
+    for attempt in 0..3 {
+        let big = big_bundle(&a, 130 + attempt, 50);
+        let refs_before = refs_snapshot(&remote);
+        let child = catch_mid_upload(
+            &a,
+            &server,
+            &["push", "--timeout", "3"],
+            total,
+            2 << 20,
+            || server.freeze(),
+        );
+        match child {
+            Some(child) => {
+                caught = Some((child, refs_before));
+                break;
+            }
+            None => base = big,
+        }
+    }
+    let (child, refs_before) = caught.expect("could not catch the push mid-upload");
+    let (out, elapsed) = wait_bounded(child, Duration::from_secs(60));
+    server.resume();
+    eprintln!("push against a frozen server ended after {elapsed:?}");
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out));
+    assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
+    assert!(
+        elapsed >= Duration::from_secs(2),
+        "gave up before the timeout: {elapsed:?}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(refs_snapshot(&remote), refs_before);
+    assert_eq!(disk_current(&remote).as_deref(), Some(base.as_str()));
+    verify(&remote);
+}
+
+#[test]
+fn killed_server_mid_push_is_a_transport_error() {
+    let mut server = Sshd::start();
+    let remote = remote_dir(&server);
+    let (a, mut base) = store_with_target(&scp_url(&server), 14);
+    json_ok(&a, &server, &["push"]);
+    let total: u64 = 50 << 20;
+    let mut caught = None;
+    for attempt in 0..3 {
+        let big = big_bundle(&a, 140 + attempt, 50);
+        let refs_before = refs_snapshot(&remote);
+        let packs_before = pack_files(&remote);
+        let child = catch_mid_upload(
+            &a,
+            &server,
+            &["push", "--timeout", "5"],
+            total,
+            2 << 20,
+            || {},
+        );
+        match child {
+            Some(child) => {
+                caught = Some((child, refs_before, packs_before));
+                break;
+            }
+            None => base = big,
+        }
+    }
+    let (child, refs_before, packs_before) = caught.expect("could not catch the push mid-upload");
+    server.kill(); // right after the upload was seen under way
+    let (out, elapsed) = wait_bounded(child, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["error"]["code"], "transport", "{doc}");
+    assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
+    assert_eq!(refs_snapshot(&remote), refs_before);
+    assert_eq!(disk_current(&remote).as_deref(), Some(base.as_str()));
+    assert_eq!(pack_files(&remote), packs_before);
+    verify(&remote);
+}
