@@ -45,6 +45,12 @@ pub enum Command {
     Init,
     /// Snapshot DIR as a new bundle on top of `current`; prints the bundle id
     Save(SaveArgs),
+    /// Resume a handoff: verify it, compare the workspace, print a kickoff
+    Resume(ResumeArgs),
+    /// Search a handoff's transcript (at most 50 events / 8,000 tokens per answer)
+    Search(SearchArgs),
+    /// Import handoffs written by other tools (.prowl/handoff, frontmatter files, bundles)
+    ImportHandoff { path: PathBuf },
     /// Show history from REV (default: current), newest first
     Log(LogArgs),
     /// Show a bundle's manifest and files
@@ -82,15 +88,30 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SaveArgs {
-    /// The directory to snapshot
-    pub dir: PathBuf,
+    /// The directory to snapshot; with --brief or --no-brief, the workspace [default: .]
+    pub dir: Option<PathBuf>,
+    /// Save a handoff: the briefing (handoff.md) from FILE, or - for stdin
+    #[arg(long, value_name = "FILE", conflicts_with = "no_brief")]
+    pub brief: Option<String>,
+    /// Save a handoff with workspace evidence only, no briefing
+    #[arg(long)]
+    pub no_brief: bool,
+    /// Attach a file or directory to the handoff (repeatable)
+    #[arg(long, value_name = "PATH")]
+    pub attach: Vec<PathBuf>,
+    /// Attach the session transcript (JSON lines) as transcript.jsonl
+    #[arg(long, value_name = "FILE")]
+    pub transcript: Option<PathBuf>,
+    /// What to do with secrets found in a handoff
+    #[arg(long, value_enum, default_value = "redact")]
+    pub secrets: crate::handoff::capture::SecretsMode,
     /// The agent or person handing off
     #[arg(long, value_name = "AGENT", env = "BATON_FROM", default_value = "")]
     pub from: String,
     /// The agent or person receiving
     #[arg(long, value_name = "AGENT", default_value = "")]
     pub to: String,
-    /// One line saying what this handoff is
+    /// One line saying what this handoff is [default for handoffs: from the Objective]
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub summary: String,
     /// Free text
@@ -99,6 +120,27 @@ pub struct SaveArgs {
     /// Metadata, repeatable
     #[arg(long = "meta", value_name = "KEY=VALUE")]
     pub meta: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The handoff to resume [default: current]
+    pub rev: Option<String>,
+    /// Token budget of the kickoff (estimated: 4 characters per token)
+    #[arg(long, value_name = "TOKENS", default_value_t = 2000)]
+    pub budget: usize,
+    /// The live workspace to compare with the captured one [default: .]
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    pub rev: String,
+    pub query: String,
+    /// Continue from a previous answer's next_cursor
+    #[arg(long, value_name = "CURSOR")]
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -101,10 +101,18 @@ pub fn finish(json_mode: bool, result: crate::error::Result<Outcome>) -> i32 {
         }
         if let Some(e) = &error {
             let _ = out.flush();
-            // Always one line: a file name or argument quoted in the message may hold a
-            // line break, and scripts read exactly one line.
-            let text = e.to_string().replace('\n', "\\n").replace('\r', "\\r");
-            eprintln!("error: {text}");
+            // The error is always one line: a file name or argument quoted in the message
+            // may hold a line break, and scripts read exactly one line. A hint that is a
+            // block of text (the briefing skeleton) follows on lines of its own.
+            let one_line = |t: &str| t.replace('\n', "\\n").replace('\r', "\\r");
+            match e.hint.as_deref() {
+                Some(hint) if hint.contains('\n') => {
+                    let (first, rest) = hint.split_once('\n').unwrap_or((hint, ""));
+                    eprintln!("error: {}; {}", one_line(&e.message), one_line(first));
+                    eprintln!("{}", rest.trim_end());
+                }
+                _ => eprintln!("error: {}", one_line(&e.to_string())),
+            }
         }
     }
     let _ = out.flush();

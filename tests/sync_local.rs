@@ -196,6 +196,7 @@ fn push_clone_pull_round_trip_is_byte_identical() {
             .map(|v| v.to_vec())
             .unwrap_or_default()
     };
+    assert_eq!(history(&a).len(), 2);
     assert_eq!(history(&a), history(&b));
     assert_eq!(json_ok(&b, &["show", "current"])["id"], second.as_str());
     let targets = json_ok(&b, &["target", "list"]);
@@ -225,10 +226,17 @@ fn push_clone_pull_round_trip_is_byte_identical() {
 
 #[test]
 fn file_url_and_explicit_clone_path_work() {
-    let (a, id) = store_with_target(&Env::new().path().join("unused"), 2);
-    let remote = remote_dir(&a);
+    let holder = Env::new();
+    let remote = holder.path().join("r");
+    let (a, id) = store_with_target(&remote, 2);
     a.ok(&["target", "add", "f", &format!("file://{}", s(&remote))]);
-    json_ok(&a, &["push", "f"]);
+    let doc = json_ok(&a, &["push", "f"]);
+    assert_eq!(
+        doc["url"],
+        s(&remote),
+        "file:// is stored as the plain path"
+    );
+    assert_eq!(disk_current(&remote).as_deref(), Some(id.as_str()));
     let b = Env::new();
     let dest = b.path().join("elsewhere");
     let doc = json_ok(&b, &["clone", &format!("file://{}", s(&remote)), s(&dest)]);
@@ -734,7 +742,13 @@ fn killed_push_leaves_the_remote_current_unchanged_and_verifying() {
         let big = a.save("work", &[]);
         let refs_before = refs_snapshot(&remote);
         let packs_before = pack_files(&remote);
-        let mut child = a.cmd().args(["--json", "push"]).spawn().unwrap();
+        let mut child = a
+            .cmd()
+            .args(["--json", "push"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         let deadline = Instant::now() + Duration::from_secs(60);
         let caught = loop {
             let staged = staged_pack_size(&remote).unwrap_or(0);

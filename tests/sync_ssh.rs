@@ -174,6 +174,7 @@ fn catch_mid_upload(
     let mut child = cmd(env, server)
         .arg("--json")
         .args(args)
+        .env("BATON_TRACE", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -641,9 +642,17 @@ fn frozen_server_mid_push_times_out_instead_of_hanging() {
     let (child, refs_before) = caught.expect("could not catch the push mid-upload");
     let (out, elapsed) = wait_bounded(child, Duration::from_secs(60));
     server.resume();
-    eprintln!("push against a frozen server ended after {elapsed:?}");
+    eprintln!(
+        "push against a frozen server ended after {elapsed:?}: {}",
+        text(&out)
+    );
     assert_eq!(out.status.code(), Some(7), "{}", text(&out));
     assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
+    // Roughly the timeout: not one timeout per later step (cleanup, EOF, channel close).
+    assert!(
+        elapsed < Duration::from_secs(10),
+        "took {elapsed:?} with --timeout 3"
+    );
     assert!(
         elapsed >= Duration::from_secs(2),
         "gave up before the timeout: {elapsed:?}"

@@ -6,11 +6,14 @@ mod clone;
 mod completions;
 mod diff;
 mod gc;
+mod import_handoff;
 mod init;
 mod log;
 mod pull;
 mod push;
+mod resume;
 mod save;
+mod search;
 mod show;
 mod target;
 mod verify;
@@ -31,6 +34,9 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Verify { rev } => verify::run(ctx, rev.as_deref()),
         Command::Gc(args) => gc::run(ctx, &args),
         Command::Target(cmd) => target::run(ctx, cmd),
+        Command::Resume(args) => resume::run(ctx, &args),
+        Command::Search(args) => search::run(ctx, &args),
+        Command::ImportHandoff { path } => import_handoff::run(ctx, &path),
         Command::Push(args) => push::run(ctx, &args),
         Command::Pull(args) => pull::run(ctx, &args),
         Command::Clone(args) => clone::run(ctx, &args),

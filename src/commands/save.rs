@@ -1,29 +1,36 @@
-//! `baton save DIR`: snapshot a directory as a new bundle on top of `current`.
+//! `baton save`: snapshot a directory, or save a handoff of a workspace, as a new bundle
+//! on top of `current`.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
 use crate::cli::SaveArgs;
 use crate::error::{Error, Result};
 use crate::format::names::RefName;
+use crate::handoff::capture::{self, HandoffRequest};
 use crate::output::{Ctx, Outcome};
 use crate::store::snapshot;
 
 pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     let metadata = parse_metadata(&args.meta)?;
+    if args.brief.is_some() || args.no_brief {
+        return save_handoff(ctx, args, metadata);
+    }
+    let Some(dir) = &args.dir else {
+        return Err(Error::usage("nothing to save").with_hint(
+            "give DIR to snapshot a directory, or --brief FILE (or --no-brief) to save a handoff of this workspace",
+        ));
+    };
     let store = ctx.open_store()?;
     let skip = std::fs::metadata(store.root())
         .ok()
         .map(|m| (m.dev(), m.ino()));
-    let node = snapshot::scan(&args.dir, skip)?;
-    // A damaged ref or log stops a save before a single object is written, so a refused
-    // save leaves the store exactly as it was (the ref move at the end would refuse a
-    // damaged ref or a torn log only after writing every object, and would append after
-    // a damaged log line).
-    store.read_ref(&RefName::Current)?;
-    store.read_log()?;
+    let node = snapshot::scan(dir, skip)?;
+    check_refs_readable(&store)?;
     let bar = ctx.progress(node.total_bytes(), true);
     let (tree, stats) = snapshot::write(&store, &node, &|n| bar.inc(n))?;
     bar.finish_and_clear();
@@ -44,6 +51,111 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
             "bytes": stats.bytes,
             "objects_written": stats.objects_written,
             "bytes_written": stats.bytes_written,
+        }),
+    ))
+}
+
+/// A damaged ref or log stops a save before a single object is written, so a refused
+/// save leaves the store exactly as it was.
+fn check_refs_readable(store: &crate::store::Store) -> Result<()> {
+    store.read_ref(&RefName::Current)?;
+    store.read_log()?;
+    Ok(())
+}
+
+/// `save --brief FILE|-` / `save --no-brief`: a handoff of the workspace.
+fn save_handoff(
+    ctx: &Ctx,
+    args: &SaveArgs,
+    mut metadata: BTreeMap<String, String>,
+) -> Result<Outcome> {
+    let store = ctx.open_store()?;
+    let workspace = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let workspace = std::fs::canonicalize(&workspace)
+        .map_err(|e| Error::io("cannot open workspace", &workspace, e))?;
+    let brief = match args.brief.as_deref() {
+        Some("-") => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::other(format!("cannot read the briefing from stdin: {e}")))?;
+            Some(bytes)
+        }
+        Some(path) => Some(
+            std::fs::read(path)
+                .map_err(|e| Error::io("cannot read briefing", Path::new(path), e))?,
+        ),
+        None => None,
+    };
+    let transcript = match &args.transcript {
+        Some(path) => {
+            Some(std::fs::read(path).map_err(|e| Error::io("cannot read transcript", path, e))?)
+        }
+        None => None,
+    };
+    let request = HandoffRequest {
+        workspace: &workspace,
+        brief,
+        transcript,
+        attachments: args.attach.clone(),
+        secrets: args.secrets,
+    };
+    // Everything is assembled, validated and scanned before the store is touched.
+    let assembled = capture::assemble(&request)?;
+    check_refs_readable(&store)?;
+    metadata.insert("kind".into(), "handoff".into());
+    metadata.insert("workspace".into(), workspace.display().to_string());
+    if !assembled.evidence.partial.is_empty() {
+        metadata.insert(
+            "evidence.partial".into(),
+            assembled.evidence.partial.join("; "),
+        );
+    }
+    if !assembled.secrets.is_empty() {
+        metadata.insert(
+            "secrets.redacted".into(),
+            capture::describe_counts(&assembled.secrets),
+        );
+    }
+    let summary = if args.summary.is_empty() {
+        assembled
+            .briefing
+            .as_ref()
+            .map(|b| b.summary_line())
+            .unwrap_or_default()
+    } else {
+        args.summary.clone()
+    };
+    let tree = store.write_mem_tree(&assembled.files)?;
+    let (id, bundle) = store.commit_bundle(tree, "save", |b| {
+        b.from = args.from.clone();
+        b.to = args.to.clone();
+        b.summary = summary;
+        b.note = args.note.clone();
+        b.metadata = metadata;
+    })?;
+    if !ctx.quiet && !ctx.json && !assembled.secrets.is_empty() {
+        eprintln!(
+            "note: redacted secrets ({})",
+            capture::describe_counts(&assembled.secrets)
+        );
+    }
+    if !ctx.quiet && !ctx.json && !assembled.evidence.partial.is_empty() {
+        eprintln!(
+            "note: partial workspace evidence: {}",
+            assembled.evidence.partial.join("; ")
+        );
+    }
+    Ok(Outcome::new(
+        id.to_hex(),
+        json!({
+            "bundle": id,
+            "parents": bundle.parents,
+            "tree": tree,
+            "kind": "handoff",
+            "files": assembled.files.iter().map(|f| &f.path).collect::<Vec<_>>(),
+            "secrets": assembled.secrets,
+            "partial": assembled.evidence.partial,
         }),
     ))
 }

@@ -44,7 +44,8 @@ pub struct Assembled {
 pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
     let briefing = match &request.brief {
         Some(raw) => {
-            let text = std::str::from_utf8(raw).map_err(|_| Error::usage("the briefing is not UTF-8 text"))?;
+            let text = std::str::from_utf8(raw)
+                .map_err(|_| Error::usage("the briefing is not UTF-8 text"))?;
             Some(Briefing::parse(text)?)
         }
         None => None,
@@ -58,7 +59,10 @@ pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
     let captured_at = crate::format::bundle::format_time(SystemTime::now());
     let mut files = Vec::new();
     let mut patches = Vec::new();
-    for (name, bytes) in [("staged.patch", &capture.staged_patch), ("unstaged.patch", &capture.unstaged_patch)] {
+    for (name, bytes) in [
+        ("staged.patch", &capture.staged_patch),
+        ("unstaged.patch", &capture.unstaged_patch),
+    ] {
         let stored_at = if bytes.is_empty() {
             None
         } else if (bytes.len() as u64) <= PATCH_LIMIT {
@@ -69,12 +73,19 @@ pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
         if let Some(path) = &stored_at {
             files.push(MemFile::new(path.clone(), bytes.clone()));
         }
-        patches.push(PatchNote { name, bytes: bytes.len() as u64, stored_at });
+        patches.push(PatchNote {
+            name,
+            bytes: bytes.len() as u64,
+            stored_at,
+        });
     }
     if let Some(b) = &briefing {
         files.push(MemFile::new("handoff.md", b.text.clone()));
     }
-    files.push(MemFile::new("context.md", context::render(&capture.evidence, &captured_at, &patches)));
+    files.push(MemFile::new(
+        "context.md",
+        context::render(&capture.evidence, &captured_at, &patches),
+    ));
     let evidence_json = serde_json::to_vec_pretty(&capture.evidence)
         .map_err(|e| Error::other(format!("cannot encode evidence: {e}")))?;
     files.push(MemFile::new("evidence/evidence.json", evidence_json));
@@ -82,7 +93,11 @@ pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
         files.push(MemFile::new("transcript.jsonl", t.clone()));
     }
     for (path, bytes, exec) in attachments {
-        files.push(MemFile { path: format!("attachments/{path}"), bytes, exec });
+        files.push(MemFile {
+            path: format!("attachments/{path}"),
+            bytes,
+            exec,
+        });
     }
 
     // Every byte that goes in is scanned; nothing is written before this point.
@@ -99,7 +114,10 @@ pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
     if request.secrets == SecretsMode::Block && !found.is_empty() {
         return Err(Error::new(
             ErrorKind::Security,
-            format!("refusing to save: the handoff contains secrets ({})", describe_counts(&found)),
+            format!(
+                "refusing to save: the handoff contains secrets ({})",
+                describe_counts(&found)
+            ),
         )
         .with_hint("remove them, or save with --secrets redact to replace them by placeholders"));
     }
@@ -113,12 +131,21 @@ pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
             .transpose()?,
         None => None,
     };
-    Ok(Assembled { files, briefing, evidence: capture.evidence, secrets: found })
+    Ok(Assembled {
+        files,
+        briefing,
+        evidence: capture.evidence,
+        secrets: found,
+    })
 }
 
 /// "aws_access_key: 1, github_token: 2": kinds and counts, never values.
 pub fn describe_counts(counts: &BTreeMap<&'static str, u64>) -> String {
-    counts.iter().map(|(k, n)| format!("{k}: {n}")).collect::<Vec<_>>().join(", ")
+    counts
+        .iter()
+        .map(|(k, n)| format!("{k}: {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Read attached files and directories (regular files only; symlinks are recorded by
@@ -126,10 +153,12 @@ pub fn describe_counts(counts: &BTreeMap<&'static str, u64>) -> String {
 fn read_attachments(paths: &[PathBuf]) -> Result<Vec<(String, Vec<u8>, bool)>> {
     let mut out = Vec::new();
     for path in paths {
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .ok_or_else(|| Error::usage(format!("cannot attach {}: no UTF-8 file name", path.display())))?;
+        let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+            Error::usage(format!(
+                "cannot attach {}: no UTF-8 file name",
+                path.display()
+            ))
+        })?;
         collect(path, name, &mut out)?;
     }
     Ok(out)
@@ -138,29 +167,48 @@ fn read_attachments(paths: &[PathBuf]) -> Result<Vec<(String, Vec<u8>, bool)>> {
 fn collect(path: &Path, rel: &str, out: &mut Vec<(String, Vec<u8>, bool)>) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let meta = fs::symlink_metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::not_found(format!("attachment {} does not exist", path.display())),
+        std::io::ErrorKind::NotFound => {
+            Error::not_found(format!("attachment {} does not exist", path.display()))
+        }
         _ => Error::io("cannot read attachment", path, e),
     })?;
     if meta.is_dir() {
-        let mut names: Vec<_> = fs::read_dir(path).ctx("cannot read", path)?.filter_map(|e| e.ok()).collect();
+        let mut names: Vec<_> = fs::read_dir(path)
+            .ctx("cannot read", path)?
+            .filter_map(|e| e.ok())
+            .collect();
         names.sort_by_key(|e| e.file_name());
         for entry in names {
             let child = entry.file_name();
-            let child = child
-                .to_str()
-                .ok_or_else(|| Error::usage(format!("cannot attach {}: file name is not UTF-8", entry.path().display())))?;
+            let child = child.to_str().ok_or_else(|| {
+                Error::usage(format!(
+                    "cannot attach {}: file name is not UTF-8",
+                    entry.path().display()
+                ))
+            })?;
             collect(&entry.path(), &format!("{rel}/{child}"), out)?;
         }
     } else if meta.is_file() {
         let mut file = crate::store::objects::open_regular(path)?;
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut file, &mut bytes).ctx("cannot read", path)?;
-        out.push((rel.to_string(), bytes, meta.permissions().mode() & 0o100 != 0));
+        out.push((
+            rel.to_string(),
+            bytes,
+            meta.permissions().mode() & 0o100 != 0,
+        ));
     } else if meta.file_type().is_symlink() {
         let target = fs::read_link(path).ctx("cannot read link", path)?;
-        out.push((rel.to_string(), target.to_string_lossy().into_owned().into_bytes(), false));
+        out.push((
+            rel.to_string(),
+            target.to_string_lossy().into_owned().into_bytes(),
+            false,
+        ));
     } else {
-        return Err(Error::usage(format!("cannot attach {}: not a regular file or directory", path.display())));
+        return Err(Error::usage(format!(
+            "cannot attach {}: not a regular file or directory",
+            path.display()
+        )));
     }
     Ok(())
 }

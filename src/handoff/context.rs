@@ -19,16 +19,28 @@ fn list<T>(out: &mut String, items: &[T], line: impl Fn(&T) -> String) {
         let _ = writeln!(out, "- {}", line(item));
     }
     if items.len() > MAX_LIST {
-        let _ = writeln!(out, "- … and {} more (see evidence/evidence.json)", items.len() - MAX_LIST);
+        let _ = writeln!(
+            out,
+            "- … and {} more (see evidence/evidence.json)",
+            items.len() - MAX_LIST
+        );
     }
 }
 
 pub fn render(evidence: &Evidence, captured_at: &str, patches: &[PatchNote]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Workspace context\n");
-    let _ = writeln!(out, "Captured read-only from `{}` at {captured_at}.\n", evidence.workspace);
+    let _ = writeln!(
+        out,
+        "Captured read-only from `{}` at {captured_at}.\n",
+        evidence.workspace
+    );
     if !evidence.partial.is_empty() {
-        let _ = writeln!(out, "**Partial capture:** {}.\n", evidence.partial.join("; "));
+        let _ = writeln!(
+            out,
+            "**Partial capture:** {}.\n",
+            evidence.partial.join("; ")
+        );
     }
     let Some(git) = &evidence.git else {
         let _ = writeln!(out, "No git repository was captured.");
@@ -36,8 +48,16 @@ pub fn render(evidence: &Evidence, captured_at: &str, patches: &[PatchNote]) -> 
     };
     let _ = writeln!(out, "## Repository\n");
     let _ = writeln!(out, "- root: `{}`", git.root);
-    let _ = writeln!(out, "- branch: {}", git.branch.as_deref().unwrap_or("(detached HEAD)"));
-    let _ = writeln!(out, "- HEAD: {}", git.head.as_deref().unwrap_or("(no commits yet)"));
+    let _ = writeln!(
+        out,
+        "- branch: {}",
+        git.branch.as_deref().unwrap_or("(detached HEAD)")
+    );
+    let _ = writeln!(
+        out,
+        "- HEAD: {}",
+        git.head.as_deref().unwrap_or("(no commits yet)")
+    );
     match (&git.upstream, git.ahead, git.behind) {
         (Some(up), Some(a), Some(b)) => {
             let _ = writeln!(out, "- upstream: {up} (ahead {a}, behind {b})");
@@ -65,8 +85,19 @@ pub fn render(evidence: &Evidence, captured_at: &str, patches: &[PatchNote]) -> 
     let _ = writeln!(out, "Conflicted: {}", git.conflicted.len());
     list(&mut out, &git.conflicted, |p| p.clone());
     let untracked_bytes: u64 = git.untracked.iter().map(|u| u.size).sum();
-    let _ = writeln!(out, "Untracked: {} ({untracked_bytes} bytes; contents not saved unless attached)", git.untracked.len());
-    list(&mut out, &git.untracked, |u| format!("{} ({} bytes, {})", u.path, u.size, u.id));
+    let _ = writeln!(
+        out,
+        "Untracked: {} ({untracked_bytes} bytes; contents not saved unless attached)",
+        git.untracked.len()
+    );
+    list(&mut out, &git.untracked, |u| {
+        format!(
+            "{} ({} bytes, {})",
+            u.path,
+            u.size,
+            u.id.as_deref().unwrap_or("not hashed")
+        )
+    });
     if !patches.is_empty() {
         let _ = writeln!(out, "\n## Patches\n");
         for p in patches {
@@ -82,7 +113,15 @@ pub fn render(evidence: &Evidence, captured_at: &str, patches: &[PatchNote]) -> 
     }
     if !git.recent_commits.is_empty() {
         let _ = writeln!(out, "\n## Recent commits\n");
-        list(&mut out, &git.recent_commits, |c| format!("{} {} ({}, {})", &c.id[..c.id.len().min(12)], c.subject, c.author, c.time));
+        list(&mut out, &git.recent_commits, |c| {
+            format!(
+                "{} {} ({}, {})",
+                &c.id[..c.id.len().min(12)],
+                c.subject,
+                c.author,
+                c.time
+            )
+        });
     }
     out
 }

@@ -9,11 +9,7 @@
 
 use serde::Serialize;
 
-/// Estimated tokens of a text: one per four characters, rounded up (the estimate used
-/// for every budget in baton).
-pub fn estimate_tokens(text: &str) -> usize {
-    text.chars().count().div_ceil(4)
-}
+pub use super::transcript::estimate_tokens;
 
 /// Marker put where text was cut.
 pub const CUT: &str = "…";
@@ -85,7 +81,11 @@ fn truncate(text: &str, tokens: usize, pointer: &str) -> (String, bool) {
         return (text.to_string(), false);
     }
     let long = format!("\n{CUT} [cut to fit the budget; full text: {pointer}]\n");
-    let marker = if estimate_tokens(&long) * 2 <= tokens { long } else { format!("{CUT}\n") };
+    let marker = if estimate_tokens(&long) * 2 <= tokens {
+        long
+    } else {
+        format!("{CUT}\n")
+    };
     if estimate_tokens(&marker) > tokens {
         return (String::new(), true);
     }
@@ -124,9 +124,16 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
     };
     let mut header_text = format!("# Handoff {short}\n{who}, saved {}\n", input.created);
     if !input.summary.is_empty() {
-        header_text.push_str(&format!("Summary: {}\n", input.summary.lines().next().unwrap_or("")));
+        header_text.push_str(&format!(
+            "Summary: {}\n",
+            input.summary.lines().next().unwrap_or("")
+        ));
     }
-    let (header_text, header_cut) = truncate(&header_text, (budget / 4).max(8), &format!("baton show {short}"));
+    let (header_text, header_cut) = truncate(
+        &header_text,
+        (budget / 4).max(8),
+        &format!("baton show {short}"),
+    );
     let header = KickoffSection {
         title: "header".into(),
         tokens: estimate_tokens(&header_text),
@@ -135,10 +142,17 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
     };
 
     // Sections in page order, with their priority (0 = shrinks last).
-    let missing = |s: &Option<String>| s.clone().unwrap_or_else(|| "(not in this handoff)\n".to_string());
+    let missing = |s: &Option<String>| {
+        s.clone()
+            .unwrap_or_else(|| "(not in this handoff)\n".to_string())
+    };
     let mut pointers = String::new();
     for (path, size) in &input.files {
-        pointers.push_str(&format!("- {} ({size} bytes): baton cat {short}:{}\n", shorten_path(path, MAX_PATH_CHARS), shorten_path(path, MAX_PATH_CHARS)));
+        pointers.push_str(&format!(
+            "- {} ({size} bytes): baton cat {short}:{}\n",
+            shorten_path(path, MAX_PATH_CHARS),
+            shorten_path(path, MAX_PATH_CHARS)
+        ));
     }
     let workspace = if input.workspace.is_empty() {
         "(no workspace comparison)\n".to_string()
@@ -146,10 +160,30 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
         input.workspace.iter().map(|l| format!("- {l}\n")).collect()
     };
     let parts: Vec<(&str, String, usize, String)> = vec![
-        ("Next Steps", missing(&input.next_steps), 0, handoff_ptr.clone()),
-        ("Current State", missing(&input.current_state), 1, handoff_ptr.clone()),
-        ("Objective", missing(&input.objective), 2, handoff_ptr.clone()),
-        ("Workspace", workspace, 3, format!("baton cat {short}:context.md")),
+        (
+            "Next Steps",
+            missing(&input.next_steps),
+            0,
+            handoff_ptr.clone(),
+        ),
+        (
+            "Current State",
+            missing(&input.current_state),
+            1,
+            handoff_ptr.clone(),
+        ),
+        (
+            "Objective",
+            missing(&input.objective),
+            2,
+            handoff_ptr.clone(),
+        ),
+        (
+            "Workspace",
+            workspace,
+            3,
+            format!("baton cat {short}:context.md"),
+        ),
         ("Files", pointers, 4, format!("baton show {short}")),
     ];
 
@@ -157,7 +191,10 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
     // lowest priority first, down to a floor, then drop bodies entirely in the same order.
     let title_cost = |t: &str| estimate_tokens(&format!("\n## {t}\n"));
     let available = budget.saturating_sub(header.tokens);
-    let needs: Vec<usize> = parts.iter().map(|(t, body, _, _)| title_cost(t) + estimate_tokens(body)).collect();
+    let needs: Vec<usize> = parts
+        .iter()
+        .map(|(t, body, _, _)| title_cost(t) + estimate_tokens(body))
+        .collect();
     let mut grants = needs.clone();
     let mut excess = needs.iter().sum::<usize>().saturating_sub(available);
     let mut by_priority: Vec<usize> = (0..parts.len()).collect();
@@ -187,10 +224,20 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
             continue;
         }
         let (text, truncated) = truncate(&body, body_budget, &pointer);
-        sections.push(KickoffSection { title: title.into(), tokens: estimate_tokens(&text) + title_cost(title), text, truncated });
+        sections.push(KickoffSection {
+            title: title.into(),
+            tokens: estimate_tokens(&text) + title_cost(title),
+            text,
+            truncated,
+        });
     }
     let tokens = header.tokens + sections.iter().map(|s| s.tokens).sum::<usize>();
-    Kickoff { budget, tokens, header, sections }
+    Kickoff {
+        budget,
+        tokens,
+        header,
+        sections,
+    }
 }
 
 #[cfg(test)]
@@ -210,7 +257,13 @@ mod tests {
             workspace: vec!["same repository (root commit)".into(), "HEAD: same".into()],
             files: vec![
                 ("handoff.md".into(), 100),
-                (format!("attachments/{}/deep/file.txt", "very-long-directory-name".repeat(5)), 10),
+                (
+                    format!(
+                        "attachments/{}/deep/file.txt",
+                        "very-long-directory-name".repeat(5)
+                    ),
+                    10,
+                ),
             ],
         }
     }
@@ -220,7 +273,16 @@ mod tests {
         let k = render(&input(1), 2000);
         assert!(k.sections.iter().all(|s| !s.truncated));
         let titles: Vec<&str> = k.sections.iter().map(|s| s.title.as_str()).collect();
-        assert_eq!(titles, ["Next Steps", "Current State", "Objective", "Workspace", "Files"]);
+        assert_eq!(
+            titles,
+            [
+                "Next Steps",
+                "Current State",
+                "Objective",
+                "Workspace",
+                "Files"
+            ]
+        );
         assert!(k.tokens <= 2000);
         assert!(k.text().contains(CUT), "the long path is cut in the middle");
     }
@@ -231,14 +293,26 @@ mod tests {
             let k = render(&input(40), budget);
             assert!(k.tokens <= budget, "budget {budget}: {} tokens", k.tokens);
             assert!(k.header.tokens <= budget / 4 + 1, "header within a quarter");
-            let next = k.sections.iter().find(|s| s.title == "Next Steps").expect("next steps kept");
+            let next = k
+                .sections
+                .iter()
+                .find(|s| s.title == "Next Steps")
+                .expect("next steps kept");
             // A higher-priority section is cut only once every lower one is at its floor.
             if next.truncated {
                 for s in k.sections.iter().filter(|s| s.title != "Next Steps") {
-                    assert!(s.tokens <= MIN_BODY_TOKENS + 8, "{} not at its floor at {budget}", s.title);
+                    assert!(
+                        s.tokens <= MIN_BODY_TOKENS + 8,
+                        "{} not at its floor at {budget}",
+                        s.title
+                    );
                 }
             }
-            if !k.sections.iter().any(|s| s.title == "Objective" && s.truncated) {
+            if !k
+                .sections
+                .iter()
+                .any(|s| s.title == "Objective" && s.truncated)
+            {
                 assert!(!next.truncated);
             }
         }

@@ -3,4 +3,13 @@
 //! It sits between the commands and the store: it turns a workspace and an agent's
 //! briefing into the files of one bundle, and a bundle back into a kickoff for the next
 //! agent. Nothing here ever changes the workspace.
+
+pub mod briefing;
+pub mod capture;
+pub mod compare;
+pub mod context;
+pub mod evidence;
+pub mod import;
 pub mod kickoff;
+pub mod secrets;
+pub mod transcript;

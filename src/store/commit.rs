@@ -41,3 +41,13 @@ impl Store {
         Ok((stored.id, bundle))
     }
 }
+
+impl Store {
+    /// Write a manifest as given (explicit parents: imports), without moving any ref.
+    pub fn write_bundle(&self, bundle: &Bundle) -> Result<ObjectId> {
+        let pending = PendingDirs::default();
+        let stored = self.objects.put_bytes(&bundle.encode(), &pending)?;
+        pending.sync()?;
+        Ok(stored.id)
+    }
+}

@@ -17,7 +17,11 @@ pub struct MemFile {
 
 impl MemFile {
     pub fn new(path: impl Into<String>, bytes: impl Into<Vec<u8>>) -> Self {
-        MemFile { path: path.into(), bytes: bytes.into(), exec: false }
+        MemFile {
+            path: path.into(),
+            bytes: bytes.into(),
+            exec: false,
+        }
     }
 }
 
@@ -37,8 +41,12 @@ impl Store {
         for file in files {
             let parts: Vec<&str> = file.path.split('/').collect();
             for part in &parts {
-                crate::format::names::validate_entry_name(part)
-                    .map_err(|_| Error::usage(format!("invalid path '{}' in bundle", file.path.escape_debug())))?;
+                crate::format::names::validate_entry_name(part).map_err(|_| {
+                    Error::usage(format!(
+                        "invalid path '{}' in bundle",
+                        file.path.escape_debug()
+                    ))
+                })?;
             }
             if !seen.insert(file.path.clone()) {
                 return Err(Error::usage(format!("path '{}' given twice", file.path)));
@@ -46,7 +54,10 @@ impl Store {
         }
         for pair in seen.iter().collect::<Vec<_>>().windows(2) {
             if pair[1].starts_with(&format!("{}/", pair[0])) {
-                return Err(Error::usage(format!("'{}' is both a file and a directory", pair[0])));
+                return Err(Error::usage(format!(
+                    "'{}' is both a file and a directory",
+                    pair[0]
+                )));
             }
         }
         let pending = PendingDirs::default();
@@ -68,14 +79,30 @@ impl Store {
     fn write_dir(&self, dir: &Dir, pending: &PendingDirs) -> Result<(ObjectId, u64)> {
         let mut entries = Vec::new();
         for (name, (id, size, exec)) in &dir.files {
-            let kind = if *exec { EntryKind::Exec } else { EntryKind::File };
-            entries.push(TreeEntry { name: name.clone(), kind, size: *size, id: *id });
+            let kind = if *exec {
+                EntryKind::Exec
+            } else {
+                EntryKind::File
+            };
+            entries.push(TreeEntry {
+                name: name.clone(),
+                kind,
+                size: *size,
+                id: *id,
+            });
         }
         for (name, sub) in &dir.dirs {
             let (id, size) = self.write_dir(sub, pending)?;
-            entries.push(TreeEntry { name: name.clone(), kind: EntryKind::Dir, size, id });
+            entries.push(TreeEntry {
+                name: name.clone(),
+                kind: EntryKind::Dir,
+                size,
+                id,
+            });
         }
-        let stored = self.objects.put_bytes(&Tree::new(entries)?.encode(), pending)?;
+        let stored = self
+            .objects
+            .put_bytes(&Tree::new(entries)?.encode(), pending)?;
         Ok((stored.id, stored.size))
     }
 }

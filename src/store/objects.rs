@@ -161,8 +161,9 @@ impl Objects {
             // keeps its kind; a plain I/O failure is "other".
             if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
                 return Err(Error {
+                    kind: inner.kind,
                     message: format!("cannot write object {id}: {}", inner.message),
-                    ..inner.clone()
+                    hint: inner.hint.clone(),
                 });
             }
             return Err(Error::other(format!("cannot write object {id}: {e}")));

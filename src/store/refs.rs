@@ -260,7 +260,8 @@ impl Store {
         // before the next line goes in. Committed lines are never touched.
         let (committed, len) = committed_length(&mut file).ctx("cannot read", &path)?;
         if committed != len {
-            file.set_len(committed).ctx("cannot cut the torn tail of", &path)?;
+            file.set_len(committed)
+                .ctx("cannot cut the torn tail of", &path)?;
             file.sync_data().ctx("cannot fsync", &path)?;
         }
         // One write call per line: with O_APPEND the kernel never interleaves lines.

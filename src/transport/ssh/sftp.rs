@@ -46,6 +46,9 @@ pub struct SftpRemote {
     /// The first failure among deferred replies, reported by the next wait.
     deferred_error: Option<Error>,
     has_fsync: bool,
+    /// A channel read or write failed (timeout, dead connection): the packet stream is
+    /// out of step, so later requests fail at once instead of each waiting a timeout.
+    broken: bool,
     /// `BATON_TRACE_SFTP=1`: log every packet to stderr.
     trace: bool,
 }
@@ -80,6 +83,7 @@ impl SftpRemote {
             deferred: HashMap::new(),
             deferred_error: None,
             has_fsync: false,
+            broken: false,
             trace: std::env::var_os("BATON_TRACE_SFTP").is_some_and(|v| v != "0"),
         };
         remote.send(Packet::Init(Init::new()))?;
@@ -115,6 +119,9 @@ impl SftpRemote {
     }
 
     fn send(&mut self, packet: Packet) -> Result<()> {
+        if self.broken {
+            return Err(lost(&self.describe, "the connection already failed"));
+        }
         let bytes = Bytes::try_from(packet).map_err(|e| lost(&self.describe, e))?;
         if self.trace {
             eprintln!(
@@ -123,12 +130,19 @@ impl SftpRemote {
                 bytes.get(4).copied().unwrap_or(0)
             );
         }
-        self.channel
-            .write_all(&bytes)
-            .map_err(|e| lost(&self.describe, e))
+        if let Err(e) = self.channel.write_all(&bytes) {
+            self.broken = true;
+            return Err(lost(&self.describe, e));
+        }
+        Ok(())
     }
 
     fn recv(&mut self) -> Result<Packet> {
+        if self.broken {
+            return Err(lost(&self.describe, "the connection already failed"));
+        }
+        // Until the whole packet is in, a failure leaves the stream out of step.
+        self.broken = true;
         let mut len = [0u8; 4];
         self.channel
             .read_exact(&mut len)
@@ -141,6 +155,7 @@ impl SftpRemote {
         self.channel
             .read_exact(&mut body)
             .map_err(|e| lost(&self.describe, e))?;
+        self.broken = false;
         let mut bytes = Bytes::from(body);
         if self.trace {
             eprintln!(
@@ -1069,6 +1084,17 @@ impl SftpRemote {
 
 impl Drop for SftpRemote {
     fn drop(&mut self) {
+        if self.broken {
+            // Waiting on a silent server would cost a timeout per step (EOF, then the
+            // channel close that freeing the channel sends): cut the socket instead, so
+            // that both fail at once.
+            use std::os::unix::io::AsRawFd;
+            // SAFETY: shutdown(2) on the session's own socket; no memory is involved.
+            unsafe {
+                libc::shutdown(self._conn.session.as_raw_fd(), libc::SHUT_RDWR);
+            }
+            return;
+        }
         // The server handles requests in order, so outstanding closes and removals are
         // carried out before it sees the end of input; their replies are not waited for.
         let _ = self.channel.send_eof();

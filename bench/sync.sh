@@ -1,0 +1,451 @@
+#!/usr/bin/env bash
+# Sync benchmark (issue 3): baton push / pull (clone) over SSH against git, rsync and scp,
+# on plain loopback and through a proxy adding 50 ms of round trip, with a private sshd
+# on 127.0.0.1. Writes the "## Sync (issue 3)" section of docs/benchmarks.md.
+#
+# Usage: bash bench/sync.sh
+#
+# Environment:
+#   BENCH_RUNS         timed runs per operation, median reported (default 3)
+#   BENCH_SEED         generator seed (default 42)
+#   BENCH_DELAY_MS     one-way delay of the WAN proxy (default 25, i.e. 50 ms RTT)
+#   BENCH_SCP_TIMEOUT  cap on one `scp -r` of the 1,000 files, seconds (default 300)
+#   BENCH_SCP_WAN_RUNS runs of `scp -r` at the WAN delay (default 1: it takes minutes)
+#   BENCH_DIR          work directory (default: a new mktemp -d; removed afterwards)
+#   BENCH_KEEP         1 = keep the work directory (and its sshd logs) afterwards
+#   BENCH_DOCS         1 = write docs/benchmarks.md, 0 = only print the section
+#                      (default: write only with the default runs and delay)
+set -euo pipefail
+export LC_ALL=C
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RUNS=${BENCH_RUNS:-3}
+SEED=${BENCH_SEED:-42}
+DELAY_MS=${BENCH_DELAY_MS:-25}
+SCP_TIMEOUT=${BENCH_SCP_TIMEOUT:-300}
+SCP_WAN_RUNS=${BENCH_SCP_WAN_RUNS:-1}
+DOCS=${BENCH_DOCS:-$([[ $RUNS == 3 && $DELAY_MS == 25 ]] && echo 1 || echo 0)}
+if [[ -n ${BENCH_DIR:-} ]]; then
+  WORK=$BENCH_DIR
+  mkdir -p "$WORK"
+else
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/baton-sync.XXXXXX")
+fi
+WORK=$(cd "$WORK" && pwd)
+
+SERVER=$WORK/server      # sshd config, host key, authorized_keys, log
+CLIENT_HOME=$WORK/home   # HOME for every client: .ssh/config, known_hosts, user key
+DATA_A=$WORK/data/small  # 1,000 files of 12 KiB in 20 directories
+DATA_B=$WORK/data/big    # one 256 MiB file (a directory holding it, for baton save)
+LOCAL=$WORK/local        # baton stores and the git repository pushed from
+REMOTE=$WORK/remote      # push destinations ("the server's disk")
+PULLED=$WORK/pulled      # clone / download destinations
+RESULTS=$WORK/results.tsv
+META=$WORK/meta.tsv
+TRACES=$WORK/traces
+
+SSHD_PID=
+PROXY_PID=
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# Stop what this script started (by pid), then remove only what it created.
+cleanup() {
+  local rc=$? pid
+  set +e
+  for pid in $PROXY_PID $SSHD_PID; do
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+  if [[ ${BENCH_KEEP:-0} == 1 ]]; then
+    log "keeping $WORK (BENCH_KEEP=1)"
+  else
+    rm -rf "$SERVER" "$CLIENT_HOME" "$WORK/data" "$LOCAL" "$REMOTE" "$PULLED" \
+      "$RESULTS" "$META" "$TRACES" "$WORK/err" "$WORK/save_small.json"
+    rmdir "$WORK" 2>/dev/null || true
+  fi
+  return "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- 1. build and tools -----------------------------------------------------------------
+log "building baton (release)"
+(cd "$ROOT" && cargo build --release --quiet)
+BATON=${CARGO_TARGET_DIR:-$ROOT/target}/release/baton
+[[ $BATON == /* ]] || BATON=$ROOT/$BATON
+
+need=()
+[[ -x /usr/sbin/sshd ]] || need+=(openssh-server)
+command -v ssh >/dev/null && command -v scp >/dev/null || need+=(openssh-client)
+command -v rsync >/dev/null || need+=(rsync)
+if ((${#need[@]})); then
+  log "installing ${need[*]}"
+  apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+for tool in git rsync ssh scp ssh-keygen python3 timeout; do
+  command -v "$tool" >/dev/null || { echo "missing: $tool" >&2; exit 1; }
+done
+mkdir -p /run/sshd 2>/dev/null || true # privilege separation directory sshd insists on
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# --- 2. sshd, client HOME, delay proxy --------------------------------------------------
+USER_NAME=$(id -un)
+mkdir -p "$SERVER" "$CLIENT_HOME/.ssh" "$TRACES" "$WORK/err"
+chmod 700 "$CLIENT_HOME/.ssh"
+ssh-keygen -q -t ed25519 -N '' -C baton-bench-host -f "$SERVER/host_ed25519"
+ssh-keygen -q -t ed25519 -N '' -C baton-bench-user -f "$CLIENT_HOME/.ssh/id_ed25519"
+cp "$CLIENT_HOME/.ssh/id_ed25519.pub" "$SERVER/authorized_keys"
+
+start_sshd() {
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    PORT=$(free_port)
+    cat >"$SERVER/sshd_config" <<EOF
+ListenAddress 127.0.0.1
+Port $PORT
+HostKey $SERVER/host_ed25519
+PidFile $SERVER/sshd.pid
+AuthorizedKeysFile $SERVER/authorized_keys
+StrictModes no
+UsePAM no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+PermitRootLogin prohibit-password
+Subsystem sftp internal-sftp
+MaxStartups 100
+MaxSessions 100
+EOF
+    /usr/sbin/sshd -D -e -f "$SERVER/sshd_config" </dev/null >/dev/null 2>"$SERVER/sshd.log" &
+    SSHD_PID=$!
+    local i
+    for ((i = 0; i < 200; i++)); do
+      if grep -q "Server listening on 127.0.0.1 port $PORT" "$SERVER/sshd.log"; then
+        return 0
+      fi
+      kill -0 "$SSHD_PID" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill "$SSHD_PID" 2>/dev/null || true
+    wait "$SSHD_PID" 2>/dev/null || true
+    SSHD_PID=
+    grep -q "Address already in use" "$SERVER/sshd.log" || break
+  done
+  echo "sshd did not start; its log:" >&2
+  cat "$SERVER/sshd.log" >&2
+  exit 1
+}
+log "starting sshd on 127.0.0.1"
+start_sshd
+
+log "starting the delay proxy (${DELAY_MS} ms each way)"
+WAN_PORT=$(free_port)
+python3 "$ROOT/bench/delayproxy.py" "$WAN_PORT" "$PORT" "$DELAY_MS" </dev/null >/dev/null 2>"$SERVER/proxy.log" &
+PROXY_PID=$!
+for ((i = 0; ; i++)); do
+  python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()' \
+    "$WAN_PORT" 2>/dev/null && break
+  if ((i > 100)) || ! kill -0 "$PROXY_PID" 2>/dev/null; then
+    echo "the delay proxy did not start:" >&2
+    cat "$SERVER/proxy.log" >&2
+    exit 1
+  fi
+  sleep 0.05
+done
+
+read -r KEY_TYPE KEY_B64 _ <"$SERVER/host_ed25519.pub"
+printf '[127.0.0.1]:%s %s %s\n' "$PORT" "$KEY_TYPE" "$KEY_B64" "$WAN_PORT" "$KEY_TYPE" "$KEY_B64" \
+  >"$CLIENT_HOME/.ssh/known_hosts"
+for alias in benchbox benchwan; do
+  [[ $alias == benchbox ]] && p=$PORT || p=$WAN_PORT
+  cat <<EOF
+Host $alias
+  HostName 127.0.0.1
+  Port $p
+  User $USER_NAME
+  IdentityFile $CLIENT_HOME/.ssh/id_ed25519
+  IdentitiesOnly yes
+  UserKnownHostsFile $CLIENT_HOME/.ssh/known_hosts
+  StrictHostKeyChecking yes
+  BatchMode yes
+EOF
+done >"$CLIENT_HOME/.ssh/config"
+chmod 600 "$CLIENT_HOME/.ssh/config" "$CLIENT_HOME/.ssh/known_hosts"
+
+# From here on every client (baton, ssh, scp, rsync, git) sees only the temporary HOME.
+export HOME=$CLIENT_HOME
+unset SSH_AUTH_SOCK SSH_AGENT_PID BATON_STORE BATON_TRACE BATON_TRACE_SFTP
+export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
+export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.invalid
+export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.invalid
+SSH_CONFIG=$HOME/.ssh/config
+SSH="ssh -F $SSH_CONFIG"
+export GIT_SSH_COMMAND=$SSH
+
+for alias in benchbox benchwan; do
+  $SSH "$alias" true || { echo "ssh $alias true failed; sshd log:" >&2; cat "$SERVER/sshd.log" >&2; exit 1; }
+done
+
+# --- 3. data sets -----------------------------------------------------------------------
+log "generating the data sets (seed $SEED)"
+python3 "$ROOT/bench/gen_sync.py" small "$DATA_A" "$SEED"
+python3 "$ROOT/bench/gen_sync.py" big "$DATA_B/big.bin" "$SEED"
+find "$WORK/data" -type f -print0 | xargs -0 cat >/dev/null # page cache warm
+
+mkdir -p "$LOCAL" "$REMOTE" "$PULLED"
+"$BATON" --store "$LOCAL/small" -q init
+"$BATON" --store "$LOCAL/small" --json save "$DATA_A" --summary "sync bench, 1000 files" >"$WORK/save_small.json"
+BUNDLE_SMALL=$("$BATON" --store "$LOCAL/small" -q log -n 1 --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["bundles"][0]["id"])')
+"$BATON" --store "$LOCAL/big" -q init
+BUNDLE_BIG=$("$BATON" --store "$LOCAL/big" -q save "$DATA_B" --summary "sync bench, 256 MiB")
+g() { git --git-dir="$LOCAL/small.git" --work-tree="$DATA_A" "$@"; }
+g init -q
+g add -A
+g commit -qm "sync bench, 1000 files"
+
+# --- 4. the operations ------------------------------------------------------------------
+# Each operation is a pair of functions: reset_X (untimed, before every run; picks the
+# fresh destination DEST) and run_X (timed, in a subshell with errexit on).
+N=0
+NET= HOST=
+declare -A PREV=()
+fresh() { N=$((N + 1)); DEST=$1-$N; }
+# new_target STORE: a target tN of STORE naming DEST on HOST; the push goes from STORE.
+new_target() { FROM=$1; TARGET=t$N; "$BATON" --store "$FROM" -q target add "$TARGET" "$HOST:$DEST"; }
+# drop_prev KEY: remove KEY's previous destination (the 256 MiB copies), keep this one.
+drop_prev() { [[ -z ${PREV[$1]:-} ]] || rm -rf "${PREV[$1]}"; PREV[$1]=$DEST; }
+run_push() { "$BATON" --store "$FROM" -q push "$TARGET"; }
+
+# An empty store on the server (this machine), made with `baton init`. INIT_WORKAROUND=1
+# adds the refs/current directory that baton 0.1.0's init leaves out and its push needs
+# (see the probe below).
+server_init() {
+  "$BATON" --store "$1" -q init
+  if [[ $INIT_WORKAROUND == 1 ]]; then mkdir -m 700 -p "$1/refs/current"; fi
+}
+
+reset_push_init() {
+  fresh "$REMOTE/$NET/baton-init"
+  server_init "$DEST"
+  new_target "$LOCAL/small"
+  PUSHED_SMALL=$DEST PUSHED_TARGET=$TARGET
+}
+run_push_init() { run_push; }
+
+reset_push_new() { fresh "$REMOTE/$NET/baton-new"; new_target "$LOCAL/small"; }
+run_push_new() { run_push; }
+
+# Pushes again what the last push_init sent: nothing is new.
+reset_noop() { FROM=$LOCAL/small TARGET=$PUSHED_TARGET; }
+run_noop() { run_push; }
+
+reset_git_push() { fresh "$REMOTE/$NET/git"; git init -q --bare "$DEST"; GIT_DEST=$DEST; }
+run_git_push() { g push -q "$HOST:$DEST" HEAD:refs/heads/main; }
+
+reset_rsync() { fresh "$REMOTE/$NET/rsync"; RSYNC_DEST=$DEST; }
+run_rsync() { rsync -a -e "$SSH" "$DATA_A/" "$HOST:$DEST/"; }
+
+reset_scp() { fresh "$REMOTE/$NET/scp"; }
+run_scp() { timeout "$SCP_TIMEOUT" scp -q -r -F "$SSH_CONFIG" "$DATA_A" "$HOST:$DEST"; }
+
+reset_ssh_true() { :; }
+run_ssh_true() { $SSH "$HOST" true; }
+
+reset_clone() { fresh "$PULLED/$NET/baton-clone"; }
+run_clone() { "$BATON" -q clone "$HOST:$PUSHED_SMALL" "$DEST"; }
+
+reset_git_clone() { fresh "$PULLED/$NET/git-clone"; }
+run_git_clone() { git clone -q --bare "$HOST:$GIT_DEST" "$DEST"; }
+
+reset_rsync_down() { fresh "$PULLED/$NET/rsync-down"; }
+run_rsync_down() { rsync -a -e "$SSH" "$HOST:$RSYNC_DEST/" "$DEST/"; }
+
+# check_X (untimed, after a run that succeeded): did the destination get it all?
+check_store() { # check_store STORE BUNDLE: STORE's current is BUNDLE, and it verifies
+  "$BATON" --store "$1" --json show current | grep -q "\"id\":\"$2\"" &&
+    "$BATON" --store "$1" -q verify current
+}
+check_push_init() { check_store "$DEST" "$BUNDLE_SMALL"; }
+check_push_new() { check_store "$DEST" "$BUNDLE_SMALL"; }
+check_noop() { check_store "$PUSHED_SMALL" "$BUNDLE_SMALL"; }
+check_git_push() { [[ $(git --git-dir="$DEST" rev-parse refs/heads/main) == "$(g rev-parse HEAD)" ]]; }
+check_rsync() { diff -r -q "$DATA_A" "$DEST"; }
+check_scp() { diff -r -q "$DATA_A" "$DEST"; }
+check_clone() { check_store "$DEST" "$BUNDLE_SMALL"; }
+check_git_clone() { [[ $(git --git-dir="$DEST" rev-parse refs/heads/main) == "$(g rev-parse HEAD)" ]]; }
+check_rsync_down() { diff -r -q "$DATA_A" "$DEST"; }
+check_push_big() { check_store "$DEST" "$BUNDLE_BIG"; }
+check_scp_big_up() { cmp "$DATA_B/big.bin" "$DEST"; }
+check_clone_big() { check_store "$DEST" "$BUNDLE_BIG"; }
+check_scp_big_down() { cmp "$DATA_B/big.bin" "$DEST"; }
+
+# The 256 MiB file: each run removes the previous run's copy; the last pushed store is
+# the source of the baton download.
+reset_push_big() { fresh "$REMOTE/$NET/baton-big"; drop_prev push_big; new_target "$LOCAL/big"; PUSHED_BIG=$DEST; }
+run_push_big() { run_push; }
+reset_scp_big_up() { fresh "$REMOTE/$NET/scp-big"; drop_prev scp_big_up; }
+run_scp_big_up() { scp -q -F "$SSH_CONFIG" "$DATA_B/big.bin" "$HOST:$DEST"; }
+reset_clone_big() { fresh "$PULLED/$NET/baton-clone-big"; drop_prev clone_big; }
+run_clone_big() { "$BATON" -q clone "$HOST:$PUSHED_BIG" "$DEST"; }
+reset_scp_big_down() { fresh "$PULLED/$NET/scp-big"; drop_prev scp_big_down; }
+run_scp_big_down() { scp -q -F "$SSH_CONFIG" "$HOST:$DATA_B/big.bin" "$DEST"; }
+
+# bench KEY LABEL RUNS: RUNS timed runs of run_KEY after reset_KEY, on network NET; one
+# results line "KEY<tab>NET<tab>LABEL<tab>secs..." where a run that failed is "fail" and
+# one that hit its timeout is "timeout". Dirty pages are flushed (sync) before each run.
+bench() {
+  local key=$1 label=$2 runs=$3 times=() i t0 t1 rc
+  for ((i = 1; i <= runs; i++)); do
+    "reset_$key"
+    sync
+    t0=$EPOCHREALTIME
+    set +e
+    (set -e; "run_$key") 2>"$WORK/err/$key.$NET.$i"
+    rc=$?
+    set -e
+    t1=$EPOCHREALTIME
+    if ((rc == 0)) && declare -F "check_$key" >/dev/null; then
+      set +e
+      (set -e; "check_$key") >>"$WORK/err/$key.$NET.$i" 2>&1
+      rc=$?
+      set -e
+      ((rc == 0)) || rc=200
+    fi
+    if ((rc == 124)); then
+      times+=(timeout)
+    elif ((rc != 0)); then
+      times+=(fail)
+      if ((rc == 200)); then
+        log "$label on $NET: the destination is not right afterwards:"
+      else
+        log "$label on $NET failed (exit $rc):"
+      fi
+      sed 's/^/    /' "$WORK/err/$key.$NET.$i" >&2
+    else
+      times+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')")
+    fi
+  done
+  printf '%s\t%s\t%s\t%s\n' "$key" "$NET" "$label" "${times[*]}" >>"$RESULTS"
+  log "$(printf '%-4s %-46s %s' "$NET" "$label" "${times[*]}")"
+}
+
+# trace KEY: one more, untimed run of KEY with BATON_TRACE=1 and BATON_TRACE_SFTP=1; its
+# stderr goes to $TRACES/KEY.NET (and a push's --json report to KEY.NET.json).
+trace() {
+  local key=$1
+  "reset_$key"
+  if (
+    export BATON_TRACE=1 BATON_TRACE_SFTP=1
+    if [[ $key == push_* || $key == noop ]]; then
+      "$BATON" --store "$FROM" --json push "$TARGET" >"$TRACES/$key.$NET.json"
+    else
+      "run_$key"
+    fi
+  ) 2>"$TRACES/$key.$NET"; then
+    log "$(printf '%-4s traced %s: %s lines' "$NET" "$key" "$(wc -l <"$TRACES/$key.$NET")")"
+  else
+    log "$NET: the traced run of $key failed:"
+    tail -n 20 "$TRACES/$key.$NET" | sed 's/^/    /' >&2
+  fi
+}
+
+: >"$RESULTS"
+: >"$META"
+
+# Probe (untimed): can baton push into a store made by a plain `baton init`? If not,
+# say so in the report and give such stores the directory the push needs.
+INIT_WORKAROUND=0 NET=lo HOST=benchbox
+mkdir -p "$REMOTE/probe"
+fresh "$REMOTE/probe/init"
+server_init "$DEST"
+new_target "$LOCAL/small"
+if "$BATON" --store "$FROM" -q push "$TARGET" 2>"$WORK/err/probe"; then
+  printf 'init_push\tok\n' >>"$META"
+else
+  log "baton push into a store made by 'baton init' fails: $(cat "$WORK/err/probe")"
+  log "pre-creating refs/current in such stores from here on"
+  printf 'init_push\t%s\n' "$(tr '\n' ' ' <"$WORK/err/probe" | sed "s|$WORK|\$WORK|g")" >>"$META"
+  INIT_WORKAROUND=1
+fi
+rm -rf "$REMOTE/probe"
+UPTIME_START=$(uptime)
+log "load: $UPTIME_START"
+for NET in lo wan; do
+  [[ $NET == lo ]] && HOST=benchbox || HOST=benchwan
+  mkdir -p "$REMOTE/$NET" "$PULLED/$NET"
+  printf 'load_before_%s\t%s\n' "$NET" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$META"
+  log "timing on $NET ($HOST), $RUNS runs each"
+  bench ssh_true   "ssh HOST true (connection only)"            "$RUNS"
+  bench push_init  "baton push, 1000 files (existing empty store)" "$RUNS"
+  bench push_new   "baton push, 1000 files (creates the store)"   "$RUNS"
+  bench git_push   "git push, 1000 files (empty bare repo)"       "$RUNS"
+  bench rsync      "rsync -a, 1000 files"                         "$RUNS"
+  if [[ $NET == lo ]]; then
+    bench scp      "scp -r, 1000 files"                           "$RUNS"
+  else
+    bench scp      "scp -r, 1000 files"                           "$SCP_WAN_RUNS"
+  fi
+  bench noop       "baton push, nothing new (no-op)"              "$RUNS"
+  bench clone      "baton clone, 1000 files (into nothing)"       "$RUNS"
+  bench git_clone  "git clone --bare, 1000 files"                 "$RUNS"
+  bench rsync_down "rsync -a download, 1000 files"                "$RUNS"
+  trace push_init
+  trace push_new
+  trace noop
+  trace clone
+  if [[ $NET == lo ]]; then
+    bench push_big     "baton push, 256 MiB file"                 "$RUNS"
+    bench scp_big_up   "scp upload, 256 MiB file"                 "$RUNS"
+    bench clone_big    "baton clone, 256 MiB file"                "$RUNS"
+    bench scp_big_down "scp download, 256 MiB file"               "$RUNS"
+    trace push_big
+    trace clone_big
+  fi
+  printf 'load_after_%s\t%s\n' "$NET" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$META"
+  rm -rf "${REMOTE:?}/$NET" "${PULLED:?}/$NET"
+done
+UPTIME_END=$(uptime)
+log "load: $UPTIME_END"
+
+# --- environment ------------------------------------------------------------------------
+first_line() { "$@" 2>&1 | head -n1; }
+{
+  printf 'date\t%s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')"
+  printf 'runs\t%s\n' "$RUNS"
+  printf 'scp_wan_runs\t%s\n' "$SCP_WAN_RUNS"
+  printf 'scp_timeout\t%s\n' "$SCP_TIMEOUT"
+  printf 'delay_ms\t%s\n' "$DELAY_MS"
+  printf 'seed\t%s\n' "$SEED"
+  printf 'small_files\t%s\n' "$(find "$DATA_A" -type f | wc -l)"
+  printf 'small_dirs\t%s\n' "$(find "$DATA_A" -mindepth 1 -type d | wc -l)"
+  printf 'small_bytes\t%s\n' "$(find "$DATA_A" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')"
+  printf 'big_bytes\t%s\n' "$(stat -c %s "$DATA_B/big.bin")"
+  printf 'save_json\t%s\n' "$(tr -d '\n' <"$WORK/save_small.json")"
+  printf 'nproc\t%s\n' "$(nproc)"
+  printf 'cpu\t%s\n' "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+  printf 'mem\t%s\n' "$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+  printf 'kernel\t%s\n' "$(uname -r)"
+  printf 'fs\t%s\n' "$(df -T "$WORK" | awk 'NR == 2 { print $2 }')"
+  printf 'uptime_start\t%s\n' "$(sed 's/^ *//' <<<"$UPTIME_START")"
+  printf 'uptime_end\t%s\n' "$(sed 's/^ *//' <<<"$UPTIME_END")"
+  printf 'baton\t%s (commit %s%s)\n' "$("$BATON" --version)" \
+    "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+    "$(GIT_OPTIONAL_LOCKS=0 git -C "$ROOT" status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null | grep -q . && echo ', src modified' || true)"
+  printf 'openssh\t%s\n' "$(first_line ssh -V)"
+  printf 'git\t%s\n' "$(first_line git --version)"
+  printf 'rsync\t%s\n' "$(first_line rsync --version | sed 's/  */ /g')"
+} >>"$META"
+
+# --- 5. report --------------------------------------------------------------------------
+if [[ $DOCS == 1 ]]; then
+  python3 "$ROOT/bench/sync_report.py" "$RESULTS" "$META" "$TRACES" "$ROOT/docs/benchmarks.md"
+  log "wrote docs/benchmarks.md"
+else
+  python3 "$ROOT/bench/sync_report.py" "$RESULTS" "$META" "$TRACES" -
+  log "docs/benchmarks.md left alone (set BENCH_DOCS=1 to write it)"
+fi

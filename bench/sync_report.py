@@ -1,0 +1,372 @@
+#!/usr/bin/env python3
+"""Render bench/sync.sh results as markdown and put them in docs/benchmarks.md.
+
+Usage: sync_report.py RESULTS.tsv META.tsv TRACES_DIR DOCS.md|-
+
+RESULTS lines are KEY<tab>NET<tab>LABEL<tab>TIMES (seconds, or "timeout" / "fail");
+META lines are NAME<tab>VALUE; TRACES_DIR holds the stderr of runs made with
+BATON_TRACE=1 BATON_TRACE_SFTP=1 (KEY.NET) and their --json reports (KEY.NET.json).
+
+Prints the section on stdout; unless DOCS is "-", also replaces the section's heading
+and everything under it, up to the next "## " heading, in DOCS (appending it if absent).
+Other sections are kept as they are, so each benchmark script can own one section.
+"""
+import json
+import os
+import re
+import statistics
+import sys
+
+HEADING = "## Sync (issue 3)"
+DOCS_INTRO = """# Benchmarks
+
+Each `## ` section below is written by one script and replaced wholesale when that
+script is re-run: change the script, not the section. Timings are wall-clock medians.
+"""
+NETS = ("lo", "wan")
+# Rows of the time table, in order: (key, label); the label of the results file is used
+# when present.
+ROWS = [
+    "ssh_true", "push_init", "push_new", "git_push", "rsync", "scp", "noop",
+    "clone", "git_clone", "rsync_down",
+]
+BIG_ROWS = ["push_big", "scp_big_up", "clone_big", "scp_big_down"]
+# (numerator, denominator, description) of the ratio table
+RATIOS = [
+    ("push_init", "git_push", "baton push (existing empty store) / git push"),
+    ("push_new", "git_push", "baton push (creates the store) / git push"),
+    ("push_init", "rsync", "baton push (existing empty store) / rsync -a"),
+    ("push_init", "scp", "baton push (existing empty store) / scp -r"),
+    ("clone", "git_clone", "baton clone / git clone --bare"),
+    ("clone", "rsync_down", "baton clone / rsync -a download"),
+]
+# "At most a few round trips" for the no-op push: at most this many batches of requests
+# (transport calls in the BATON_TRACE=1 output) once connected. Each batch costs one or
+# two network round trips; the estimate from the wall time at the WAN delay is reported.
+NOOP_MAX_BATCHES = 3
+THROUGHPUT_GOAL = 0.8
+TRACE_LINE = re.compile(r"^trace:\s+([\d.]+) ms\s+([\d.]+) ms\s+(.*)$")
+CONNECTED = re.compile(r"^trace: connected in ([\d.]+) ms")
+SFTP = re.compile(r"^sftp: (send|recv) (\d+) bytes, type (\d+)")
+
+
+def numbers(times):
+    return [t for t in times if isinstance(t, float)]
+
+
+def median(results, key, net):
+    entry = results.get((key, net))
+    if not entry:
+        return None
+    ok = numbers(entry[1])
+    return statistics.median(ok) if ok and len(ok) == len(entry[1]) else None
+
+
+def cell(results, key, net, meta):
+    """'median (min–max)' or what went wrong."""
+    entry = results.get((key, net))
+    if not entry:
+        return "–"
+    times = entry[1]
+    ok = numbers(times)
+    if len(ok) != len(times):
+        bad = [t for t in times if not isinstance(t, float)]
+        if "timeout" in bad:
+            return f"> {float(meta['scp_timeout']):g} (timeout)"
+        return f"failed ({len(bad)} of {len(times)} runs)"
+    med = statistics.median(ok)
+    runs = f" ({min(ok):.2f}–{max(ok):.2f})" if len(ok) > 1 else " (1 run)"
+    return f"{med:.2f}{runs}"
+
+
+def parse_trace(path):
+    """Summary of one traced run: connect time, transport calls, SFTP packets."""
+    out = {"connect_ms": None, "calls": [], "send": 0, "recv": 0, "send_bytes": 0, "recv_bytes": 0}
+    if not os.path.exists(path):
+        return None
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            m = CONNECTED.match(line)
+            if m:
+                out["connect_ms"] = float(m.group(1))
+                continue
+            m = TRACE_LINE.match(line)
+            if m:
+                out["calls"].append((float(m.group(1)), float(m.group(2)), m.group(3)))
+                continue
+            m = SFTP.match(line)
+            if m and out["connect_ms"] is not None:  # packets after the SFTP handshake
+                out[m.group(1)] += 1
+                out[m.group(1) + "_bytes"] += int(m.group(2))
+    out["after_connect_ms"] = out["calls"][-1][0] if out["calls"] else 0.0
+    return out
+
+
+def push_report(path):
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return doc.get("report", doc.get("data", {}).get("report", {}))
+
+
+def short(what, width=90):
+    return what if len(what) <= width else what[: width - 1] + "…"
+
+
+def trace_block(title, tr):
+    lines = [f"{title}: connected in {tr['connect_ms']:.0f} ms, then (ms since connected, ms in the call, call):", "", "```"]
+    for at, took, what in tr["calls"]:
+        lines.append(f"{at:9.1f} {took:8.1f}  {short(what)}")
+    lines += [
+        f"# {len(tr['calls'])} transport calls; SFTP after the handshake: {tr['send']} packets "
+        f"({tr['send_bytes']} bytes) sent, {tr['recv']} ({tr['recv_bytes']} bytes) received",
+        "```",
+    ]
+    return lines
+
+
+def render(results, meta, traces):
+    rtt = 2 * float(meta["delay_ms"])
+    wan = f"{rtt:g} ms RTT"
+    small_mb = int(meta["small_bytes"]) / 1e6
+    big_mib = int(meta["big_bytes"]) / (1 << 20)
+    save = json.loads(meta["save_json"]) if meta.get("save_json") else {}
+    bundle = save.get("bundle") or save.get("id") or save.get("data", {}).get("bundle")
+    caveats = []
+    lines = [
+        HEADING,
+        "",
+        f"Measured {meta['date']} with `bash bench/sync.sh`.",
+        "",
+        f"- Machine: {meta['nproc']} CPUs ({meta['cpu']}), {meta['mem']} RAM, "
+        f"Linux {meta['kernel']}, {meta['fs']} file system; client and server are the same machine.",
+        f"- Load: `{meta['uptime_start']}` at the start, `{meta['uptime_end']}` at the end; "
+        f"load average {meta['load_before_lo']} → {meta['load_after_lo']} during the loopback runs, "
+        f"{meta['load_before_wan']} → {meta['load_after_wan']} during the {wan} runs.",
+        f"- Versions: {meta['baton']}; {meta['openssh']} (client and sshd); {meta['git']}; {meta['rsync']}.",
+        "- Server: a private `sshd` on 127.0.0.1 (ed25519 host and user keys, `internal-sftp`), "
+        "logged into as the same user. *loopback* connects to it directly; "
+        f"*{wan}* goes through `bench/delayproxy.py`, which delays every chunk by "
+        f"{float(meta['delay_ms']):g} ms each way.",
+        f"- Data sets (`bench/gen_sync.py`, seed {meta['seed']}, random bytes, incompressible): "
+        f"(a) {meta['small_files']} files of 12 KiB in {meta['small_dirs']} directories, "
+        f"{small_mb:.1f} MB{f', baton bundle `{bundle}`' if bundle else ''}; "
+        f"(b) one file of {big_mib:g} MiB.",
+        f"- Method: {meta['runs']} runs per operation, median (min–max) wall time of the whole "
+        "command, SSH connection included; every run goes into a fresh, empty destination; data "
+        "in the page cache; `sync` before each run (untimed). baton pushes a bundle already saved "
+        "in a local store (`baton save`, untimed), git pushes a repository with one commit of "
+        "the same files. The existing empty store is made with `baton --store PATH init` on the "
+        "server side"
+        + (
+            ""
+            if meta.get("init_push", "ok") == "ok"
+            else " plus `mkdir refs/current` (a push into a plain `baton init` store fails, "
+            "see the caveats)"
+        )
+        + ". `git clone --bare` and `baton clone` both leave a repository/store and "
+        "check nothing out. The no-op push re-pushes what is already there.",
+        "",
+        f"| Operation (data set a: {meta['small_files']} files, {small_mb:.1f} MB) | loopback (s) | {wan} (s) |",
+        "|---|--:|--:|",
+    ]
+    for key in ROWS:
+        label = next((results[(key, n)][0] for n in NETS if (key, n) in results), key)
+        label = label.replace("HOST", "host").replace("|", "\\|")
+        lines.append(f"| {label} | {cell(results, key, 'lo', meta)} | {cell(results, key, 'wan', meta)} |")
+    lines += [
+        "",
+        f"| Transfer (data set b: {big_mib:g} MiB, loopback) | seconds | MiB/s |",
+        "|---|--:|--:|",
+    ]
+    rate = {}
+    for key in BIG_ROWS:
+        if (key, "lo") not in results:
+            continue
+        med = median(results, key, "lo")
+        rate[key] = big_mib / med if med else None
+        label = results[(key, "lo")][0].replace("|", "\\|")
+        lines.append(
+            f"| {label} | {cell(results, key, 'lo', meta)} | "
+            f"{'–' if rate[key] is None else f'{rate[key]:.0f}'} |"
+        )
+
+    lines += ["", f"| Ratio (time / time; below 1 = baton faster) | loopback | {wan} |", "|---|--:|--:|"]
+    for num, den, what in RATIOS:
+        vals = []
+        for net in NETS:
+            a, b = median(results, num, net), median(results, den, net)
+            if a is not None and b is not None:
+                vals.append(f"{a / b:.2f}")
+            elif a is not None and den == "scp" and (den, net) in results:
+                vals.append(f"< {a / float(meta['scp_timeout']):.3f} (scp timed out)")
+            else:
+                vals.append("–")
+        lines.append(f"| {what} | {vals[0]} | {vals[1]} |")
+
+    # Goals of the issue.
+    lines += ["", "| Goal (issue 3) | Measured | Result |", "|---|---|---|"]
+    for num in ("push_init", "push_new"):
+        a, b = median(results, num, "wan"), median(results, "git_push", "wan")
+        what = "existing empty store" if num == "push_init" else "push creates the store"
+        if a is None or b is None:
+            lines.append(f"| 1,000-file push at {wan} no slower than `git push` ({what}) | no figure | MISS |")
+            continue
+        verdict = "PASS" if a <= b else "MISS"
+        lines.append(
+            f"| 1,000-file push at {wan} no slower than `git push` ({what}) | "
+            f"{a:.2f} s vs {b:.2f} s (ratio {a / b:.2f}) | {verdict} |"
+        )
+    for net in NETS:
+        tr = traces.get(("noop", net))
+        rep = traces.get(("noop_json", net), {})
+        where = "loopback" if net == "lo" else wan
+        if not tr or not rep:
+            lines.append(f"| No-op push ({where}): no object bytes, at most a few round trips | no trace | MISS |")
+            continue
+        no_bytes = rep.get("bytes_sent", -1) == 0 and rep.get("objects_sent", -1) == 0
+        calls = [c for c in tr["calls"] if "not waited for" not in c[2]]
+        measured = (
+            f"up_to_date={str(rep.get('up_to_date')).lower()}, {rep.get('objects_sent')} objects / "
+            f"{rep.get('bytes_sent')} pack bytes; {len(calls)} transport calls, "
+            f"{tr['send']} SFTP requests ({tr['send_bytes']} B out, {tr['recv_bytes']} B in) after connecting"
+        )
+        if net == "wan":
+            trips = tr["after_connect_ms"] / rtt
+            measured += (
+                f"; {tr['after_connect_ms']:.0f} ms after connecting, i.e. about {trips:.0f} network "
+                "round trips"
+            )
+        ok = no_bytes and len(calls) <= NOOP_MAX_BATCHES
+        goal = f"≤ {NOOP_MAX_BATCHES} batches of requests once connected"
+        lines.append(
+            f"| No-op push ({where}): no object bytes, {goal} | {measured} | {'PASS' if ok else 'MISS'} |"
+        )
+    for num, den, what in (
+        ("push_big", "scp_big_up", f"{big_mib:g} MiB push ≥ {THROUGHPUT_GOAL:g} × scp upload speed (loopback)"),
+        ("clone_big", "scp_big_down", f"{big_mib:g} MiB clone ≥ {THROUGHPUT_GOAL:g} × scp download speed (loopback; same bar, not in the issue)"),
+    ):
+        a, b = rate.get(num), rate.get(den)
+        if a is None or b is None:
+            lines.append(f"| {what} | no figure | MISS |")
+            continue
+        verdict = "PASS" if a >= THROUGHPUT_GOAL * b else "MISS"
+        lines.append(f"| {what} | {a:.0f} vs {b:.0f} MiB/s (ratio {a / b:.2f}) | {verdict} |")
+
+    # Where baton's time goes.
+    lines += ["", "### Where baton's time goes (`BATON_TRACE=1`, one extra run each)", ""]
+    for key, net, title in (
+        ("push_init", "wan", f"Push of data set (a) into an existing empty store, {wan}"),
+        ("push_new", "wan", f"Push of data set (a) creating the store, {wan}"),
+        ("noop", "wan", f"No-op push, {wan}"),
+        ("clone", "wan", f"Clone of data set (a), {wan}"),
+        ("push_big", "lo", "Push of data set (b), loopback"),
+        ("clone_big", "lo", "Clone of data set (b), loopback"),
+    ):
+        tr = traces.get((key, net))
+        if tr and tr["connect_ms"] is not None:
+            lines += trace_block(title, tr) + [""]
+    ssh_lo, ssh_wan = median(results, "ssh_true", "lo"), median(results, "ssh_true", "wan")
+    if ssh_wan:
+        lines.append(
+            f"For scale: `ssh host true` takes {ssh_lo:.2f} s on loopback and {ssh_wan:.2f} s at "
+            f"{wan} (the difference is about {(ssh_wan - ssh_lo) / (rtt / 1000):.0f} round trips of the proxy); "
+            "baton's own connection (SSH and SFTP handshakes) is the `connected in` figure above."
+        )
+        lines.append("")
+
+    # Caveats.
+    nproc = int(meta["nproc"])
+    loads = [float(meta[k].split()[0]) for k in meta if k.startswith("load_")]
+    if loads and max(loads) > nproc / 2:
+        caveats.append(
+            f"the 1-minute load average reached {max(loads):.2f} on {nproc} CPUs: other work shared "
+            "the machine, and client, server and proxy compete for the same cores"
+        )
+    noisy = sorted(
+        {
+            f"`{label} ({'loopback' if net == 'lo' else wan})`"
+            for (key, net), (label, times) in results.items()
+            if len(numbers(times)) > 1 and max(numbers(times)) > 1.25 * min(numbers(times))
+        }
+    )
+    if noisy:
+        caveats.append("max/min spread above 25% for " + "; ".join(noisy))
+    if int(meta["scp_wan_runs"]) < int(meta["runs"]):
+        caveats.append(
+            f"`scp -r` at {wan} ran {meta['scp_wan_runs']} time(s) only, capped at "
+            f"{float(meta['scp_timeout']):g} s (one SFTP request cycle per file)"
+        )
+    if meta.get("init_push", "ok") != "ok":
+        caveats.append(
+            "**bug**: `baton push` into a store made by `baton init` (and never saved into) "
+            f"fails: `{meta['init_push'].strip()}`. `baton init` creates no `refs/current` "
+            "directory and the push, finding a `config`, assumes the layout is complete and "
+            "publishes its ref into the missing directory; the benchmark pre-creates it"
+        )
+    if "src modified" in meta["baton"]:
+        caveats.append("baton was built from a working tree with uncommitted changes under src/")
+    caveats.append(
+        "baton fsyncs the pack and ref it publishes and reads back what it staged; scp and "
+        "rsync never fsync, so on a slow disk baton pays for durability that they skip"
+    )
+    lines += ["Caveats:", ""] + [f"- {c}." for c in caveats]
+    lines += [
+        "",
+        "Reproduce: `bash bench/sync.sh` (also `BENCH_RUNS`, `BENCH_DELAY_MS`, `BENCH_SCP_TIMEOUT`, "
+        "`BENCH_SCP_WAN_RUNS`, `BENCH_DIR`, `BENCH_KEEP=1`; runs other than the default 3 runs at "
+        "25 ms only print the section unless `BENCH_DOCS=1`).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def replace_section(text, section):
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, l in enumerate(lines) if l.rstrip() == HEADING), None)
+    if start is None:
+        return text.rstrip("\n") + "\n\n" + section
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return "".join(lines[:start]) + section + ("\n" if end < len(lines) else "") + "".join(lines[end:])
+
+
+def main():
+    if len(sys.argv) != 5:
+        sys.exit(__doc__)
+    results_path, meta_path, traces_dir, docs = sys.argv[1:]
+    results = {}
+    with open(results_path) as f:
+        for line in f:
+            key, net, label, times = line.rstrip("\n").split("\t")
+            parsed = []
+            for t in times.split():
+                try:
+                    parsed.append(float(t))
+                except ValueError:
+                    parsed.append(t)
+            results[(key, net)] = (label, parsed)
+    with open(meta_path) as f:
+        meta = dict(line.rstrip("\n").split("\t", 1) for line in f if "\t" in line)
+    traces = {}
+    for key in ("push_init", "push_new", "noop", "clone", "push_big", "clone_big"):
+        for net in NETS:
+            tr = parse_trace(os.path.join(traces_dir, f"{key}.{net}"))
+            if tr:
+                traces[(key, net)] = tr
+            rep = push_report(os.path.join(traces_dir, f"{key}.{net}.json"))
+            if rep:
+                traces[(key + "_json", net)] = rep
+    section = render(results, meta, traces)
+    print(section)
+    if docs != "-":
+        text = open(docs).read() if os.path.exists(docs) else DOCS_INTRO
+        with open(docs + ".tmp", "w") as f:
+            f.write(replace_section(text, section))
+        os.replace(docs + ".tmp", docs)
+
+
+if __name__ == "__main__":
+    main()

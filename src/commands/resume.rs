@@ -1,0 +1,133 @@
+//! `baton resume [REV]`: verify a handoff, compare the workspace, print the kickoff.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use crate::cli::ResumeArgs;
+use crate::error::{Error, Result};
+use crate::format::{EntryKind, ObjectId};
+use crate::handoff::briefing::Briefing;
+use crate::handoff::compare::{self, Comparison};
+use crate::handoff::evidence::Evidence;
+use crate::handoff::kickoff::{self, KickoffInput};
+use crate::output::{Ctx, Outcome};
+use crate::store::Store;
+
+/// Largest briefing or evidence file resume reads into memory.
+const MAX_TEXT: u64 = 16 << 20;
+
+fn read_text(store: &Store, tree: &ObjectId, path: &str) -> Result<Option<String>> {
+    let entry = match store.lookup_path(tree, path) {
+        Ok(entry) if entry.kind != EntryKind::Dir => entry,
+        Ok(_) => return Ok(None),
+        Err(e) if e.kind == crate::error::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if entry.size > MAX_TEXT {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    store
+        .objects
+        .copy_to(&entry.id, Some(entry.size), &mut bytes)?;
+    Ok(String::from_utf8(bytes).ok())
+}
+
+pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
+    let store = ctx.open_store()?;
+    let id = store.resolve(args.rev.as_deref().unwrap_or("current"))?;
+    // Never act on a handoff whose bytes or history do not check out.
+    let report = store.verify_rev(&id, &|_| {})?;
+    if let Some(problem) = report.problems.first() {
+        return Err(Error::integrity(format!(
+            "handoff {} does not verify ({} problems): {problem}",
+            id.short(),
+            report.problems.len()
+        ))
+        .with_hint("pull it again from its target, or run 'baton verify'"));
+    }
+    let bundle = store.read_bundle(&id)?;
+    let briefing =
+        read_text(&store, &bundle.tree, "handoff.md")?.and_then(|t| Briefing::parse(&t).ok());
+    let evidence: Option<Evidence> = read_text(&store, &bundle.tree, "evidence/evidence.json")?
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let workspace = args.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
+    let comparison = evidence.as_ref().map(|e| compare::compare(e, &workspace));
+    let files: Vec<(String, u64)> = store
+        .list_tree(&bundle.tree)?
+        .into_iter()
+        .filter(|(_, e)| e.kind != EntryKind::Dir)
+        .map(|(p, e)| (p, e.size))
+        .collect();
+    let section = |name: &str| {
+        briefing
+            .as_ref()
+            .and_then(|b| b.section(name))
+            .map(|s| format!("{}\n", s.trim_end()))
+    };
+    let input = KickoffInput {
+        bundle: id.to_hex(),
+        created: bundle.created.clone(),
+        from: bundle.from.clone(),
+        to: bundle.to.clone(),
+        summary: bundle.summary.clone(),
+        next_steps: section("Next Steps"),
+        current_state: section("Current State"),
+        objective: section("Objective"),
+        workspace: comparison
+            .as_ref()
+            .map(describe)
+            .unwrap_or_else(|| vec!["no workspace evidence in this handoff".into()]),
+        files,
+    };
+    let kickoff = kickoff::render(&input, args.budget);
+    Ok(Outcome::new(
+        kickoff.text(),
+        json!({
+            "bundle": id,
+            "verified": true,
+            "kickoff": kickoff,
+            "workspace": comparison,
+        }),
+    ))
+}
+
+/// The comparison as short sentences for the kickoff.
+fn describe(c: &Comparison) -> Vec<String> {
+    let mut lines = Vec::new();
+    lines.push(match c.same_repository {
+        Some(true) => format!("same repository (matched by {})", c.matched_by.join(", ")),
+        Some(false) => "a different repository than the one captured".to_string(),
+        None => "repository unknown (no git on one side)".to_string(),
+    });
+    let head = serde_json::to_value(c.head)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let mut head_line = format!("HEAD: {head}");
+    if let (Some(a), Some(b)) = (c.commits_ahead, c.commits_behind) {
+        head_line.push_str(&format!(
+            " (live is {a} ahead, {b} behind the captured HEAD)"
+        ));
+    }
+    lines.push(head_line);
+    if c.live_branch != c.captured_branch {
+        lines.push(format!(
+            "branch: captured {}, live {}",
+            c.captured_branch.as_deref().unwrap_or("(none)"),
+            c.live_branch.as_deref().unwrap_or("(none)")
+        ));
+    }
+    lines.push(format!(
+        "uncommitted changes: captured {}, live {}",
+        if c.captured_uncommitted { "yes" } else { "no" },
+        match c.live_uncommitted {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "unknown",
+        }
+    ));
+    lines.extend(c.notes.iter().cloned());
+    lines
+}

@@ -1,0 +1,60 @@
+//! `baton search REV QUERY [--cursor C]`: page through a handoff's transcript.
+
+use std::fmt::Write;
+
+use serde_json::json;
+
+use crate::cli::SearchArgs;
+use crate::error::{Error, Result};
+use crate::handoff::transcript;
+use crate::output::{Ctx, Outcome};
+
+pub fn run(ctx: &Ctx, args: &SearchArgs) -> Result<Outcome> {
+    let store = ctx.open_store()?;
+    let id = store.resolve(&args.rev)?;
+    let bundle = store.read_bundle(&id)?;
+    let entry = store
+        .lookup_path(&bundle.tree, "transcript.jsonl")
+        .map_err(|e| {
+            if e.kind == crate::error::ErrorKind::NotFound {
+                Error::not_found(format!("handoff {} has no transcript", id.short()))
+                    .with_hint("save one with 'baton save --transcript FILE'")
+            } else {
+                e
+            }
+        })?;
+    let mut bytes = Vec::new();
+    store
+        .objects
+        .copy_to(&entry.id, Some(entry.size), &mut bytes)?;
+    let page = transcript::search(&bytes, &args.query, args.cursor.as_deref())?;
+    let mut human = String::new();
+    for hit in &page.hits {
+        let _ = writeln!(human, "{}: {}", hit.line, hit.event);
+    }
+    let _ = write!(
+        human,
+        "{} of {} matching events",
+        page.hits.len(),
+        page.total_matches
+    );
+    if let Some(cursor) = &page.next_cursor {
+        let _ = write!(human, "; more with --cursor {cursor}");
+    }
+    let hits: Vec<_> = page
+        .hits
+        .iter()
+        .map(|h| json!({ "line": h.line, "event": h.event, "tokens": h.tokens }))
+        .collect();
+    Ok(Outcome::new(
+        human,
+        json!({
+            "bundle": id,
+            "query": args.query,
+            "hits": hits,
+            "total_matches": page.total_matches,
+            "truncated_events": page.truncated_events,
+            "next_cursor": page.next_cursor,
+        }),
+    ))
+}

@@ -1,0 +1,959 @@
+//! Workspace evidence: a read-only snapshot of a git workspace, taken through the `git` CLI.
+//!
+//! Capture never fails and never writes. Every git call runs with `GIT_OPTIONAL_LOCKS=0`
+//! (so `status` does not refresh the index), `LC_ALL=C`, `core.quotepath=false`, no
+//! fsmonitor, no external diff or textconv, and only read-only subcommands: `rev-parse`,
+//! `status`, `config --get-regexp`, `rev-list`, `log`, `hash-object` without `-w`, and the
+//! plumbing `diff-index`/`diff-files` for patches (porcelain `git diff` rewrites the index
+//! to refresh stat data even with optional locks off). A directory that is not a git work
+//! tree, or a machine without `git`, gives an explicitly partial capture whose `partial`
+//! list says why.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde::{Deserialize, Serialize};
+
+/// The version of the evidence document written by this code.
+pub const EVIDENCE_VERSION: u32 = 1;
+/// At most this many untracked files are listed (and hashed).
+pub const UNTRACKED_CAP: usize = 2_000;
+/// How many recent commits are recorded.
+pub const RECENT_COMMITS: usize = 20;
+/// What replaces the credentials in a remote URL.
+pub const REDACTED_URL_CREDENTIALS: &str = "[REDACTED:url_credentials]";
+
+/// What a workspace looked like when a handoff was made.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Evidence {
+    /// Always [`EVIDENCE_VERSION`] when written by this code.
+    pub version: u32,
+    /// The absolute path the capture was taken from.
+    pub workspace: String,
+    /// Why the capture is incomplete; empty when it is complete.
+    pub partial: Vec<String>,
+    /// The git state, when the workspace is a git work tree and git could be run.
+    pub git: Option<GitEvidence>,
+}
+
+/// The git state of a work tree.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct GitEvidence {
+    /// The top of the work tree (`git rev-parse --show-toplevel`).
+    pub root: String,
+    /// The checked-out branch; `None` on a detached HEAD.
+    pub branch: Option<String>,
+    /// The commit id of HEAD; `None` before the first commit.
+    pub head: Option<String>,
+    /// The upstream of the branch, e.g. `origin/main`.
+    pub upstream: Option<String>,
+    /// Commits on the branch that are not on its upstream.
+    pub ahead: Option<u64>,
+    /// Commits on the upstream that are not on the branch.
+    pub behind: Option<u64>,
+    /// Remotes and their fetch URLs, credentials redacted.
+    pub remotes: Vec<Remote>,
+    /// The parentless commits reachable from HEAD.
+    pub root_commits: Vec<String>,
+    /// The last [`RECENT_COMMITS`] commits reachable from HEAD, newest first.
+    pub recent_commits: Vec<Commit>,
+    /// Changes between HEAD and the index.
+    pub staged: Vec<Change>,
+    /// Changes between the index and the work tree.
+    pub unstaged: Vec<Change>,
+    /// Paths with unmerged (conflicted) index entries.
+    pub conflicted: Vec<String>,
+    /// Untracked files (not ignored), at most [`UNTRACKED_CAP`].
+    pub untracked: Vec<Untracked>,
+    /// The size of `git diff --cached --binary`.
+    pub staged_patch_bytes: u64,
+    /// The size of `git diff --binary`.
+    pub unstaged_patch_bytes: u64,
+}
+
+/// A configured remote.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Remote {
+    pub name: String,
+    /// The fetch URL with any credentials replaced by [`REDACTED_URL_CREDENTIALS`].
+    pub url: String,
+}
+
+/// One commit of the recent history.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Commit {
+    pub id: String,
+    /// `Name <email>`.
+    pub author: String,
+    /// Author time, strict ISO 8601.
+    pub time: String,
+    pub subject: String,
+}
+
+/// One changed path.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Change {
+    pub path: String,
+    /// `modified`, `added`, `deleted`, `type changed`, `renamed from X`, `copied from X`,
+    /// with ` (submodule: ...)` appended for a submodule.
+    pub status: String,
+}
+
+/// One untracked file: never its contents, only its size and hash.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Untracked {
+    /// Relative to the work-tree root; a directory (a nested repository) ends with `/`.
+    pub path: String,
+    /// Bytes hashed: the file's length, or a symlink's target length.
+    pub size: u64,
+    /// BLAKE3 hex of the content (of the target, for a symlink); `None` for a directory
+    /// or a file that could not be read.
+    pub id: Option<String>,
+}
+
+/// A capture: the evidence and the two patches it measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Capture {
+    pub evidence: Evidence,
+    /// `git diff --cached --binary`: HEAD to index.
+    pub staged_patch: Vec<u8>,
+    /// `git diff --binary`: index to work tree.
+    pub unstaged_patch: Vec<u8>,
+}
+
+impl Evidence {
+    /// Whether the capture is complete.
+    pub fn is_complete(&self) -> bool {
+        self.partial.is_empty()
+    }
+}
+
+impl GitEvidence {
+    /// Whether anything is staged, unstaged, conflicted or untracked.
+    pub fn has_uncommitted(&self) -> bool {
+        !(self.staged.is_empty()
+            && self.unstaged.is_empty()
+            && self.conflicted.is_empty()
+            && self.untracked.is_empty())
+    }
+
+    /// A short summary such as `2 staged, 1 untracked`.
+    pub fn uncommitted_summary(&self) -> String {
+        let parts: Vec<String> = [
+            (self.staged.len(), "staged"),
+            (self.unstaged.len(), "unstaged"),
+            (self.conflicted.len(), "conflicted"),
+            (self.untracked.len(), "untracked"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+        parts.join(", ")
+    }
+}
+
+/// Capture the workspace at `dir` with the `git` found on `PATH`. Never fails.
+pub fn capture(dir: &Path) -> Capture {
+    capture_with_git(dir, Path::new("git"))
+}
+
+/// Capture the workspace at `dir` with the given git program (tests point it at a
+/// missing file to see the partial capture). Never fails.
+pub fn capture_with_git(dir: &Path, git_program: &Path) -> Capture {
+    inspect(dir, git_program, true)
+}
+
+/// Whether `git` can be run.
+pub fn git_available() -> bool {
+    Git::new(Path::new("git"), Path::new("."))
+        .run_plain(&["--version"])
+        .is_ok()
+}
+
+/// Replace credentials in a URL with [`REDACTED_URL_CREDENTIALS`]: a password anywhere,
+/// and any user name of an http(s)/ftp(s) URL (tokens are often sent as user names). An
+/// ssh user such as `git@` is kept.
+pub fn redact_url_credentials(url: &str) -> String {
+    if let Some(scheme_end) = url.find("://") {
+        let scheme = url[..scheme_end].to_ascii_lowercase();
+        let rest = &url[scheme_end + 3..];
+        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let Some(at) = rest[..authority_end].rfind('@') else {
+            return url.to_string();
+        };
+        let userinfo = &rest[..at];
+        let web = matches!(scheme.as_str(), "http" | "https" | "ftp" | "ftps");
+        if userinfo.contains(':') || web {
+            return format!(
+                "{}://{REDACTED_URL_CREDENTIALS}{}",
+                &url[..scheme_end],
+                &rest[at..]
+            );
+        }
+        return url.to_string();
+    }
+    // scp-like `user:password@host:path` (not a real form, but never keep a password).
+    if let Some(at) = url.find('@') {
+        let userinfo = &url[..at];
+        if userinfo.contains(':') && !userinfo.contains('/') {
+            return format!("{REDACTED_URL_CREDENTIALS}{}", &url[at..]);
+        }
+    }
+    url.to_string()
+}
+
+// ---------------------------------------------------------------------------------------
+// Running git
+// ---------------------------------------------------------------------------------------
+
+/// Why a git invocation gave no output.
+#[derive(Debug)]
+pub(crate) enum GitError {
+    /// The program could not be found.
+    Missing,
+    /// The program could not be started for another reason.
+    Spawn(String),
+    /// git ran and exited unsuccessfully.
+    Failed { code: Option<i32>, message: String },
+}
+
+impl GitError {
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            GitError::Missing => "git not found".to_string(),
+            GitError::Spawn(m) => format!("git could not be run: {m}"),
+            GitError::Failed { message, .. } => message.clone(),
+        }
+    }
+}
+
+/// Environment variables that would point git somewhere other than `-C DIR`.
+const REDIRECTING_ENV: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_DIFF_OPTS",
+];
+
+/// A git program bound to a directory; every call is read-only.
+pub(crate) struct Git {
+    program: PathBuf,
+    dir: PathBuf,
+}
+
+impl Git {
+    pub(crate) fn new(program: &Path, dir: &Path) -> Self {
+        Git {
+            program: program.to_path_buf(),
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    fn command(&self, args: &[&str], in_dir: bool) -> Command {
+        let mut cmd = Command::new(&self.program);
+        if in_dir {
+            cmd.arg("-C").arg(&self.dir);
+        }
+        cmd.args([
+            "-c",
+            "core.quotepath=false",
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "color.ui=false",
+            "-c",
+            "log.showSignature=false",
+        ]);
+        cmd.args(args);
+        for var in REDIRECTING_ENV {
+            cmd.env_remove(var);
+        }
+        cmd.env("GIT_OPTIONAL_LOCKS", "0")
+            .env("LC_ALL", "C")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    fn exec(&self, args: &[&str], in_dir: bool) -> Result<Vec<u8>, GitError> {
+        let output = match self.command(args, in_dir).output() {
+            Ok(output) => output,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(GitError::Missing),
+            Err(e) => return Err(GitError::Spawn(e.to_string())),
+        };
+        if output.status.success() {
+            return Ok(output.stdout);
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let first = stderr
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(|l| {
+                l.trim_start_matches("fatal: ")
+                    .trim_start_matches("error: ")
+            })
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("git {} exited with {}", args.join(" "), output.status));
+        Err(GitError::Failed {
+            code: output.status.code(),
+            message: first,
+        })
+    }
+
+    /// Run `git -C DIR ARGS...` and return its standard output.
+    pub(crate) fn run(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
+        self.exec(args, true)
+    }
+
+    /// Run without `-C` (for `--version`).
+    fn run_plain(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
+        self.exec(args, false)
+    }
+
+    /// Run a yes/no query: exit 0 is yes, exit 1 is no, anything else an error.
+    pub(crate) fn test(&self, args: &[&str]) -> Result<bool, GitError> {
+        match self.run(args) {
+            Ok(_) => Ok(true),
+            Err(GitError::Failed { code: Some(1), .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Whether `text` looks like a full git object id (SHA-1 or SHA-256 hex). Ids taken from
+/// evidence are checked with this before they reach a git command line.
+pub(crate) fn is_object_id(text: &str) -> bool {
+    (text.len() == 40 || text.len() == 64) && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn trim_newline(bytes: &[u8]) -> &[u8] {
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    bytes.strip_suffix(b"\r").unwrap_or(bytes)
+}
+
+#[cfg(unix)]
+fn bytes_to_path(bytes: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+}
+
+#[cfg(not(unix))]
+fn bytes_to_path(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(lossy(bytes))
+}
+
+/// The absolute, symlink-resolved form of `dir` when it exists.
+pub(crate) fn absolute(dir: &Path) -> PathBuf {
+    std::fs::canonicalize(dir)
+        .or_else(|_| std::path::absolute(dir))
+        .unwrap_or_else(|_| dir.to_path_buf())
+}
+
+// ---------------------------------------------------------------------------------------
+// Capture
+// ---------------------------------------------------------------------------------------
+
+/// Inspect a workspace. `full` adds what only a capture needs: recent commits, patches
+/// and untracked hashes (a comparison needs none of them).
+pub(crate) fn inspect(dir: &Path, git_program: &Path, full: bool) -> Capture {
+    let workspace = absolute(dir);
+    let mut capture = Capture {
+        evidence: Evidence {
+            version: EVIDENCE_VERSION,
+            workspace: workspace.to_string_lossy().into_owned(),
+            partial: Vec::new(),
+            git: None,
+        },
+        staged_patch: Vec::new(),
+        unstaged_patch: Vec::new(),
+    };
+    let partial = &mut capture.evidence.partial;
+    if !workspace.is_dir() {
+        partial.push("workspace is not a directory".to_string());
+        return capture;
+    }
+
+    let probe = Git::new(git_program, &workspace);
+    match probe.run(&["rev-parse", "--is-inside-work-tree"]) {
+        Err(GitError::Failed { message, .. }) if message.contains("not a git repository") => {
+            partial.push("not a git repository".to_string());
+            return capture;
+        }
+        Err(e @ (GitError::Missing | GitError::Spawn(_))) => {
+            partial.push(e.describe());
+            return capture;
+        }
+        Err(e) => {
+            partial.push(format!(
+                "git could not read the repository: {}",
+                e.describe()
+            ));
+            return capture;
+        }
+        Ok(out) if trim_newline(&out) != b"true" => {
+            partial.push(
+                "not inside a git work tree (a bare repository or .git directory)".to_string(),
+            );
+            return capture;
+        }
+        Ok(_) => {}
+    }
+    let root_bytes = match probe.run(&["rev-parse", "--show-toplevel"]) {
+        Ok(out) => trim_newline(&out).to_vec(),
+        Err(e) => {
+            partial.push(format!(
+                "git could not find the work-tree root: {}",
+                e.describe()
+            ));
+            return capture;
+        }
+    };
+    let root = bytes_to_path(&root_bytes);
+    let git = Git::new(git_program, &root);
+
+    let untracked_mode = if full {
+        "--untracked-files=all"
+    } else {
+        "--untracked-files=normal"
+    };
+    let status = match git.run(&[
+        "status",
+        "--porcelain=v2",
+        "--branch",
+        "-z",
+        untracked_mode,
+        "--ignore-submodules=none",
+    ]) {
+        Ok(out) => parse_status(&out),
+        Err(e) => {
+            partial.push(format!("git status failed: {}", e.describe()));
+            fallback_status(&git)
+        }
+    };
+
+    if status.detached {
+        partial.push("detached HEAD".to_string());
+    } else if status.upstream.is_none() {
+        partial.push("no upstream".to_string());
+    } else if let (None, Some(upstream)) = (status.ahead_behind, &status.upstream) {
+        partial.push(format!("upstream {upstream} is gone"));
+    }
+    if status.head.is_none() {
+        partial.push("no commits yet".to_string());
+    }
+
+    let remotes = read_remotes(&git, partial);
+    let mut root_commits = Vec::new();
+    let mut recent_commits = Vec::new();
+    if status.head.is_some() {
+        match git.run(&["rev-list", "--max-parents=0", "HEAD", "--"]) {
+            Ok(out) => {
+                root_commits = out
+                    .split(|b| *b == b'\n')
+                    .filter(|l| !l.is_empty())
+                    .map(lossy)
+                    .collect();
+            }
+            Err(e) => partial.push(format!("git rev-list failed: {}", e.describe())),
+        }
+        if full {
+            recent_commits = read_recent_commits(&git, partial);
+        }
+    }
+
+    let mut untracked = Vec::new();
+    if full {
+        capture.staged_patch = read_patch(&git, true, status.head.is_some(), partial);
+        capture.unstaged_patch = read_patch(&git, false, status.head.is_some(), partial);
+        let total = status.untracked.len();
+        let mut unreadable = 0usize;
+        for path in status.untracked.iter().take(UNTRACKED_CAP) {
+            let entry = describe_untracked(&root, path);
+            if entry.id.is_none() && !path.ends_with(b"/") {
+                unreadable += 1;
+            }
+            untracked.push(entry);
+        }
+        if total > UNTRACKED_CAP {
+            partial.push(format!(
+                "untracked files capped at {UNTRACKED_CAP} of {total}"
+            ));
+        }
+        if unreadable > 0 {
+            partial.push(format!("{unreadable} untracked files could not be read"));
+        }
+    } else {
+        untracked = status
+            .untracked
+            .iter()
+            .map(|p| Untracked {
+                path: lossy(p),
+                size: 0,
+                id: None,
+            })
+            .collect();
+    }
+
+    capture.evidence.git = Some(GitEvidence {
+        root: lossy(&root_bytes),
+        branch: status.branch,
+        head: status.head,
+        upstream: status.upstream,
+        ahead: status.ahead_behind.map(|(a, _)| a),
+        behind: status.ahead_behind.map(|(_, b)| b),
+        remotes,
+        root_commits,
+        recent_commits,
+        staged: status.staged,
+        unstaged: status.unstaged,
+        conflicted: status.conflicted,
+        untracked,
+        staged_patch_bytes: capture.staged_patch.len() as u64,
+        unstaged_patch_bytes: capture.unstaged_patch.len() as u64,
+    });
+    capture
+}
+
+/// What `git status --porcelain=v2 --branch -z` said.
+#[derive(Debug, Default)]
+struct Status {
+    head: Option<String>,
+    branch: Option<String>,
+    detached: bool,
+    upstream: Option<String>,
+    ahead_behind: Option<(u64, u64)>,
+    staged: Vec<Change>,
+    unstaged: Vec<Change>,
+    conflicted: Vec<String>,
+    untracked: Vec<Vec<u8>>,
+}
+
+/// Parse porcelain v2 with `-z`: NUL-terminated records; a rename or copy record is
+/// followed by one more NUL-terminated field, the original path.
+fn parse_status(out: &[u8]) -> Status {
+    let mut status = Status::default();
+    let mut records = out.split(|b| *b == 0).filter(|r| !r.is_empty());
+    while let Some(record) = records.next() {
+        match record.first() {
+            Some(b'#') => parse_header(record, &mut status),
+            Some(b'1') => {
+                let fields: Vec<&[u8]> = record.splitn(9, |b| *b == b' ').collect();
+                if let [_, xy, sub, _, _, _, _, _, path] = fields[..] {
+                    push_changes(&mut status, xy, sub, path, None);
+                }
+            }
+            Some(b'2') => {
+                let fields: Vec<&[u8]> = record.splitn(10, |b| *b == b' ').collect();
+                let original = records.next().unwrap_or_default();
+                if let [_, xy, sub, _, _, _, _, _, _, path] = fields[..] {
+                    push_changes(&mut status, xy, sub, path, Some(original));
+                }
+            }
+            Some(b'u') => {
+                let fields: Vec<&[u8]> = record.splitn(11, |b| *b == b' ').collect();
+                if let Some(path) = fields.get(10) {
+                    status.conflicted.push(lossy(path));
+                }
+            }
+            Some(b'?') => {
+                if let Some(path) = record.get(2..) {
+                    status.untracked.push(path.to_vec());
+                }
+            }
+            _ => {} // `!` ignored entries, and anything a later git adds
+        }
+    }
+    status
+}
+
+fn parse_header(record: &[u8], status: &mut Status) {
+    let text = lossy(record);
+    let Some(rest) = text.strip_prefix("# ") else {
+        return;
+    };
+    let (key, value) = rest.split_once(' ').unwrap_or((rest, ""));
+    match key {
+        "branch.oid" if value != "(initial)" => status.head = Some(value.to_string()),
+        "branch.head" if value == "(detached)" => status.detached = true,
+        "branch.head" => status.branch = Some(value.to_string()),
+        "branch.upstream" => status.upstream = Some(value.to_string()),
+        "branch.ab" => {
+            let mut parts = value.split(' ');
+            let ahead = parts.next().and_then(|a| a.strip_prefix('+'));
+            let behind = parts.next().and_then(|b| b.strip_prefix('-'));
+            if let (Some(Ok(a)), Some(Ok(b))) =
+                (ahead.map(str::parse::<u64>), behind.map(str::parse::<u64>))
+            {
+                status.ahead_behind = Some((a, b));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn push_changes(status: &mut Status, xy: &[u8], sub: &[u8], path: &[u8], original: Option<&[u8]>) {
+    let [x, y] = xy else {
+        return;
+    };
+    let submodule = describe_submodule(sub);
+    let path = lossy(path);
+    let original = original.map(lossy);
+    for (code, list) in [(*x, &mut status.staged), (*y, &mut status.unstaged)] {
+        if code == b'.' {
+            continue;
+        }
+        let mut text = match code {
+            b'M' => "modified".to_string(),
+            b'T' => "type changed".to_string(),
+            b'A' => "added".to_string(),
+            b'D' => "deleted".to_string(),
+            b'R' => format!("renamed from {}", original.as_deref().unwrap_or("?")),
+            b'C' => format!("copied from {}", original.as_deref().unwrap_or("?")),
+            b'U' => "unmerged".to_string(),
+            other => format!("status {}", char::from(other)),
+        };
+        if let Some(sub) = &submodule {
+            text.push_str(sub);
+        }
+        list.push(Change {
+            path: path.clone(),
+            status: text,
+        });
+    }
+}
+
+/// ` (submodule)` or ` (submodule: new commits, modified content)` from the `S<c><m><u>`
+/// field; `None` for an ordinary path (`N...`).
+fn describe_submodule(sub: &[u8]) -> Option<String> {
+    let [b'S', c, m, u] = sub else {
+        return None;
+    };
+    let what: Vec<&str> = [
+        (*c, b'C', "new commits"),
+        (*m, b'M', "modified content"),
+        (*u, b'U', "untracked content"),
+    ]
+    .iter()
+    .filter(|(flag, set, _)| flag == set)
+    .map(|(_, _, what)| *what)
+    .collect();
+    if what.is_empty() {
+        Some(" (submodule)".to_string())
+    } else {
+        Some(format!(" (submodule: {})", what.join(", ")))
+    }
+}
+
+/// When `git status` fails: HEAD and branch from plumbing, nothing else.
+fn fallback_status(git: &Git) -> Status {
+    let mut status = Status::default();
+    if let Ok(out) = git.run(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]) {
+        status.head = Some(lossy(trim_newline(&out)));
+    }
+    match git.run(&["symbolic-ref", "--quiet", "--short", "HEAD"]) {
+        Ok(out) => status.branch = Some(lossy(trim_newline(&out))),
+        Err(GitError::Failed { code: Some(1), .. }) => status.detached = true,
+        Err(_) => {}
+    }
+    status
+}
+
+fn read_remotes(git: &Git, partial: &mut Vec<String>) -> Vec<Remote> {
+    let out = match git.run(&["config", "-z", "--get-regexp", r"^remote\..*\.url$"]) {
+        Ok(out) => out,
+        Err(GitError::Failed { code: Some(1), .. }) => return Vec::new(), // none configured
+        Err(e) => {
+            partial.push(format!("git config failed: {}", e.describe()));
+            return Vec::new();
+        }
+    };
+    let mut remotes: Vec<Remote> = Vec::new();
+    // With -z each entry is `key\nvalue\0`.
+    for entry in out.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+        let text = lossy(entry);
+        let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
+        let Some(name) = key
+            .strip_prefix("remote.")
+            .and_then(|k| k.strip_suffix(".url"))
+        else {
+            continue;
+        };
+        // The first url of a remote is the one it fetches from.
+        if remotes.iter().any(|r| r.name == name) {
+            continue;
+        }
+        remotes.push(Remote {
+            name: name.to_string(),
+            url: redact_url_credentials(value),
+        });
+    }
+    remotes
+}
+
+fn read_recent_commits(git: &Git, partial: &mut Vec<String>) -> Vec<Commit> {
+    let count = format!("-n{RECENT_COMMITS}");
+    let out = match git.run(&[
+        "log",
+        &count,
+        "-z",
+        "--no-show-signature",
+        "--format=%H%x00%an <%ae>%x00%aI%x00%s",
+        "HEAD",
+        "--",
+    ]) {
+        Ok(out) => out,
+        Err(e) => {
+            partial.push(format!("git log failed: {}", e.describe()));
+            return Vec::new();
+        }
+    };
+    let mut fields: Vec<&[u8]> = out.split(|b| *b == 0).collect();
+    // The format terminates each commit, so the output ends with a NUL.
+    if fields.len() % 4 == 1 && fields.last().is_some_and(|f| f.is_empty()) {
+        fields.pop();
+    }
+    fields
+        .chunks_exact(4)
+        .map(|c| Commit {
+            id: lossy(c[0]),
+            author: lossy(c[1]),
+            time: lossy(c[2]),
+            subject: lossy(c[3]),
+        })
+        .collect()
+}
+
+/// A patch from the plumbing diff commands: `diff-index --cached HEAD` (the empty tree
+/// before the first commit) for staged changes, `diff-files` for unstaged ones. Porcelain
+/// `git diff` is avoided because it rewrites the index to refresh stat information, even
+/// with `GIT_OPTIONAL_LOCKS=0`; the plumbing never writes it.
+fn read_patch(git: &Git, staged: bool, has_head: bool, partial: &mut Vec<String>) -> Vec<u8> {
+    let which = if staged {
+        "git diff-index --cached"
+    } else {
+        "git diff-files"
+    };
+    let base = if !staged {
+        None
+    } else if has_head {
+        Some("HEAD".to_string())
+    } else {
+        // Hashing empty input as a tree writes nothing; it names the empty tree in the
+        // repository's hash algorithm.
+        match git.run(&["hash-object", "-t", "tree", "--stdin"]) {
+            Ok(out) => Some(lossy(trim_newline(&out))),
+            Err(e) => {
+                partial.push(format!("{which} failed: {}", e.describe()));
+                return Vec::new();
+            }
+        }
+    };
+    let mut args: Vec<&str> = if staged {
+        vec!["diff-index", "--cached"]
+    } else {
+        vec!["diff-files"]
+    };
+    args.extend([
+        "-p",
+        "--binary",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--submodule=short",
+        "--ignore-submodules=none",
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
+    ]);
+    if let Some(base) = &base {
+        args.push(base);
+    }
+    args.push("--");
+    match git.run(&args) {
+        Ok(out) => out,
+        Err(e) => {
+            partial.push(format!("{which} failed: {}", e.describe()));
+            Vec::new()
+        }
+    }
+}
+
+/// Size and BLAKE3 of one untracked path, read without following symlinks and without
+/// opening anything but a regular file.
+fn describe_untracked(root: &Path, rel: &[u8]) -> Untracked {
+    let mut entry = Untracked {
+        path: lossy(rel),
+        size: 0,
+        id: None,
+    };
+    if rel.ends_with(b"/") {
+        return entry; // a nested repository: git does not look inside
+    }
+    let full = root.join(bytes_to_path(rel));
+    let Ok(meta) = std::fs::symlink_metadata(&full) else {
+        return entry;
+    };
+    if meta.file_type().is_symlink() {
+        if let Ok(target) = std::fs::read_link(&full) {
+            let bytes = path_bytes(&target);
+            entry.size = bytes.len() as u64;
+            entry.id = Some(blake3::hash(&bytes).to_hex().to_string());
+        }
+        return entry;
+    }
+    if !meta.is_file() {
+        return entry;
+    }
+    entry.size = meta.len();
+    if let Ok(mut file) = open_regular(&full) {
+        let mut hasher = blake3::Hasher::new();
+        if let Ok(n) = io::copy(&mut file, &mut hasher) {
+            entry.size = n;
+            entry.id = Some(hasher.finalize().to_hex().to_string());
+        }
+    }
+    entry
+}
+
+#[cfg(unix)]
+fn path_bytes(path: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes().to_vec()
+}
+
+#[cfg(not(unix))]
+fn path_bytes(path: &Path) -> Vec<u8> {
+    path.to_string_lossy().into_owned().into_bytes()
+}
+
+/// Open a file for reading only if it is (still) a regular file: no symlink is followed
+/// and a FIFO swapped in cannot block the capture.
+fn open_regular(path: &Path) -> io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+    }
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_passwords_and_web_user_names() {
+        assert_eq!(
+            redact_url_credentials("https://user:s3cret@example.com/a/b.git"),
+            "https://[REDACTED:url_credentials]@example.com/a/b.git"
+        );
+        assert_eq!(
+            redact_url_credentials("https://ghp_token@github.com/a/b"),
+            "https://[REDACTED:url_credentials]@github.com/a/b"
+        );
+        assert_eq!(
+            redact_url_credentials("ssh://git:pw@host:22/x"),
+            "ssh://[REDACTED:url_credentials]@host:22/x"
+        );
+        for kept in [
+            "ssh://git@host/x.git",
+            "git@github.com:a/b.git",
+            "https://github.com/a/b.git",
+            "/srv/git/origin.git",
+            "https://example.com/path/with@at",
+            "file:///tmp/x",
+        ] {
+            assert_eq!(redact_url_credentials(kept), kept);
+        }
+        assert_eq!(
+            redact_url_credentials("user:pw@host:path"),
+            "[REDACTED:url_credentials]@host:path"
+        );
+    }
+
+    #[test]
+    fn parses_porcelain_v2() {
+        let out = b"# branch.oid 0123\0# branch.head main\0# branch.upstream origin/main\0\
+# branch.ab +2 -1\0\
+1 M. N... 100644 100644 100644 aa bb a file\0\
+1 .D N... 100644 100644 000000 aa bb gone\0\
+2 R. N... 100644 100644 100644 aa bb R100 new name\0old\nname\0\
+1 .M SC.. 160000 160000 160000 aa bb sub\0\
+u UU N... 100644 100644 100644 100644 a b c both\0\
+? un tracked\0? dir/\0! ignored\0";
+        let s = parse_status(out);
+        assert_eq!(s.head.as_deref(), Some("0123"));
+        assert_eq!(s.branch.as_deref(), Some("main"));
+        assert_eq!(s.upstream.as_deref(), Some("origin/main"));
+        assert_eq!(s.ahead_behind, Some((2, 1)));
+        assert_eq!(
+            s.staged,
+            vec![
+                Change {
+                    path: "a file".into(),
+                    status: "modified".into()
+                },
+                Change {
+                    path: "new name".into(),
+                    status: "renamed from old\nname".into()
+                },
+            ]
+        );
+        assert_eq!(
+            s.unstaged,
+            vec![
+                Change {
+                    path: "gone".into(),
+                    status: "deleted".into()
+                },
+                Change {
+                    path: "sub".into(),
+                    status: "modified (submodule: new commits)".into()
+                },
+            ]
+        );
+        assert_eq!(s.conflicted, vec!["both".to_string()]);
+        assert_eq!(s.untracked, vec![b"un tracked".to_vec(), b"dir/".to_vec()]);
+    }
+
+    #[test]
+    fn parses_initial_and_detached_headers() {
+        let s = parse_status(b"# branch.oid (initial)\0# branch.head main\0");
+        assert_eq!(
+            (s.head, s.branch, s.detached),
+            (None, Some("main".into()), false)
+        );
+        let s = parse_status(b"# branch.oid abc\0# branch.head (detached)\0");
+        assert_eq!(
+            (s.head, s.branch, s.detached),
+            (Some("abc".into()), None, true)
+        );
+    }
+
+    #[test]
+    fn object_ids_are_checked() {
+        assert!(is_object_id(&"a".repeat(40)));
+        assert!(is_object_id(&"0".repeat(64)));
+        assert!(!is_object_id("--output=/tmp/x"));
+        assert!(!is_object_id(&"g".repeat(40)));
+    }
+}
