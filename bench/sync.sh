@@ -6,7 +6,7 @@
 # Usage: bash bench/sync.sh
 #
 # Environment:
-#   BENCH_RUNS         timed runs per operation, median reported (default 3)
+#   BENCH_RUNS         rounds, each timing every operation once; median reported (default 5)
 #   BENCH_SEED         generator seed (default 42)
 #   BENCH_DELAY_MS     one-way delay of the WAN proxy (default 25, i.e. 50 ms RTT)
 #   BENCH_SCP_TIMEOUT  cap on one `scp -r` of the 1,000 files, seconds (default 300)
@@ -14,17 +14,17 @@
 #   BENCH_DIR          work directory (default: a new mktemp -d; removed afterwards)
 #   BENCH_KEEP         1 = keep the work directory (and its sshd logs) afterwards
 #   BENCH_DOCS         1 = write docs/benchmarks.md, 0 = only print the section
-#                      (default: write only with the default runs and delay)
+#                      (default: write only with 3 or more rounds and the default delay)
 set -euo pipefail
 export LC_ALL=C
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-RUNS=${BENCH_RUNS:-3}
+RUNS=${BENCH_RUNS:-5}
 SEED=${BENCH_SEED:-42}
 DELAY_MS=${BENCH_DELAY_MS:-25}
 SCP_TIMEOUT=${BENCH_SCP_TIMEOUT:-300}
 SCP_WAN_RUNS=${BENCH_SCP_WAN_RUNS:-1}
-DOCS=${BENCH_DOCS:-$([[ $RUNS == 3 && $DELAY_MS == 25 ]] && echo 1 || echo 0)}
+DOCS=${BENCH_DOCS:-$( ((RUNS >= 3)) && [[ $DELAY_MS == 25 ]] && echo 1 || echo 0)}
 if [[ -n ${BENCH_DIR:-} ]]; then
   WORK=$BENCH_DIR
   mkdir -p "$WORK"
@@ -295,43 +295,84 @@ run_clone_big() { "$BATON" -q clone "$HOST:$PUSHED_BIG" "$DEST"; }
 reset_scp_big_down() { fresh "$PULLED/$NET/scp-big"; drop_prev scp_big_down; }
 run_scp_big_down() { scp -q -F "$SSH_CONFIG" "$HOST:$DATA_B/big.bin" "$DEST"; }
 
-# bench KEY LABEL RUNS: RUNS timed runs of run_KEY after reset_KEY, on network NET; one
-# results line "KEY<tab>NET<tab>LABEL<tab>secs..." where a run that failed is "fail" and
-# one that hit its timeout is "timeout". Dirty pages are flushed (sync) before each run.
-bench() {
-  local key=$1 label=$2 runs=$3 times=() i t0 t1 rc
-  for ((i = 1; i <= runs; i++)); do
-    "reset_$key"
-    sync
-    t0=$EPOCHREALTIME
+# The operations in the order they run, and their labels.
+SMALL_OPS=(ssh_true push_init push_new git_push rsync scp noop clone git_clone rsync_down)
+BIG_OPS=(push_big scp_big_up clone_big scp_big_down)
+declare -A LABEL=(
+  [ssh_true]="ssh HOST true (connection only)"
+  [push_init]="baton push, 1000 files (existing empty store)"
+  [push_new]="baton push, 1000 files (creates the store)"
+  [git_push]="git push, 1000 files (empty bare repo)"
+  [rsync]="rsync -a, 1000 files"
+  [scp]="scp -r, 1000 files"
+  [noop]="baton push, nothing new (no-op)"
+  [clone]="baton clone, 1000 files (into nothing)"
+  [git_clone]="git clone --bare, 1000 files"
+  [rsync_down]="rsync -a download, 1000 files"
+  [push_big]="baton push, 256 MiB file"
+  [scp_big_up]="scp upload, 256 MiB file"
+  [clone_big]="baton clone, 256 MiB file"
+  [scp_big_down]="scp download, 256 MiB file"
+)
+declare -A TIMES=()
+
+# once KEY: one timed run of run_KEY after reset_KEY (and check_KEY after it, untimed),
+# on network NET; appends the seconds to TIMES[KEY], or "fail", or "timeout" when it hit
+# its timeout. Dirty pages are flushed (sync) before the run.
+once() {
+  local key=$1 t0 t1 rc t err
+  err=$WORK/err/$key.$NET.$ROUND
+  "reset_$key"
+  sync
+  t0=$EPOCHREALTIME
+  set +e
+  (set -e; "run_$key") 2>"$err"
+  rc=$?
+  set -e
+  t1=$EPOCHREALTIME
+  if ((rc == 0)) && declare -F "check_$key" >/dev/null; then
     set +e
-    (set -e; "run_$key") 2>"$WORK/err/$key.$NET.$i"
+    (set -e; "check_$key") >>"$err" 2>&1
     rc=$?
     set -e
-    t1=$EPOCHREALTIME
-    if ((rc == 0)) && declare -F "check_$key" >/dev/null; then
-      set +e
-      (set -e; "check_$key") >>"$WORK/err/$key.$NET.$i" 2>&1
-      rc=$?
-      set -e
-      ((rc == 0)) || rc=200
-    fi
-    if ((rc == 124)); then
-      times+=(timeout)
-    elif ((rc != 0)); then
-      times+=(fail)
-      if ((rc == 200)); then
-        log "$label on $NET: the destination is not right afterwards:"
-      else
-        log "$label on $NET failed (exit $rc):"
-      fi
-      sed 's/^/    /' "$WORK/err/$key.$NET.$i" >&2
+    ((rc == 0)) || rc=200
+  fi
+  if ((rc == 124)); then
+    t=timeout
+  elif ((rc != 0)); then
+    t=fail
+    if ((rc == 200)); then
+      log "${LABEL[$key]} on $NET: the destination is not right afterwards:"
     else
-      times+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')")
+      log "${LABEL[$key]} on $NET failed (exit $rc):"
     fi
+    sed 's/^/    /' "$err" >&2
+  else
+    t=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+  fi
+  TIMES[$key]="${TIMES[$key]:-}${TIMES[$key]:+ }$t"
+  log "$(printf '%-4s %-3s %-46s %s' "$NET" "#$ROUND" "${LABEL[$key]}" "$t")"
+}
+
+# rounds OPS...: RUNS rounds, each running every operation once, so that load from other
+# work on the machine spreads over all of them alike; then one results line per
+# operation: "KEY<tab>NET<tab>LABEL<tab>secs...". scp -r at the WAN delay runs only in
+# the first SCP_WAN_RUNS rounds.
+rounds() {
+  local key
+  TIMES=()
+  for ((ROUND = 1; ROUND <= RUNS; ROUND++)); do
+    for key in "$@"; do
+      if [[ $key == scp && $NET == wan ]] && ((ROUND > SCP_WAN_RUNS)); then
+        continue
+      fi
+      once "$key"
+    done
   done
-  printf '%s\t%s\t%s\t%s\n' "$key" "$NET" "$label" "${times[*]}" >>"$RESULTS"
-  log "$(printf '%-4s %-46s %s' "$NET" "$label" "${times[*]}")"
+  for key in "$@"; do
+    printf '%s\t%s\t%s\t%s\n' "$key" "$NET" "${LABEL[$key]}" "${TIMES[$key]}" >>"$RESULTS"
+    log "$(printf '%-4s all %-46s %s' "$NET" "${LABEL[$key]}" "${TIMES[$key]}")"
+  done
 }
 
 # trace KEY: one more, untimed run of KEY with BATON_TRACE=1 and BATON_TRACE_SFTP=1; its
@@ -379,30 +420,14 @@ for NET in lo wan; do
   [[ $NET == lo ]] && HOST=benchbox || HOST=benchwan
   mkdir -p "$REMOTE/$NET" "$PULLED/$NET"
   printf 'load_before_%s\t%s\n' "$NET" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$META"
-  log "timing on $NET ($HOST), $RUNS runs each"
-  bench ssh_true   "ssh HOST true (connection only)"            "$RUNS"
-  bench push_init  "baton push, 1000 files (existing empty store)" "$RUNS"
-  bench push_new   "baton push, 1000 files (creates the store)"   "$RUNS"
-  bench git_push   "git push, 1000 files (empty bare repo)"       "$RUNS"
-  bench rsync      "rsync -a, 1000 files"                         "$RUNS"
-  if [[ $NET == lo ]]; then
-    bench scp      "scp -r, 1000 files"                           "$RUNS"
-  else
-    bench scp      "scp -r, 1000 files"                           "$SCP_WAN_RUNS"
-  fi
-  bench noop       "baton push, nothing new (no-op)"              "$RUNS"
-  bench clone      "baton clone, 1000 files (into nothing)"       "$RUNS"
-  bench git_clone  "git clone --bare, 1000 files"                 "$RUNS"
-  bench rsync_down "rsync -a download, 1000 files"                "$RUNS"
+  log "timing on $NET ($HOST), $RUNS rounds"
+  rounds "${SMALL_OPS[@]}"
   trace push_init
   trace push_new
   trace noop
   trace clone
   if [[ $NET == lo ]]; then
-    bench push_big     "baton push, 256 MiB file"                 "$RUNS"
-    bench scp_big_up   "scp upload, 256 MiB file"                 "$RUNS"
-    bench clone_big    "baton clone, 256 MiB file"                "$RUNS"
-    bench scp_big_down "scp download, 256 MiB file"               "$RUNS"
+    rounds "${BIG_OPS[@]}"
     trace push_big
     trace clone_big
   fi

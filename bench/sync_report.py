@@ -155,8 +155,9 @@ def render(results, meta, traces):
         f"(a) {meta['small_files']} files of 12 KiB in {meta['small_dirs']} directories, "
         f"{small_mb:.1f} MB{f', baton bundle `{bundle}`' if bundle else ''}; "
         f"(b) one file of {big_mib:g} MiB.",
-        f"- Method: {meta['runs']} runs per operation, median (min–max) wall time of the whole "
-        "command, SSH connection included; every run goes into a fresh, empty destination; data "
+        f"- Method: {meta['runs']} rounds, each running every operation once in the order of the "
+        "table (so that load from other work spreads over all of them alike); median (min–max) "
+        "wall time of the whole command, SSH connection included; every run goes into a fresh, empty destination; data "
         "in the page cache; `sync` before each run (untimed). baton pushes a bundle already saved "
         "in a local store (`baton save`, untimed), git pushes a repository with one commit of "
         "the same files. The existing empty store is made with `baton --store PATH init` on the "
@@ -317,8 +318,8 @@ def render(results, meta, traces):
     lines += [
         "",
         "Reproduce: `bash bench/sync.sh` (also `BENCH_RUNS`, `BENCH_DELAY_MS`, `BENCH_SCP_TIMEOUT`, "
-        "`BENCH_SCP_WAN_RUNS`, `BENCH_DIR`, `BENCH_KEEP=1`; runs other than the default 3 runs at "
-        "25 ms only print the section unless `BENCH_DOCS=1`).",
+        "`BENCH_SCP_WAN_RUNS`, `BENCH_DIR`, `BENCH_KEEP=1`; fewer than 3 rounds or another delay "
+        "only print the section unless `BENCH_DOCS=1`).",
         "",
     ]
     return "\n".join(lines)

@@ -350,7 +350,6 @@ fn target_add_list_remove_and_malformed_urls_are_refused() {
 }
 
 #[test]
-#[ignore = "design question: the refusal of a URL with a password quotes the whole URL, password included, on stderr (and in JSON), where logs keep it"]
 fn refused_url_with_a_password_does_not_echo_it() {
     let env = Env::new();
     env.init();

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::connect_settings;
 use crate::cli::PushArgs;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::ObjectId;
 use crate::output::{Ctx, Outcome};
 use crate::sync::push::{PushRequest, push};
@@ -14,7 +14,15 @@ pub fn run(ctx: &Ctx, args: &PushArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;
     // One positional that is not a target name is the REV (`baton push current~1`).
     let (target_arg, rev_arg) = match (&args.target, &args.rev) {
-        (Some(t), None) if !store.config.targets.contains_key(t) => (None, Some(t.as_str())),
+        (Some(t), None) if !store.config.targets.contains_key(t) => {
+            if store.resolve(t).is_err() {
+                return Err(Error::not_found(format!("no target or bundle named '{t}'"))
+                    .with_hint(
+                        "list targets with 'baton target list' and bundles with 'baton log'",
+                    ));
+            }
+            (None, Some(t.as_str()))
+        }
         (t, r) => (t.as_deref(), r.as_deref()),
     };
     let (name, url) = choose_target(&store.config, target_arg)?;

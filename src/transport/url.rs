@@ -22,9 +22,27 @@ pub enum TargetUrl {
 fn malformed(text: &str, why: &str) -> Error {
     Error::usage(format!(
         "malformed target URL '{}': {why}",
-        text.escape_debug()
+        without_password(text).escape_debug()
     ))
     .with_hint("use ssh://[user@]host[:port]/path, [user@]host:path, /abs/path or file:///abs/path")
+}
+
+/// The URL as it may be shown: a password in it is replaced, never echoed into logs.
+fn without_password(text: &str) -> String {
+    match url::Url::parse(text) {
+        Ok(mut url) if url.password().is_some() => {
+            let _ = url.set_password(Some("***"));
+            url.to_string()
+        }
+        Ok(_) => text.to_string(),
+        // Unparsable: hide everything between "://" and the last '@' of the authority.
+        Err(_) => match (text.find("://"), text.rfind('@')) {
+            (Some(start), Some(at)) if at > start => {
+                format!("{}***{}", &text[..start + 3], &text[at..])
+            }
+            _ => text.to_string(),
+        },
+    }
 }
 
 /// Host names: letters, digits, '.', '-', '_' (IPv6 literals only inside ssh://[...]),
