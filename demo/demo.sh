@@ -11,28 +11,54 @@ cd "$work"
 say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
 run() { say "$*"; "$@"; }
 
-mkdir -p alice/workspace/src bob
-printf '## Objective\nShip the parser.\n\n## Current State\nTokenizer done.\n\n## Next Steps\nWrite the grammar.\n' > alice/workspace/handoff.md
-printf 'fn main() {}\n' > alice/workspace/src/main.rs
-printf '#!/bin/sh\ncargo test\n' > alice/workspace/run-tests.sh && chmod +x alice/workspace/run-tests.sh
-ln -s handoff.md alice/workspace/README
+export GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=demo GIT_AUTHOR_EMAIL=demo@example.com \
+  GIT_COMMITTER_NAME=demo GIT_COMMITTER_EMAIL=demo@example.com
+mkdir -p alice bob
+git init -q -b main alice/repo
+cd alice/repo
+printf 'fn main() {}\n' > main.rs && git add main.rs && git commit -qm "skeleton"
+printf 'fn main() { parse(); }\n' > main.rs                 # uncommitted work
+printf 'export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx0123\n' > .env   # a secret
+cat > ../briefing.md <<'BRIEF'
+Sure! Here is my handoff:
 
-cd alice
+## Objective
+Ship the config parser.
+
+## Current State
+Tokenizer done; main.rs calls parse() but it is not written yet. Key is in .env.
+
+## Next Steps
+1. Write parse() in main.rs.
+2. Run the tests.
+BRIEF
+printf '{"role":"user","text":"write the tokenizer"}\n{"role":"assistant","text":"tokenizer done, tests pass"}\n' > ../session.jsonl
+
 run "$baton" init
-run "$baton" save workspace --from claude --to codex --summary "tokenizer done, grammar next"
+run "$baton" save --brief ../briefing.md --from claude --to codex --transcript ../session.jsonl --attach .env
+run "$baton" log
 run "$baton" target add devbox "$work/devbox-store"
 run "$baton" push
-cd ../bob
-run "$baton" clone "$work/devbox-store"
-run "$baton" log
-run "$baton" show current
-run "$baton" cat current:handoff.md
-run "$baton" checkout current resumed
-run ls -l resumed
-printf 'Grammar written.\n' >> resumed/handoff.md
-run "$baton" save resumed --from codex --to claude --summary "grammar written"
+cd ../../bob
+git clone -q "$work/alice/repo" repo && cd repo
+run "$baton" clone "$work/devbox-store" .baton
+run "$baton" resume --budget 400
+run "$baton" search current tokenizer
+run "$baton" cat current:attachments/.env
+printf 'fn parse() {}\nfn main() { parse(); }\n' > main.rs
+cat > ../briefing.md <<'BRIEF'
+## Objective
+Ship the config parser.
+
+## Current State
+parse() written, tests pass.
+
+## Next Steps
+1. Review and merge.
+BRIEF
+run "$baton" save --brief ../briefing.md --from codex --to claude
 run "$baton" push
-cd ../alice
+cd ../../alice/repo
 run "$baton" pull
 run "$baton" diff current~1 current
 run "$baton" log --audit
