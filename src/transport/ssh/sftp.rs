@@ -267,6 +267,23 @@ impl SftpRemote {
         })
     }
 
+    fn send_read(&mut self, handle: &str, offset: u64, len: u32) -> Result<u32> {
+        let handle = handle.to_string();
+        self.request(|id| {
+            Packet::Read(ReadReq {
+                id,
+                handle,
+                offset,
+                len,
+            })
+        })
+    }
+
+    fn send_readdir(&mut self, handle: &str) -> Result<u32> {
+        let handle = handle.to_string();
+        self.request(|id| Packet::ReadDir(ReadDir { id, handle }))
+    }
+
     fn close_later(&mut self, handle: String, what: &str) -> Result<()> {
         let id = self.request(|id| Packet::Close(Close { id, handle }))?;
         self.defer(id, format!("close {what}"), false);
@@ -309,14 +326,7 @@ impl SftpRemote {
             while !eof && inflight.len() < WINDOW {
                 let offset = next_offset;
                 let handle = handle.to_string();
-                let id = self.request(|id| {
-                    Packet::Read(ReadReq {
-                        id,
-                        handle,
-                        offset,
-                        len: CHUNK as u32,
-                    })
-                })?;
+                let id = self.send_read(&handle, offset, CHUNK as u32)?;
                 inflight.push_back((id, offset));
                 next_offset += CHUNK as u64;
             }
@@ -330,14 +340,7 @@ impl SftpRemote {
                         let rest = offset + d.data.len() as u64;
                         let handle = handle.to_string();
                         let len = (CHUNK as u64 - d.data.len() as u64) as u32;
-                        let id = self.request(|id| {
-                            Packet::Read(ReadReq {
-                                id,
-                                handle,
-                                offset: rest,
-                                len,
-                            })
-                        })?;
+                        let id = self.send_read(&handle, rest, len)?;
                         inflight.push_front((id, rest));
                     }
                     if !d.data.is_empty() {
@@ -494,15 +497,7 @@ impl Upload for SftpUpload<'_> {
             let mut at = offset;
             while at < offset + len {
                 let take = (offset + len - at).min(CHUNK as u64);
-                let handle = handle.clone();
-                parts.push(self.remote.request(|id| {
-                    Packet::Read(ReadReq {
-                        id,
-                        handle,
-                        offset: at,
-                        len: take as u32,
-                    })
-                })?);
+                parts.push(self.remote.send_read(&handle, at, take as u32)?);
                 at += take;
             }
             reads.push(parts);
@@ -596,40 +591,14 @@ impl Remote for SftpRemote {
         // directories are done after them.
         let mut file_reads = Vec::new();
         for handle in file_handles.iter().flatten() {
-            let first = {
-                let handle = handle.clone();
-                self.request(|id| {
-                    Packet::Read(ReadReq {
-                        id,
-                        handle,
-                        offset: 0,
-                        len: CHUNK as u32,
-                    })
-                })?
-            };
-            let second = {
-                let handle = handle.clone();
-                self.request(|id| {
-                    Packet::Read(ReadReq {
-                        id,
-                        handle,
-                        offset: CHUNK as u64,
-                        len: CHUNK as u32,
-                    })
-                })?
-            };
+            let first = self.send_read(handle, 0, CHUNK as u32)?;
+            let second = self.send_read(handle, CHUNK as u64, CHUNK as u32)?;
             file_reads.push((first, second));
         }
         let mut dir_reads = Vec::new();
         for handle in dir_handles.iter().flatten() {
-            let a = {
-                let handle = handle.clone();
-                self.request(|id| Packet::ReadDir(ReadDir { id, handle }))?
-            };
-            let b = {
-                let handle = handle.clone();
-                self.request(|id| Packet::ReadDir(ReadDir { id, handle }))?
-            };
+            let a = self.send_readdir(handle)?;
+            let b = self.send_readdir(handle)?;
             dir_reads.push((a, b));
         }
         let mut file_out = Vec::with_capacity(files.len());
@@ -696,8 +665,7 @@ impl Remote for SftpRemote {
                 done |= self.collect_names(id, name, &mut entries)?;
             }
             while !done {
-                let handle = handle.clone();
-                let id = self.request(|id| Packet::ReadDir(ReadDir { id, handle }))?;
+                let id = self.send_readdir(&handle)?;
                 done = self.collect_names(id, name, &mut entries)?;
             }
             self.close_later(handle, name)?;
@@ -791,14 +759,7 @@ impl Remote for SftpRemote {
             let stat = self.request(|id| Packet::Fstat(Fstat { id, handle: h }))?;
             let h = handle.clone();
             let len = bytes.len() as u32;
-            let read = self.request(|id| {
-                Packet::Read(ReadReq {
-                    id,
-                    handle: h,
-                    offset: 0,
-                    len: len.max(1),
-                })
-            })?;
+            let read = self.send_read(&h, 0, len.max(1))?;
             pending.push((write, fsync, stat, read));
         }
         for ((write, fsync, stat, read), (handle, (path, bytes))) in
@@ -985,15 +946,7 @@ impl Remote for SftpRemote {
         let mut at = offset;
         while at < offset + len {
             let take = (offset + len - at).min(CHUNK as u64);
-            let handle = handle.clone();
-            ids.push(self.request(|id| {
-                Packet::Read(ReadReq {
-                    id,
-                    handle,
-                    offset: at,
-                    len: take as u32,
-                })
-            })?);
+            ids.push(self.send_read(&handle, at, take as u32)?);
             at += take;
         }
         let mut out = Vec::with_capacity(len as usize);
