@@ -279,6 +279,24 @@ impl SftpRemote {
         })
     }
 
+    /// The bytes of a READ reply, or `None` at end of file.
+    fn wait_data(&mut self, id: u32, what: &str) -> Result<Option<Vec<u8>>> {
+        match self.wait(id)? {
+            Packet::Data(d) => Ok(Some(d.data)),
+            Packet::Status(s) if s.status_code == StatusCode::Eof => Ok(None),
+            Packet::Status(s) => Err(status_error(
+                &self.describe,
+                what,
+                s.status_code,
+                &s.error_message,
+            )),
+            other => Err(lost(
+                &self.describe,
+                format!("unexpected reply to {what}: {other:?}"),
+            )),
+        }
+    }
+
     fn send_readdir(&mut self, handle: &str) -> Result<u32> {
         let handle = handle.to_string();
         self.request(|id| Packet::ReadDir(ReadDir { id, handle }))
@@ -520,15 +538,8 @@ impl Upload for SftpUpload<'_> {
         for parts in reads {
             let mut bytes = Vec::new();
             for id in parts {
-                match self.remote.wait(id)? {
-                    Packet::Data(d) => bytes.extend_from_slice(&d.data),
-                    Packet::Status(s) if s.status_code == StatusCode::Eof => {}
-                    other => {
-                        return Err(lost(
-                            &self.remote.describe,
-                            format!("unexpected reply to read: {other:?}"),
-                        ));
-                    }
+                if let Some(data) = self.remote.wait_data(id, "read back")? {
+                    bytes.extend_from_slice(&data);
                 }
             }
             back.push(bytes);
@@ -612,27 +623,10 @@ impl Remote for SftpRemote {
             let mut bytes = Vec::new();
             let mut done = false;
             for id in [first, second] {
-                match self.wait(id)? {
-                    Packet::Data(d) => {
-                        if !done {
-                            bytes.extend_from_slice(&d.data);
-                        }
-                    }
-                    Packet::Status(s) if s.status_code == StatusCode::Eof => done = true,
-                    Packet::Status(s) => {
-                        return Err(status_error(
-                            &self.describe,
-                            &format!("read {name}"),
-                            s.status_code,
-                            &s.error_message,
-                        ));
-                    }
-                    other => {
-                        return Err(lost(
-                            &self.describe,
-                            format!("unexpected reply to read: {other:?}"),
-                        ));
-                    }
+                match self.wait_data(id, &format!("read {name}"))? {
+                    Some(data) if !done => bytes.extend_from_slice(&data),
+                    Some(_) => {}
+                    None => done = true,
                 }
             }
             if !done || bytes.len() as u64 > limit {
@@ -780,16 +774,9 @@ impl Remote for SftpRemote {
                     ));
                 }
             };
-            let back = match self.wait(read)? {
-                Packet::Data(d) => d.data,
-                Packet::Status(s) if s.status_code == StatusCode::Eof => Vec::new(),
-                other => {
-                    return Err(lost(
-                        &self.describe,
-                        format!("unexpected reply to read: {other:?}"),
-                    ));
-                }
-            };
+            let back = self
+                .wait_data(read, &format!("read back {path}"))?
+                .unwrap_or_default();
             if &back != bytes {
                 return Err(Error::new(
                     ErrorKind::Transport,
@@ -951,15 +938,8 @@ impl Remote for SftpRemote {
         }
         let mut out = Vec::with_capacity(len as usize);
         for id in ids {
-            match self.wait(id)? {
-                Packet::Data(d) => out.extend_from_slice(&d.data),
-                Packet::Status(s) if s.status_code == StatusCode::Eof => {}
-                other => {
-                    return Err(lost(
-                        &self.describe,
-                        format!("unexpected reply to read: {other:?}"),
-                    ));
-                }
+            if let Some(data) = self.wait_data(id, &format!("read {path}"))? {
+                out.extend_from_slice(&data);
             }
         }
         self.close_later(handle, path)?;
