@@ -269,11 +269,7 @@ fn assert_same_dir_state(before: &DirState, after: &DirState, what: &str) {
     let a: Vec<_> = after.keys().collect();
     assert_eq!(b, a, "{what}: entries were created or removed");
     for (path, state) in before {
-        assert!(
-            after[path] == *state,
-            "{what}: {} changed",
-            path.display()
-        );
+        assert!(after[path] == *state, "{what}: {} changed", path.display());
     }
 }
 
@@ -310,7 +306,11 @@ fn all_objects(store: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     for (rel, bytes) in snapshot_files(store) {
         let rel_s = s(&rel);
-        if bytes == b"<dir>" && fs::symlink_metadata(store.join(&rel)).expect("meta").is_dir() {
+        if bytes == b"<dir>"
+            && fs::symlink_metadata(store.join(&rel))
+                .expect("meta")
+                .is_dir()
+        {
             continue;
         }
         let name = rel.file_name().map(|n| s(Path::new(n))).unwrap_or_default();
@@ -374,7 +374,12 @@ fn corrupt_object(store: &Path, id: &str) {
 // Fixtures
 // ---------------------------------------------------------------------------------------
 
-const SKELETON_LINES: [&str; 4] = ["# Handoff", "## Objective", "## Current State", "## Next Steps"];
+const SKELETON_LINES: [&str; 4] = [
+    "# Handoff",
+    "## Objective",
+    "## Current State",
+    "## Next Steps",
+];
 
 /// A chat answer wrapping a valid briefing: preamble, a ```markdown fence, postamble.
 fn chat_briefing(objective: &str) -> String {
@@ -460,6 +465,14 @@ fn save_captures_git_evidence_and_never_touches_the_workspace() {
     .expect("write");
     fs::write(env.path().join("notes.md"), "attached notes\n").expect("write");
 
+    // Stat-dirty but content-clean: a `git status` that may take locks, or a porcelain
+    // `git diff`, would refresh and rewrite the index for this file.
+    fs::File::options()
+        .write(true)
+        .open(work.join("README.md"))
+        .expect("open")
+        .set_modified(SystemTime::now() - std::time::Duration::from_secs(400 * 86_400))
+        .expect("set mtime");
     let index = work.join(".git/index");
     let index_before = fs::read(&index).expect("index");
     let before = dir_state(&work);
@@ -498,7 +511,10 @@ fn save_captures_git_evidence_and_never_touches_the_workspace() {
     assert_eq!(saved["secrets"], json!({ "github_token": 2 }));
 
     // Baton changed nothing in the workspace, .git/index included.
-    assert_eq!(fs::read(&index).expect("index"), index_before, ".git/index");
+    assert!(
+        fs::read(&index).expect("index") == index_before,
+        ".git/index changed"
+    );
     assert_same_dir_state(&before, &dir_state(&work), "after save");
 
     // The manifest.
@@ -529,8 +545,14 @@ fn save_captures_git_evidence_and_never_touches_the_workspace() {
             "transcript.jsonl",
         ]
     );
-    assert_eq!(cat(&env, "current:handoff.md"), normalized_briefing(objective));
-    assert_eq!(cat(&env, "current:attachments/notes.md"), "attached notes\n");
+    assert_eq!(
+        cat(&env, "current:handoff.md"),
+        normalized_briefing(objective)
+    );
+    assert_eq!(
+        cat(&env, "current:attachments/notes.md"),
+        "attached notes\n"
+    );
 
     // evidence.json, field by field.
     let evidence: Value =
@@ -543,7 +565,10 @@ fn save_captures_git_evidence_and_never_touches_the_workspace() {
     assert_eq!(g["branch"], "feature");
     assert_eq!(g["head"], head.as_str());
     assert_eq!(g["upstream"], "origin/feature");
-    assert_eq!((g["ahead"].clone(), g["behind"].clone()), (json!(1), json!(1)));
+    assert_eq!(
+        (g["ahead"].clone(), g["behind"].clone()),
+        (json!(1), json!(1))
+    );
     assert_eq!(
         g["remotes"],
         json!([{ "name": "origin", "url": s(&origin) }])
@@ -600,11 +625,17 @@ fn save_captures_git_evidence_and_never_touches_the_workspace() {
     assert_eq!(files["evidence/staged.patch"]["size"], staged.len());
     let staged = String::from_utf8_lossy(&staged);
     let unstaged = String::from_utf8_lossy(&unstaged);
-    assert!(staged.contains("diff --git a/staged.txt b/staged.txt"), "{staged}");
+    assert!(
+        staged.contains("diff --git a/staged.txt b/staged.txt"),
+        "{staged}"
+    );
     assert!(staged.contains("+staged content"), "{staged}");
     assert!(staged.contains("+clean"), "{staged}");
     assert!(!staged.contains("tracked changed"), "{staged}");
-    assert!(unstaged.contains("diff --git a/tracked.txt b/tracked.txt"), "{unstaged}");
+    assert!(
+        unstaged.contains("diff --git a/tracked.txt b/tracked.txt"),
+        "{unstaged}"
+    );
     assert!(unstaged.contains("+tracked changed"), "{unstaged}");
     assert!(!unstaged.contains("staged content"), "{unstaged}");
 
@@ -636,7 +667,10 @@ fn save_captures_git_evidence_and_never_touches_the_workspace() {
         ),
         "ours (rotated [REDACTED:github_token])".to_string(),
     ] {
-        assert!(context.contains(&line), "context.md lacks {line:?}:\n{context}");
+        assert!(
+            context.contains(&line),
+            "context.md lacks {line:?}:\n{context}"
+        );
     }
     assert!(!context.contains("Partial capture"), "{context}");
 
@@ -648,8 +682,19 @@ fn save_captures_git_evidence_and_never_touches_the_workspace() {
     assert_eq!(resume["workspace"]["head"], "same");
     assert_eq!(resume["workspace"]["same_repository"], true);
     assert_eq!(resume["workspace"]["captured_uncommitted"], true);
-    assert_eq!(fs::read(&index).expect("index"), index_before, ".git/index");
+    assert!(
+        fs::read(&index).expect("index") == index_before,
+        ".git/index changed"
+    );
     assert_same_dir_state(&before, &dir_state(&work), "after resume");
+
+    // Control: an ordinary `git status` does rewrite the index here, so the checks above
+    // would have seen a capture that did the same.
+    git(&work, &["status", "--porcelain"]);
+    assert!(
+        fs::read(&index).expect("index") != index_before,
+        "control: git status left the index alone"
+    );
 }
 
 #[test]
@@ -671,7 +716,10 @@ fn large_patches_become_attachments_summarised_in_context() {
     let out = baton_in(&env, &repo, &["save", "--brief", &s(&brief)]);
     ok(out, "save");
     let files = bundle_files(&env, "current");
-    assert!(files.contains_key("attachments/patches/staged.patch"), "{files:?}");
+    assert!(
+        files.contains_key("attachments/patches/staged.patch"),
+        "{files:?}"
+    );
     assert!(!files.contains_key("evidence/staged.patch"), "{files:?}");
     assert!(files.contains_key("evidence/unstaged.patch"), "{files:?}");
     let size = files["attachments/patches/staged.patch"]["size"]
@@ -712,7 +760,11 @@ fn handoff_round_trip_across_stores_with_every_head_relation() {
     let brief = a.path().join("brief.md");
     fs::write(&brief, VALID_BRIEF).expect("write");
     let id = ok(
-        baton_in(&a, &w, &["save", "--brief", &s(&brief), "--from", "a", "--to", "b"]),
+        baton_in(
+            &a,
+            &w,
+            &["save", "--brief", &s(&brief), "--from", "a", "--to", "b"],
+        ),
         "save",
     )
     .trim()
@@ -726,7 +778,10 @@ fn handoff_round_trip_across_stores_with_every_head_relation() {
     // Store B: a clone, used from elsewhere with --store.
     let b = Env::new();
     let store_b = b.path().join("store-b");
-    ok(baton_in(&b, b.path(), &["clone", &s(&remote), &s(&store_b)]), "clone");
+    ok(
+        baton_in(&b, b.path(), &["clone", &s(&remote), &s(&store_b)]),
+        "clone",
+    );
     let sb = s(&store_b);
     let resume_in = |dir: &Path| -> Value {
         let value = json_in(&b, dir, &["--store", &sb, "resume"]);
@@ -763,7 +818,10 @@ fn handoff_round_trip_across_stores_with_every_head_relation() {
     let v = resume_in(&ahead);
     assert_eq!(v["workspace"]["head"], "ahead");
     assert_eq!(
-        (v["workspace"]["commits_ahead"].clone(), v["workspace"]["commits_behind"].clone()),
+        (
+            v["workspace"]["commits_ahead"].clone(),
+            v["workspace"]["commits_behind"].clone()
+        ),
         (json!(1), json!(0))
     );
     assert!(
@@ -786,7 +844,10 @@ fn handoff_round_trip_across_stores_with_every_head_relation() {
     let v = resume_in(&diverged);
     assert_eq!(v["workspace"]["head"], "diverged");
     assert_eq!(
-        (v["workspace"]["commits_ahead"].clone(), v["workspace"]["commits_behind"].clone()),
+        (
+            v["workspace"]["commits_ahead"].clone(),
+            v["workspace"]["commits_behind"].clone()
+        ),
         (json!(1), json!(1))
     );
     assert!(workspace_text(&v).contains("- HEAD: diverged"), "{v}");
@@ -830,4 +891,1356 @@ fn handoff_round_trip_across_stores_with_every_head_relation() {
     assert_eq!(doc(&out)["error"]["code"], "integrity");
     // A still resumes: its copy is intact.
     assert_eq!(json_in(&a, &w, &["resume"])["verified"], true);
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. Secrets never reach the store
+// ---------------------------------------------------------------------------------------
+
+/// One planted example per secret kind: (kind, the secret value that must vanish, the
+/// line it is planted in).
+fn planted_secrets() -> Vec<(&'static str, String, String)> {
+    let pem_body = "MIIEowIBAAKCAQEAv1QmZx7Yp3kTnR8sWqLd2Fh0Uc9JbVe4Ga6KoXiMtNwPyEzDr";
+    let pem = format!(
+        "-----BEGIN RSA PRIVATE KEY-----\n{pem_body}\nQm5hY2tlZCBrZXkgbWF0ZXJpYWwgZm9yIHRlc3RpbmcgcHVycG9zZXMgb25seQ\n-----END RSA PRIVATE KEY-----"
+    );
+    let aws_id = "AKIAQWERTYUIOPASDF12".to_string();
+    let aws_secret = "Zx9/Kq2+Lm4Np6Rs8Tu0Vw1Xy3Za5Bc7De9Fg2Hj".to_string();
+    let ghp = "ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8".to_string();
+    let pat = "github_pat_11AAAAAAA0bcdefghijklm_NOPQRSTUVWXYZabcdef0123456789".to_string();
+    let ant = "sk-ant-api03-Zy9Xw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe_dcba-9876".to_string();
+    let oai = "sk-proj-Mn8Bv7Cx6Zl5Kj4Hg3Fd2Sa1Qw0ErTyUiOp".to_string();
+    let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJkZXBsb3kiLCJleHAiOjk5OTk5OTk5OTl9.dGhpcy1pcy1ub3QtYS1yZWFsLXNpZ25hdHVyZQ".to_string();
+    let slack = "xoxb-2048-4096-QwErTyUiOpAsDfGh".to_string();
+    let stripe = "sk_live_51HxYzAbCdEfGhIjKlMnOpQr".to_string();
+    let google = "AIzaSyB-abcdefghij0123456789_KLMNOPQRST".to_string();
+    let gitlab = "glpat-x1Y2z3W4v5U6t7S8r9Q0".to_string();
+    let npm = "npm_Zq8Wx7Ec6Rv5Tb4Yn3Um2Ik1Ol0PaSdFgHjK".to_string();
+    let hf = "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".to_string();
+    let bearer = "8f14e45fceea167a5a36dedd4bea2543aa01".to_string();
+    let url_pw = "Tr0ub4dor-and-3".to_string();
+    let db_pw = "Corr3ct-H0rse-Battery".to_string();
+    vec![
+        (
+            "aws_access_key",
+            aws_id.clone(),
+            format!("The deploy user is {aws_id} in us-east-1."),
+        ),
+        (
+            "aws_secret_key",
+            aws_secret.clone(),
+            format!("aws_secret_access_key = {aws_secret}"),
+        ),
+        (
+            "github_token",
+            ghp.clone(),
+            format!("CI uses {ghp} for releases."),
+        ),
+        (
+            "github_token",
+            pat.clone(),
+            format!("The bot's fine-grained token: {pat}"),
+        ),
+        (
+            "anthropic_api_key",
+            ant.clone(),
+            format!("Claude key {ant} is in the vault."),
+        ),
+        (
+            "openai_api_key",
+            oai.clone(),
+            format!("The embedding job calls {oai} nightly."),
+        ),
+        ("private_key_block", pem_body.to_string(), pem),
+        (
+            "bearer_jwt",
+            jwt.clone(),
+            format!("A session cookie looked like {jwt} in the log."),
+        ),
+        (
+            "slack_token",
+            slack.clone(),
+            format!("Alerts post with {slack} to #ops."),
+        ),
+        (
+            "stripe_key",
+            stripe.clone(),
+            format!("Billing tests were run with {stripe} by mistake."),
+        ),
+        (
+            "google_api_key",
+            google.clone(),
+            format!("Maps are loaded with {google} today."),
+        ),
+        (
+            "gitlab_token",
+            gitlab.clone(),
+            format!("The mirror pushes with {gitlab} nightly."),
+        ),
+        (
+            "npm_token",
+            npm.clone(),
+            format!("Publishing uses {npm} from CI."),
+        ),
+        (
+            "huggingface_token",
+            hf.clone(),
+            format!("Model downloads use {hf} for auth."),
+        ),
+        (
+            "bearer_token",
+            bearer.clone(),
+            format!("curl -H 'Authorization: Bearer {bearer}' https://api.example.com/v1/me"),
+        ),
+        (
+            "url_credentials",
+            url_pw.clone(),
+            format!(
+                "The old remote was https://deploy:{url_pw}@git.example.com/app.git until May."
+            ),
+        ),
+        (
+            "password_assignment",
+            db_pw.clone(),
+            format!("DB_PASSWORD={db_pw}"),
+        ),
+    ]
+}
+
+/// A valid briefing with every planted secret in its Current State.
+fn secret_briefing(secrets: &[(&str, String, String)]) -> String {
+    let mut text = String::from(
+        "# Handoff\n\n## Objective\n\nRotate every credential that leaked into the repository.\n\n\
+         ## Current State\n\nFound so far:\n\n",
+    );
+    for (_, _, line) in secrets {
+        text.push_str("```\n");
+        text.push_str(line);
+        text.push_str("\n```\n\n");
+    }
+    text.push_str("## Next Steps\n\n1. Revoke each of them.\n");
+    text
+}
+
+/// A transcript with each planted line as a JSON string value.
+fn secret_transcript(secrets: &[(&str, String, String)]) -> String {
+    let mut text = String::new();
+    text.push_str(&json!({ "role": "user", "content": "find the leaked credentials" }).to_string());
+    text.push('\n');
+    for (i, (_, _, line)) in secrets.iter().enumerate() {
+        let event =
+            json!({ "role": "tool", "n": i, "content": format!("$ grep -r creds\n{line}\n") });
+        text.push_str(&event.to_string());
+        text.push('\n');
+    }
+    text
+}
+
+#[test]
+fn secrets_are_redacted_everywhere_and_block_writes_nothing() {
+    let secrets = planted_secrets();
+    let planted_kinds: BTreeSet<&str> = secrets.iter().map(|(k, _, _)| *k).collect();
+    let known: BTreeSet<&str> = KINDS.iter().copied().collect();
+    assert_eq!(
+        planted_kinds, known,
+        "plant one example of every kind in KINDS"
+    );
+
+    let env = Env::new();
+    env.init();
+    // The workspace is a git repository with the same secrets in a staged file, so they
+    // are in the staged patch too.
+    let work = git_init(&env.path().join("work"));
+    commit(&work, "README.md", "# app\n", "first");
+    let all_lines: String = secrets.iter().map(|(_, _, l)| format!("{l}\n")).collect();
+    fs::write(work.join("leak.txt"), &all_lines).expect("write");
+    git(&work, &["add", "leak.txt"]);
+    let brief = env.path().join("brief.md");
+    fs::write(&brief, secret_briefing(&secrets)).expect("write");
+    let transcript = env.path().join("session.jsonl");
+    fs::write(&transcript, secret_transcript(&secrets)).expect("write");
+    let attach_dir = env.path().join("evidence-files");
+    fs::create_dir_all(&attach_dir).expect("mkdir");
+    fs::write(attach_dir.join("creds.txt"), &all_lines).expect("write");
+    let save_args = |mode: &str| -> Vec<String> {
+        vec![
+            "save".into(),
+            "--brief".into(),
+            s(&brief),
+            "--transcript".into(),
+            s(&transcript),
+            "--attach".into(),
+            s(&attach_dir),
+            "--secrets".into(),
+            mode.into(),
+        ]
+    };
+    let no_values = |text: &str, what: &str| {
+        for (kind, value, _) in &secrets {
+            assert!(
+                !text.contains(value.as_str()),
+                "{what} shows the {kind} value: {text}"
+            );
+        }
+    };
+
+    // Every location holds every planted line once: briefing, transcript, attachment,
+    // staged patch. github_token has two examples.
+    let expected: BTreeMap<String, u64> = KINDS
+        .iter()
+        .map(|k| (k.to_string(), if *k == "github_token" { 8 } else { 4 }))
+        .collect();
+    let described = expected
+        .iter()
+        .map(|(k, n)| format!("{k}: {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+
+    // Block: refused with exit 6, nothing written, no value echoed.
+    let before = snapshot_files(&env.store());
+    let args = save_args("block");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = baton_in(&env, &work, &args);
+    assert_eq!(code(&out), 6, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("error: refusing to save: the handoff contains secrets ("),
+        "{err}"
+    );
+    assert!(err.contains(&described), "{err}");
+    no_values(&err, "block stderr");
+    no_values(&stdout(&out), "block stdout");
+    assert_eq!(
+        snapshot_files(&env.store()),
+        before,
+        "block wrote to the store"
+    );
+    let mut json_args = vec!["--json"];
+    json_args.extend_from_slice(&args);
+    let out = baton_in(&env, &work, &json_args);
+    assert_eq!(code(&out), 6);
+    let d = doc(&out);
+    assert_eq!(d["error"]["code"], "security");
+    no_values(&d.to_string(), "block --json");
+    assert_eq!(
+        snapshot_files(&env.store()),
+        before,
+        "block wrote to the store"
+    );
+
+    // Redact (the default): kinds and counts in the note, never a value.
+    let args = save_args("redact");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = baton_in(&env, &work, &args[..args.len() - 2]);
+    let out_text = ok(out.clone(), "save");
+    assert_eq!(out_text.trim().len(), 64, "{out_text}");
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("note: redacted secrets ({described})")),
+        "{err}"
+    );
+    no_values(&err, "save stderr");
+    no_values(&out_text, "save stdout");
+    let saved = json_in(&env, &work, &args);
+    assert_eq!(
+        saved["secrets"],
+        serde_json::to_value(&expected).expect("json")
+    );
+    no_values(&saved.to_string(), "save --json");
+    let show = json_ok(&env, &["show", "current"]);
+    assert_eq!(show["metadata"]["secrets.redacted"], described.as_str());
+    assert_eq!(
+        show["summary"],
+        "Rotate every credential that leaked into the repository."
+    );
+
+    // The redacted files are still what they were: a valid briefing, JSON lines.
+    let handoff = cat(&env, "current:handoff.md");
+    let transcript_back = cat(&env, "current:transcript.jsonl");
+    for line in transcript_back.lines() {
+        serde_json::from_str::<Value>(line).expect("transcript line is still JSON");
+    }
+    let attachment = cat(&env, "current:attachments/evidence-files/creds.txt");
+    let patch = cat(&env, "current:evidence/staged.patch");
+    for (kind, _, _) in &secrets {
+        let placeholder = format!("[REDACTED:{kind}]");
+        for (what, text) in [
+            ("handoff.md", &handoff),
+            ("transcript", &transcript_back),
+            ("attachment", &attachment),
+            ("staged.patch", &patch),
+        ] {
+            assert!(
+                text.contains(&placeholder),
+                "{what} lacks {placeholder}:\n{text}"
+            );
+        }
+    }
+    let found = json_ok(&env, &["search", "current", "REDACTED"]);
+    assert_eq!(found["total_matches"], secrets.len());
+
+    // Every byte of the store: decompressed objects (loose and packed) and plain files.
+    let objects = all_objects(&env.store());
+    assert!(objects.len() >= 10, "{} objects", objects.len());
+    for (where_, content) in objects.iter().chain(plain_files(&env.store()).iter()) {
+        for (kind, value, _) in &secrets {
+            assert!(
+                !contains(content, value.as_bytes()),
+                "the {kind} value is in {where_}"
+            );
+        }
+    }
+    for kind in KINDS {
+        let placeholder = format!("[REDACTED:{kind}]");
+        assert!(
+            objects
+                .iter()
+                .any(|(_, c)| contains(c, placeholder.as_bytes())),
+            "no object holds {placeholder}"
+        );
+    }
+    // The same holds after a push: the remote holds packs, and they are clean too.
+    let remote = env.path().join("remote");
+    env.ok(&["target", "add", "r", &s(&remote)]);
+    env.ok(&["push"]);
+    let packed = all_objects(&remote);
+    assert!(
+        packed.iter().any(|(w, _)| w.starts_with("packs/")),
+        "no packs"
+    );
+    for (where_, content) in &packed {
+        for (kind, value, _) in &secrets {
+            assert!(
+                !contains(content, value.as_bytes()),
+                "the {kind} value is in {where_}"
+            );
+        }
+    }
+}
+
+#[test]
+fn secrets_in_manifest_fields_are_redacted_too() {
+    let env = Env::new();
+    env.init();
+    let ws = env.write_tree("ws", &[("f.txt", b"x\n")]);
+    let brief = env.path().join("brief.md");
+    fs::write(&brief, VALID_BRIEF).expect("write");
+    let token = "ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8";
+    let out = baton_in(
+        &env,
+        &ws,
+        &[
+            "save",
+            "--brief",
+            &s(&brief),
+            "--summary",
+            &format!("rotate {token}"),
+            "--note",
+            "DB_PASSWORD=Corr3ct-H0rse-Battery",
+            "--meta",
+            &format!("ci={token}"),
+        ],
+    );
+    ok(out, "save");
+    for (where_, content) in all_objects(&env.store())
+        .iter()
+        .chain(plain_files(&env.store()).iter())
+    {
+        for value in [token, "Corr3ct-H0rse-Battery"] {
+            assert!(
+                !contains(content, value.as_bytes()),
+                "{value} is in {where_}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. Invalid briefings, --no-brief, non-git workspaces
+// ---------------------------------------------------------------------------------------
+
+/// The skeleton follows the error line, each heading on a line of its own.
+fn assert_skeleton(err: &str) {
+    let lines: Vec<&str> = err.lines().collect();
+    for heading in SKELETON_LINES {
+        assert!(
+            lines[1..].contains(&heading),
+            "skeleton line {heading:?} missing:\n{err}"
+        );
+    }
+}
+
+#[test]
+fn invalid_briefings_are_refused_and_write_nothing() {
+    let env = Env::new();
+    env.init();
+    let ws = env.write_tree("ws", &[("f.txt", b"x\n")]);
+    // A bundle already there, so "nothing written" covers refs and the log.
+    let brief = env.path().join("good.md");
+    fs::write(&brief, VALID_BRIEF).expect("write");
+    ok(
+        baton_in(&env, &ws, &["save", "--brief", &s(&brief)]),
+        "save",
+    );
+    let all = "## Objective, ## Current State, ## Next Steps";
+    let cases: Vec<(&str, Vec<u8>, String)> = vec![
+        (
+            "no headings",
+            b"Objective: ship it. State: half done. Next: finish.\n".to_vec(),
+            format!("error: briefing is missing sections: {all}; "),
+        ),
+        (
+            "missing one section",
+            b"# Handoff\n\n## Objective\n\nShip.\n\n## Current State\n\nHalf.\n".to_vec(),
+            "error: briefing is missing sections: ## Next Steps; ".to_string(),
+        ),
+        (
+            "empty section",
+            b"# Handoff\n\n## Objective\n\nShip.\n\n## Current State\n\n## Next Steps\n\n1. Go.\n"
+                .to_vec(),
+            "error: briefing is missing sections: ## Current State (empty); ".to_string(),
+        ),
+        (
+            "only preamble",
+            b"Sure! Here is the handoff you asked for:\n\n".to_vec(),
+            format!("error: briefing is missing sections: {all}; "),
+        ),
+        (
+            "empty file",
+            Vec::new(),
+            format!("error: briefing is empty; it needs sections: {all}; "),
+        ),
+    ];
+    for (what, bytes, first_line) in &cases {
+        let path = env.path().join("bad.md");
+        fs::write(&path, bytes).expect("write");
+        let before = snapshot_files(&env.store());
+        let out = baton_in(&env, &ws, &["save", "--brief", &s(&path)]);
+        assert_eq!(code(&out), 2, "{what}: {}", stderr(&out));
+        assert!(stdout(&out).is_empty(), "{what}: {}", stdout(&out));
+        let err = stderr(&out);
+        assert!(err.starts_with(first_line.as_str()), "{what}:\n{err}");
+        assert_skeleton(&err);
+        assert_eq!(
+            snapshot_files(&env.store()),
+            before,
+            "{what}: store changed"
+        );
+        // The same from stdin, and with --json: one document, the skeleton in the hint.
+        let out = baton_stdin(&env, &ws, &["--json", "save", "--brief", "-"], bytes);
+        assert_eq!(code(&out), 2, "{what} (stdin)");
+        let d = doc(&out);
+        assert_eq!(d["error"]["code"], "usage");
+        assert!(
+            d["error"]["hint"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("## Next Steps\n"),
+            "{d}"
+        );
+        assert_eq!(
+            snapshot_files(&env.store()),
+            before,
+            "{what}: store changed"
+        );
+    }
+
+    // Not UTF-8 (a UTF-16 file, as some shells write): refused, nothing written.
+    let path = env.path().join("utf16.md");
+    let utf16: Vec<u8> = [0xff, 0xfe]
+        .into_iter()
+        .chain(VALID_BRIEF.encode_utf16().flat_map(u16::to_le_bytes))
+        .collect();
+    fs::write(&path, &utf16).expect("write");
+    let before = snapshot_files(&env.store());
+    let out = baton_in(&env, &ws, &["save", "--brief", &s(&path)]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).starts_with("error: the briefing is not UTF-8 text"));
+    assert_eq!(snapshot_files(&env.store()), before);
+
+    // Neither --brief nor --no-brief, and no DIR: a usage error naming both.
+    let out = baton_in(&env, &ws, &["save"]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("--brief") && err.contains("--no-brief"),
+        "{err}"
+    );
+    // Both at once: clap refuses.
+    let out = baton_in(&env, &ws, &["save", "--brief", &s(&brief), "--no-brief"]);
+    assert_eq!(code(&out), 2);
+    // A missing briefing file: not found, named.
+    let out = baton_in(&env, &ws, &["save", "--brief", "no-such-brief.md"]);
+    assert_ne!(code(&out), 0);
+    assert!(
+        stderr(&out).contains("no-such-brief.md"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(snapshot_files(&env.store()), before);
+}
+
+#[test]
+fn non_utf8_briefing_also_offers_the_skeleton() {
+    let env = Env::new();
+    env.init();
+    let ws = env.write_tree("ws", &[("f.txt", b"x\n")]);
+    let path = env.path().join("latin1.md");
+    fs::write(&path, b"# Handoff\n\n## Objective\n\nCaf\xe9\n").expect("write");
+    let out = baton_in(&env, &ws, &["save", "--brief", &s(&path)]);
+    assert_eq!(code(&out), 2);
+    assert_skeleton(&stderr(&out));
+}
+
+#[test]
+fn no_brief_and_non_git_workspaces() {
+    let env = Env::new();
+    env.init();
+    // --no-brief in a git repository: evidence, no handoff.md.
+    let repo = git_init(&env.path().join("repo"));
+    commit(&repo, "f.txt", "f\n", "one");
+    fs::write(repo.join("f.txt"), "changed\n").expect("write");
+    let saved = json_in(&env, &repo, &["save", "--no-brief", "--from", "ci"]);
+    let files = bundle_files(&env, "current");
+    assert!(!files.contains_key("handoff.md"), "{files:?}");
+    for path in [
+        "context.md",
+        "evidence/evidence.json",
+        "evidence/unstaged.patch",
+    ] {
+        assert!(files.contains_key(path), "{path} missing: {files:?}");
+    }
+    assert!(
+        !files.contains_key("evidence/staged.patch"),
+        "empty patch stored"
+    );
+    let evidence: Value =
+        serde_json::from_str(&cat(&env, "current:evidence/evidence.json")).expect("json");
+    assert_eq!(
+        evidence["git"]["unstaged"],
+        json!([{ "path": "f.txt", "status": "modified" }])
+    );
+    assert_eq!(evidence["partial"], json!(["no upstream"]));
+    let show = json_ok(&env, &["show", "current"]);
+    assert_eq!(show["summary"], "", "no briefing, no --summary: no summary");
+    assert_eq!(show["metadata"]["kind"], "handoff");
+    assert_eq!(show["metadata"]["evidence.partial"], "no upstream");
+    assert_eq!(saved["partial"], json!(["no upstream"]));
+    // The kickoff of a handoff without briefing says so, and still compares.
+    let kickoff = ok(baton_in(&env, &repo, &["resume"]), "resume");
+    assert!(
+        kickoff.contains("## Next Steps\n(not in this handoff)"),
+        "{kickoff}"
+    );
+    assert!(kickoff.contains("- HEAD: same"), "{kickoff}");
+
+    // A directory that is not a git repository, named as DIR: an explicitly partial
+    // capture, and the save succeeds.
+    let plain = env.write_tree("plain", &[("notes.txt", b"n\n")]);
+    let brief = env.path().join("brief.md");
+    fs::write(&brief, VALID_BRIEF).expect("write");
+    let out = baton_in(
+        &env,
+        env.path(),
+        &["save", "--brief", &s(&brief), &s(&plain)],
+    );
+    let id = ok(out.clone(), "save").trim().to_string();
+    assert_eq!(id.len(), 64);
+    assert!(
+        stderr(&out).contains("note: partial workspace evidence: not a git repository"),
+        "{}",
+        stderr(&out)
+    );
+    let evidence: Value =
+        serde_json::from_str(&cat(&env, "current:evidence/evidence.json")).expect("json");
+    assert_eq!(evidence["partial"], json!(["not a git repository"]));
+    assert_eq!(evidence["git"], Value::Null);
+    assert_eq!(evidence["workspace"], canonical(&plain).as_str());
+    let show = json_ok(&env, &["show", "current"]);
+    assert_eq!(show["metadata"]["evidence.partial"], "not a git repository");
+    assert_eq!(show["summary"], "Ship the thing.");
+    let files = bundle_files(&env, "current");
+    let names: Vec<&str> = files.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        ["context.md", "evidence/evidence.json", "handoff.md"]
+    );
+    let context = cat(&env, "current:context.md");
+    assert!(
+        context.contains("**Partial capture:** not a git repository."),
+        "{context}"
+    );
+    assert!(
+        context.contains("No git repository was captured."),
+        "{context}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. Kickoff budget degradation snapshots
+// ---------------------------------------------------------------------------------------
+
+const BUDGETS: [usize; 4] = [150, 300, 600, 2000];
+
+/// A briefing with long sections; every line is distinct so that cuts are visible.
+fn long_briefing() -> String {
+    let mut text = String::from("# Handoff: streaming CSV export\n\n## Objective\n\n");
+    for i in 1..=6 {
+        text.push_str(&format!(
+            "Objective line {i}: export monthly reports as CSV without loading every row into memory.\n"
+        ));
+    }
+    text.push_str("\n## Current State\n\n");
+    for i in 1..=12 {
+        text.push_str(&format!(
+            "- State {i}: the endpoint streams rows in pages of 500; page {i} was checked by hand.\n"
+        ));
+    }
+    text.push_str("\n## Next Steps\n\n");
+    for i in 1..=10 {
+        text.push_str(&format!(
+            "{i}. Step {i}: emit the columns in on-screen order and re-run the export test suite.\n"
+        ));
+    }
+    text.push_str("\n## Open Questions\n\nShould empty reports produce a header row?\n");
+    text
+}
+
+/// The long attachment path inside the bundle.
+const LONG_DIR: &str =
+    "a-rather-long-directory-name-for-generated-reports/and-another-deeply-nested-level";
+
+/// Save the budget fixture: a fixed non-git workspace, fixed --from/--to/--summary, the
+/// long briefing and an attachment with a path over 72 characters. Returns (env, ws, id).
+fn budget_fixture() -> (Env, PathBuf, String) {
+    let env = Env::new();
+    env.init();
+    let ws = env.write_tree("ws", &[("README.txt", b"not a git repository\n")]);
+    let attach = env.write_tree(
+        "reports",
+        &[(
+            &format!("{LONG_DIR}/monthly-export-notes.txt"),
+            b"Notes on the export format.\n",
+        )],
+    );
+    let brief = env.path().join("brief.md");
+    fs::write(&brief, long_briefing()).expect("write");
+    let out = baton_in(
+        &env,
+        &ws,
+        &[
+            "save",
+            "--brief",
+            &s(&brief),
+            "--from",
+            "planner",
+            "--to",
+            "implementer",
+            "--summary",
+            "Stream the CSV export and fix the column order",
+            "--attach",
+            &s(&attach),
+        ],
+    );
+    let id = ok(out, "save").trim().to_string();
+    (env, ws, id)
+}
+
+/// The kickoff as text, rebuilt from `resume --json`.
+fn kickoff_text(resume: &Value) -> String {
+    let k = &resume["kickoff"];
+    let mut text = k["header"]["text"].as_str().expect("header").to_string();
+    for section in k["sections"].as_array().expect("sections") {
+        text.push_str(&format!(
+            "\n## {}\n{}",
+            section["title"].as_str().expect("title"),
+            section["text"].as_str().expect("text")
+        ));
+    }
+    text
+}
+
+/// Replace what differs from run to run: the bundle id, the save time, and the sizes of
+/// the two files that hold the (temporary) workspace path.
+fn normalize_kickoff(text: &str, id: &str, created: &str) -> String {
+    let mut text = text
+        .replace(id, "<BUNDLE>")
+        .replace(&id[..12], "<ID>")
+        .replace(created, "<TIME>");
+    for marker in ["context.md (", "evidence/evidence.json ("] {
+        let mut out = String::new();
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find(marker) {
+            out.push_str(&rest[..i + marker.len()]);
+            rest = &rest[i + marker.len()..];
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            if digits > 0 {
+                out.push_str("<N>");
+            }
+            rest = &rest[digits..];
+        }
+        out.push_str(rest);
+        text = out;
+    }
+    text
+}
+
+fn snapshot_path(budget: usize) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(format!("resume_budget_{budget}.txt"))
+}
+
+#[test]
+fn kickoff_degrades_by_budget_like_the_snapshots() {
+    let (env, ws, id) = budget_fixture();
+    let created = json_ok(&env, &["show", &id])["created"]
+        .as_str()
+        .expect("created")
+        .to_string();
+    let update = std::env::var_os("BATON_UPDATE_SNAPSHOTS").is_some_and(|v| v == "1");
+    let order = [
+        "Next Steps",
+        "Current State",
+        "Objective",
+        "Workspace",
+        "Files",
+    ];
+    let ws_arg = s(&ws);
+    let mut previous_tokens = 0;
+    for budget in BUDGETS {
+        let b = budget.to_string();
+        let args = ["resume", "--budget", &b, "--workspace", &ws_arg];
+        let resume = json_ok(&env, &args);
+        // The same run twice gives the same output, in JSON and as text.
+        assert_eq!(
+            resume,
+            json_ok(&env, &args),
+            "budget {budget}: not deterministic"
+        );
+        let human = ok(baton_in(&env, env.path(), &args), "resume");
+        assert_eq!(human, ok(baton_in(&env, env.path(), &args), "resume"));
+        let text = kickoff_text(&resume);
+        assert_eq!(human.trim_end(), text.trim_end(), "text and JSON differ");
+
+        let k = &resume["kickoff"];
+        let tokens = k["tokens"].as_u64().expect("tokens") as usize;
+        assert_eq!(k["budget"], budget);
+        assert!(tokens <= budget, "budget {budget}: {tokens} tokens");
+        assert!(tokens >= previous_tokens, "a bigger budget gave less");
+        previous_tokens = tokens;
+        let header_tokens = k["header"]["tokens"].as_u64().expect("tokens") as usize;
+        assert!(
+            header_tokens <= budget / 4,
+            "budget {budget}: header {header_tokens}"
+        );
+        let estimate = text.chars().count().div_ceil(4);
+        assert!(
+            estimate <= tokens,
+            "budget {budget}: the text is {estimate} tokens"
+        );
+        let sections = k["sections"].as_array().expect("sections");
+        let titles: Vec<&str> = sections
+            .iter()
+            .map(|s| s["title"].as_str().unwrap())
+            .collect();
+        // Sections keep their page order; Next Steps is always there.
+        let positions: Vec<usize> = titles
+            .iter()
+            .map(|t| order.iter().position(|o| o == t).expect("known title"))
+            .collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{titles:?}");
+        assert_eq!(titles.first(), Some(&"Next Steps"), "budget {budget}");
+        // Lower-priority sections are cut before higher ones: once a section is cut,
+        // every section after it on the page is cut or gone.
+        let truncated: Vec<bool> = sections
+            .iter()
+            .map(|s| s["truncated"].as_bool().expect("truncated"))
+            .collect();
+        if let Some(first_cut) = truncated.iter().position(|t| *t) {
+            assert!(
+                truncated[first_cut..].iter().all(|t| *t),
+                "budget {budget}: {titles:?} {truncated:?}"
+            );
+        }
+        let missing_from_end = order.len() - titles.len();
+        assert!(
+            titles[..] == order[..order.len() - missing_from_end],
+            "sections are dropped from the end first: {titles:?}"
+        );
+        for s in sections {
+            let t = s["text"].as_str().unwrap();
+            if s["truncated"] == true && !t.is_empty() {
+                assert!(t.contains('…'), "a cut ends in a marker: {t:?}");
+            }
+        }
+        match budget {
+            2000 => {
+                assert!(
+                    truncated.iter().all(|t| !t),
+                    "all fits in 2000: {truncated:?}"
+                );
+                assert_eq!(titles, order);
+            }
+            600 => {
+                assert!(!truncated[0], "Next Steps is whole at 600");
+                assert!(truncated.last() == Some(&true), "Files is cut at 600");
+            }
+            _ => {}
+        }
+
+        // The long attachment path is cut in the middle, keeping both ends.
+        if budget == 2000 {
+            let files = sections.iter().find(|s| s["title"] == "Files").unwrap();
+            let files = files["text"].as_str().unwrap();
+            let line = files
+                .lines()
+                .find(|l| l.contains("monthly-export-notes.txt"))
+                .expect("the attachment is listed");
+            assert!(
+                line.starts_with("- attachments/reports/a-rather-long"),
+                "{line}"
+            );
+            assert!(line.contains('…'), "{line}");
+            let listed = line.split(" (").next().expect("listed path");
+            assert!(!listed.contains(LONG_DIR), "{line}");
+            let shown = line
+                .trim_start_matches("- ")
+                .split(" (")
+                .next()
+                .expect("path");
+            assert_eq!(shown.chars().count(), 72, "{shown}");
+            // Every pointer to a path that was not cut works as printed.
+            for l in files.lines().filter(|l| !l.contains('…')) {
+                let spec = l.rsplit(": baton cat ").next().expect("pointer");
+                cat(&env, spec);
+            }
+        }
+
+        let normalized = normalize_kickoff(&text, &id, &created);
+        let path = snapshot_path(budget);
+        if update {
+            fs::create_dir_all(path.parent().unwrap()).expect("mkdir");
+            fs::write(&path, &normalized).expect("write snapshot");
+        } else {
+            let expected = fs::read_to_string(&path).unwrap_or_else(|e| {
+                panic!(
+                    "{}: {e}; run with BATON_UPDATE_SNAPSHOTS=1 to create it",
+                    path.display()
+                )
+            });
+            assert_eq!(
+                normalized,
+                expected,
+                "kickoff at budget {budget} differs from {}",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn every_kickoff_pointer_can_be_run_as_printed() {
+    let (env, ws, _) = budget_fixture();
+    let resume = json_ok(&env, &["resume", "--workspace", &s(&ws)]);
+    let files = resume["kickoff"]["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["title"] == "Files")
+        .unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for line in files.lines() {
+        let spec = line.rsplit(": baton cat ").next().expect("pointer");
+        let out = baton_in(&env, env.path(), &["cat", spec]);
+        assert!(out.status.success(), "{line}: {}", stderr(&out));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 6. Transcript search
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn transcript_search_pages_follow_the_cursor() {
+    let env = Env::new();
+    env.init();
+    let ws = env.write_tree("ws", &[("f.txt", b"x\n")]);
+    // 130 matching events between non-matching ones, and a blank line.
+    let mut transcript = String::new();
+    let mut matching_lines = Vec::new();
+    let mut line = 0;
+    for i in 0..130 {
+        if i % 3 == 0 {
+            transcript.push_str(
+                &json!({ "role": "assistant", "content": format!("nothing to see {i}") })
+                    .to_string(),
+            );
+            transcript.push('\n');
+            line += 1;
+        }
+        if i == 64 {
+            transcript.push('\n');
+            line += 1;
+        }
+        let event = json!({
+            "role": "tool",
+            "tool": "cargo",
+            "content": format!("cargo test: Needle failure number {i} in parser::tests"),
+        });
+        transcript.push_str(&event.to_string());
+        transcript.push('\n');
+        line += 1;
+        matching_lines.push(line);
+    }
+    let path = env.path().join("t.jsonl");
+    fs::write(&path, &transcript).expect("write");
+    let brief = env.path().join("brief.md");
+    fs::write(&brief, VALID_BRIEF).expect("write");
+    let with = ok(
+        baton_in(
+            &env,
+            &ws,
+            &["save", "--brief", &s(&brief), "--transcript", &s(&path)],
+        ),
+        "save",
+    )
+    .trim()
+    .to_string();
+
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut sizes = Vec::new();
+    loop {
+        let mut args = vec!["search", with.as_str(), "needle PARSER"];
+        if let Some(c) = &cursor {
+            args.extend(["--cursor", c.as_str()]);
+        }
+        let page = json_ok(&env, &args);
+        assert_eq!(page["total_matches"], 130);
+        assert_eq!(page["truncated_events"], 0);
+        let hits = page["hits"].as_array().expect("hits");
+        sizes.push(hits.len());
+        for hit in hits {
+            let content = hit["event"]["content"].as_str().expect("content");
+            assert!(content.contains("Needle failure number"), "{hit}");
+            seen.push(hit["line"].as_u64().expect("line") as usize);
+        }
+        let tokens: u64 = hits.iter().map(|h| h["tokens"].as_u64().unwrap()).sum();
+        assert!(tokens <= 8000);
+        // The same cursor gives the same page, and the text output names the cursor.
+        assert_eq!(page, json_ok(&env, &args));
+        let human = env.ok(&args);
+        match page["next_cursor"].as_str() {
+            Some(next) => {
+                assert!(
+                    human.contains(&format!("more with --cursor {next}")),
+                    "{human}"
+                );
+                cursor = Some(next.to_string());
+            }
+            None => {
+                assert!(!human.contains("--cursor"), "{human}");
+                break;
+            }
+        }
+        assert!(sizes.len() < 10, "the cursor does not advance");
+    }
+    assert_eq!(sizes, [50, 50, 30]);
+    assert_eq!(seen, matching_lines, "every match once, in order");
+
+    // Malformed cursors: usage errors.
+    for bad in ["garbage", "c1.", "c1.0", "c1.-5", "c2.10", "c1.12x"] {
+        let out = baton_in(
+            &env,
+            env.path(),
+            &["search", &with, "needle", "--cursor", bad],
+        );
+        assert_eq!(code(&out), 2, "cursor {bad:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("malformed cursor"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // A handoff without transcript: not found.
+    ok(baton_in(&env, &ws, &["save", "--no-brief"]), "save");
+    let out = baton_in(&env, env.path(), &["search", "current", "needle"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("has no transcript"),
+        "{}",
+        stderr(&out)
+    );
+    // The older handoff still answers by its id; an unknown revision is not found.
+    assert_eq!(
+        json_ok(&env, &["search", &with, "needle"])["total_matches"],
+        130
+    );
+    let out = baton_in(&env, env.path(), &["search", &"ab".repeat(32), "needle"]);
+    assert_eq!(code(&out), 3);
+}
+
+#[test]
+fn invalid_transcripts_are_refused_before_anything_is_written() {
+    let env = Env::new();
+    env.init();
+    let ws = env.write_tree("ws", &[("f.txt", b"x\n")]);
+    let brief = env.path().join("brief.md");
+    fs::write(&brief, VALID_BRIEF).expect("write");
+    let before = snapshot_files(&env.store());
+    for (bad, line) in [
+        ("{\"a\":1}\n[1,2]\n", 2),
+        ("{\"a\":1}\n\n{not json\n", 3),
+        ("\"just a string\"\n", 1),
+    ] {
+        let path = env.path().join("t.jsonl");
+        fs::write(&path, bad).expect("write");
+        let out = baton_in(
+            &env,
+            &ws,
+            &["save", "--brief", &s(&brief), "--transcript", &s(&path)],
+        );
+        assert_eq!(code(&out), 2, "{bad:?}");
+        assert!(
+            stderr(&out).contains(&format!("transcript.jsonl line {line}:")),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(snapshot_files(&env.store()), before);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 7. import-handoff
+// ---------------------------------------------------------------------------------------
+
+fn fixture(rel: &str) -> String {
+    s(&Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/import")
+        .join(rel))
+}
+
+/// A bundle of the history: its id, its parents and its `show --json` document.
+type LogEntry = (String, Vec<String>, Value);
+
+/// Import `rel` into a fresh store; returns the env, the import document and the log
+/// (oldest first) as (id, parents, show document).
+fn import_fixture(rel: &str) -> (Env, Value, Vec<LogEntry>) {
+    let env = Env::new();
+    env.init();
+    let imported = json_ok(&env, &["import-handoff", &fixture(rel)]);
+    let log = json_ok(&env, &["log"]);
+    let mut bundles: Vec<LogEntry> = log["bundles"]
+        .as_array()
+        .expect("bundles")
+        .iter()
+        .map(|b| {
+            let id = b["id"].as_str().expect("id").to_string();
+            let show = json_ok(&env, &["show", &id]);
+            let parents: Vec<String> = show["parents"]
+                .as_array()
+                .expect("parents")
+                .iter()
+                .map(|p| p.as_str().expect("parent").to_string())
+                .collect();
+            assert_eq!(b["parents"], show["parents"], "log and show agree");
+            (id, parents, show)
+        })
+        .collect();
+    bundles.reverse();
+    (env, imported, bundles)
+}
+
+fn field<'a>(show: &'a Value, key: &str) -> &'a str {
+    show[key].as_str().unwrap_or_default()
+}
+
+fn meta<'a>(show: &'a Value, key: &str) -> &'a str {
+    show["metadata"][key].as_str().unwrap_or_default()
+}
+
+#[test]
+fn import_prowl() {
+    let (env, imported, bundles) = import_fixture("prowl");
+    assert_eq!(imported["format"], "prowl");
+    assert_eq!(imported["bundles"].as_array().map(Vec::len), Some(3));
+    assert_eq!(bundles.len(), 3);
+    // A chain: each bundle's parent is the one before it.
+    assert!(bundles[0].1.is_empty());
+    assert_eq!(bundles[1].1, [bundles[0].0.clone()]);
+    assert_eq!(bundles[2].1, [bundles[1].0.clone()]);
+    let who: Vec<(&str, &str)> = bundles
+        .iter()
+        .map(|(_, _, s)| (field(s, "from"), field(s, "to")))
+        .collect();
+    assert_eq!(who, [("claude", "codex"), ("codex", "claude"), ("", "")]);
+    assert_eq!(
+        field(&bundles[0].2, "summary"),
+        "Add idempotency keys to the `POST /transfers` endpoint."
+    );
+    assert_eq!(
+        field(&bundles[1].2, "summary"),
+        "Finish replay handling for idempotent transfers and cover it with tests."
+    );
+    assert_eq!(field(&bundles[0].2, "created"), "2024-05-01T09:15:00Z");
+    assert_eq!(field(&bundles[1].2, "created"), "2024-05-02T14:30:00Z");
+    for (_, _, show) in &bundles {
+        assert_eq!(meta(show, "import.format"), "prowl");
+        assert!(!meta(show, "import.source").is_empty(), "{show}");
+    }
+    assert_eq!(
+        meta(&bundles[0].2, "import.source"),
+        "archive/2024-05-01T09-15-00-claude-to-codex.md"
+    );
+    // The last bundle carries the context, log and sessions too.
+    let last = files_of(&bundles[2].2);
+    for path in [
+        "handoff.md",
+        "context.md",
+        "log.md",
+        "sessions/2024-05-02T14-25-10-pane-2.md",
+    ] {
+        assert!(last.contains_key(path), "{path}: {last:?}");
+    }
+    assert_eq!(
+        cat(&env, "current:handoff.md").as_bytes(),
+        fs::read(fixture("prowl/.prowl/handoff/current.md")).expect("read")
+    );
+    assert_eq!(
+        json_ok(&env, &["show", "current"])["id"],
+        bundles[2].0.as_str()
+    );
+}
+
+#[test]
+fn import_frontmatter() {
+    let (env, imported, bundles) = import_fixture("frontmatter");
+    assert_eq!(imported["format"], "frontmatter");
+    assert_eq!(bundles.len(), 4);
+    let by_key: BTreeMap<&str, &LogEntry> = bundles
+        .iter()
+        .map(|b| (meta(&b.2, "frontmatter.id"), b))
+        .collect();
+    let keys: Vec<&str> = by_key.keys().copied().collect();
+    assert_eq!(keys, ["api-2", "plan-1", "review-4", "ui-3"]);
+    let id = |k: &str| by_key[k].0.clone();
+    assert!(by_key["plan-1"].1.is_empty());
+    assert_eq!(by_key["api-2"].1, [id("plan-1")]);
+    assert_eq!(by_key["ui-3"].1, [id("plan-1")]);
+    // Converging work: two parents, in the order the frontmatter lists them.
+    assert_eq!(by_key["review-4"].1, [id("ui-3"), id("api-2")]);
+    let review = &by_key["review-4"].2;
+    assert_eq!(field(review, "from"), "reviewer");
+    assert_eq!(field(review, "to"), "backend");
+    assert_eq!(
+        field(review, "summary"),
+        "Export works end to end; blocked on the column-order mismatch"
+    );
+    assert_eq!(
+        field(review, "note"),
+        "Emit columns in the on-screen order (date, account, memo, debit, credit)"
+    );
+    assert_eq!(field(review, "created"), "2024-06-03T15:10:00Z");
+    assert_eq!(meta(review, "frontmatter.status"), "blocked");
+    assert_eq!(meta(review, "frontmatter.parent"), "ui-3,api-2");
+    for (_, _, show) in &bundles {
+        assert_eq!(meta(show, "import.format"), "frontmatter");
+    }
+    assert_eq!(
+        json_ok(&env, &["show", "current"])["id"],
+        id("review-4").as_str()
+    );
+    assert_eq!(
+        cat(&env, &format!("{}:handoff.md", id("plan-1"))).as_bytes(),
+        fs::read(fixture("frontmatter/2024-06-03T09-00-00-planner.md")).expect("read")
+    );
+}
+
+#[test]
+fn import_agent_bundles() {
+    let (env, imported, bundles) = import_fixture("agent-bundle");
+    assert_eq!(imported["format"], "agent-bundle");
+    assert_eq!(bundles.len(), 1);
+    let (_, parents, show) = &bundles[0];
+    assert!(parents.is_empty());
+    assert_eq!(field(show, "from"), "claude-code");
+    assert_eq!(field(show, "to"), "codex");
+    assert_eq!(
+        field(show, "summary"),
+        "Config loader parses TOML and env overrides; wiring into main is left"
+    );
+    assert_eq!(field(show, "created"), "2024-07-10T09:30:12Z");
+    assert_eq!(meta(show, "import.format"), "agent-bundle");
+    assert_eq!(meta(show, "manifest.id"), "ah-20240710-0930-k2");
+    let files: Vec<String> = files_of(show).into_keys().collect();
+    assert_eq!(
+        files,
+        [
+            "artifacts/test-output.txt",
+            "handoff.md",
+            "manifest.json",
+            "state.json",
+            "transcript.jsonl"
+        ]
+    );
+    // The imported transcript is searchable.
+    let found = json_ok(&env, &["search", "current", ""]);
+    assert!(found["total_matches"].as_u64().unwrap_or(0) > 0, "{found}");
+
+    let (_, imported, bundles) = import_fixture("agent-bundles");
+    assert_eq!(imported["format"], "agent-bundle");
+    assert_eq!(bundles.len(), 2);
+    assert_eq!(meta(&bundles[0].2, "manifest.id"), "ah-7f3a");
+    assert_eq!(meta(&bundles[1].2, "manifest.id"), "ah-1c9e");
+    assert!(bundles[0].1.is_empty());
+    assert_eq!(bundles[1].1, [bundles[0].0.clone()]);
+    assert_eq!(field(&bundles[0].2, "from"), "codex");
+    assert_eq!(field(&bundles[0].2, "to"), "claude-code");
+    assert_eq!(
+        field(&bundles[1].2, "summary"),
+        "Invoice totals now sum then round; ready for review"
+    );
+    for (_, _, show) in &bundles {
+        assert_eq!(meta(show, "import.format"), "agent-bundle");
+    }
+}
+
+#[test]
+fn import_hangs_under_the_existing_current() {
+    let env = Env::new();
+    env.init();
+    let ws = env.write_tree("ws", &[("f.txt", b"x\n")]);
+    let before = ok(baton_in(&env, &ws, &["save", "--no-brief"]), "save")
+        .trim()
+        .to_string();
+    let imported = json_ok(&env, &["import-handoff", &fixture("agent-bundles")]);
+    let first = &imported["bundles"][0];
+    assert_eq!(first["parents"], json!([before]));
+    let current = imported["bundles"][1]["bundle"].as_str().expect("id");
+    // Importing the same input again gives the same bundles on top of the new current;
+    // the text output names the format as the metadata does.
+    let human = env.ok(&["import-handoff", &fixture("agent-bundle")]);
+    assert!(
+        human.starts_with("Imported 1 handoffs (agent-bundle); current is "),
+        "{human}"
+    );
+    let show = json_ok(&env, &["show", "current"]);
+    assert_eq!(show["parents"], json!([current]));
+    let history = json_ok(&env, &["log"])["bundles"]
+        .as_array()
+        .map(Vec::len)
+        .unwrap_or(0);
+    assert_eq!(history, 4);
+    let audit = json_ok(&env, &["log", "--audit"]);
+    let actions: Vec<&str> = audit["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["action"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        actions,
+        ["save", "import-handoff", "import-handoff", "import-handoff"]
+    );
+}
+
+#[test]
+fn bad_imports_name_the_file_and_line_and_write_nothing() {
+    let env = Env::new();
+    env.init();
+    json_ok(&env, &["import-handoff", &fixture("agent-bundle")]);
+    // (fixture, the `path:line:` or path the message must name, words it must hold)
+    let cases: [(&str, &str, &str); 11] = [
+        (
+            "frontmatter-cycle",
+            "2024-05-01T10-00-00-claude.md:3:",
+            "cycle",
+        ),
+        (
+            "frontmatter-duplicate-id",
+            "2024-05-01T11-00-00-codex.md:3:",
+            "duplicate id `h1`",
+        ),
+        (
+            "frontmatter-missing-id",
+            "2024-05-01T10-00-00-claude.md:1:",
+            "no `id`",
+        ),
+        (
+            "frontmatter-parent-type",
+            "2024-05-01T10-00-00-claude.md:3:",
+            "`parent` must be",
+        ),
+        (
+            "frontmatter-unknown-parent",
+            "2024-05-01T11-00-00-codex.md:4:",
+            "`h9`",
+        ),
+        (
+            "frontmatter-unterminated",
+            "2024-05-01T10-00-00-claude.md:1:",
+            "never closed",
+        ),
+        (
+            "frontmatter-yaml-syntax",
+            "2024-05-01T10-00-00-claude.md:4:",
+            "invalid YAML",
+        ),
+        ("manifest-invalid-json", "manifest.json:5:", "invalid JSON"),
+        // The fault is the file's name, not a line in it.
+        (
+            "prowl-archive-name",
+            "archive/yesterday-claude-to-codex.md:",
+            "no parsable timestamp",
+        ),
+        (
+            "transcript-not-object",
+            "transcript.jsonl:3:",
+            "not a JSON object",
+        ),
+        // No file at all: the directory is named, with the layouts understood.
+        (
+            "unrecognized-layout",
+            "unrecognized-layout:",
+            "recognised layouts",
+        ),
+    ];
+    let listed: BTreeSet<String> = fs::read_dir(fixture("bad"))
+        .expect("bad fixtures")
+        .map(|e| e.expect("entry").file_name().into_string().expect("name"))
+        .collect();
+    let covered: BTreeSet<String> = cases.iter().map(|c| c.0.to_string()).collect();
+    assert_eq!(listed, covered, "every bad fixture has a case");
+
+    let before = snapshot_files(&env.store());
+    for (name, location, words) in cases {
+        let path = fixture(&format!("bad/{name}"));
+        let out = baton_in(&env, env.path(), &["import-handoff", &path]);
+        assert_eq!(code(&out), 2, "{name}: {}", stderr(&out));
+        let err = stderr(&out);
+        let first = err.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with(&format!("error: {path}/"))
+                || first.starts_with(&format!("error: {path}:")),
+            "{name}: {first}"
+        );
+        assert!(first.contains(&format!("/{location}")), "{name}: {first}");
+        assert!(first.contains(words), "{name}: {first}");
+        assert_eq!(
+            snapshot_files(&env.store()),
+            before,
+            "{name}: store changed"
+        );
+        let out = baton_in(&env, env.path(), &["--json", "import-handoff", &path]);
+        assert_eq!(code(&out), 2);
+        assert_eq!(doc(&out)["error"]["code"], "usage");
+        assert_eq!(
+            snapshot_files(&env.store()),
+            before,
+            "{name}: store changed"
+        );
+    }
 }

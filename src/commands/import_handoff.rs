@@ -72,9 +72,9 @@ pub fn run(ctx: &Ctx, path: &Path) -> Result<Outcome> {
         String::new()
     } else {
         format!(
-            "Imported {} handoffs ({:?}); current is {}",
+            "Imported {} handoffs ({}); current is {}",
             imported.len(),
-            plan.format,
+            plan.format.name(),
             current
                 .map(|c| c.short())
                 .unwrap_or_else(|| "(none)".into())
@@ -82,6 +82,6 @@ pub fn run(ctx: &Ctx, path: &Path) -> Result<Outcome> {
     };
     Ok(Outcome::new(
         human,
-        json!({ "format": format!("{:?}", plan.format), "bundles": imported }),
+        json!({ "format": plan.format.name(), "bundles": imported }),
     ))
 }

@@ -100,8 +100,24 @@ fn save_handoff(
         attachments: args.attach.clone(),
         secrets: args.secrets,
     };
-    // Everything is assembled, validated and scanned before the store is touched.
-    let assembled = capture::assemble(&request)?;
+    // Everything is assembled, validated and scanned before the store is touched; the
+    // manifest's own text fields are scanned like the files.
+    let mut assembled = capture::assemble(&request)?;
+    let mut scrub = |text: &str| -> String {
+        let redaction = crate::handoff::secrets::redact(text.as_bytes());
+        for (kind, n) in redaction.counts {
+            *assembled.secrets.entry(kind).or_default() += n;
+        }
+        String::from_utf8(redaction.bytes).unwrap_or_default()
+    };
+    let summary_arg = scrub(&args.summary);
+    let note = scrub(&args.note);
+    for value in metadata.values_mut() {
+        *value = scrub(value);
+    }
+    if args.secrets == capture::SecretsMode::Block && !assembled.secrets.is_empty() {
+        return Err(capture::secrets_refusal(&assembled.secrets));
+    }
     check_refs_readable(&store)?;
     metadata.insert("kind".into(), "handoff".into());
     metadata.insert("workspace".into(), workspace.display().to_string());
@@ -117,21 +133,21 @@ fn save_handoff(
             capture::describe_counts(&assembled.secrets),
         );
     }
-    let summary = if args.summary.is_empty() {
+    let summary = if summary_arg.is_empty() {
         assembled
             .briefing
             .as_ref()
             .map(|b| b.summary_line())
             .unwrap_or_default()
     } else {
-        args.summary.clone()
+        summary_arg
     };
     let tree = store.write_mem_tree(&assembled.files)?;
     let (id, bundle) = store.commit_bundle(tree, "save", |b| {
         b.from = args.from.clone();
         b.to = args.to.clone();
         b.summary = summary;
-        b.note = args.note.clone();
+        b.note = note;
         b.metadata = metadata;
     })?;
     if !ctx.quiet && !ctx.json && !assembled.secrets.is_empty() {

@@ -111,7 +111,7 @@ Where things stand: what works, what is broken, what is not committed yet.
 "
 }
 
-fn invalid(message: String) -> Error {
+pub fn invalid(message: String) -> Error {
     // The hint spans several lines (it holds the skeleton); the message stays on one line
     // because the CLI prints the message first and the hint after it.
     Error::usage(message).with_hint(format!(

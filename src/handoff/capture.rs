@@ -44,8 +44,11 @@ pub struct Assembled {
 pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
     let briefing = match &request.brief {
         Some(raw) => {
-            let text = std::str::from_utf8(raw)
-                .map_err(|_| Error::usage("the briefing is not UTF-8 text"))?;
+            let text = std::str::from_utf8(raw).map_err(|_| {
+                super::briefing::invalid(
+                    "the briefing is not UTF-8 text (save it as UTF-8 markdown)".into(),
+                )
+            })?;
             Some(Briefing::parse(text)?)
         }
         None => None,
@@ -112,14 +115,7 @@ pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
         }
     }
     if request.secrets == SecretsMode::Block && !found.is_empty() {
-        return Err(Error::new(
-            ErrorKind::Security,
-            format!(
-                "refusing to save: the handoff contains secrets ({})",
-                describe_counts(&found)
-            ),
-        )
-        .with_hint("remove them, or save with --secrets redact to replace them by placeholders"));
+        return Err(secrets_refusal(&found));
     }
     // The briefing kept for the summary and kickoff must be the redacted one too.
     let briefing = match &briefing {
@@ -137,6 +133,18 @@ pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
         evidence: capture.evidence,
         secrets: found,
     })
+}
+
+/// The refusal of `--secrets block`: kinds and counts, never values.
+pub fn secrets_refusal(found: &BTreeMap<&'static str, u64>) -> Error {
+    Error::new(
+        ErrorKind::Security,
+        format!(
+            "refusing to save: the handoff contains secrets ({})",
+            describe_counts(found)
+        ),
+    )
+    .with_hint("remove them, or save with --secrets redact to replace them by placeholders")
 }
 
 /// "aws_access_key: 1, github_token: 2": kinds and counts, never values.

@@ -108,7 +108,12 @@ fn truncate(text: &str, tokens: usize, pointer: &str) -> (String, bool) {
             break;
         }
     }
-    (format!("{}{marker}", out.trim_end()), true)
+    let kept = out.trim_end();
+    // A line cut in the middle already ends in the marker; do not print it twice.
+    if kept.ends_with(CUT) && marker.trim_end() == CUT {
+        return (format!("{kept}\n"), true);
+    }
+    (format!("{kept}{marker}"), true)
 }
 
 pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
@@ -148,10 +153,11 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
     };
     let mut pointers = String::new();
     for (path, size) in &input.files {
+        // The listed path may be cut in the middle; the command keeps the whole path so
+        // that it can be run as printed.
         pointers.push_str(&format!(
-            "- {} ({size} bytes): baton cat {short}:{}\n",
+            "- {} ({size} bytes): baton cat {short}:{path}\n",
             shorten_path(path, MAX_PATH_CHARS),
-            shorten_path(path, MAX_PATH_CHARS)
         ));
     }
     let workspace = if input.workspace.is_empty() {
