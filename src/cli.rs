@@ -50,7 +50,12 @@ pub enum Command {
     /// Search a handoff's transcript (at most 50 events / 8,000 tokens per answer)
     Search(SearchArgs),
     /// Import handoffs written by other tools (.prowl/handoff, frontmatter files, bundles)
-    ImportHandoff { path: PathBuf },
+    ImportHandoff {
+        path: PathBuf,
+        /// What to do with secrets found in the imported material
+        #[arg(long, value_enum, default_value = "redact")]
+        secrets: crate::handoff::capture::SecretsMode,
+    },
     /// Show history from REV (default: current), newest first
     Log(LogArgs),
     /// Show a bundle's manifest and files

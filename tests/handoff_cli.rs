@@ -2244,3 +2244,118 @@ fn bad_imports_name_the_file_and_line_and_write_nothing() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Audit follow-ups: escapes, imports and flags
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn tokens_after_json_escapes_and_in_from_to_are_redacted() {
+    let env = Env::new();
+    env.init();
+    let ws = env.write_tree("ws", &[("f.txt", b"x\n")]);
+    let transcript = env.path().join("t.jsonl");
+    let openai = "sk-Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0Ef3Hi6Kl9No2Qr5T";
+    let npm = "npm_UniqueNpmToken0123456789abcdefghijkl";
+    fs::write(
+        &transcript,
+        format!("{{\"out\":\"x\\n{openai}\\t{npm}\"}}\n"),
+    )
+    .expect("write");
+    let aws = "AKIAQ7RZ3K5M2N8P4T6W";
+    let out = baton_in(
+        &env,
+        &ws,
+        &[
+            "save",
+            "--no-brief",
+            "--transcript",
+            &s(&transcript),
+            "--from",
+            aws,
+            "--secrets",
+            "block",
+        ],
+    );
+    assert_eq!(code(&out), 6, "{}", stderr(&out));
+    ok(
+        baton_in(
+            &env,
+            &ws,
+            &[
+                "save",
+                "--no-brief",
+                "--transcript",
+                &s(&transcript),
+                "--from",
+                aws,
+            ],
+        ),
+        "save",
+    );
+    for (where_, content) in all_objects(&env.store())
+        .iter()
+        .chain(plain_files(&env.store()).iter())
+    {
+        for value in [openai, npm, aws] {
+            assert!(!contains(content, value.as_bytes()), "{value} in {where_}");
+        }
+    }
+}
+
+#[test]
+fn imported_material_is_scanned_for_secrets() {
+    let env = Env::new();
+    env.init();
+    let dir = env.path().join("fm");
+    fs::create_dir_all(&dir).expect("mkdir");
+    let token = "ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8";
+    fs::write(
+        dir.join("2024-05-01T10-00-00-claude.md"),
+        format!(
+            "---\nid: a1\nparent: null\nagent: claude\nstatus: completed\nsummary: rotate {token}\nnext_agent: codex\nnext_task: deploy\n---\n\n## Context\npassword=Hunter2Hunter2\n\n## Output\ndone\n"
+        ),
+    )
+    .expect("write");
+    let before = snapshot_files(&env.store());
+    let out = baton_in(
+        &env,
+        env.path(),
+        &["import-handoff", &s(&dir), "--secrets", "block"],
+    );
+    assert_eq!(code(&out), 6, "{}", stderr(&out));
+    assert_eq!(snapshot_files(&env.store()), before, "block writes nothing");
+    let doc = json_in(&env, env.path(), &["import-handoff", &s(&dir)]);
+    assert_eq!(doc["ok"], true, "{doc}");
+    assert!(
+        doc["secrets"]["github_token"].as_u64().unwrap_or(0) >= 1,
+        "{doc}"
+    );
+    for (where_, content) in all_objects(&env.store())
+        .iter()
+        .chain(plain_files(&env.store()).iter())
+    {
+        for value in [token, "Hunter2Hunter2"] {
+            assert!(!contains(content, value.as_bytes()), "{value} in {where_}");
+        }
+    }
+}
+
+#[test]
+fn handoff_options_without_a_handoff_are_refused() {
+    let env = Env::new();
+    env.init();
+    let ws = env.write_tree("ws", &[("f.txt", b"x\n")]);
+    let before = snapshot_files(&env.store());
+    for extra in [
+        vec!["--transcript", "t.jsonl"],
+        vec!["--attach", "f.txt"],
+        vec!["--secrets", "block"],
+    ] {
+        let mut args = vec!["save", "."];
+        args.extend(extra);
+        let out = baton_in(&env, &ws, &args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+    }
+    assert_eq!(snapshot_files(&env.store()), before);
+}

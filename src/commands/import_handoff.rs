@@ -1,6 +1,6 @@
 //! `baton import-handoff PATH`: turn handoffs written by other tools into bundles.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -9,15 +9,21 @@ use serde_json::json;
 use crate::error::{Error, Result};
 use crate::format::names::RefName;
 use crate::format::{Bundle, ObjectId};
-use crate::handoff::import;
+use crate::handoff::capture::{self, SecretsMode};
+use crate::handoff::{import, secrets};
 use crate::output::{Ctx, Outcome};
 use crate::store::memtree::MemFile;
 use crate::store::refs::{Expect, MoveReason};
 
-pub fn run(ctx: &Ctx, path: &Path) -> Result<Outcome> {
+pub fn run(ctx: &Ctx, path: &Path, secrets_mode: SecretsMode) -> Result<Outcome> {
     let store = ctx.open_store()?;
     // The whole input is parsed and checked first: malformed input imports nothing.
-    let plan = import::plan(path)?;
+    let mut plan = import::plan(path)?;
+    // Imported text is scanned like a saved handoff: secrets never reach the store.
+    let found = scrub_plan(&mut plan);
+    if secrets_mode == SecretsMode::Block && !found.is_empty() {
+        return Err(capture::secrets_refusal(&found));
+    }
     let start = store.read_ref(&RefName::Current)?;
     store.read_log()?;
     let mut ids: HashMap<String, ObjectId> = HashMap::new();
@@ -80,8 +86,46 @@ pub fn run(ctx: &Ctx, path: &Path) -> Result<Outcome> {
                 .unwrap_or_else(|| "(none)".into())
         )
     };
+    let human = if !human.is_empty() && !found.is_empty() {
+        format!(
+            "{human}; redacted secrets ({})",
+            capture::describe_counts(&found)
+        )
+    } else {
+        human
+    };
     Ok(Outcome::new(
         human,
-        json!({ "format": plan.format.name(), "bundles": imported }),
+        json!({ "format": plan.format.name(), "bundles": imported, "secrets": found }),
     ))
+}
+
+/// Redact every text of the plan in place; returns the kinds and counts found.
+fn scrub_plan(plan: &mut import::Plan) -> BTreeMap<&'static str, u64> {
+    let mut found = BTreeMap::new();
+    let mut scrub = |bytes: &[u8]| -> Vec<u8> {
+        let redaction = secrets::redact(bytes);
+        for (kind, n) in redaction.counts {
+            *found.entry(kind).or_insert(0) += n;
+        }
+        redaction.bytes
+    };
+    for bundle in &mut plan.bundles {
+        for (path, bytes) in &mut bundle.files {
+            *bytes = scrub(bytes);
+            *path = String::from_utf8_lossy(&scrub(path.as_bytes())).into_owned();
+        }
+        for text in [
+            &mut bundle.from,
+            &mut bundle.to,
+            &mut bundle.summary,
+            &mut bundle.note,
+        ] {
+            *text = String::from_utf8_lossy(&scrub(text.as_bytes())).into_owned();
+        }
+        for value in bundle.metadata.values_mut() {
+            *value = String::from_utf8_lossy(&scrub(value.as_bytes())).into_owned();
+        }
+    }
+    found
 }

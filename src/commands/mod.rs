@@ -36,7 +36,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Target(cmd) => target::run(ctx, cmd),
         Command::Resume(args) => resume::run(ctx, &args),
         Command::Search(args) => search::run(ctx, &args),
-        Command::ImportHandoff { path } => import_handoff::run(ctx, &path),
+        Command::ImportHandoff { path, secrets } => import_handoff::run(ctx, &path, secrets),
         Command::Push(args) => push::run(ctx, &args),
         Command::Pull(args) => pull::run(ctx, &args),
         Command::Clone(args) => clone::run(ctx, &args),

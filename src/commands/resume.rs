@@ -96,11 +96,11 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
 /// The comparison as short sentences for the kickoff.
 fn describe(c: &Comparison) -> Vec<String> {
     let mut lines = Vec::new();
-    lines.push(match c.same_repository {
+    let repository = match c.same_repository {
         Some(true) => format!("same repository (matched by {})", c.matched_by.join(", ")),
         Some(false) => "a different repository than the one captured".to_string(),
         None => "repository unknown (no git on one side)".to_string(),
-    });
+    };
     let head = serde_json::to_value(c.head)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
@@ -111,7 +111,9 @@ fn describe(c: &Comparison) -> Vec<String> {
             " (live is {a} ahead, {b} behind the captured HEAD)"
         ));
     }
+    // The HEAD relation first: when the section is cut to its floor, it is what stays.
     lines.push(head_line);
+    lines.push(repository);
     if c.live_branch != c.captured_branch {
         lines.push(format!(
             "branch: captured {}, live {}",

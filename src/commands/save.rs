@@ -20,6 +20,15 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     if args.brief.is_some() || args.no_brief {
         return save_handoff(ctx, args, metadata);
     }
+    if !args.attach.is_empty()
+        || args.transcript.is_some()
+        || args.secrets != capture::SecretsMode::Redact
+    {
+        return Err(
+            Error::usage("--attach, --transcript and --secrets belong to a handoff")
+                .with_hint("add --brief FILE (or --no-brief) to save a handoff of the workspace"),
+        );
+    }
     let Some(dir) = &args.dir else {
         return Err(Error::usage("nothing to save").with_hint(
             "give DIR to snapshot a directory, or --brief FILE (or --no-brief) to save a handoff of this workspace",
@@ -112,6 +121,8 @@ fn save_handoff(
     };
     let summary_arg = scrub(&args.summary);
     let note = scrub(&args.note);
+    let from = scrub(&args.from);
+    let to = scrub(&args.to);
     for value in metadata.values_mut() {
         *value = scrub(value);
     }
@@ -144,8 +155,8 @@ fn save_handoff(
     };
     let tree = store.write_mem_tree(&assembled.files)?;
     let (id, bundle) = store.commit_bundle(tree, "save", |b| {
-        b.from = args.from.clone();
-        b.to = args.to.clone();
+        b.from = from;
+        b.to = to;
         b.summary = summary;
         b.note = note;
         b.metadata = metadata;

@@ -103,9 +103,17 @@ pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
         });
     }
 
-    // Every byte that goes in is scanned; nothing is written before this point.
+    // Every byte that goes in is scanned, file names included; nothing is written
+    // before this point.
     let mut found: BTreeMap<&'static str, u64> = BTreeMap::new();
     for file in &mut files {
+        let redaction = secrets::redact(file.path.as_bytes());
+        if !redaction.counts.is_empty() {
+            for (kind, n) in &redaction.counts {
+                *found.entry(kind).or_default() += n;
+            }
+            file.path = String::from_utf8_lossy(&redaction.bytes).into_owned();
+        }
         let redaction = secrets::redact(&file.bytes);
         for (kind, n) in &redaction.counts {
             *found.entry(kind).or_default() += n;

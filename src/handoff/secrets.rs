@@ -104,6 +104,22 @@ pub fn redact(input: &[u8]) -> Redaction {
     result
 }
 
+/// `input` with each backslash escape `\n`, `\t`, `\r` replaced by two spaces.
+fn neutralize_escapes(input: &[u8]) -> Vec<u8> {
+    let mut view = input.to_vec();
+    let mut i = 0;
+    while i + 1 < view.len() {
+        if view[i] == b'\\' && matches!(view[i + 1], b'n' | b't' | b'r') {
+            view[i] = b' ';
+            view[i + 1] = b' ';
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    view
+}
+
 /// One pass over `input`: every match found in it, without looking at the result.
 fn redact_once(input: &[u8]) -> Redaction {
     let mut claimed = Claims::default();
@@ -122,8 +138,12 @@ fn redact_once(input: &[u8]) -> Redaction {
     // a match running across one would make a second pass redact more than the first.
     // Key blocks are exempt: BEGIN and END lines delimit them, and an unterminated one
     // must keep running to the end.
+    // Patterns run over a view in which escape sequences (`\n`, `\t`, `\r`, as in JSON
+    // strings and shell output) read as spaces: a token right after one must still start
+    // a word. The view has the input's length, so match offsets apply to the input as is.
+    let view = neutralize_escapes(input);
     for gap in gaps {
-        candidates.extend(pattern_candidates(&input[gap.clone()], gap.start));
+        candidates.extend(pattern_candidates(&view[gap.clone()], gap.start));
     }
     // Key blocks first: a block is unambiguous, and a JSON value holding one ("\n" after
     // the END line included) should still be labelled a key. Then longest first, so that a
@@ -541,6 +561,30 @@ fn is_placeholder_value(value: &[u8]) -> bool {
         || (v.starts_with(b"${") && v.ends_with(b"}"))
         || (v.starts_with(b"{{") && v.ends_with(b"}}"))
         || (v.starts_with(b"$") && var_name(&v[1..]))
+}
+
+#[cfg(test)]
+mod escape_tests {
+    use super::*;
+
+    #[test]
+    fn tokens_right_after_a_json_escape_are_found() {
+        let line = br#"{"out":"x\nsk-Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0Ef3Hi6Kl9No2Qr5T\tnpm_UniqueNpmToken0123456789abcdefghijkl\rhf_abcdefghijklmnopqrstuvwxyzABCDEFGH\nsk_live_abcdefghijklmnopqrstuvwx"}"#;
+        let r = redact(line);
+        for secret in [
+            &b"sk-Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0Ef3Hi6Kl9No2Qr5T"[..],
+            b"npm_UniqueNpmToken0123456789abcdefghijkl",
+            b"hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+            b"sk_live_abcdefghijklmnopqrstuvwx",
+        ] {
+            assert!(
+                !r.bytes.windows(secret.len()).any(|w| w == secret),
+                "{}",
+                String::from_utf8_lossy(&r.bytes)
+            );
+        }
+        assert!(serde_json::from_slice::<serde_json::Value>(&r.bytes).is_ok());
+    }
 }
 
 #[cfg(test)]

@@ -671,6 +671,28 @@ impl Remote for SftpRemote {
 
     fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
         for d in dirs {
+            // The store's own directory may need its parents: ask for each ancestor
+            // (existing ones answer "failure", which is fine).
+            if d.is_empty() {
+                let mut prefix = String::new();
+                let root = self.root.clone();
+                let components: Vec<&str> = root.split('/').collect();
+                for part in &components[..components.len().saturating_sub(1)] {
+                    prefix.push_str(part);
+                    if !part.is_empty() {
+                        let (path, attrs) = (
+                            prefix.clone(),
+                            FileAttributes {
+                                permissions: Some(0o700),
+                                ..FileAttributes::empty()
+                            },
+                        );
+                        let id = self.request(|id| Packet::MkDir(MkDir { id, path, attrs }))?;
+                        self.defer(id, format!("mkdir {prefix}"), true);
+                    }
+                    prefix.push('/');
+                }
+            }
             let path = self.path(d);
             let attrs = FileAttributes {
                 permissions: Some(0o700),
