@@ -118,9 +118,10 @@ impl Remote for LocalRemote {
         for d in dirs {
             // The store's own directory may need its parents, as `git init` would make them.
             if d.is_empty()
-                && let Some(parent) = self.root.parent() {
-                    fs::create_dir_all(parent).ctx("cannot create directory", parent)?;
-                }
+                && let Some(parent) = self.root.parent()
+            {
+                fs::create_dir_all(parent).ctx("cannot create directory", parent)?;
+            }
             fsutil::ensure_private_dir(&self.full(d))?;
         }
         Ok(())
