@@ -85,6 +85,10 @@ pub enum Command {
     Pull(PullArgs),
     /// Create a new store from a target URL (the target is recorded as `origin`)
     Clone(CloneArgs),
+    /// Write bundles and their objects to a tar archive (docs/archives.md)
+    Export(ExportArgs),
+    /// Verify a tar archive made by export, then add its bundles and fast-forward `current`
+    Import(ImportArgs),
     /// Print a shell completion script
     Completions { shell: clap_complete::Shell },
     /// Print the man page (roff)
@@ -225,4 +229,25 @@ pub struct CloneArgs {
     pub path: Option<PathBuf>,
     #[command(flatten)]
     pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Bundles to export; the first is the archive's current [default: current]
+    pub revs: Vec<String>,
+    /// The archive file to write (replaced atomically)
+    #[arg(short, long, value_name = "FILE.tar")]
+    pub output: PathBuf,
+    /// Include every ancestor bundle and the store's log
+    #[arg(long)]
+    pub history: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The archive file to import
+    pub file: PathBuf,
+    /// Let an object expand to RATIO times its stored size [default: 1024]
+    #[arg(long, value_name = "RATIO")]
+    pub max_expansion: Option<u64>,
 }

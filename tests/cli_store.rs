@@ -1437,3 +1437,34 @@ fn checkout_into_the_current_empty_directory() {
     );
     assert_eq!(describe(&here), describe(&src));
 }
+
+/// A file whose bytes are exactly a tree's encoding has that tree's id. Seeing it as a
+/// file must not stop the walk below the tree: gc would then delete what the tree holds.
+#[test]
+fn gc_keeps_objects_below_a_tree_whose_bytes_are_also_a_file() {
+    // Learn the bytes of the tree of `sub/` in a scratch store.
+    let scratch = Env::new();
+    scratch.init();
+    scratch.write_tree("one", &[("sub/x", b"precious\n")]);
+    scratch.save("one", &[]);
+    let (_, show) = scratch.json(&["show", "current"]);
+    let sub = show["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"] == "sub")
+        .expect("sub listed")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let tree_bytes = common::read_object_file(&common::object_path(&scratch.store(), &sub));
+    // In a new store, the only bundle lists that copy before the directory itself.
+    let env = Env::new();
+    env.init();
+    env.write_tree("two", &[("a-copy", &tree_bytes), ("sub/x", b"precious\n")]);
+    env.save("two", &[]);
+    env.ok(&["gc", "--grace", "0s"]);
+    let (code, doc) = env.json(&["verify"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(env.ok(&["cat", "current:sub/x"]), "precious\n");
+}

@@ -5,7 +5,9 @@ mod checkout;
 mod clone;
 mod completions;
 mod diff;
+mod export;
 mod gc;
+mod import;
 mod import_handoff;
 mod init;
 mod log;
@@ -40,6 +42,8 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Push(args) => push::run(ctx, &args),
         Command::Pull(args) => pull::run(ctx, &args),
         Command::Clone(args) => clone::run(ctx, &args),
+        Command::Export(args) => export::run(ctx, &args),
+        Command::Import(args) => import::run(ctx, &args),
         Command::Completions { shell } => completions::completions(shell),
         Command::Man => completions::man(),
     }

@@ -67,37 +67,47 @@ impl Store {
     /// Every object reachable from `bundles`: the bundles, their ancestors, and all trees
     /// and blobs below their root trees. Fails if any of them cannot be read.
     pub fn reachable(&self, bundles: &[ObjectId]) -> Result<Reach> {
-        let mut seen = HashSet::new();
-        let mut bundle_count = 0;
+        // Bundles and trees are walked once each, tracked apart from the set of all
+        // objects: a file whose bytes equal a tree's or a manifest's encoding has the same
+        // id, and seeing it as a file must not stop the walk below that tree or bundle.
+        let mut walk = Walk::default();
         let mut queue: VecDeque<ObjectId> = bundles.iter().copied().collect();
         while let Some(id) = queue.pop_front() {
-            if !seen.insert(id) {
+            if !walk.bundles.insert(id) {
                 continue;
             }
+            walk.objects.insert(id);
             let bundle = self.read_bundle(&id)?;
-            bundle_count += 1;
             queue.extend(bundle.parents.iter().copied());
-            self.mark_tree(&bundle.tree, &mut seen)?;
+            self.mark_tree(&bundle.tree, &mut walk)?;
         }
         Ok(Reach {
-            objects: seen,
-            bundles: bundle_count,
+            bundles: walk.bundles.len(),
+            objects: walk.objects,
         })
     }
 
-    fn mark_tree(&self, tree: &ObjectId, seen: &mut HashSet<ObjectId>) -> Result<()> {
-        if !seen.insert(*tree) {
+    fn mark_tree(&self, tree: &ObjectId, walk: &mut Walk) -> Result<()> {
+        if !walk.trees.insert(*tree) {
             return Ok(());
         }
+        walk.objects.insert(*tree);
         for entry in self.read_tree(tree)?.entries {
             if entry.kind == EntryKind::Dir {
-                self.mark_tree(&entry.id, seen)?;
+                self.mark_tree(&entry.id, walk)?;
             } else {
-                seen.insert(entry.id);
+                walk.objects.insert(entry.id);
             }
         }
         Ok(())
     }
+}
+
+#[derive(Default)]
+struct Walk {
+    objects: HashSet<ObjectId>,
+    bundles: HashSet<ObjectId>,
+    trees: HashSet<ObjectId>,
 }
 
 impl Store {
