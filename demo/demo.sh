@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q
-baton="$PWD/target/release/baton"
+baton="${CARGO_TARGET_DIR:-$PWD/target}/release/baton"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"

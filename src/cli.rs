@@ -91,8 +91,8 @@ pub enum Command {
     Import(ImportArgs),
     /// Print a shell completion script
     Completions { shell: clap_complete::Shell },
-    /// Print the man page (roff)
-    Man,
+    /// Print the man page (roff) of baton, or of one command (`baton man save`)
+    Man { command: Option<String> },
 }
 
 #[derive(Debug, Args)]
@@ -188,6 +188,8 @@ pub enum TargetCommand {
     List,
     /// Remove a target (its last-seen ref stays in the audit log)
     Remove { name: String },
+    /// Make a target the default for push and pull
+    Default { name: String },
 }
 
 #[derive(Debug, Args)]

@@ -94,7 +94,17 @@ impl Error {
             std::io::ErrorKind::PermissionDenied => ErrorKind::Security,
             _ => ErrorKind::Other,
         };
-        Error::new(kind, format!("{context} {}: {err}", path.display()))
+        let error = Error::new(kind, format!("{context} {}: {err}", path.display()));
+        match err.kind() {
+            std::io::ErrorKind::NotFound => error.with_hint("check that the path exists"),
+            std::io::ErrorKind::PermissionDenied => {
+                error.with_hint("check the permissions of the path for the user running baton")
+            }
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => {
+                error.with_hint("free some disk space and run the command again")
+            }
+            _ => error,
+        }
     }
 }
 

@@ -788,13 +788,18 @@ fn killed_push_leaves_the_remote_current_unchanged_and_verifying() {
     );
     verify(&a, &a.store());
 
-    // The leftover staging is fresh, so it is kept; a normal push then succeeds.
+    // The leftover staging was made on this host by a process that is gone: the next
+    // push removes it at once, and succeeds.
     let leftovers = staging_entries(&remote);
     assert_eq!(leftovers.len(), 1, "{leftovers:?}");
     let doc = json_ok(&a, &["push"]);
     assert_eq!(doc["report"]["remote_before"], base.as_str());
     assert_eq!(disk_current(&remote).as_deref(), Some(big.as_str()));
-    assert_eq!(staging_entries(&remote), leftovers);
+    assert!(
+        staging_entries(&remote).is_empty(),
+        "{:?}",
+        staging_entries(&remote)
+    );
     verify(&a, &remote);
 }
 
@@ -989,4 +994,24 @@ fn clone_of_a_missing_store_is_not_found_and_leaves_nothing() {
     // A malformed URL is a usage error, and nothing is created.
     json_err(&b, &["clone", "relative/path", s(&dest)], 2);
     assert!(!dest.exists());
+}
+
+#[test]
+fn push_into_a_store_made_by_init_and_into_missing_parent_directories() {
+    for fresh in ["made-by-init", "missing/parents/store"] {
+        let scratch = Env::new();
+        let remote = scratch.path().join(fresh);
+        if fresh == "made-by-init" {
+            scratch.ok(&["--store", s(&remote), "init"]);
+        }
+        let (env, id) = store_with_target(&remote, 7);
+        let doc = json_ok(&env, &["push"]);
+        assert_eq!(doc["report"]["bundle"], id.as_str(), "{fresh}");
+        assert_eq!(
+            disk_current(&remote).as_deref(),
+            Some(id.as_str()),
+            "{fresh}"
+        );
+        verify(&env, &remote);
+    }
 }

@@ -38,7 +38,7 @@ pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
         store.write_config(&lock, config)?;
         drop(lock);
         let bar = ctx.progress(0, true);
-        let report = pull(&store, remote.as_mut(), "origin", &|n| bar.inc(n))?;
+        let report = pull(&store, remote.as_mut(), "origin", &bar)?;
         bar.finish_and_clear();
         Ok(report)
     })();

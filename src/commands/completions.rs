@@ -17,11 +17,24 @@ pub fn completions(shell: clap_complete::Shell) -> Result<Outcome> {
     ))
 }
 
-pub fn man() -> Result<Outcome> {
-    let mut page = Vec::new();
-    clap_mangen::Man::new(Cli::command())
-        .render(&mut page)
+pub fn man(command: Option<&str>) -> Result<Outcome> {
+    let root = Cli::command();
+    let page = match command {
+        None => root,
+        Some(name) => {
+            let sub = root.find_subcommand(name).cloned().ok_or_else(|| {
+                Error::not_found(format!("no command named '{name}'"))
+                    .with_hint("see 'baton --help'")
+            })?;
+            // Named like the pages the top-level page refers to: baton-save(1).
+            let full = format!("baton-{}", sub.get_name());
+            sub.name(full)
+        }
+    };
+    let mut out = Vec::new();
+    clap_mangen::Man::new(page)
+        .render(&mut out)
         .map_err(|e| Error::other(format!("cannot render the man page: {e}")))?;
-    let text = String::from_utf8_lossy(&page).into_owned();
+    let text = String::from_utf8_lossy(&out).into_owned();
     Ok(Outcome::new(text.clone(), json!({ "man": text })))
 }

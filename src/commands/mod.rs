@@ -45,7 +45,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Export(args) => export::run(ctx, &args),
         Command::Import(args) => import::run(ctx, &args),
         Command::Completions { shell } => completions::completions(shell),
-        Command::Man => completions::man(),
+        Command::Man { command } => completions::man(command.as_deref()),
     }
 }
 

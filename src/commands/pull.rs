@@ -14,7 +14,7 @@ pub fn run(ctx: &Ctx, args: &PullArgs) -> Result<Outcome> {
     let (name, url) = choose_target(&store.config, args.target.as_deref())?;
     let mut remote = open_remote(&url, &connect_settings(&args.connect))?;
     let bar = ctx.progress(0, true);
-    let report = pull(&store, remote.as_mut(), &name, &|n| bar.inc(n))?;
+    let report = pull(&store, remote.as_mut(), &name, &bar)?;
     bar.finish_and_clear();
     let short = |v: Option<crate::format::ObjectId>| {
         v.map(|i| i.short()).unwrap_or_else(|| "(none)".into())

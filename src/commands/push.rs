@@ -42,7 +42,7 @@ pub fn run(ctx: &Ctx, args: &PushArgs) -> Result<Outcome> {
             bundle,
             force,
         },
-        &|n| bar.inc(n),
+        &bar,
     )?;
     bar.finish_and_clear();
     let human = if ctx.quiet {

@@ -64,6 +64,22 @@ pub fn run(ctx: &Ctx, command: TargetCommand) -> Result<Outcome> {
                 json!({ "targets": list }),
             ))
         }
+        TargetCommand::Default { name } => {
+            let lock = store.lock()?;
+            let mut config = store.config.clone();
+            if !config.targets.contains_key(&name) {
+                return Err(Error::not_found(format!("no target named '{name}'"))
+                    .with_hint("list them with 'baton target list'"));
+            }
+            config.default_target = Some(name.clone());
+            store.write_config(&lock, config)?;
+            let human = if ctx.quiet {
+                String::new()
+            } else {
+                format!("Default target is now {name}")
+            };
+            Ok(Outcome::new(human, json!({ "default": name })))
+        }
         TargetCommand::Remove { name } => {
             let lock = store.lock()?;
             let mut config = store.config.clone();

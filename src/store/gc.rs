@@ -70,6 +70,47 @@ impl Store {
                 report.removed_bytes += meta.len();
             }
         }
+        // Temp files elsewhere (interrupted pulls in packs/, ref updates in refs/) and
+        // staging directories (interrupted imports, or pushes into this store) age out
+        // the same way.
+        let mut temp_dirs = vec![self.objects.packs_dir().to_path_buf()];
+        for name in self.ref_names()? {
+            temp_dirs.push(self.ref_dir(&name));
+        }
+        for dir in temp_dirs {
+            let Ok(names) = super::objects::read_dir_sorted(&dir) else {
+                continue;
+            };
+            for name in names.into_iter().filter(|n| super::fsutil::is_temp_name(n)) {
+                let path = dir.join(name);
+                let old = fs::symlink_metadata(&path)
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|m| m <= cutoff);
+                if old {
+                    if !dry_run {
+                        fs::remove_file(&path).ctx("cannot remove", &path)?;
+                        touched.insert(dir.clone());
+                    }
+                    report.removed_temp_files += 1;
+                }
+            }
+        }
+        let staging = self.root().join("staging");
+        if let Ok(names) = super::objects::read_dir_sorted(&staging) {
+            for name in names {
+                let path = staging.join(name);
+                let old = fs::symlink_metadata(&path)
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|m| m <= cutoff);
+                if old && path.is_dir() {
+                    if !dry_run {
+                        fs::remove_dir_all(&path).ctx("cannot remove", &path)?;
+                        touched.insert(staging.clone());
+                    }
+                    report.removed_temp_files += 1;
+                }
+            }
+        }
         for dir in touched {
             super::fsutil::fsync_dir(&dir)?;
         }

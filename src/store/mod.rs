@@ -147,6 +147,7 @@ impl Store {
         fsutil::ensure_private_dir(&dir.join("staging"))?;
         fsutil::ensure_private_dir(&dir.join("refs"))?;
         fsutil::ensure_private_dir(&dir.join("refs").join("targets"))?;
+        fsutil::ensure_private_dir(&dir.join("refs").join("current"))?;
         fsutil::create_new_private(&dir.join("log"), b"")?;
         fsutil::create_new_private(&dir.join("lock"), b"")?;
         fsutil::create_new_private(&dir.join(".gitignore"), b"*\n")?;

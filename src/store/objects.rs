@@ -360,6 +360,32 @@ impl Objects {
         Some(head)
     }
 
+    /// The length of an object's stored bytes (loose file or pack entry).
+    pub fn stored_len(&self, id: &ObjectId) -> Option<u64> {
+        match fs::metadata(self.path(id)) {
+            Ok(meta) => Some(meta.len()),
+            Err(_) => self.find_packed(id).map(|(_, entry)| entry.length),
+        }
+    }
+
+    /// Whether the store holds no object at all, loose or packed.
+    pub fn is_empty(&self) -> Result<bool> {
+        if !self.packs()?.is_empty() {
+            return Ok(false);
+        }
+        for fanout in read_dir_sorted(&self.dir)? {
+            let path = self.dir.join(&fanout);
+            if path.is_dir()
+                && read_dir_sorted(&path)?
+                    .iter()
+                    .any(|n| !fsutil::is_temp_name(n))
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// Every object file in the store, with its size on disk and modification time.
     /// Names that are not objects are returned as `Err` entries for `verify` to report.
     pub fn list(&self) -> Result<Vec<ListedObject>> {

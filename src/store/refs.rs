@@ -35,7 +35,7 @@ pub struct Generation {
 }
 
 impl Store {
-    fn ref_dir(&self, name: &RefName) -> PathBuf {
+    pub fn ref_dir(&self, name: &RefName) -> PathBuf {
         match name {
             RefName::Current => self.root.join("refs").join("current"),
             RefName::Target(t) => self.root.join("refs").join("targets").join(t),

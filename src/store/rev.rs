@@ -17,12 +17,17 @@ impl Store {
             Some((base, "")) => (base, 1),
             Some((base, n)) => (
                 base,
-                n.parse::<usize>().map_err(|_| {
-                    Error::usage(format!(
-                        "'{rev}' is not a valid revision: '~{n}' is not a number"
-                    ))
-                    .with_hint("write REV~N, e.g. current~2")
-                })?,
+                n.bytes()
+                    .all(|b| b.is_ascii_digit())
+                    .then_some(())
+                    .and_then(|_| n.parse::<usize>().ok())
+                    .ok_or(())
+                    .map_err(|_| {
+                        Error::usage(format!(
+                            "'{rev}' is not a valid revision: '~{n}' is not a number"
+                        ))
+                        .with_hint("write REV~N, e.g. current~2")
+                    })?,
             ),
         };
         let mut id = self.resolve_base(base, rev)?;

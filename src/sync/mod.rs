@@ -68,7 +68,7 @@ pub fn choose_target(config: &StoreConfig, named: Option<&str>) -> Result<(Strin
             (None, _) => {
                 return Err(
                     Error::usage("several targets are configured and none is the default")
-                        .with_hint("name one, or mark one with 'baton target add --default'"),
+                        .with_hint("name one, or choose one with 'baton target default NAME'"),
                 );
             }
         },

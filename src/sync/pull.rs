@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::time::Instant;
 
+use indicatif::ProgressBar;
 use serde::Serialize;
 
 use super::remote_store::{self};
@@ -37,7 +38,7 @@ pub fn pull(
     store: &Store,
     remote: &mut dyn Remote,
     target: &str,
-    progress: &dyn Fn(u64),
+    progress: &ProgressBar,
 ) -> Result<PullReport> {
     let started = Instant::now();
     let mut report = fetch(store, remote, target, progress)?;
@@ -88,7 +89,7 @@ pub fn fetch(
     store: &Store,
     remote: &mut dyn Remote,
     target: &str,
-    progress: &dyn Fn(u64),
+    progress: &ProgressBar,
 ) -> Result<PullReport> {
     let state = remote_store::read_state(remote)?;
     if state.config.is_none() {
@@ -106,6 +107,10 @@ pub fn fetch(
     };
     clean_stale_local_temps(store);
     if store.reachable(&[theirs]).is_err() {
+        // A store with no objects yet (a clone) lacks everything: reading each pack's
+        // index first would only cost round trips.
+        let empty = store.objects.is_empty()?;
+        progress.set_length(state.packs.iter().map(|(_, e)| e.size).sum());
         for (pack_id, entry) in &state.packs {
             if store
                 .objects
@@ -115,14 +120,14 @@ pub fn fetch(
             {
                 continue;
             }
-            if !lacks_any(store, remote, &entry.name, entry.size)? {
+            if !empty && !lacks_any(store, remote, &entry.name, entry.size)? {
                 continue;
             }
             let received = download_pack(store, remote, pack_id, &entry.name, progress)?;
             report.objects_received += received.entries.len() as u64;
             report.bytes_received += entry.size;
         }
-        let (objects, bytes) = download_loose(store, remote, progress)?;
+        let (objects, bytes) = download_loose(store, remote, &state.fanouts, progress)?;
         report.objects_received += objects;
         report.bytes_received += bytes;
         store.reachable(&[theirs]).map_err(|e| {
@@ -166,10 +171,22 @@ fn download_pack(
     remote: &mut dyn Remote,
     pack_id: &ObjectId,
     name: &str,
-    progress: &dyn Fn(u64),
+    progress: &ProgressBar,
 ) -> Result<PackIndex> {
     let dir = store.objects.packs_dir().to_path_buf();
-    let mut temp = fsutil::temp_file_in(&dir)?;
+    // Named after this process, so that the next pull can tell an interrupted download
+    // (its process is gone) from one still running.
+    let mut temp = tempfile::Builder::new()
+        .prefix(&format!(
+            "{}pull-{}-",
+            fsutil::TEMP_PREFIX,
+            std::process::id()
+        ))
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(
+            fsutil::FILE_MODE,
+        ))
+        .tempfile_in(&dir)
+        .map_err(|e| Error::io("cannot create a temp file in", &dir, e))?;
     {
         let mut sink = ProgressWriter {
             inner: temp.as_file_mut(),
@@ -213,20 +230,13 @@ fn download_pack(
 fn download_loose(
     store: &Store,
     remote: &mut dyn Remote,
-    progress: &dyn Fn(u64),
+    fanouts: &[String],
+    progress: &ProgressBar,
 ) -> Result<(u64, u64)> {
-    let (_, top) = remote.read_many(&[], &["objects".to_string()], 0)?;
-    let fanouts: Vec<String> = top
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.is_dir && e.name.len() == 2)
-        .map(|e| format!("objects/{}", e.name))
-        .collect();
     if fanouts.is_empty() {
         return Ok((0, 0));
     }
-    let (_, listings) = remote.read_many(&[], &fanouts, 0)?;
+    let (_, listings) = remote.read_many(&[], fanouts, 0)?;
     let mut small = Vec::new();
     let mut large = Vec::new();
     for (fanout, listing) in fanouts.iter().zip(listings) {
@@ -260,7 +270,7 @@ fn download_loose(
             store.objects.put_stored(id, &data, &pending)?;
             count += 1;
             bytes += data.len() as u64;
-            progress(data.len() as u64);
+            progress.inc(data.len() as u64);
         }
     }
     for (id, path) in large {
@@ -288,13 +298,21 @@ fn clean_stale_local_temps(store: &Store) {
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
+        if !fsutil::is_temp_name(&name) || pack_name_id(&name).is_some() {
+            continue;
+        }
         let stale = entry
             .metadata()
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|age| age.as_secs() > remote_store::STALE_STAGING_SECS);
-        if fsutil::is_temp_name(&name) && stale && pack_name_id(&name).is_none() {
+        let orphaned = name
+            .strip_prefix(&format!("{}pull-", fsutil::TEMP_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok())
+            .is_some_and(|pid| pid > 0 && !remote_store::process_alive(pid));
+        if stale || orphaned {
             let _ = std::fs::remove_file(entry.path());
         }
     }
@@ -302,13 +320,13 @@ fn clean_stale_local_temps(store: &Store) {
 
 struct ProgressWriter<'a, W: Write> {
     inner: W,
-    progress: &'a dyn Fn(u64),
+    progress: &'a ProgressBar,
 }
 
 impl<W: Write> Write for ProgressWriter<'_, W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.inner.write(buf)?;
-        (self.progress)(n as u64);
+        self.progress.inc(n as u64);
         Ok(n)
     }
     fn flush(&mut self) -> std::io::Result<()> {

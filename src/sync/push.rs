@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::time::{Instant, SystemTime};
 
+use indicatif::ProgressBar;
 use serde::Serialize;
 
 use super::remote_store::{self, CURRENT_DIR, STAGING_DIR};
@@ -43,7 +44,7 @@ pub fn push(
     store: &Store,
     remote: &mut dyn Remote,
     request: &PushRequest,
-    progress: &dyn Fn(u64),
+    progress: &ProgressBar,
 ) -> Result<PushReport> {
     let started = Instant::now();
     let bundle = request.bundle;
@@ -90,7 +91,22 @@ pub fn push(
         return Ok(report);
     }
 
+    if !report.created_remote {
+        // A store made by `baton init` or an older baton may lack some directories;
+        // asking costs nothing (the requests ride along with the next batch).
+        let dirs: Vec<String> = ["packs", CURRENT_DIR, STAGING_DIR]
+            .iter()
+            .map(|d| d.to_string())
+            .collect();
+        remote.make_dirs(&dirs)?;
+    }
     let (objects, bundles) = missing_objects(store, bundle, state.current)?;
+    progress.set_length(
+        objects
+            .iter()
+            .filter_map(|id| store.objects.stored_len(id))
+            .sum(),
+    );
     let staging = format!("{STAGING_DIR}/{}", remote_store::staging_name());
     remote.make_dirs(std::slice::from_ref(&staging))?;
     let result = upload_and_publish(
@@ -158,7 +174,7 @@ fn upload_and_publish(
     objects: &[ObjectId],
     bundles: &[ObjectId],
     report: &mut PushReport,
-    progress: &dyn Fn(u64),
+    progress: &ProgressBar,
 ) -> Result<()> {
     let bundle = request.bundle;
     // 1. The pack: objects, then manifests, read back after writing.
@@ -172,7 +188,7 @@ fn upload_and_publish(
             let start = writer.begin_object();
             store.objects.copy_stored_verified(id, &mut writer)?;
             writer.end_object(*id, start);
-            progress(writer.len() - start);
+            progress.inc(writer.len() - start);
         }
         for id in bundles {
             let mut stored = Vec::new();

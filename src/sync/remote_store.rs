@@ -21,10 +21,13 @@ pub struct RemoteState {
     pub current: Option<ObjectId>,
     pub packs: Vec<(ObjectId, RemoteEntry)>,
     pub staging: Vec<RemoteEntry>,
+    /// The fanout directories under `objects/` (loose objects live there).
+    pub fanouts: Vec<String>,
 }
 
 pub fn read_state(remote: &mut dyn Remote) -> Result<RemoteState> {
     let dirs = [
+        "objects".to_string(),
         CURRENT_DIR.to_string(),
         "packs".to_string(),
         STAGING_DIR.to_string(),
@@ -53,6 +56,14 @@ pub fn read_state(remote: &mut dyn Remote) -> Result<RemoteState> {
         .filter_map(|e| parse_generation(&e.name))
         .max()
         .unwrap_or(0);
+    let fanouts = listings
+        .pop()
+        .flatten()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.is_dir && e.name.len() == 2)
+        .map(|e| format!("objects/{}", e.name))
+        .collect();
     let current = if generation == 0 {
         None
     } else {
@@ -75,6 +86,7 @@ pub fn read_state(remote: &mut dyn Remote) -> Result<RemoteState> {
         entry.new
     };
     Ok(RemoteState {
+        fanouts,
         config,
         generation,
         current,
@@ -129,14 +141,7 @@ pub fn create_store(remote: &mut dyn Remote) -> Result<()> {
 
 /// A fresh, unique staging directory name: host, pid and time.
 pub fn staging_name() -> String {
-    let host = hostname::get()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let host: String = host
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
-        .take(32)
-        .collect();
+    let host = this_host();
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -150,9 +155,42 @@ pub fn clean_stale_staging(remote: &mut dyn Remote, staging: &[RemoteEntry]) {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
+    let here = this_host();
     for entry in staging {
-        if entry.is_dir && now.saturating_sub(entry.mtime) > STALE_STAGING_SECS {
+        let stale = now.saturating_sub(entry.mtime) > STALE_STAGING_SECS;
+        if entry.is_dir && (stale || left_by_dead_process_here(&entry.name, &here)) {
             let _ = remote.remove_dir_all(&format!("{STAGING_DIR}/{}", entry.name));
         }
     }
+}
+
+fn this_host() -> String {
+    let host = hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    host.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .take(32)
+        .collect()
+}
+
+/// Whether a staging name (`<host>-<pid>-<nanos>`, see `staging_name`) was made on this
+/// host by a process that no longer runs: an interrupted push, whose leftovers the next
+/// push can remove at once instead of after the stale age.
+pub fn left_by_dead_process_here(name: &str, here: &str) -> bool {
+    let mut parts = name.rsplitn(3, '-');
+    let (Some(_nanos), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    host == here
+        && pid
+            .parse::<i32>()
+            .is_ok_and(|pid| pid > 0 && !process_alive(pid))
+}
+
+/// kill(pid, 0): the process exists unless the answer is "no such process".
+pub fn process_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 performs only the existence and permission check.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }

@@ -74,8 +74,11 @@ fn check_user(text: &str, user: &str) -> Result<()> {
 }
 
 fn check_path(text: &str, path: &str) -> Result<()> {
-    if path.is_empty() {
-        return Err(malformed(text, "no path"));
+    if path.is_empty() || path.trim_end_matches('/').is_empty() {
+        return Err(malformed(
+            text,
+            "no path (a store cannot be the file system root)",
+        ));
     }
     if path.chars().any(char::is_control) {
         return Err(malformed(text, "control character in path"));
@@ -106,6 +109,7 @@ impl TargetUrl {
                 let path = url
                     .to_file_path()
                     .map_err(|_| malformed(text, "bad file path"))?;
+                check_path(text, &path.to_string_lossy())?;
                 return Ok(TargetUrl::Local { path });
             }
             let host = url
@@ -113,6 +117,12 @@ impl TargetUrl {
                 .ok_or_else(|| malformed(text, "no host"))?
                 .to_string();
             check_host(text, &host)?;
+            if url.port() == Some(0) {
+                return Err(malformed(text, "port 0"));
+            }
+            if text["ssh://".len()..].starts_with('@') {
+                return Err(malformed(text, "empty user name"));
+            }
             let user = match url.username() {
                 "" => None,
                 u => {
@@ -269,6 +279,11 @@ mod tests {
             "host:",
             "ssh://host",
             "ssh://host/p?q=1",
+            "ssh://host:0/x",
+            "ssh://@host/x",
+            "ssh://host/",
+            "/",
+            "file:///",
             "file://otherhost/p",
             "a b:path",
             "host:pa\nth",

@@ -88,6 +88,9 @@ impl std::fmt::Debug for Connection {
     }
 }
 
+/// OpenSSH's default `ServerAliveCountMax`.
+const SERVER_ALIVE_COUNT_MAX: u64 = 3;
+
 /// Resolve `target` through the ssh config, connect, verify the host key and
 /// authenticate. Errors: `Transport` (7) for anything on the way to the server (refused,
 /// unreachable, timed out, handshake), `Security` (6) for host keys and authentication,
@@ -128,8 +131,16 @@ pub fn connect(target: &SshTarget, opts: &ConnectOptions) -> Result<Connection> 
     verify_host_key(&session, &known_hosts, &kh_name, &known_types, &res)?;
     drop(known_hosts);
 
-    if let Some(secs) = res.keepalive_secs {
-        session.set_keepalive(true, secs);
+    // libssh2 cannot keep a blocking session alive the OpenSSH way: with a keepalive
+    // interval set, a wait that sees no data until the next keepalive is due fails as a
+    // timeout, so one slow server reply (a long fsync) would end the transfer after
+    // ServerAliveInterval - 1 seconds. ServerAliveInterval x ServerAliveCountMax (3) is
+    // how long OpenSSH tolerates silence; that becomes the per-call timeout instead,
+    // unless --timeout says otherwise.
+    if let (None, Some(secs)) = (opts.timeout.filter(|t| !t.is_zero()), res.keepalive_secs) {
+        session.set_timeout(millis(Duration::from_secs(
+            u64::from(secs) * SERVER_ALIVE_COUNT_MAX,
+        )));
     }
     authenticate(&session, &res)?;
 
