@@ -370,6 +370,7 @@ rounds() {
     done
   done
   for key in "$@"; do
+    [[ -n ${TIMES[$key]:-} ]] || continue # scp -r at the WAN delay with BENCH_SCP_WAN_RUNS=0
     printf '%s\t%s\t%s\t%s\n' "$key" "$NET" "${LABEL[$key]}" "${TIMES[$key]}" >>"$RESULTS"
     log "$(printf '%-4s all %-46s %s' "$NET" "${LABEL[$key]}" "${TIMES[$key]}")"
   done
