@@ -35,6 +35,9 @@ pub struct Cli {
     /// Print only what was asked for: no progress, no notes
     #[arg(short, long, global = true)]
     pub quiet: bool,
+    /// age identity file (as written by age-keygen) that unlocks an encrypted store
+    #[arg(long, global = true, value_name = "FILE", env = "BATON_IDENTITY")]
+    pub identity: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -42,7 +45,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create a store (./.baton, or the --store path)
-    Init,
+    Init(InitArgs),
     /// Snapshot DIR as a new bundle on top of `current`; prints the bundle id
     Save(SaveArgs),
     /// Resume a handoff: verify it, compare the workspace, print a kickoff
@@ -93,6 +96,22 @@ pub enum Command {
     Completions { shell: clap_complete::Shell },
     /// Print the man page (roff) of baton, or of one command (`baton man save`)
     Man { command: Option<String> },
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Encrypt the store at rest with age (store-format/ENCRYPTION.md)
+    #[arg(long)]
+    pub encrypt: bool,
+    /// age recipient (public key, age1...) that can read the store; repeatable
+    #[arg(long, value_name = "AGE_PUBLIC_KEY", num_args = 1.., requires = "encrypt")]
+    pub recipient: Vec<String>,
+    /// File of age recipients, one per line (# comments allowed)
+    #[arg(long, value_name = "FILE", requires = "encrypt")]
+    pub recipients_file: Option<PathBuf>,
+    /// Protect the store with a passphrase ($BATON_PASSPHRASE, else a prompt)
+    #[arg(long, requires = "encrypt", conflicts_with_all = ["recipient", "recipients_file"])]
+    pub passphrase: bool,
 }
 
 #[derive(Debug, Args)]

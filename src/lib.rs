@@ -56,6 +56,7 @@ pub fn run() -> i32 {
         json: cli.json,
         quiet: cli.quiet,
         store: cli.store.clone(),
+        identity: cli.identity.clone(),
     };
     let result = commands::dispatch(&ctx, cli.command);
     output::finish(ctx.json, result)

@@ -15,6 +15,8 @@ pub struct Ctx {
     pub json: bool,
     pub quiet: bool,
     pub store: Option<PathBuf>,
+    /// `--identity` / `$BATON_IDENTITY`: unlocks an encrypted store.
+    pub identity: Option<PathBuf>,
 }
 
 /// What a command produced: text for people, a JSON value for scripts, and optionally a
@@ -42,8 +44,38 @@ impl Ctx {
         Store::discover(self.store.as_deref(), &cwd)
     }
 
+    /// Open the store; an encrypted one is unlocked, or the command fails (exit 6)
+    /// before it writes anything.
     pub fn open_store(&self) -> crate::error::Result<Store> {
-        Store::open(&self.store_path()?)
+        let mut store = Store::open(&self.store_path()?)?;
+        store.unlock(&self.key_source())?;
+        Ok(store)
+    }
+
+    /// Open the store for commands that can work without keys (full verify, the audit
+    /// log, targets): an encrypted store is unlocked only when keys were given.
+    pub fn open_store_locked(&self) -> crate::error::Result<Store> {
+        let mut store = Store::open(&self.store_path()?)?;
+        let passphrase = store
+            .config
+            .encryption
+            .as_ref()
+            .is_some_and(|e| e.passphrase);
+        let have_keys = if passphrase {
+            std::env::var_os("BATON_PASSPHRASE").is_some()
+        } else {
+            self.identity.is_some()
+        };
+        if have_keys {
+            store.unlock(&self.key_source())?;
+        }
+        Ok(store)
+    }
+
+    pub fn key_source(&self) -> crate::store::envelope::KeySource {
+        crate::store::envelope::KeySource {
+            identity: self.identity.clone(),
+        }
     }
 
     /// A progress bar on stderr, drawn only on a terminal and never with --json or -q.

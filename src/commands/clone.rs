@@ -7,6 +7,7 @@ use serde_json::json;
 use super::connect_settings;
 use crate::cli::CloneArgs;
 use crate::error::{Error, Result};
+use crate::format::StoreConfig;
 use crate::format::config::TargetConfig;
 use crate::output::{Ctx, Outcome};
 use crate::store::{DEFAULT_STORE_DIR, Store};
@@ -27,7 +28,22 @@ pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
     }
     // Connect before creating anything, so a bad URL or host key leaves no empty store.
     let mut remote = open_remote(&url, &connect_settings(&args.connect))?;
-    let mut store = Store::init(&path)?;
+    // An encrypted remote makes an encrypted clone with the same keys: its settings are
+    // copied, and the identity must unlock them before anything is created.
+    let remote_config = crate::sync::remote_store::read_state(remote.as_mut())?.config;
+    let mut config = StoreConfig::default();
+    let mut envelope = None;
+    if let Some(enc) = remote_config.and_then(|c| c.encryption) {
+        envelope = Some(crate::store::envelope::unlock(&enc, &ctx.key_source())?);
+        config
+            .features
+            .push(crate::store::envelope::FEATURE.to_string());
+        config.encryption = Some(enc);
+    }
+    let mut store = Store::init_with(&path, &config)?;
+    if let Some(envelope) = envelope {
+        store.objects.set_envelope(envelope);
+    }
     let result = (|| {
         let lock = store.lock()?;
         let mut config = store.config.clone();

@@ -13,10 +13,10 @@ use crate::format::names::RefName;
 use crate::output::{Ctx, Outcome};
 
 pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
-    let store = ctx.open_store()?;
     if args.audit {
-        return audit(&store, args.max);
+        return audit(&ctx.open_store_locked()?, args.max);
     }
+    let store = ctx.open_store()?;
     let start = match &args.rev {
         Some(rev) => store.resolve(rev)?,
         None => match store.read_ref(&RefName::Current)? {
@@ -76,7 +76,20 @@ pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
 fn audit(store: &crate::store::Store, max: Option<usize>) -> Result<Outcome> {
     let entries = store.read_log()?;
     let skip = entries.len().saturating_sub(max.unwrap_or(usize::MAX));
-    let entries = &entries[skip..];
+    // Sealed free text (encrypted stores) is opened when the store is unlocked.
+    let env = store.objects.envelope();
+    let open = |t: &str| env.open_text(t).unwrap_or_else(|| "(encrypted)".into());
+    let entries: Vec<crate::format::LogEntry> = entries[skip..]
+        .iter()
+        .map(|e| crate::format::LogEntry {
+            from: open(&e.from),
+            to: open(&e.to),
+            host: open(&e.host),
+            user: open(&e.user),
+            ..e.clone()
+        })
+        .collect();
+    let entries = &entries[..];
     let mut human = String::new();
     let short = |v: Option<crate::format::ObjectId>| {
         v.map(|i| i.short()).unwrap_or_else(|| "(none)".into())

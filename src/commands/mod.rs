@@ -26,7 +26,7 @@ use crate::output::{Ctx, Outcome};
 
 pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
     match command {
-        Command::Init => init::run(ctx),
+        Command::Init(args) => init::run(ctx, &args),
         Command::Save(args) => save::run(ctx, &args),
         Command::Log(args) => log::run(ctx, &args),
         Command::Show { rev } => show::run(ctx, &rev),

@@ -13,7 +13,7 @@ use crate::store::refs::{Expect, MoveReason};
 use crate::transport::url::TargetUrl;
 
 pub fn run(ctx: &Ctx, command: TargetCommand) -> Result<Outcome> {
-    let mut store = ctx.open_store()?;
+    let mut store = ctx.open_store_locked()?;
     match command {
         TargetCommand::Add { name, url, default } => {
             validate_target_name(&name)?;

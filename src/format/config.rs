@@ -10,7 +10,7 @@ pub const FORMAT_NAME: &str = "baton-store";
 pub const FORMAT_VERSION: u32 = 1;
 /// Optional capabilities this build understands. A store that requires any other feature
 /// is refused, the way git refuses unknown `extensions.*`.
-pub const KNOWN_FEATURES: &[&str] = &[];
+pub const KNOWN_FEATURES: &[&str] = &["age-v1"];
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoreConfig {
@@ -25,6 +25,25 @@ pub struct StoreConfig {
     /// The target `push` and `pull` use when none is named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_target: Option<String>,
+    /// At-rest encryption (feature `age-v1`, store-format/ENCRYPTION.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<EncryptionConfig>,
+}
+
+/// The `encryption` section: who can read the store, and its wrapped name key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EncryptionConfig {
+    /// age X25519 recipients every object is encrypted to.
+    pub recipients: Vec<String>,
+    /// True when the store is unlocked by a passphrase (see `identity`).
+    #[serde(default)]
+    pub passphrase: bool,
+    /// Passphrase stores only: the store's X25519 identity, armored age ciphertext
+    /// sealed with the passphrase (scrypt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    /// Armored age ciphertext of the 32-byte key that derives storage names.
+    pub name_key: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,6 +59,7 @@ impl Default for StoreConfig {
             features: vec![],
             targets: BTreeMap::new(),
             default_target: None,
+            encryption: None,
         }
     }
 }
@@ -82,6 +102,12 @@ impl StoreConfig {
                 ),
             )
             .with_hint("upgrade baton"));
+        }
+        let has_feature = config.features.iter().any(|f| f == "age-v1");
+        if has_feature != config.encryption.is_some() {
+            return Err(Error::integrity(
+                "store config: feature 'age-v1' and the 'encryption' section must come together",
+            ));
         }
         Ok(config)
     }

@@ -44,6 +44,11 @@ impl Store {
             dry_run,
             ..GcReport::default()
         };
+        // Loose files are listed by storage name.
+        let reachable: std::collections::HashSet<_> = reachable
+            .iter()
+            .map(|id| self.objects.name_of(id))
+            .collect();
         let mut touched = BTreeSet::new();
         for listed in self.objects.list()? {
             let (path, is_temp) = match listed {

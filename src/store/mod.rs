@@ -4,6 +4,7 @@
 //! `refs/current`, `refs/targets/<name>`.
 
 pub mod commit;
+pub mod envelope;
 pub mod fsutil;
 pub mod gc;
 pub mod memtree;
@@ -92,16 +93,38 @@ impl Store {
                     ..e
                 }
             })?;
+        let mut objects = Objects::new(root.join("objects"), root.join("packs"));
+        if config.encryption.is_some() {
+            objects.set_envelope(envelope::Envelope::Locked);
+        }
         Ok(Store {
-            objects: Objects::new(root.join("objects"), root.join("packs")),
+            objects,
             root: root.to_path_buf(),
             config,
         })
     }
 
+    /// Unlock an encrypted store's keys (a plain store needs none).
+    pub fn unlock(&mut self, source: &envelope::KeySource) -> Result<()> {
+        if let Some(enc) = &self.config.encryption {
+            let env = envelope::unlock(enc, source)?;
+            self.objects.set_envelope(env);
+        }
+        Ok(())
+    }
+
+    pub fn is_encrypted(&self) -> bool {
+        self.config.encryption.is_some()
+    }
+
     /// Create a new store at `root`, atomically: it is built in a temp directory beside
     /// `root` and renamed into place, so a crash never leaves a half-made store.
     pub fn init(root: &Path) -> Result<Store> {
+        Store::init_with(root, &StoreConfig::default())
+    }
+
+    /// Create a new store with `config` (e.g. an encrypted one).
+    pub fn init_with(root: &Path, config: &StoreConfig) -> Result<Store> {
         match fs::symlink_metadata(root) {
             Ok(meta) if meta.is_dir() => {
                 if root.join("config").exists() {
@@ -151,7 +174,7 @@ impl Store {
         fsutil::create_new_private(&dir.join("log"), b"")?;
         fsutil::create_new_private(&dir.join("lock"), b"")?;
         fsutil::create_new_private(&dir.join(".gitignore"), b"*\n")?;
-        fsutil::create_new_private(&dir.join("config"), &StoreConfig::default().encode())?;
+        fsutil::create_new_private(&dir.join("config"), &config.encode())?;
         fs::set_permissions(
             dir,
             std::os::unix::fs::PermissionsExt::from_mode(fsutil::DIR_MODE),

@@ -14,6 +14,7 @@ use std::time::SystemTime;
 use crate::error::{Error, IoContext, Result};
 use crate::format::ObjectId;
 use crate::format::pack::PackEntry;
+use crate::store::envelope::Envelope;
 use crate::store::fsutil;
 use crate::store::packs::{self, PackIndex};
 
@@ -28,6 +29,8 @@ pub struct Objects {
     packs_dir: PathBuf,
     /// Pack indexes, loaded on first use; `refresh_packs` drops them after a new pack lands.
     packs: Mutex<Option<Arc<Vec<PackIndex>>>>,
+    /// Plain, or age-encrypted: the one place that decides names and stored bytes.
+    envelope: Envelope,
 }
 
 /// Where an object's stored bytes live.
@@ -79,7 +82,43 @@ impl Objects {
             dir,
             packs_dir,
             packs: Mutex::new(None),
+            envelope: Envelope::Plain,
         }
+    }
+
+    pub fn set_envelope(&mut self, envelope: Envelope) {
+        self.envelope = envelope;
+    }
+
+    pub fn envelope(&self) -> &Envelope {
+        &self.envelope
+    }
+
+    /// The storage name of `id` (its loose path and pack index key).
+    pub fn name_of(&self, id: &ObjectId) -> ObjectId {
+        self.envelope.name_of(id)
+    }
+
+    /// Decode stored bytes of `id` (sealed or not) into `sink`, verified.
+    pub fn decode_stored(
+        &self,
+        id: &ObjectId,
+        stored: impl Read,
+        expected_size: Option<u64>,
+        sink: &mut dyn Write,
+    ) -> Result<u64> {
+        decode_verified(id, self.envelope.open(id, stored)?, expected_size, sink)
+    }
+
+    /// Decode stored bytes found under storage name `name`: returns the object id
+    /// (checked to derive `name`) and the content size.
+    pub fn decode_named(
+        &self,
+        name: &ObjectId,
+        stored: impl Read,
+        sink: &mut dyn Write,
+    ) -> Result<(ObjectId, u64)> {
+        decode_named(&self.envelope, name, stored, sink)
     }
 
     pub fn packs_dir(&self) -> &Path {
@@ -109,9 +148,10 @@ impl Objects {
 
     fn find_packed(&self, id: &ObjectId) -> Option<(PathBuf, PackEntry)> {
         let packs = self.packs().ok()?;
+        let name = self.name_of(id);
         packs
             .iter()
-            .find_map(|p| p.find(id).map(|e| (p.path.clone(), *e)))
+            .find_map(|p| p.find(&name).map(|e| (p.path.clone(), *e)))
     }
 
     fn locate(&self, id: &ObjectId) -> Result<Option<Location>> {
@@ -155,7 +195,7 @@ impl Objects {
             count: 0,
             sink_error: None,
         };
-        let result = decode_verified(id, &mut tee, None, &mut io::sink());
+        let result = self.decode_stored(id, &mut tee, None, &mut io::sink());
         if let Some(e) = tee.sink_error.take() {
             // A sink that fails with a baton error (an upload whose connection broke)
             // keeps its kind; a plain I/O failure is "other".
@@ -173,28 +213,32 @@ impl Objects {
     }
 
     /// A temp file in the directory where `id` will live, for receiving it.
-    pub fn temp_for(&self, id: &ObjectId) -> Result<tempfile::NamedTempFile> {
-        let dest = self.path(id);
+    pub fn temp_for_name(&self, name: &ObjectId) -> Result<tempfile::NamedTempFile> {
+        let dest = self.name_path(name);
         let fanout = dest.parent().unwrap_or(&self.dir).to_path_buf();
         fsutil::ensure_private_dir(&fanout)?;
         fsutil::temp_file_in(&fanout)
     }
 
-    /// Publish a received object from a temp file made by `temp_for`, after checking that
-    /// it decompresses to content whose hash is `id`.
+    /// Publish a received object from a temp file made by `temp_for_name`, found under
+    /// storage name `name`, after checking that it opens to content whose id derives
+    /// that name (in a plain store: whose hash is `name`).
     pub fn put_stored_file(
         &self,
-        id: &ObjectId,
+        name: &ObjectId,
         temp: tempfile::NamedTempFile,
         pending: &PendingDirs,
     ) -> Result<bool> {
         let file = File::open(temp.path()).ctx("cannot read", temp.path())?;
-        decode_verified(id, file, None, &mut io::sink())
-            .map_err(|e| Error::integrity(format!("received {}", e.message)))?;
-        if self.contains(id) {
+        self.decode_named(name, file, &mut io::sink())
+            .map_err(|e| Error {
+                message: format!("received {}", e.message),
+                ..e
+            })?;
+        if self.contains_name(name) {
             return Ok(false);
         }
-        let dest = self.path(id);
+        let dest = self.name_path(name);
         fsutil::publish(temp, &dest, false)?;
         if let Some(dir) = dest.parent() {
             pending.add(dir.to_path_buf());
@@ -202,16 +246,26 @@ impl Objects {
         Ok(true)
     }
 
-    /// Store an object received in stored form (a zstd frame), after checking that it
-    /// decompresses to content whose hash is `id`. Returns false if it was already here.
-    pub fn put_stored(&self, id: &ObjectId, stored: &[u8], pending: &PendingDirs) -> Result<bool> {
+    /// Store an object received in stored form under storage name `name`, after
+    /// checking that it opens to content whose id derives that name. Returns false if it
+    /// was already here.
+    pub fn put_stored(
+        &self,
+        name: &ObjectId,
+        stored: &[u8],
+        pending: &PendingDirs,
+    ) -> Result<bool> {
         // The same check every later read makes, so nothing is stored that reads as corrupt.
-        decode_verified(id, stored, None, &mut io::sink())
-            .map_err(|e| Error::integrity(format!("received {}", e.message)))?;
-        if self.contains(id) {
+        let (id, _) = self
+            .decode_named(name, stored, &mut io::sink())
+            .map_err(|e| Error {
+                message: format!("received {}", e.message),
+                ..e
+            })?;
+        if self.contains(&id) {
             return Ok(false);
         }
-        self.publish_with(id, pending, |temp| {
+        self.publish_with(&id, pending, |temp| {
             temp.write_all(stored)
                 .map_err(|e| Error::other(format!("cannot write object {id}: {e}")))
         })?;
@@ -222,13 +276,28 @@ impl Objects {
         &self.dir
     }
 
+    /// The loose path of object `id` (under its storage name).
     pub fn path(&self, id: &ObjectId) -> PathBuf {
-        let hex = id.to_hex();
+        self.name_path(&self.name_of(id))
+    }
+
+    /// The loose path of storage name `name`.
+    pub fn name_path(&self, name: &ObjectId) -> PathBuf {
+        let hex = name.to_hex();
         self.dir.join(&hex[..2]).join(&hex[2..])
     }
 
     pub fn contains(&self, id: &ObjectId) -> bool {
         self.path(id).is_file() || self.find_packed(id).is_some()
+    }
+
+    /// Whether something is stored under storage name `name`, loose or packed.
+    pub fn contains_name(&self, name: &ObjectId) -> bool {
+        self.name_path(name).is_file()
+            || self
+                .packs()
+                .map(|p| p.iter().any(|p| p.find(name).is_some()))
+                .unwrap_or(false)
     }
 
     /// Mark an existing object as recently used, so a concurrent `gc` within its grace
@@ -253,6 +322,7 @@ impl Objects {
         }
         let compressed = zstd::bulk::compress(bytes, ZSTD_LEVEL)
             .map_err(|e| Error::other(format!("zstd compression failed: {e}")))?;
+        let compressed = self.envelope.seal_bytes(compressed)?;
         self.publish_with(&id, pending, |temp| {
             temp.write_all(&compressed)
                 .map_err(|e| Error::other(format!("cannot write object {id}: {e}")))
@@ -285,10 +355,16 @@ impl Objects {
         }
         let mut file = open_regular(path)?;
         self.publish_with(&id, pending, |temp| {
-            let mut encoder = zstd::Encoder::new(temp, ZSTD_LEVEL).ctx("cannot compress", path)?;
+            let sealed = self
+                .envelope
+                .seal_writer(io::BufWriter::with_capacity(BUF_SIZE, temp))?;
+            let mut encoder =
+                zstd::Encoder::new(sealed, ZSTD_LEVEL).ctx("cannot compress", path)?;
             let mut hashing = HashingReader::new(&mut file);
             io::copy(&mut hashing, &mut encoder).ctx("cannot read", path)?;
-            encoder.finish().ctx("cannot compress", path)?;
+            let sealed = encoder.finish().ctx("cannot compress", path)?;
+            let mut buffered = sealed.finish().ctx("cannot encrypt", path)?;
+            buffered.flush().ctx("cannot write", path)?;
             let (again, again_size) = hashing.finish();
             if again != id || again_size != size {
                 return Err(Error::other(format!(
@@ -331,7 +407,7 @@ impl Objects {
         expected_size: Option<u64>,
         sink: &mut dyn Write,
     ) -> Result<u64> {
-        decode_verified(id, self.open_stored(id)?, expected_size, sink)
+        self.decode_stored(id, self.open_stored(id)?, expected_size, sink)
     }
 
     /// Read a whole small object (tree or manifest), verified, at most `limit` bytes.
@@ -354,7 +430,8 @@ impl Objects {
     /// The first bytes of an object's content, unverified: only a cheap filter before a
     /// verified read (e.g. "is this a bundle?").
     pub fn peek(&self, id: &ObjectId, len: usize) -> Option<Vec<u8>> {
-        let decoder = zstd::Decoder::new(self.open_stored(id).ok()?).ok()?;
+        let opened = self.envelope.open(id, self.open_stored(id).ok()?).ok()?;
+        let decoder = zstd::Decoder::new(opened).ok()?;
         let mut head = Vec::with_capacity(len);
         decoder.take(len as u64).read_to_end(&mut head).ok()?;
         Some(head)
@@ -472,6 +549,39 @@ pub fn decode_verified(
     expected_size: Option<u64>,
     sink: &mut dyn Write,
 ) -> Result<u64> {
+    decode_checked(id, Some(id), file, expected_size, sink).map(|(_, size)| size)
+}
+
+/// Open stored bytes found under storage name `name` with `envelope`, decode them and
+/// check that the content's id derives `name`. Returns the id and the content size.
+pub fn decode_named(
+    envelope: &Envelope,
+    name: &ObjectId,
+    stored: impl Read,
+    sink: &mut dyn Write,
+) -> Result<(ObjectId, u64)> {
+    if !envelope.is_encrypted() {
+        return decode_checked(name, Some(name), stored, None, sink);
+    }
+    let (id, size) = decode_checked(name, None, envelope.open(name, stored)?, None, sink)?;
+    if envelope.name_of(&id) != *name {
+        return Err(Error::integrity(format!(
+            "object stored as {name} is misnamed: its content {id} has another storage name"
+        ))
+        .with_hint("run 'baton verify' and restore the object from another store"));
+    }
+    Ok((id, size))
+}
+
+/// Decode one zstd frame, hashing it; with `expected`, the hash must equal it.
+fn decode_checked(
+    label: &ObjectId,
+    expected: Option<&ObjectId>,
+    file: impl Read,
+    expected_size: Option<u64>,
+    sink: &mut dyn Write,
+) -> Result<(ObjectId, u64)> {
+    let id = label;
     let corrupt = |why: String| {
         Error::integrity(format!("object {id} is corrupt: {why}"))
             .with_hint("run 'baton verify' and restore the object from another store")
@@ -510,10 +620,12 @@ pub fn decode_verified(
     if trailing {
         return Err(corrupt("bytes follow the zstd frame".to_string()));
     }
-    if actual != *id {
+    if let Some(expected) = expected
+        && actual != *expected
+    {
         return Err(corrupt(format!("content hashes to {actual}")));
     }
-    Ok(size)
+    Ok((actual, size))
 }
 
 /// A reader that hashes and counts what passes through it.

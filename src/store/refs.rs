@@ -196,18 +196,22 @@ impl Store {
             ))
             .with_hint("someone else moved it; look at 'baton log --audit' and retry"));
         }
+        // In an encrypted store the free text (who, where) is sealed like objects.
+        let seal = |t: String| self.objects.envelope().seal_text(&t);
         let entry = LogEntry {
             time: format_time(SystemTime::now()),
             ref_name: name.as_string(),
             old,
             new,
             action: reason.action.clone(),
-            from: reason.from.clone(),
-            to: reason.to.clone(),
-            host: hostname::get()
-                .map(|h| h.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            user: current_user(),
+            from: seal(reason.from.clone())?,
+            to: seal(reason.to.clone())?,
+            host: seal(
+                hostname::get()
+                    .map(|h| h.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            )?,
+            user: seal(current_user())?,
         };
         self.append_log(&entry)?;
         let dir = self.ref_dir(name);

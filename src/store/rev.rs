@@ -89,16 +89,16 @@ impl Store {
         // Candidates: loose objects and packed ones (a pulled or cloned bundle is packed).
         let matches = |id: &ObjectId| id.to_hex().starts_with(prefix);
         let mut candidates = std::collections::BTreeSet::new();
-        let fanout = self.objects.dir().join(&prefix[..2]);
-        if fanout.is_dir() {
-            for name in super::objects::read_dir_sorted(&fanout)? {
-                if let Ok(id) = ObjectId::parse(&format!("{}{name}", &prefix[..2])) {
-                    candidates.extend(Some(id).filter(matches));
+        if self.objects.envelope().is_encrypted() {
+            // Storage names say nothing about ids: the candidates are the bundles that
+            // refs and the log name, and their ancestors.
+            for root in self.all_roots()? {
+                if self.objects.contains(&root) {
+                    candidates.extend(self.history(&root)?.into_iter().filter(matches));
                 }
             }
-        }
-        for pack in self.objects.packs()?.iter() {
-            candidates.extend(pack.entries.iter().map(|e| e.id).filter(matches));
+        } else {
+            self.loose_and_packed_with_prefix(prefix, &mut candidates)?;
         }
         let mut out = Vec::new();
         for id in candidates {
@@ -120,5 +120,25 @@ impl Store {
             out.push(id);
         }
         Ok(out)
+    }
+
+    fn loose_and_packed_with_prefix(
+        &self,
+        prefix: &str,
+        candidates: &mut std::collections::BTreeSet<ObjectId>,
+    ) -> Result<()> {
+        let matches = |id: &ObjectId| id.to_hex().starts_with(prefix);
+        let fanout = self.objects.dir().join(&prefix[..2]);
+        if fanout.is_dir() {
+            for name in super::objects::read_dir_sorted(&fanout)? {
+                if let Ok(id) = ObjectId::parse(&format!("{}{name}", &prefix[..2])) {
+                    candidates.extend(Some(id).filter(matches));
+                }
+            }
+        }
+        for pack in self.objects.packs()?.iter() {
+            candidates.extend(pack.entries.iter().map(|e| e.id).filter(matches));
+        }
+        Ok(())
     }
 }

@@ -21,7 +21,6 @@ use super::remote_store::STALE_STAGING_SECS;
 use crate::error::{Error, IoContext, Result};
 use crate::format::names::RefName;
 use crate::format::{Bundle, EntryKind, LogEntry, MAX_METADATA_OBJECT, ObjectId, Tree};
-use crate::store::objects::decode_verified;
 use crate::store::refs::{Expect, MoveReason};
 use crate::store::{Store, fsutil};
 
@@ -177,7 +176,9 @@ pub fn export(
             len
         };
         spool.seek(SeekFrom::Start(0)).map_err(werr)?;
-        let name = format!("objects/{id}");
+        // The storage name: in an encrypted store the archive, like the store, does not
+        // reveal which known files it holds.
+        let name = format!("objects/{}", store.objects.name_of(id));
         builder
             .append(&header(&name, len)?, (&mut spool).take(len))
             .map_err(werr)?;
@@ -287,7 +288,7 @@ pub fn import(store: &Store, file: &Path, max_expansion: Option<u64>) -> Result<
     )
     .ctx("cannot set permissions of", stage.path())?;
 
-    let received = receive(file, stage.path(), ratio)?;
+    let received = receive(store, file, stage.path(), ratio)?;
     let (bundles, current) = check_manifest(file, &received)?;
     check_reachable(store, &received, &bundles)?;
 
@@ -351,7 +352,7 @@ pub fn import(store: &Store, file: &Path, max_expansion: Option<u64>) -> Result<
 }
 
 /// Read the whole archive as a stream, staging and verifying every object.
-fn receive(file: &Path, stage: &Path, ratio: u64) -> Result<Received> {
+fn receive(store: &Store, file: &Path, stage: &Path, ratio: u64) -> Result<Received> {
     let handle = File::open(file).ctx("cannot open", file)?;
     let file_len = handle.metadata().ctx("cannot stat", file)?.len();
     let padding = Rc::new(Cell::new((0u64, 0u64)));
@@ -526,7 +527,10 @@ fn receive(file: &Path, stage: &Path, ratio: u64) -> Result<Received> {
     // The structure is sound; now the content of every object, with bounded expansion.
     let total_bound = MIN_TOTAL_BOUND.max(file_len.saturating_mul(ratio));
     let mut expanded = 0u64;
-    for (id, object) in staged.iter_mut() {
+    // Entries are named by storage name; staged objects are keyed by object id.
+    let mut by_id: BTreeMap<ObjectId, Staged> = BTreeMap::new();
+    for (id, mut object) in std::mem::take(&mut staged) {
+        let id = &id;
         let stored = object.stored_len;
         let object_bound = MIN_OBJECT_BOUND.max(stored.saturating_mul(ratio));
         let left = total_bound.saturating_sub(expanded);
@@ -536,7 +540,9 @@ fn receive(file: &Path, stage: &Path, ratio: u64) -> Result<Received> {
             overflow: false,
         };
         let reader = File::open(&object.path).ctx("cannot read", &object.path)?;
-        let result = decode_verified(id, BufReader::new(reader), None, &mut sink);
+        let result = store
+            .objects
+            .decode_named(id, BufReader::new(reader), &mut sink);
         if sink.overflow {
             let what = if object_bound <= left {
                 format!(
@@ -552,12 +558,18 @@ fn receive(file: &Path, stage: &Path, ratio: u64) -> Result<Received> {
                 "nothing was imported; if the archive is trusted, raise the bound with --max-expansion RATIO",
             ));
         }
-        object.content_len = result.map_err(|e| {
+        let (actual, content_len) = result.map_err(|e| {
+            if e.kind == crate::error::ErrorKind::Security {
+                return e;
+            }
             Error::integrity(format!("archive entry objects/{id}: {}", e.message))
                 .with_hint("nothing was imported; the archive is damaged or forged")
         })?;
+        object.content_len = content_len;
         expanded += object.content_len;
+        by_id.insert(actual, object);
     }
+    let staged = by_id;
     Ok(Received {
         manifest,
         staged,
@@ -733,15 +745,18 @@ fn check_reachable(store: &Store, received: &Received, bundles: &[ObjectId]) -> 
                 bytes: &mut bytes,
                 bound: &mut sink,
             };
-            decode_verified(id, BufReader::new(reader), None, &mut tee).map_err(|e| {
-                if sink.overflow {
-                    Error::integrity(format!(
-                        "object {id} is larger than {MAX_METADATA_OBJECT} bytes"
-                    ))
-                } else {
-                    e
-                }
-            })?;
+            store
+                .objects
+                .decode_stored(id, BufReader::new(reader), None, &mut tee)
+                .map_err(|e| {
+                    if sink.overflow {
+                        Error::integrity(format!(
+                            "object {id} is larger than {MAX_METADATA_OBJECT} bytes"
+                        ))
+                    } else {
+                        e
+                    }
+                })?;
             return Ok(Some(bytes));
         }
         if store.objects.contains(id) {

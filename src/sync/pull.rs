@@ -98,6 +98,9 @@ pub fn fetch(
                 .with_hint("check the target URL, or push to create the remote store"),
         );
     }
+    if let Some(config) = &state.config {
+        check_same_encryption(store, config, remote.describe().as_str())?;
+    }
     let mut report = PullReport {
         remote_current: state.current,
         ..PullReport::default()
@@ -161,7 +164,7 @@ fn lacks_any(store: &Store, remote: &mut dyn Remote, name: &str, size: u64) -> R
     let (_, index_offset) = decode_footer(&footer, size)?;
     let index = remote.read_range(&path, index_offset, size - FOOTER_LEN - index_offset)?;
     let entries = decode_index(&index, index_offset)?;
-    Ok(entries.iter().any(|e| !store.objects.contains(&e.id)))
+    Ok(entries.iter().any(|e| !store.objects.contains_name(&e.id)))
 }
 
 /// Download one pack into a temp file beside its final name, verify the whole pack and
@@ -206,7 +209,7 @@ fn download_pack(
         path: temp.path().to_path_buf(),
         entries,
     };
-    let check = packs::verify_pack(&staged);
+    let check = packs::verify_pack(&staged, store.objects.envelope());
     if let Some(problem) = check.problems.first() {
         return Err(Error::integrity(format!("received {problem}"))
             .with_hint("nothing was published; run 'baton verify' on the remote store"));
@@ -244,7 +247,8 @@ fn download_loose(
             let Ok(id) = ObjectId::parse(&format!("{}{}", &fanout[8..], entry.name)) else {
                 continue;
             };
-            if store.objects.contains(&id) {
+            // `id` is the storage name (the object id in a plain store).
+            if store.objects.contains_name(&id) {
                 continue;
             }
             let path = format!("{fanout}/{}", entry.name);
@@ -274,7 +278,7 @@ fn download_loose(
         }
     }
     for (id, path) in large {
-        let mut temp = store.objects.temp_for(&id)?;
+        let mut temp = store.objects.temp_for_name(&id)?;
         let n = {
             let mut sink = ProgressWriter {
                 inner: temp.as_file_mut(),
@@ -332,4 +336,27 @@ impl<W: Write> Write for ProgressWriter<'_, W> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
     }
+}
+
+/// Both stores must hold objects the same way: the same encryption setting and, when
+/// encrypted, the same name key (the wrapped key is copied verbatim between them).
+pub fn check_same_encryption(
+    store: &Store,
+    remote: &crate::format::StoreConfig,
+    described: &str,
+) -> Result<()> {
+    let ours = store.config.encryption.as_ref().map(|e| &e.name_key);
+    let theirs = remote.encryption.as_ref().map(|e| &e.name_key);
+    if ours == theirs {
+        return Ok(());
+    }
+    let what = match (ours, theirs) {
+        (None, Some(_)) => "the remote store is encrypted and this one is not",
+        (Some(_), None) => "this store is encrypted and the remote store is not",
+        _ => "the remote store is encrypted with another key",
+    };
+    Err(Error::usage(format!(
+        "refusing to sync with {described}: {what}"
+    ))
+    .with_hint("clone the remote into a new store instead (it copies the remote's encryption settings)"))
 }

@@ -53,9 +53,14 @@ pub fn push(
         ..PushReport::default()
     };
     let state = remote_store::read_state(remote)?;
-    if state.config.is_none() {
-        remote_store::create_store(remote)?;
-        report.created_remote = true;
+    match &state.config {
+        None => {
+            remote_store::create_store(remote, &store.config)?;
+            report.created_remote = true;
+        }
+        Some(config) => {
+            super::pull::check_same_encryption(store, config, remote.describe().as_str())?
+        }
     }
     remote_store::clean_stale_staging(remote, &state.staging);
     report.remote_before = state.current;
@@ -187,7 +192,7 @@ fn upload_and_publish(
         for id in objects {
             let start = writer.begin_object();
             store.objects.copy_stored_verified(id, &mut writer)?;
-            writer.end_object(*id, start);
+            writer.end_object(store.objects.name_of(id), start);
             progress.inc(writer.len() - start);
         }
         for id in bundles {
@@ -197,7 +202,7 @@ fn upload_and_publish(
             writer
                 .write_all(&stored)
                 .map_err(|e| transport_err("cannot upload pack", e))?;
-            writer.end_object(*id, start);
+            writer.end_object(store.objects.name_of(id), start);
             manifest_bytes.push((start, stored));
         }
         let (pack_id, pack_len, _, _) = writer
@@ -232,18 +237,21 @@ fn upload_and_publish(
 
     // 2. The next generation of the remote ref, staged and read back in full.
     let source = store.read_bundle(&bundle)?;
+    let seal = |t: String| store.objects.envelope().seal_text(&t);
     let entry = LogEntry {
         time: format_time(SystemTime::now()),
         ref_name: "current".into(),
         old: state.current,
         new: Some(bundle),
         action: "push".into(),
-        from: source.from.clone(),
-        to: source.to.clone(),
-        host: hostname::get()
-            .map(|h| h.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        user: current_user(),
+        from: seal(source.from.clone())?,
+        to: seal(source.to.clone())?,
+        host: seal(
+            hostname::get()
+                .map(|h| h.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        )?,
+        user: seal(current_user())?,
     };
     let line = entry.encode_line();
     let ref_path = format!("{staging}/ref");

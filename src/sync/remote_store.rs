@@ -97,7 +97,9 @@ pub fn read_state(remote: &mut dyn Remote) -> Result<RemoteState> {
 
 /// Create the store layout on the remote (dirs first, `config` last: a store with a
 /// config is complete). Safe to run concurrently: every step tolerates a twin.
-pub fn create_store(remote: &mut dyn Remote) -> Result<()> {
+/// The remote gets the local store's format, features and encryption (never its
+/// targets), so an encrypted store stays the same encrypted store over there.
+pub fn create_store(remote: &mut dyn Remote, local: &StoreConfig) -> Result<()> {
     let dirs: Vec<String> = [
         "",
         "objects",
@@ -113,7 +115,14 @@ pub fn create_store(remote: &mut dyn Remote) -> Result<()> {
     remote.make_dirs(&dirs)?;
     let staging = format!("{STAGING_DIR}/{}", staging_name());
     remote.make_dirs(std::slice::from_ref(&staging))?;
-    let config = StoreConfig::default().encode();
+    let config = StoreConfig {
+        format: local.format.clone(),
+        version: local.version,
+        features: local.features.clone(),
+        encryption: local.encryption.clone(),
+        ..StoreConfig::default()
+    }
+    .encode();
     let files: Vec<(String, Vec<u8>)> = [
         (".gitignore", b"*\n".to_vec()),
         ("log", vec![]),
