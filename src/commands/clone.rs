@@ -12,7 +12,7 @@ use crate::format::config::TargetConfig;
 use crate::output::{Ctx, Outcome};
 use crate::store::{DEFAULT_STORE_DIR, Store};
 use crate::sync::open_remote;
-use crate::sync::pull::pull;
+use crate::sync::pull::pull_from;
 use crate::transport::url::TargetUrl;
 
 pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
@@ -30,7 +30,8 @@ pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
     let mut remote = open_remote(&url, &connect_settings(&args.connect))?;
     // An encrypted remote makes an encrypted clone with the same keys: its settings are
     // copied, and the identity must unlock them before anything is created.
-    let remote_config = crate::sync::remote_store::read_state(remote.as_mut())?.config;
+    let state = crate::sync::remote_store::read_state(remote.as_mut())?;
+    let remote_config = state.config.clone();
     let mut config = StoreConfig::default();
     let mut envelope = None;
     if let Some(enc) = remote_config.and_then(|c| c.encryption) {
@@ -54,7 +55,7 @@ pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
         store.write_config(&lock, config)?;
         drop(lock);
         let bar = ctx.progress(0, true);
-        let report = pull(&store, remote.as_mut(), "origin", &bar)?;
+        let report = pull_from(&store, remote.as_mut(), "origin", state, &bar)?;
         bar.finish_and_clear();
         Ok(report)
     })();

@@ -40,8 +40,20 @@ pub fn pull(
     target: &str,
     progress: &ProgressBar,
 ) -> Result<PullReport> {
+    let state = remote_store::read_state(remote)?;
+    pull_from(store, remote, target, state, progress)
+}
+
+/// `pull` with the remote's state already read (clone reads it first for the config).
+pub fn pull_from(
+    store: &Store,
+    remote: &mut dyn Remote,
+    target: &str,
+    state: remote_store::RemoteState,
+    progress: &ProgressBar,
+) -> Result<PullReport> {
     let started = Instant::now();
-    let mut report = fetch(store, remote, target, progress)?;
+    let mut report = fetch_from(store, remote, target, state, progress)?;
     let current = store.read_ref(&RefName::Current)?;
     report.current_before = current;
     report.current_after = current;
@@ -92,6 +104,16 @@ pub fn fetch(
     progress: &ProgressBar,
 ) -> Result<PullReport> {
     let state = remote_store::read_state(remote)?;
+    fetch_from(store, remote, target, state, progress)
+}
+
+fn fetch_from(
+    store: &Store,
+    remote: &mut dyn Remote,
+    target: &str,
+    state: remote_store::RemoteState,
+    progress: &ProgressBar,
+) -> Result<PullReport> {
     if state.config.is_none() {
         return Err(
             Error::not_found(format!("no baton store at {}", remote.describe()))

@@ -105,6 +105,7 @@ pub fn push(
             .collect();
         remote.make_dirs(&dirs)?;
     }
+    remote.prepare_publish(&["packs".to_string(), CURRENT_DIR.to_string()])?;
     let (objects, bundles) = missing_objects(store, bundle, state.current)?;
     progress.set_length(
         objects

@@ -77,6 +77,12 @@ pub trait Remote {
     /// separate calls.
     fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>>;
 
+    /// Get ready to publish into `dirs` soon (SFTP opens them now, without waiting, so
+    /// that each later publish and its directory fsync cost one round trip).
+    fn prepare_publish(&mut self, _dirs: &[String]) -> Result<()> {
+        Ok(())
+    }
+
     /// Rename `from` to `to` without ever overwriting, then fsync `to`'s directory.
     fn publish(&mut self, from: &str, to: &str) -> Result<Published> {
         let mut outcomes = self.publish_many(&[(from.to_string(), to.to_string())])?;
@@ -121,6 +127,9 @@ impl Remote for Box<dyn Remote> {
     }
     fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>> {
         (**self).publish_many(moves)
+    }
+    fn prepare_publish(&mut self, dirs: &[String]) -> Result<()> {
+        (**self).prepare_publish(dirs)
     }
     fn publish(&mut self, from: &str, to: &str) -> Result<Published> {
         (**self).publish(from, to)

@@ -72,6 +72,12 @@ impl<R: Remote> Remote for Traced<R> {
         self.log(&format!("put_files {names:?}"), t0, r)
     }
 
+    fn prepare_publish(&mut self, dirs: &[String]) -> Result<()> {
+        let t0 = Instant::now();
+        let r = self.inner.prepare_publish(dirs);
+        self.log(&format!("prepare_publish {dirs:?} (not waited for)"), t0, r)
+    }
+
     fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>> {
         let t0 = Instant::now();
         let r = self.inner.publish_many(moves);

@@ -51,6 +51,14 @@ pub struct SftpRemote {
     broken: bool,
     /// `BATON_TRACE_SFTP=1`: log every packet to stderr.
     trace: bool,
+    /// Directories opened ahead of a publish (`prepare_publish`), for their fsync: the
+    /// request id while the reply is outstanding, then the handle.
+    prepared: HashMap<String, Prepared>,
+}
+
+enum Prepared {
+    Pending(u32),
+    Ready(String),
 }
 
 fn lost(describe: &str, e: impl std::fmt::Display) -> Error {
@@ -85,6 +93,7 @@ impl SftpRemote {
             has_fsync: false,
             broken: false,
             trace: std::env::var_os("BATON_TRACE_SFTP").is_some_and(|v| v != "0"),
+            prepared: HashMap::new(),
         };
         remote.send(Packet::Init(Init::new()))?;
         match remote.recv()? {
@@ -294,6 +303,29 @@ impl SftpRemote {
                 &self.describe,
                 format!("unexpected reply to {what}: {other:?}"),
             )),
+        }
+    }
+
+    /// The handle of a directory opened by `prepare_publish`, once its reply is in.
+    fn prepared_handle(&mut self, dir: &str) -> Result<Option<String>> {
+        match self.prepared.remove(dir) {
+            Some(Prepared::Ready(handle)) => {
+                self.prepared
+                    .insert(dir.to_string(), Prepared::Ready(handle.clone()));
+                Ok(Some(handle))
+            }
+            Some(Prepared::Pending(id)) => {
+                let reply = self.wait(id)?;
+                // A directory that could not be opened is simply opened again later.
+                let handle = match reply {
+                    Packet::Handle(h) => h.handle,
+                    _ => return Ok(None),
+                };
+                self.prepared
+                    .insert(dir.to_string(), Prepared::Ready(handle.clone()));
+                Ok(Some(handle))
+            }
+            None => Ok(None),
         }
     }
 
@@ -850,6 +882,18 @@ impl Remote for SftpRemote {
             .collect();
         parents.sort();
         parents.dedup();
+        // A directory opened ahead (prepare_publish) is fsynced in this same batch: the
+        // server handles requests in order, so the fsync follows the renames. Others are
+        // opened now and fsynced in a second batch.
+        let mut early_fsyncs = Vec::new();
+        let mut to_open = Vec::new();
+        for parent in &parents {
+            match self.prepared_handle(parent)? {
+                Some(handle) => early_fsyncs.extend(self.fsync(&handle)?),
+                None => to_open.push(parent.clone()),
+            }
+        }
+        let parents = to_open;
         let mut dir_opens = Vec::with_capacity(parents.len());
         for parent in &parents {
             dir_opens.push(self.open(parent, OpenFlags::READ, None)?);
@@ -882,6 +926,10 @@ impl Remote for SftpRemote {
                     ));
                 }
             }
+        }
+        for id in early_fsyncs {
+            let reply = self.wait(id)?;
+            self.expect_ok(reply, "fsync directory")?;
         }
         let mut dir_handles = Vec::with_capacity(parents.len());
         for (id, parent) in dir_opens.into_iter().zip(&parents) {
@@ -921,6 +969,16 @@ impl Remote for SftpRemote {
             }
         }
         Ok(outcomes)
+    }
+
+    fn prepare_publish(&mut self, dirs: &[String]) -> Result<()> {
+        for dir in dirs {
+            if !self.prepared.contains_key(dir) {
+                let id = self.open(dir, OpenFlags::READ, None)?;
+                self.prepared.insert(dir.clone(), Prepared::Pending(id));
+            }
+        }
+        Ok(())
     }
 
     fn remove_empty_dir(&mut self, dir: &str) {
