@@ -89,6 +89,32 @@ impl Store {
         Ok(Some(Generation { number, entry }))
     }
 
+    /// The log line recording a move of `name` from `old` to `new`, by this user on this
+    /// host now; free text sealed in an encrypted store.
+    pub fn log_entry(
+        &self,
+        name: &RefName,
+        old: Option<ObjectId>,
+        new: Option<ObjectId>,
+        reason: &MoveReason,
+    ) -> Result<LogEntry> {
+        let seal = |t: String| self.objects.envelope().seal_text(&t);
+        let host = hostname::get()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(LogEntry {
+            time: format_time(SystemTime::now()),
+            ref_name: name.as_string(),
+            old,
+            new,
+            action: reason.action.clone(),
+            from: seal(reason.from.clone())?,
+            to: seal(reason.to.clone())?,
+            host: seal(host)?,
+            user: seal(current_user())?,
+        })
+    }
+
     /// Every generation of `name`, oldest first: the ref's own history of moves.
     pub fn ref_history(&self, name: &RefName) -> Result<Vec<LogEntry>> {
         let dir = self.ref_dir(name);
@@ -197,22 +223,7 @@ impl Store {
             .with_hint("someone else moved it; look at 'baton log --audit' and retry"));
         }
         // In an encrypted store the free text (who, where) is sealed like objects.
-        let seal = |t: String| self.objects.envelope().seal_text(&t);
-        let entry = LogEntry {
-            time: format_time(SystemTime::now()),
-            ref_name: name.as_string(),
-            old,
-            new,
-            action: reason.action.clone(),
-            from: seal(reason.from.clone())?,
-            to: seal(reason.to.clone())?,
-            host: seal(
-                hostname::get()
-                    .map(|h| h.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-            )?,
-            user: seal(current_user())?,
-        };
+        let entry = self.log_entry(name, old, new, reason)?;
         self.append_log(&entry)?;
         let dir = self.ref_dir(name);
         fsutil::ensure_private_dir(&dir)?;

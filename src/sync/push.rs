@@ -3,19 +3,18 @@
 
 use std::collections::HashSet;
 use std::io::Write;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use indicatif::ProgressBar;
 use serde::Serialize;
 
 use super::remote_store::{self, CURRENT_DIR, STAGING_DIR};
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::bundle::format_time;
+use crate::format::ObjectId;
 use crate::format::names::{RefName, generation_name};
-use crate::format::{LogEntry, ObjectId};
 use crate::store::Store;
 use crate::store::packs::{PackWriter, pack_file_name};
-use crate::store::refs::{Expect, MoveReason, current_user};
+use crate::store::refs::{Expect, MoveReason};
 use crate::transport::{Published, Remote};
 
 #[derive(Debug, Default, Serialize)]
@@ -238,22 +237,12 @@ fn upload_and_publish(
 
     // 2. The next generation of the remote ref, staged and read back in full.
     let source = store.read_bundle(&bundle)?;
-    let seal = |t: String| store.objects.envelope().seal_text(&t);
-    let entry = LogEntry {
-        time: format_time(SystemTime::now()),
-        ref_name: "current".into(),
-        old: state.current,
-        new: Some(bundle),
+    let reason = MoveReason {
         action: "push".into(),
-        from: seal(source.from.clone())?,
-        to: seal(source.to.clone())?,
-        host: seal(
-            hostname::get()
-                .map(|h| h.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        )?,
-        user: seal(current_user())?,
+        from: source.from.clone(),
+        to: source.to.clone(),
     };
+    let entry = store.log_entry(&RefName::Current, state.current, Some(bundle), &reason)?;
     let line = entry.encode_line();
     let ref_path = format!("{staging}/ref");
     remote.put_files(&[(ref_path.clone(), line)])?;
