@@ -8,48 +8,18 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    Env, assert_private_tree, corrupt_pack_data, disk_current, pack_files, random_bytes,
-    snapshot_files, staged_pack_size,
+    Env, assert_private_tree, corrupt_pack_data, disk_current, json_err, json_ok, pack_files,
+    random_bytes, s, snapshot_files, staged_pack_size, text,
 };
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------
-
-fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// `--json ARGS`, required to succeed; the document.
-fn json_ok(env: &Env, args: &[&str]) -> Value {
-    let (code, doc) = env.json(args);
-    assert_eq!(code, 0, "baton {args:?}: {doc}");
-    assert_eq!(doc["ok"], true, "{doc}");
-    doc
-}
-
-/// `--json ARGS`, required to fail with `exit`; the document's `error`.
-fn json_err(env: &Env, args: &[&str], exit: i32) -> Value {
-    let (code, doc) = env.json(args);
-    assert_eq!(code, exit, "baton {args:?} should exit {exit}: {doc}");
-    assert_eq!(doc["ok"], false, "{doc}");
-    assert_eq!(doc["error"]["exit_code"], exit, "{doc}");
-    doc["error"].clone()
-}
-
-fn s(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
 
 /// A store directory's path next to the env's own store.
 fn remote_dir(env: &Env) -> PathBuf {

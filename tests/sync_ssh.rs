@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{
-    Env, assert_private_tree, corrupt_pack_data, disk_current, pack_files, random_bytes,
-    snapshot_files, staged_pack_size,
+    Env, assert_private_tree, corrupt_pack_data, disk_current, pack_files, random_bytes, s,
+    snapshot_files, staged_pack_size, text,
 };
 use serde_json::Value;
 use sshd::{KnownHostsMode, Sshd};
@@ -28,19 +28,6 @@ use sshd::{KnownHostsMode, Sshd};
 // ---------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------
-
-fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn s(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
 
 /// A `baton` command in `env` that reaches `server` (its HOME and agent socket).
 fn cmd(env: &Env, server: &Sshd) -> Command {

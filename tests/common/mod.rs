@@ -231,3 +231,35 @@ pub fn staged_pack_size(store: &Path) -> Option<u64> {
         .map(|m| m.len())
         .max()
 }
+
+/// Exit code, stdout and stderr of a finished command, for assertion messages.
+pub fn text(out: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `--json ARGS`, required to succeed; the document.
+pub fn json_ok(env: &Env, args: &[&str]) -> serde_json::Value {
+    let (code, doc) = env.json(args);
+    assert_eq!(code, 0, "baton {args:?}: {doc}");
+    assert_eq!(doc["ok"], true, "{doc}");
+    doc
+}
+
+/// `--json ARGS`, required to fail with `exit`; the document's `error`.
+pub fn json_err(env: &Env, args: &[&str], exit: i32) -> serde_json::Value {
+    let (code, doc) = env.json(args);
+    assert_eq!(code, exit, "baton {args:?} should exit {exit}: {doc}");
+    assert_eq!(doc["ok"], false, "{doc}");
+    assert_eq!(doc["error"]["exit_code"], exit, "{doc}");
+    doc["error"].clone()
+}
+
+/// A path as the `&str` an argument list wants (test paths are UTF-8).
+pub fn s(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 test path")
+}
