@@ -11,68 +11,16 @@ use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::SystemTime;
 
 use baton::handoff::secrets::KINDS;
-use common::{Env, snapshot_files};
+use common::{Env, git, git_cmd, snapshot_files};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------
 // Helpers: git
 // ---------------------------------------------------------------------------------------
-
-/// A git command for test setup, isolated from the user's and the system's configuration.
-fn git_cmd(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.arg("-C").arg(dir).args([
-        "-c",
-        "user.name=Test Author",
-        "-c",
-        "user.email=test@example.com",
-        "-c",
-        "init.defaultBranch=main",
-        "-c",
-        "commit.gpgsign=false",
-        "-c",
-        "tag.gpgsign=false",
-        "-c",
-        "advice.detachedHead=false",
-        "-c",
-        "core.autocrlf=false",
-        "-c",
-        "protocol.file.allow=always",
-        "-c",
-        "merge.conflictStyle=merge",
-    ]);
-    for var in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_OBJECT_DIRECTORY",
-        "GIT_COMMON_DIR",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("LC_ALL", "C");
-    cmd
-}
-
-/// Run git and require success; returns trimmed stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_cmd(dir, args).output().expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?} in {} failed:\n{}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
-}
 
 /// Run git that is expected to fail (a merge that conflicts).
 fn git_fails(dir: &Path, args: &[&str]) {

@@ -3,11 +3,14 @@
 //! conflicted files, submodules, unborn and detached repositories, non-git directories, a
 //! missing git, and every HEAD relation — and proof that capture never writes.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, SystemTime};
+
+use common::git;
 
 use baton::handoff::compare::{self, Comparison, HeadRelation};
 use baton::handoff::evidence::{self, Change, Evidence, GitEvidence};
@@ -16,54 +19,9 @@ use baton::handoff::evidence::{self, Change, Evidence, GitEvidence};
 // Helpers
 // ---------------------------------------------------------------------------------------
 
-/// Run git for test setup, isolated from the user's configuration; require success.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let mut cmd = Command::new("git");
-    cmd.arg("-C").arg(dir).args([
-        "-c",
-        "user.name=Test Author",
-        "-c",
-        "user.email=test@example.com",
-        "-c",
-        "init.defaultBranch=main",
-        "-c",
-        "commit.gpgsign=false",
-        "-c",
-        "protocol.file.allow=always",
-        "-c",
-        "advice.detachedHead=false",
-        "-c",
-        "core.autocrlf=false",
-    ]);
-    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"] {
-        cmd.env_remove(var);
-    }
-    let out = cmd
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("LC_ALL", "C")
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?} in {} failed:\n{}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
-}
-
 /// Like [`git`] but tolerating failure (for a merge that conflicts).
 fn git_may_fail(dir: &Path, args: &[&str]) -> bool {
-    Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=T", "-c", "user.email=t@example.com"])
-        .args(["-c", "commit.gpgsign=false"])
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+    common::git_cmd(dir, args)
         .output()
         .expect("run git")
         .status

@@ -11,13 +11,8 @@ pub fn run(ctx: &Ctx, rev: &str, dir: &Path) -> Result<Outcome> {
     let store = ctx.open_store()?;
     let id = store.resolve(rev)?;
     let bundle = store.read_bundle(&id)?;
-    let total: u64 = store
-        .list_tree(&bundle.tree)?
-        .iter()
-        .map(|(_, e)| e.size)
-        .sum();
-    let bar = ctx.progress(total, true);
-    let stats = store.checkout(&bundle.tree, dir, &|n| bar.inc(n))?;
+    let bar = ctx.progress(0, true);
+    let stats = store.checkout(&bundle.tree, dir, &bar)?;
     bar.finish_and_clear();
     let human = if ctx.quiet {
         String::new()

@@ -5,15 +5,13 @@ use serde_json::json;
 
 use crate::cli::ImportArgs;
 use crate::error::Result;
+use crate::format::id::show_short;
 use crate::output::{Ctx, Outcome};
 use crate::sync::archive::import;
 
 pub fn run(ctx: &Ctx, args: &ImportArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;
     let report = import(&store, &args.file, args.max_expansion)?;
-    let short = |v: Option<crate::format::ObjectId>| {
-        v.map(|i| i.short()).unwrap_or_else(|| "(none)".into())
-    };
     let human = if ctx.quiet {
         String::new()
     } else {
@@ -24,7 +22,7 @@ pub fn run(ctx: &Ctx, args: &ImportArgs) -> Result<Outcome> {
             report.objects_published,
             report.objects,
             report.bytes_published,
-            short(report.current_after)
+            show_short(report.current_after)
         )
     };
     Ok(Outcome::new(human, json!({ "report": report })))

@@ -7,6 +7,7 @@ use std::time::SystemTime;
 use serde_json::json;
 
 use crate::error::{Error, Result};
+use crate::format::id::show_short;
 use crate::format::names::RefName;
 use crate::format::{Bundle, ObjectId};
 use crate::handoff::capture::{self, SecretsMode};
@@ -81,9 +82,7 @@ pub fn run(ctx: &Ctx, path: &Path, secrets_mode: SecretsMode) -> Result<Outcome>
             "Imported {} handoffs ({}); current is {}",
             imported.len(),
             plan.format.name(),
-            current
-                .map(|c| c.short())
-                .unwrap_or_else(|| "(none)".into())
+            show_short(current)
         )
     };
     let human = if !human.is_empty() && !found.is_empty() {

@@ -9,6 +9,7 @@ use super::{bundle_json, handoff_line};
 use crate::cli::LogArgs;
 use crate::error::Result;
 use crate::format::bundle::unix_seconds;
+use crate::format::id::show_short;
 use crate::format::names::RefName;
 use crate::output::{Ctx, Outcome};
 
@@ -91,17 +92,14 @@ fn audit(store: &crate::store::Store, max: Option<usize>) -> Result<Outcome> {
         .collect();
     let entries = &entries[..];
     let mut human = String::new();
-    let short = |v: Option<crate::format::ObjectId>| {
-        v.map(|i| i.short()).unwrap_or_else(|| "(none)".into())
-    };
     for e in entries {
         let _ = write!(
             human,
             "{} {} {}..{} {}",
             e.time,
             e.ref_name,
-            short(e.old),
-            short(e.new),
+            show_short(e.old),
+            show_short(e.new),
             e.action
         );
         let who = handoff_line(&e.from, &e.to);

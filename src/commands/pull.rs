@@ -5,6 +5,7 @@ use serde_json::json;
 use super::connect_settings;
 use crate::cli::PullArgs;
 use crate::error::Result;
+use crate::format::id::show_short;
 use crate::output::{Ctx, Outcome};
 use crate::sync::pull::pull;
 use crate::sync::{choose_target, open_remote};
@@ -16,9 +17,6 @@ pub fn run(ctx: &Ctx, args: &PullArgs) -> Result<Outcome> {
     let bar = ctx.progress(0, true);
     let report = pull(&store, remote.as_mut(), &name, &bar)?;
     bar.finish_and_clear();
-    let short = |v: Option<crate::format::ObjectId>| {
-        v.map(|i| i.short()).unwrap_or_else(|| "(none)".into())
-    };
     let human = if ctx.quiet {
         String::new()
     } else {
@@ -29,7 +27,7 @@ pub fn run(ctx: &Ctx, args: &PullArgs) -> Result<Outcome> {
             report.objects_received,
             report.bytes_received,
             report.elapsed_ms,
-            short(report.current_after)
+            show_short(report.current_after)
         )
     };
     Ok(Outcome::new(

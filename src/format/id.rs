@@ -48,6 +48,16 @@ impl ObjectId {
     }
 }
 
+/// A ref value for messages: the full id, or `(none)` for an absent ref.
+pub fn show_full(value: Option<ObjectId>) -> String {
+    value.map(|i| i.to_hex()).unwrap_or_else(|| "(none)".into())
+}
+
+/// A ref value for human output: the short id, or `(none)` for an absent ref.
+pub fn show_short(value: Option<ObjectId>) -> String {
+    value.map(|i| i.short()).unwrap_or_else(|| "(none)".into())
+}
+
 pub fn is_lower_hex(text: &str) -> bool {
     !text.is_empty()
         && text

@@ -308,17 +308,26 @@ impl Objects {
         }
     }
 
+    /// The object when the store already holds it, freshened so that a concurrent gc
+    /// keeps it for its grace period.
+    fn reuse(&self, id: &ObjectId, size: u64) -> Option<Stored> {
+        if !self.contains(id) {
+            return None;
+        }
+        self.freshen(id);
+        Some(Stored {
+            id: *id,
+            size,
+            written: false,
+        })
+    }
+
     /// Store a byte string (trees, manifests, small files).
     pub fn put_bytes(&self, bytes: &[u8], pending: &PendingDirs) -> Result<Stored> {
         let id = ObjectId::of(bytes);
         let size = bytes.len() as u64;
-        if self.contains(&id) {
-            self.freshen(&id);
-            return Ok(Stored {
-                id,
-                size,
-                written: false,
-            });
+        if let Some(stored) = self.reuse(&id, size) {
+            return Ok(stored);
         }
         let compressed = zstd::bulk::compress(bytes, ZSTD_LEVEL)
             .map_err(|e| Error::other(format!("zstd compression failed: {e}")))?;
@@ -345,13 +354,8 @@ impl Objects {
             return self.put_bytes(&bytes, pending);
         }
         let (id, size) = hash_stream(&mut file).ctx("cannot read", path)?;
-        if self.contains(&id) {
-            self.freshen(&id);
-            return Ok(Stored {
-                id,
-                size,
-                written: false,
-            });
+        if let Some(stored) = self.reuse(&id, size) {
+            return Ok(stored);
         }
         let mut file = open_regular(path)?;
         self.publish_with(&id, pending, |temp| {

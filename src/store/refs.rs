@@ -8,6 +8,7 @@ use std::time::SystemTime;
 use super::{Store, StoreLock, fsutil};
 use crate::error::{Error, IoContext, Result};
 use crate::format::bundle::format_time;
+use crate::format::id::show_full;
 use crate::format::names::{RefName, generation_name, parse_generation};
 use crate::format::{LogEntry, ObjectId};
 
@@ -212,13 +213,11 @@ impl Store {
         if let Expect::Value(expected) = expect
             && expected != old
         {
-            let show =
-                |v: Option<ObjectId>| v.map(|i| i.to_hex()).unwrap_or_else(|| "(none)".into());
             return Err(Error::conflict(format!(
                 "ref '{}' is {}, expected {}",
                 name.as_string(),
-                show(old),
-                show(expected)
+                show_full(old),
+                show_full(expected)
             ))
             .with_hint("someone else moved it; look at 'baton log --audit' and retry"));
         }

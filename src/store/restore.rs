@@ -43,7 +43,7 @@ impl Store {
         &self,
         tree: &ObjectId,
         dest: &Path,
-        progress: &(dyn Fn(u64) + Sync),
+        progress: &indicatif::ProgressBar,
     ) -> Result<CheckoutStats> {
         let mut fill_existing = false;
         let canonical;
@@ -95,6 +95,13 @@ impl Store {
         let mut staging = Staging(Some(staging_path.clone()));
 
         let entries = self.list_tree(tree)?;
+        progress.set_length(
+            entries
+                .iter()
+                .filter(|(_, e)| matches!(e.kind, EntryKind::File | EntryKind::Exec))
+                .map(|(_, e)| e.size)
+                .sum(),
+        );
         let mut files: Vec<(PathBuf, &TreeEntry)> = Vec::new();
         for (path, entry) in &entries {
             let target = staging_path.join(path);
@@ -129,7 +136,7 @@ impl Store {
                     .objects
                     .copy_to(&entry.id, Some(entry.size), &mut out)?;
                 out.flush().ctx("cannot write", target)?;
-                progress(bytes);
+                progress.inc(bytes);
                 Ok(CheckoutStats { files: 1, bytes })
             })
             .try_reduce(CheckoutStats::default, |a, b| {

@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::remote_store::{self, CURRENT_DIR, STAGING_DIR};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::ObjectId;
+use crate::format::id::show_full;
 use crate::format::names::{RefName, generation_name};
 use crate::store::Store;
 use crate::store::packs::{PackWriter, pack_file_name};
@@ -63,14 +64,13 @@ pub fn push(
     }
     remote_store::clean_stale_staging(remote, &state.staging);
     report.remote_before = state.current;
-    let show = |v: Option<ObjectId>| v.map(|i| i.to_hex()).unwrap_or_else(|| "(none)".into());
 
     match request.force {
         Some(expected) if expected != state.current => {
             return Err(Error::conflict(format!(
                 "remote current is {}, but --force expected {}",
-                show(state.current),
-                show(expected)
+                show_full(state.current),
+                show_full(expected)
             ))
             .with_hint("fetch with 'baton pull' or look again before forcing"));
         }
@@ -263,10 +263,7 @@ fn upload_and_publish(
     let ref_dest = format!("{CURRENT_DIR}/{}", generation_name(state.generation + 1));
     if remote.publish(&ref_path, &ref_dest)? == Published::Exists {
         let now = remote_store::read_state(remote)?;
-        let show = now
-            .current
-            .map(|i| i.to_hex())
-            .unwrap_or_else(|| "(none)".into());
+        let show = show_full(now.current);
         return Err(Error::conflict(format!(
             "remote current moved during the push: it is now {show}, this push was for {bundle}"
         ))

@@ -263,3 +263,55 @@ pub fn json_err(env: &Env, args: &[&str], exit: i32) -> serde_json::Value {
 pub fn s(path: &Path) -> &str {
     path.to_str().expect("UTF-8 test path")
 }
+
+/// A git command for test setup, isolated from the user's and the system's configuration.
+pub fn git_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(dir).args([
+        "-c",
+        "user.name=Test Author",
+        "-c",
+        "user.email=test@example.com",
+        "-c",
+        "init.defaultBranch=main",
+        "-c",
+        "commit.gpgsign=false",
+        "-c",
+        "tag.gpgsign=false",
+        "-c",
+        "advice.detachedHead=false",
+        "-c",
+        "core.autocrlf=false",
+        "-c",
+        "protocol.file.allow=always",
+        "-c",
+        "merge.conflictStyle=merge",
+    ]);
+    for var in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_COMMON_DIR",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("LC_ALL", "C");
+    cmd
+}
+
+/// Run git and require success; returns trimmed stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = git_cmd(dir, args).output().expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?} in {} failed:\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+}

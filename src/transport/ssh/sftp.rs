@@ -229,16 +229,21 @@ impl SftpRemote {
     fn expect_ok(&self, packet: Packet, what: &str) -> Result<()> {
         match packet {
             Packet::Status(s) if s.status_code == StatusCode::Ok => Ok(()),
-            Packet::Status(s) => Err(status_error(
-                &self.describe,
-                what,
-                s.status_code,
-                &s.error_message,
-            )),
-            other => Err(lost(
+            other => Err(self.unexpected(what, other)),
+        }
+    }
+
+    /// The error for a reply that is not the one `what` expects: a failure status as
+    /// itself, anything else as a broken conversation.
+    fn unexpected(&self, what: &str, packet: Packet) -> Error {
+        match packet {
+            Packet::Status(s) => {
+                status_error(&self.describe, what, s.status_code, &s.error_message)
+            }
+            other => lost(
                 &self.describe,
                 format!("unexpected reply to {what}: {other:?}"),
-            )),
+            ),
         }
     }
 
@@ -247,16 +252,7 @@ impl SftpRemote {
         match packet {
             Packet::Handle(h) => Ok(Some(h.handle)),
             Packet::Status(s) if s.status_code == StatusCode::NoSuchFile => Ok(None),
-            Packet::Status(s) => Err(status_error(
-                &self.describe,
-                what,
-                s.status_code,
-                &s.error_message,
-            )),
-            other => Err(lost(
-                &self.describe,
-                format!("unexpected reply to {what}: {other:?}"),
-            )),
+            other => Err(self.unexpected(what, other)),
         }
     }
 
@@ -293,16 +289,7 @@ impl SftpRemote {
         match self.wait(id)? {
             Packet::Data(d) => Ok(Some(d.data)),
             Packet::Status(s) if s.status_code == StatusCode::Eof => Ok(None),
-            Packet::Status(s) => Err(status_error(
-                &self.describe,
-                what,
-                s.status_code,
-                &s.error_message,
-            )),
-            other => Err(lost(
-                &self.describe,
-                format!("unexpected reply to {what}: {other:?}"),
-            )),
+            other => Err(self.unexpected(what, other)),
         }
     }
 
