@@ -344,6 +344,27 @@ def expect_reject(fn, data, why):
     raise AssertionError("accepted but must be rejected: " + why)
 
 
+def check_key_wrap(v):
+    """The baton-wrap stanza of encrypted stores (ENCRYPTION.md, Envelope)."""
+    try:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+        from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+    except ImportError:
+        print("key_wrap.json skipped: pip install cryptography to check it")
+        return
+    import base64
+    name_key = bytes.fromhex(v["name_key"])
+    salt = bytes.fromhex(v["salt"])
+    secret = blake3.blake3(name_key, derive_key_context="baton age-v1 2026-11 file-key wrap secret").digest()
+    ok(secret.hex() == v["wrap_secret"], "key wrap secret")
+    wrap_key = HKDF(algorithm=hashes.SHA256(), length=32, salt=salt,
+                    info=b"baton.age-v1/file-key-wrap").derive(secret)
+    body = ChaCha20Poly1305(wrap_key).encrypt(b"\0" * 12, bytes.fromhex(v["file_key"]), None)
+    ok(body.hex() == v["body"], "key wrap body")
+    ok(base64.b64encode(salt).decode().rstrip("=") == v["arg"], "key wrap salt argument")
+
+
 def main():
     for v in load("blobs.json")["vectors"]:
         if "utf8" in v:
@@ -453,6 +474,8 @@ def main():
         decode_config(v["bytes"].encode("utf-8"))
     for v in config["reject"]:
         expect_reject(decode_config, v["bytes"].encode("utf-8"), "config: " + v["name"])
+
+    check_key_wrap(load("key_wrap.json"))
 
     note = "" if decompressed else " (zstd not installed: loose objects checked for framing only)"
     print("store-format vectors: %d checks passed%s" % (checks, note))

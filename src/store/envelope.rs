@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use age::secrecy::{ExposeSecret, SecretString};
 
+use super::key_wrap::StoreKeyWrap;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::ObjectId;
 use crate::format::config::EncryptionConfig;
@@ -22,6 +23,7 @@ pub struct AgeKeys {
     recipients: Vec<age::x25519::Recipient>,
     identities: Vec<Box<dyn age::Identity + Send + Sync>>,
     name_key: [u8; 32],
+    wrap: StoreKeyWrap,
 }
 
 /// How an object's stored bytes are wrapped.
@@ -175,7 +177,10 @@ impl<W: Write> Write for SealWriter<W> {
 impl AgeKeys {
     fn encrypt_writer<W: Write>(&self, sink: W) -> Result<age::stream::StreamWriter<W>> {
         let encryptor = age::Encryptor::with_recipients(
-            self.recipients.iter().map(|r| r as &dyn age::Recipient),
+            self.recipients
+                .iter()
+                .map(|r| r as &dyn age::Recipient)
+                .chain([&self.wrap as &dyn age::Recipient]),
         )
         .map_err(|e| Error::other(format!("age encryption failed: {e}")))?;
         encryptor
@@ -188,10 +193,14 @@ impl AgeKeys {
         stored: R,
     ) -> std::result::Result<Box<dyn Read + 'a>, age::DecryptError> {
         let decryptor = age::Decryptor::new_buffered(BufReader::new(stored))?;
+        // The store's own wrap first: it opens baton's objects without an X25519
+        // exchange; objects from before it existed fall through to the identities.
         let reader = decryptor.decrypt(
-            self.identities
-                .iter()
-                .map(|i| i.as_ref() as &dyn age::Identity),
+            std::iter::once(&self.wrap as &dyn age::Identity).chain(
+                self.identities
+                    .iter()
+                    .map(|i| i.as_ref() as &dyn age::Identity),
+            ),
         )?;
         Ok(Box::new(reader))
     }
@@ -374,6 +383,7 @@ pub fn unlock(config: &EncryptionConfig, source: &KeySource) -> Result<Envelope>
     Ok(Envelope::Age(Arc::new(AgeKeys {
         recipients,
         identities,
+        wrap: StoreKeyWrap::from_name_key(&name_key),
         name_key,
     })))
 }

@@ -7,6 +7,7 @@ pub mod commit;
 pub mod envelope;
 pub mod fsutil;
 pub mod gc;
+pub mod key_wrap;
 pub mod memtree;
 pub mod objects;
 pub mod packs;
