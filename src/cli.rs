@@ -77,6 +77,14 @@ pub enum Command {
     Diff { old: String, new: String },
     /// Check integrity: the whole store (every object rehashed), or REV and its history
     Verify { rev: Option<String> },
+    /// Move `current` to REV (e.g. targets/origin after a lost push race); logged, undoable
+    Reset {
+        /// Revision: id, unique prefix, current~N, targets/NAME
+        rev: String,
+        /// Move only if `current` is still this id (or `none`): a compare-and-swap
+        #[arg(long, value_name = "ID")]
+        expect: Option<String>,
+    },
     /// Remove objects unreachable from every ref and log line, after a grace period
     Gc(GcArgs),
     /// Manage remote targets (like git remotes)

@@ -607,6 +607,49 @@ fn pull_fast_forwards_and_a_diverged_pull_still_records_the_target() {
     let out = b.ok(&["cat", "targets/r:y"]);
     assert_eq!(out, "y\n");
     verify(&b, &b.store());
+
+    // Recovery without a re-clone: reset onto the fetched bundle (a compare-and-swap with
+    // --expect), save the work again on top, push. Nothing is lost: the abandoned bundle
+    // stays in the audit log and readable.
+    assert!(
+        err["hint"]
+            .as_str()
+            .unwrap_or("")
+            .contains("baton reset targets/r"),
+        "{err}"
+    );
+    let refused = json_err(&b, &["reset", "targets/r", "--expect", &base], 5);
+    assert!(
+        refused["message"].as_str().unwrap().contains(&b_ahead),
+        "{refused}"
+    );
+    assert_eq!(json_ok(&b, &["show", "current"])["id"], b_ahead.as_str());
+    json_err(&b, &["reset", "0123456789abcdef"], 3);
+    let doc = json_ok(&b, &["reset", "targets/r", "--expect", &b_ahead]);
+    assert_eq!(doc["old"], b_ahead.as_str(), "{doc}");
+    assert_eq!(doc["new"], y.as_str(), "{doc}");
+    assert_eq!(doc["moved"], true, "{doc}");
+    let again = json_ok(&b, &["reset", "targets/r"]);
+    assert_eq!(again["moved"], false, "{again}");
+    let last = audit(&b);
+    let reset_line = last
+        .iter()
+        .find(|e| e["action"] == "reset")
+        .expect("a reset line");
+    assert_eq!(reset_line["old"], b_ahead.as_str());
+    assert_eq!(b.ok(&["cat", &format!("{b_ahead}:b")]), "b\n");
+    let redone = save_change(&b, "b", b"b\n");
+    json_ok(&b, &["push"]);
+    let chain: Vec<String> = json_ok(&a, &["--store", s(&remote), "log"])["bundles"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| e["id"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(chain[..2], [redone.clone(), y.clone()], "{chain:?}");
+    verify(&b, &remote);
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod init;
 mod log;
 mod pull;
 mod push;
+mod reset;
 mod resume;
 mod save;
 mod search;
@@ -34,6 +35,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Checkout { rev, dir } => checkout::run(ctx, &rev, &dir),
         Command::Diff { old, new } => diff::run(ctx, &old, &new),
         Command::Verify { rev } => verify::run(ctx, rev.as_deref()),
+        Command::Reset { rev, expect } => reset::run(ctx, &rev, expect.as_deref()),
         Command::Gc(args) => gc::run(ctx, &args),
         Command::Target(cmd) => target::run(ctx, cmd),
         Command::Resume(args) => resume::run(ctx, &args),

@@ -69,7 +69,7 @@ pub fn pull_from(
             return Err(Error::conflict(format!(
                 "history diverged: local current is {ours}, remote current is {theirs}"
             ))
-            .with_hint(format!("the remote bundle was fetched as targets/{target}; inspect it with 'baton log targets/{target}'")));
+            .with_hint(format!("the remote bundle was fetched as targets/{target}; inspect it with 'baton log targets/{target}', then 'baton reset targets/{target}' and save your work again on top (the old bundle stays in 'baton log --audit')")));
         }
         _ => {
             let reason = MoveReason {
