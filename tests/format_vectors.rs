@@ -22,6 +22,7 @@ const VECTOR_FILES: &[&str] = &[
     "bundles.json",
     "config.json",
     "invalid.json",
+    "key_wrap.json",
     "log.json",
     "objects.json",
     "packs.json",
@@ -337,7 +338,23 @@ fn ref_directories_resolve_to_their_newest_generation() {
         }
         let result = store.read_ref(&ref_name);
         if case["error"].as_bool() == Some(true) {
-            assert!(result.is_err(), "{what}: must be reported as damaged");
+            // What `verify` runs for each ref: the listing, then the value.
+            assert!(
+                store
+                    .ref_history(&ref_name)
+                    .and_then(|_| store.read_ref(&ref_name))
+                    .is_err(),
+                "{what}: verify must report it as damaged"
+            );
+            match case["probe_value"].as_str() {
+                // A stray entry is invisible to a reader that probes (SPEC 8.3).
+                Some(hex) => assert_eq!(
+                    result.unwrap_or_else(|e| panic!("{what}: {}", e.message)),
+                    Some(ObjectId::parse(hex).expect("id")),
+                    "{what}: probing reader"
+                ),
+                None => assert!(result.is_err(), "{what}: must be reported as damaged"),
+            }
             continue;
         }
         let value = result.unwrap_or_else(|e| panic!("{what}: {}", e.message));
@@ -488,4 +505,34 @@ fn packs_index_and_hash_exactly() {
             );
         }
     }
+}
+
+/// The baton-wrap stanza of encrypted stores opens with the store's key (derived from the
+/// name key) and yields the vector's file key; any other name key does not open it.
+#[test]
+fn key_wrap_stanza_opens_to_the_file_key() {
+    use age::Identity;
+    use age::secrecy::ExposeSecret;
+    use baton::store::key_wrap::{StoreKeyWrap, TAG};
+    let v = load("key_wrap.json");
+    let hex = |k: &str| from_hex(v[k].as_str().unwrap());
+    let name_key: [u8; 32] = hex("name_key").try_into().unwrap();
+    assert_eq!(v["tag"], TAG);
+    let stanza = age_core::format::Stanza {
+        tag: TAG.to_string(),
+        args: vec![v["arg"].as_str().unwrap().to_string()],
+        body: hex("body"),
+    };
+    let key = StoreKeyWrap::from_name_key(&name_key)
+        .unwrap_stanza(&stanza)
+        .expect("the stanza is ours")
+        .expect("it opens");
+    assert_eq!(key.expose_secret().to_vec(), hex("file_key"));
+    let mut other = name_key;
+    other[0] ^= 1;
+    assert!(
+        StoreKeyWrap::from_name_key(&other)
+            .unwrap_stanza(&stanza)
+            .is_none()
+    );
 }

@@ -75,7 +75,11 @@ pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
 }
 
 fn audit(store: &crate::store::Store, max: Option<usize>) -> Result<Outcome> {
-    let entries = store.read_log()?;
+    // With -n, only the tail of the log is read.
+    let entries = match max {
+        Some(max) => store.read_log_tail(max)?,
+        None => store.read_log()?,
+    };
     let skip = entries.len().saturating_sub(max.unwrap_or(usize::MAX));
     // Sealed free text (encrypted stores) is opened when the store is unlocked.
     let env = store.objects.envelope();

@@ -16,7 +16,7 @@ use crate::format::ObjectId;
 use crate::format::pack::PackEntry;
 use crate::store::envelope::Envelope;
 use crate::store::fsutil;
-use crate::store::packs::{self, PackIndex};
+use crate::store::packs::{self, PackIndex, PackSet};
 
 /// zstd level for new objects: level 3 (zstd's default) balances speed and size.
 pub const ZSTD_LEVEL: i32 = 3;
@@ -27,8 +27,12 @@ const BUF_SIZE: usize = 256 << 10;
 pub struct Objects {
     dir: PathBuf,
     packs_dir: PathBuf,
-    /// Pack indexes, loaded on first use; `refresh_packs` drops them after a new pack lands.
+    /// Whole pack indexes, loaded on first use (verify); `refresh_packs` drops them after
+    /// a new pack lands.
     packs: Mutex<Option<Arc<Vec<PackIndex>>>>,
+    /// The packs for lookups: listed on first use, each index searched on disk, so that
+    /// finding a few objects never reads every index entry of the store.
+    lookup: Mutex<Option<Arc<PackSet>>>,
     /// Plain, or age-encrypted: the one place that decides names and stored bytes.
     envelope: Envelope,
 }
@@ -82,6 +86,7 @@ impl Objects {
             dir,
             packs_dir,
             packs: Mutex::new(None),
+            lookup: Mutex::new(None),
             envelope: Envelope::Plain,
         }
     }
@@ -125,7 +130,8 @@ impl Objects {
         &self.packs_dir
     }
 
-    /// The indexes of every pack in the store (loaded once, then cached).
+    /// The whole index of every pack in the store (loaded once, then cached): for
+    /// commands that read every entry anyway (verify). Lookups use `pack_set`.
     pub fn packs(&self) -> Result<Arc<Vec<PackIndex>>> {
         let mut cached = self
             .packs
@@ -139,19 +145,37 @@ impl Objects {
         Ok(loaded)
     }
 
+    /// The packs of the store for lookups (listed once, then cached).
+    pub fn pack_set(&self) -> Result<Arc<PackSet>> {
+        let mut cached = self
+            .lookup
+            .lock()
+            .map_err(|_| Error::other("internal error: pack cache poisoned"))?;
+        if let Some(set) = cached.as_ref() {
+            return Ok(set.clone());
+        }
+        let listed = Arc::new(PackSet::list(&self.packs_dir)?);
+        *cached = Some(listed.clone());
+        Ok(listed)
+    }
+
     /// Forget cached pack indexes (after publishing a pack).
     pub fn refresh_packs(&self) {
         if let Ok(mut cached) = self.packs.lock() {
             *cached = None;
         }
+        if let Ok(mut cached) = self.lookup.lock() {
+            *cached = None;
+        }
     }
 
-    fn find_packed(&self, id: &ObjectId) -> Option<(PathBuf, PackEntry)> {
-        let packs = self.packs().ok()?;
-        let name = self.name_of(id);
-        packs
-            .iter()
-            .find_map(|p| p.find(&name).map(|e| (p.path.clone(), *e)))
+    fn find_packed(&self, id: &ObjectId) -> Result<Option<(PathBuf, PackEntry)>> {
+        self.pack_set()?.find(&self.name_of(id))
+    }
+
+    /// Storage names of packed objects starting with the hex digits `prefix`.
+    pub fn packed_with_prefix(&self, prefix: &str) -> Result<Vec<ObjectId>> {
+        self.pack_set()?.with_prefix(prefix)
     }
 
     fn locate(&self, id: &ObjectId) -> Result<Option<Location>> {
@@ -162,7 +186,7 @@ impl Objects {
             Err(e) => return Err(Error::io("cannot read object", &path, e)),
         }
         Ok(self
-            .find_packed(id)
+            .find_packed(id)?
             .map(|(path, entry)| Location::Packed(path, entry)))
     }
 
@@ -288,16 +312,16 @@ impl Objects {
     }
 
     pub fn contains(&self, id: &ObjectId) -> bool {
-        self.path(id).is_file() || self.find_packed(id).is_some()
+        self.path(id).is_file() || matches!(self.find_packed(id), Ok(Some(_)))
     }
 
     /// Whether something is stored under storage name `name`, loose or packed.
     pub fn contains_name(&self, name: &ObjectId) -> bool {
         self.name_path(name).is_file()
             || self
-                .packs()
-                .map(|p| p.iter().any(|p| p.find(name).is_some()))
-                .unwrap_or(false)
+                .pack_set()
+                .and_then(|p| p.find(name))
+                .is_ok_and(|found| found.is_some())
     }
 
     /// Mark an existing object as recently used, so a concurrent `gc` within its grace
@@ -320,6 +344,23 @@ impl Objects {
             size,
             written: false,
         })
+    }
+
+    /// The stored form of `bytes` (one zstd frame, sealed in an encrypted store) with the
+    /// object's id and storage name: exactly what a loose file or a pack entry holds.
+    pub fn encode_stored(&self, bytes: &[u8]) -> Result<(ObjectId, ObjectId, Vec<u8>)> {
+        let id = ObjectId::of(bytes);
+        let compressed = zstd::bulk::compress(bytes, ZSTD_LEVEL)
+            .map_err(|e| Error::other(format!("zstd compression failed: {e}")))?;
+        Ok((id, self.name_of(&id), self.envelope.seal_bytes(compressed)?))
+    }
+
+    /// Store many objects (storage name, stored bytes from `encode_stored`) as one new
+    /// pack: the bulk path for writers with thousands of small objects.
+    pub fn write_pack(&self, objects: &[(ObjectId, Vec<u8>)]) -> Result<ObjectId> {
+        let id = packs::write_pack(&self.packs_dir, objects)?;
+        self.refresh_packs();
+        Ok(id)
     }
 
     /// Store a byte string (trees, manifests, small files).
@@ -445,13 +486,17 @@ impl Objects {
     pub fn stored_len(&self, id: &ObjectId) -> Option<u64> {
         match fs::metadata(self.path(id)) {
             Ok(meta) => Some(meta.len()),
-            Err(_) => self.find_packed(id).map(|(_, entry)| entry.length),
+            Err(_) => self
+                .find_packed(id)
+                .ok()
+                .flatten()
+                .map(|(_, entry)| entry.length),
         }
     }
 
     /// Whether the store holds no object at all, loose or packed.
     pub fn is_empty(&self) -> Result<bool> {
-        if !self.packs()?.is_empty() {
+        if !self.pack_set()?.is_empty() {
             return Ok(false);
         }
         for fanout in read_dir_sorted(&self.dir)? {
@@ -592,7 +637,7 @@ fn decode_checked(
     };
     // Exactly one frame: stop at its end, then require that nothing follows it (no
     // second frame, no skippable frame, no garbage).
-    let decoder = zstd::Decoder::new(file)
+    let decoder = zstd::Decoder::new(FrameHead::new(file))
         .map_err(|e| corrupt(e.to_string()))?
         .single_frame();
     let limit = expected_size.map(|s| s + 1).unwrap_or(u64::MAX);
@@ -615,11 +660,22 @@ fn decode_checked(
         let rest = reader.fill_buf().map_err(|e| corrupt(e.to_string()))?;
         !rest.is_empty()
     };
+    let head = hashing.inner.get_ref().get_ref().get_ref().head.clone();
     let (actual, size) = hashing.finish();
     if let Some(expected) = expected_size
         && size != expected
     {
         return Err(corrupt(format!("{size} bytes, expected {expected}")));
+    }
+    // zstd's streaming decoder skips its own check of the declared content size when the
+    // last block is empty (found by fuzzing), so a frame could read as valid on one path
+    // and corrupt on another; check the declaration here.
+    if let Ok(Some(declared)) = zstd::zstd_safe::get_frame_content_size(&head)
+        && declared != size
+    {
+        return Err(corrupt(format!(
+            "the zstd frame declares {declared} bytes and holds {size}"
+        )));
     }
     if trailing {
         return Err(corrupt("bytes follow the zstd frame".to_string()));
@@ -630,6 +686,34 @@ fn decode_checked(
         return Err(corrupt(format!("content hashes to {actual}")));
     }
     Ok((actual, size))
+}
+
+/// Keeps the first bytes read through it: the zstd frame header, whose declared content
+/// size is checked after decoding.
+struct FrameHead<R> {
+    inner: R,
+    head: Vec<u8>,
+}
+
+/// The longest zstd frame header (magic, descriptor, window, dictionary id, size).
+const FRAME_HEADER_MAX: usize = 18;
+
+impl<R> FrameHead<R> {
+    fn new(inner: R) -> Self {
+        FrameHead {
+            inner,
+            head: Vec::with_capacity(FRAME_HEADER_MAX),
+        }
+    }
+}
+
+impl<R: Read> Read for FrameHead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let room = FRAME_HEADER_MAX - self.head.len();
+        self.head.extend_from_slice(&buf[..n.min(room)]);
+        Ok(n)
+    }
 }
 
 /// A reader that hashes and counts what passes through it.

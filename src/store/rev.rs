@@ -97,6 +97,12 @@ impl Store {
                     candidates.extend(self.history(&root)?.into_iter().filter(matches));
                 }
             }
+        } else if prefix.len() == HEX_LEN {
+            // A full id names one object: look it up instead of searching every pack.
+            let id = ObjectId::parse(prefix)?;
+            if self.objects.contains(&id) {
+                candidates.insert(id);
+            }
         } else {
             self.loose_and_packed_with_prefix(prefix, &mut candidates)?;
         }
@@ -136,9 +142,8 @@ impl Store {
                 }
             }
         }
-        for pack in self.objects.packs()?.iter() {
-            candidates.extend(pack.entries.iter().map(|e| e.id).filter(matches));
-        }
+        // Each pack's index is searched for the prefix's range, not read whole.
+        candidates.extend(self.objects.packed_with_prefix(prefix)?);
         Ok(())
     }
 }

@@ -1,9 +1,10 @@
 //! Walking what bundles reference: tree paths, file listings and reachability.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 
 use super::Store;
 use crate::error::{Error, Result};
+use crate::format::bundle::unix_seconds;
 use crate::format::{EntryKind, ObjectId, TreeEntry};
 
 /// What a reachability walk found.
@@ -125,8 +126,126 @@ impl Store {
         Ok(order)
     }
 
-    /// Whether `ancestor` is `descendant` or one of its ancestors.
+    /// Whether `ancestor` is `descendant` or one of its ancestors. Stops as soon as it is
+    /// found, so the usual answer (a fast-forward) costs the distance between the two,
+    /// not the whole history; only a "no" walks everything.
     pub fn is_ancestor(&self, ancestor: &ObjectId, descendant: &ObjectId) -> Result<bool> {
-        Ok(ancestor == descendant || self.history(descendant)?.contains(ancestor))
+        if ancestor == descendant {
+            return Ok(true);
+        }
+        let mut seen = HashSet::from([*descendant]);
+        let mut queue = VecDeque::from([*descendant]);
+        while let Some(id) = queue.pop_front() {
+            for parent in self.read_bundle(&id)?.parents {
+                if parent == *ancestor {
+                    return Ok(true);
+                }
+                if seen.insert(parent) {
+                    queue.push_back(parent);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// The bundles `tip` reaches and `base` does not, and the boundary: the bundles that
+    /// `base` reaches and that are parents of those (with `base` itself). Both histories
+    /// are walked together, newest first, and the walk stops once every bundle still
+    /// queued is reachable from `base` (git's "paint down" of `rev-list tip ^base`), so a
+    /// bundle on top of `base` costs one step, not the whole history. Bundle times only
+    /// order the walk: with skewed clocks it may stop late (more work) or count a bundle
+    /// of `base`'s history as new (sent again, harmless), never the reverse.
+    pub fn bundles_not_in(
+        &self,
+        tip: ObjectId,
+        base: Option<ObjectId>,
+    ) -> Result<(Vec<ObjectId>, Vec<ObjectId>)> {
+        let mut paint = Paint::default();
+        paint.add(self, tip, OURS)?;
+        if let Some(base) = base {
+            paint.add(self, base, THEIRS)?;
+        }
+        while paint
+            .heap
+            .iter()
+            .any(|(_, id)| paint.flags[id] & THEIRS == 0)
+        {
+            let Some((_, id)) = paint.heap.pop() else {
+                break;
+            };
+            let f = paint.flags[&id];
+            if paint.done.insert(id, f) == Some(f) {
+                continue;
+            }
+            for parent in paint.parents[&id].clone() {
+                paint.add(self, parent, f)?;
+            }
+        }
+        let mut new: Vec<ObjectId> = paint
+            .flags
+            .iter()
+            .filter(|(_, f)| **f == OURS)
+            .map(|(id, _)| *id)
+            .collect();
+        new.sort();
+        let mut boundary: HashSet<ObjectId> = base.into_iter().collect();
+        for id in &new {
+            for parent in &paint.parents[id] {
+                if paint.flags.get(parent).is_some_and(|f| f & THEIRS != 0) {
+                    boundary.insert(*parent);
+                }
+            }
+        }
+        let mut boundary: Vec<ObjectId> = boundary.into_iter().collect();
+        boundary.sort();
+        Ok((new, boundary))
+    }
+
+    /// Every tree and blob below the root trees of `bundles`, each tree read once.
+    pub fn trees_below(&self, bundles: &[ObjectId]) -> Result<HashSet<ObjectId>> {
+        let mut walk = Walk::default();
+        for id in bundles {
+            let bundle = self.read_bundle(id)?;
+            self.mark_tree(&bundle.tree, &mut walk)?;
+        }
+        Ok(walk.objects)
+    }
+}
+
+const OURS: u8 = 1;
+const THEIRS: u8 = 2;
+
+/// State of `bundles_not_in`: which side reaches each bundle seen, newest first.
+#[derive(Default)]
+struct Paint {
+    flags: HashMap<ObjectId, u8>,
+    /// The flags each bundle had when its parents were last painted.
+    done: HashMap<ObjectId, u8>,
+    parents: HashMap<ObjectId, Vec<ObjectId>>,
+    created: HashMap<ObjectId, u64>,
+    heap: BinaryHeap<(u64, ObjectId)>,
+}
+
+impl Paint {
+    /// Paint `id` with `side`; queue it when that adds something.
+    fn add(&mut self, store: &Store, id: ObjectId, side: u8) -> Result<()> {
+        let f = self.flags.entry(id).or_insert(0);
+        if *f | side == *f {
+            return Ok(());
+        }
+        *f |= side;
+        if !self.parents.contains_key(&id) {
+            let (created, parents) = match store.read_bundle(&id) {
+                Ok(bundle) => (unix_seconds(bundle.created_time()), bundle.parents),
+                // Only the other side's history is unreadable (a store that never had
+                // it): it ends there; what this side needs must read.
+                Err(_) if side & OURS == 0 => (0, Vec::new()),
+                Err(e) => return Err(e),
+            };
+            self.created.insert(id, created);
+            self.parents.insert(id, parents);
+        }
+        self.heap.push((self.created[&id], id));
+        Ok(())
     }
 }

@@ -36,7 +36,16 @@ pub struct PushRequest<'a> {
     pub force: Option<Option<ObjectId>>,
 }
 
+/// A failed upload write: the transport's own error (a full remote disk, a broken link)
+/// keeps its kind and hint; anything else is a transport failure.
 fn transport_err(what: &str, e: std::io::Error) -> Error {
+    if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
+        return Error {
+            kind: inner.kind,
+            message: format!("{what}: {}", inner.message),
+            hint: inner.hint.clone(),
+        };
+    }
     Error::new(ErrorKind::Transport, format!("{what}: {e}"))
 }
 
@@ -52,7 +61,7 @@ pub fn push(
         bundle: Some(bundle),
         ..PushReport::default()
     };
-    let state = remote_store::read_state(remote)?;
+    let state = remote_store::read_push_state(remote)?;
     match &state.config {
         None => {
             remote_store::create_store(remote, &store.config)?;
@@ -141,31 +150,28 @@ pub fn push(
 /// Objects reachable from `bundle` but not from `remote_current` (when we know it):
 /// the remote holds everything below any ref it published. Bundles come back separately
 /// so that manifests go last in the pack.
+///
+/// Only the new bundles are walked, not the whole history: their trees, minus the trees
+/// of the remote's bundles they sit on (the boundary). An object that only an older
+/// remote bundle holds is sent again (a duplicate in another pack is harmless); nothing
+/// the remote lacks is ever left out, since everything below the boundary is there.
 fn missing_objects(
     store: &Store,
     bundle: ObjectId,
     remote_current: Option<ObjectId>,
 ) -> Result<(Vec<ObjectId>, Vec<ObjectId>)> {
-    let ours = store.reachable(&[bundle])?;
-    let theirs: HashSet<ObjectId> = match remote_current {
-        Some(r) if store.objects.contains(&r) => {
-            store.reachable(&[r]).map(|x| x.objects).unwrap_or_default()
-        }
-        _ => HashSet::new(),
-    };
-    let bundles: HashSet<ObjectId> = store.history(&bundle)?.into_iter().collect();
+    let base = remote_current.filter(|r| store.objects.contains(r));
+    let (manifests, boundary) = store.bundles_not_in(bundle, base)?;
+    let ours = store.trees_below(&manifests)?;
+    // Unreadable remote-side trees only mean more is sent.
+    let theirs = store.trees_below(&boundary).unwrap_or_default();
+    let bundles: HashSet<ObjectId> = manifests.iter().copied().collect();
     let mut objects: Vec<ObjectId> = ours
-        .objects
         .iter()
         .filter(|id| !theirs.contains(id) && !bundles.contains(id))
         .copied()
         .collect();
     objects.sort();
-    let mut manifests: Vec<ObjectId> = bundles
-        .into_iter()
-        .filter(|id| !theirs.contains(id))
-        .collect();
-    manifests.sort();
     Ok((objects, manifests))
 }
 
@@ -262,7 +268,7 @@ fn upload_and_publish(
     }
     let ref_dest = format!("{CURRENT_DIR}/{}", generation_name(state.generation + 1));
     if remote.publish(&ref_path, &ref_dest)? == Published::Exists {
-        let now = remote_store::read_state(remote)?;
+        let now = remote_store::read_push_state(remote)?;
         let show = show_full(now.current);
         return Err(Error::conflict(format!(
             "remote current moved during the push: it is now {show}, this push was for {bundle}"

@@ -95,6 +95,98 @@ pub fn read_state(remote: &mut dyn Remote) -> Result<RemoteState> {
     })
 }
 
+/// Generation probes sent together in one batch while bisecting (one round trip each).
+const PROBES_PER_ROUND: u64 = 128;
+/// The exponential probe tries generations 1, 2, 4, ... 2^MAX_DOUBLINGS in one batch.
+const MAX_DOUBLINGS: u32 = 40;
+
+/// What a push needs to know of a remote store, without listing anything that grows
+/// with it: its config, its staging directories, and the newest generation of
+/// `refs/current`, found by probing (SPEC 8.3) instead of listing `refs/current/`. The
+/// first batch reads `config`, lists `staging/` and reads generations 1, 2, 4, ...; then
+/// each round reads up to 128 generations between the newest seen and the first missing
+/// one: a ref moved 10,000 times takes 1 + 2 batches. `packs` and `fanouts` are left
+/// empty (a push does not need them; `read_state` lists them for a pull).
+pub fn read_push_state(remote: &mut dyn Remote) -> Result<RemoteState> {
+    let generation_path = |n: u64| format!("{CURRENT_DIR}/{}", generation_name(n));
+    let mut files = vec!["config".to_string()];
+    let powers: Vec<u64> = (0..=MAX_DOUBLINGS).map(|k| 1u64 << k).collect();
+    files.extend(powers.iter().map(|n| generation_path(*n)));
+    let (mut read, mut listings) = remote.read_many(&files, &[STAGING_DIR.to_string()], 1 << 20)?;
+    let staging = listings.pop().flatten().unwrap_or_default();
+    let config = match read.first_mut().and_then(Option::take) {
+        Some(bytes) => Some(StoreConfig::decode(&bytes).map_err(|e| Error {
+            message: format!("remote store {}: {}", remote.describe(), e.message),
+            ..e
+        })?),
+        None => None,
+    };
+    let mut state = RemoteState {
+        fanouts: Vec::new(),
+        config,
+        generation: 0,
+        current: None,
+        packs: Vec::new(),
+        staging,
+    };
+    if state.config.is_none() {
+        return Ok(state);
+    }
+    // Generations present run 1..=N: find the last power of two present.
+    let mut newest: Option<(u64, Vec<u8>)> = None;
+    let mut missing = None;
+    for (n, bytes) in powers.iter().zip(read.into_iter().skip(1)) {
+        match bytes {
+            Some(bytes) => newest = Some((*n, bytes)),
+            None => {
+                missing = Some(*n);
+                break;
+            }
+        }
+    }
+    let (Some((mut low, mut low_bytes)), Some(mut high)) = (newest, missing) else {
+        // No generation 1 (an empty ref, or one pruned by hand), or more than 2^40:
+        // the listing decides.
+        let found = read_state(remote)?;
+        state.generation = found.generation;
+        state.current = found.current;
+        return Ok(state);
+    };
+    while high - low > 1 {
+        let step = (high - low).div_ceil(PROBES_PER_ROUND + 1).max(1);
+        let probes: Vec<u64> = (1..=PROBES_PER_ROUND)
+            .map(|k| low + k * step)
+            .filter(|n| *n < high)
+            .collect();
+        let paths: Vec<String> = probes.iter().map(|n| generation_path(*n)).collect();
+        let (read, _) = remote.read_many(&paths, &[], 64 << 10)?;
+        for (n, bytes) in probes.iter().zip(read) {
+            match bytes {
+                Some(bytes) => {
+                    low = *n;
+                    low_bytes = bytes;
+                }
+                None => {
+                    high = *n;
+                    break;
+                }
+            }
+        }
+    }
+    let path = generation_path(low);
+    let line = low_bytes.strip_suffix(b"\n").unwrap_or(&low_bytes);
+    let entry = LogEntry::decode_line(line, 1).map_err(|e| {
+        Error::integrity(format!(
+            "remote ref {path} at {} is damaged: {}",
+            remote.describe(),
+            e.message
+        ))
+    })?;
+    state.generation = low;
+    state.current = entry.new;
+    Ok(state)
+}
+
 /// Create the store layout on the remote (dirs first, `config` last: a store with a
 /// config is complete). Safe to run concurrently: every step tolerates a twin.
 /// The remote gets the local store's format, features and encryption (never its
