@@ -374,6 +374,48 @@ impl Sshd {
         self.stop();
     }
 
+    /// The processes sshd forked for open sessions (per-connection sshd, internal-sftp).
+    pub fn session_pids(&self) -> Vec<i32> {
+        self.listener_pid().map(descendants).unwrap_or_default()
+    }
+
+    /// The server comes back after [`Sshd::kill`] or [`Sshd::stop`]: a new sshd with the
+    /// same config, keys and port (so the client's config and known_hosts still fit).
+    /// The previous log is kept as `sshd.log.1`.
+    pub fn restart(&mut self) {
+        self.kill();
+        let server_dir = self.dir.path().join("server");
+        let log_path = server_dir.join("sshd.log");
+        let _ = fs::rename(&log_path, server_dir.join("sshd.log.1"));
+        // The killed listener's port may linger briefly; sshd sets SO_REUSEADDR, so a
+        // few quick retries cover it.
+        for _attempt in 0..20 {
+            let log = fs::File::create(&log_path).expect("create sshd.log");
+            let mut child = Command::new(SSHD)
+                .arg("-D")
+                .arg("-e")
+                .arg("-f")
+                .arg(server_dir.join("sshd_config"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::from(log))
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {SSHD}: {e}"));
+            if wait_listening(&mut child, &log_path, self.port) {
+                self.child = Some(child);
+                return;
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "sshd did not restart on port {}; log:\n{}",
+            self.port,
+            self.log()
+        );
+    }
+
     /// The server stalls: SIGSTOP the session processes (the TCP connections stay open
     /// but nothing answers). Undo with [`Sshd::resume`].
     pub fn freeze(&self) {

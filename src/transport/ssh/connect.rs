@@ -98,6 +98,9 @@ const SERVER_ALIVE_COUNT_MAX: u64 = 3;
 pub fn connect(target: &SshTarget, opts: &ConnectOptions) -> Result<Connection> {
     let res = resolve(target, opts)?;
     let stream = tcp_connect(&res.host, res.port, res.timeout)?;
+    // A second descriptor of the socket, only to tell a closed link from a refused key
+    // during authentication (libssh2 reports both as a failed USERAUTH).
+    let link = stream.try_clone().ok();
     let where_ = host_port(&res.host, res.port);
 
     let mut session = Session::new().map_err(|e| {
@@ -113,7 +116,18 @@ pub fn connect(target: &SshTarget, opts: &ConnectOptions) -> Result<Connection> 
     prefer_host_key_types(&session, &known_types)?;
 
     session.handshake().map_err(|e| {
-        if is_timeout(&e) {
+        if is_timeout(&e) && session.banner().is_some() {
+            // It did answer as an SSH server, then went silent mid-handshake: a stalled
+            // link or server, not a wrong port.
+            Error::new(
+                ErrorKind::Transport,
+                format!(
+                    "timed out after {} in the SSH handshake with {where_}: the server stopped answering",
+                    secs(res.timeout)
+                ),
+            )
+            .with_hint("check the network and the server, then run the command again, or raise ConnectTimeout")
+        } else if is_timeout(&e) {
             Error::new(
                 ErrorKind::Transport,
                 format!(
@@ -142,7 +156,8 @@ pub fn connect(target: &SshTarget, opts: &ConnectOptions) -> Result<Connection> 
             u64::from(secs) * SERVER_ALIVE_COUNT_MAX,
         )));
     }
-    authenticate(&session, &res)?;
+    authenticate(&session, &res, link.as_ref())?;
+    drop(link);
 
     Ok(Connection {
         session,
@@ -794,7 +809,7 @@ enum KeyOutcome {
     WrongPassphrase,
 }
 
-fn authenticate(session: &Session, res: &Resolved) -> Result<()> {
+fn authenticate(session: &Session, res: &Resolved, link: Option<&TcpStream>) -> Result<()> {
     let who = format!("{}@{}", res.user, host_port(&res.host, res.port));
     let methods = session
         .auth_methods(&res.user)
@@ -814,7 +829,7 @@ fn authenticate(session: &Session, res: &Resolved) -> Result<()> {
     let mut rejected = 0usize;
 
     // 1. Every agent identity (userauth_agent would try only the first).
-    match agent_auth(session, res, &who, &mut rejected)? {
+    match agent_auth(session, res, &who, &mut rejected, link)? {
         AgentOutcome::Accepted => return Ok(()),
         AgentOutcome::Tried(note) => tried.push(note),
     }
@@ -851,7 +866,7 @@ fn authenticate(session: &Session, res: &Resolved) -> Result<()> {
             }
             continue;
         }
-        match key_file_auth(session, &res.user, &path, &who, rejected)? {
+        match key_file_auth(session, &res.user, &path, &who, rejected, link)? {
             KeyOutcome::Accepted => return Ok(()),
             KeyOutcome::Rejected => {
                 rejected += 1;
@@ -905,6 +920,7 @@ fn agent_auth(
     res: &Resolved,
     who: &str,
     rejected: &mut usize,
+    link: Option<&TcpStream>,
 ) -> Result<AgentOutcome> {
     let socket_note = match &res.agent {
         AgentSource::Disabled => {
@@ -956,7 +972,7 @@ fn agent_auth(
                 return Ok(AgentOutcome::Accepted);
             }
             Ok(()) => *rejected += 1,
-            Err(e) if is_connection_error(&e) => {
+            Err(e) if is_connection_error(&e) || link_closed(link) => {
                 let _ = agent.disconnect();
                 return Err(auth_connection_lost(&e, who, *rejected));
             }
@@ -977,11 +993,14 @@ fn key_file_auth(
     path: &Path,
     who: &str,
     rejected: usize,
+    link: Option<&TcpStream>,
 ) -> Result<KeyOutcome> {
     match session.userauth_pubkey_file(user, None, path, None) {
         Ok(()) if session.authenticated() => return Ok(KeyOutcome::Accepted),
         Ok(()) => return Ok(KeyOutcome::Rejected),
-        Err(e) if is_connection_error(&e) => return Err(auth_connection_lost(&e, who, rejected)),
+        Err(e) if is_connection_error(&e) || link_closed(link) => {
+            return Err(auth_connection_lost(&e, who, rejected));
+        }
         Err(e) if !is_key_file_error(&e) => return Ok(KeyOutcome::Rejected),
         Err(_) => {}
     }
@@ -1005,7 +1024,7 @@ fn key_file_auth(
         match result {
             Ok(()) if session.authenticated() => return Ok(KeyOutcome::Accepted),
             Ok(()) => return Ok(KeyOutcome::Rejected),
-            Err(e) if is_connection_error(&e) => {
+            Err(e) if is_connection_error(&e) || link_closed(link) => {
                 return Err(auth_connection_lost(&e, who, rejected));
             }
             Err(e) if is_key_file_error(&e) => {
@@ -1055,6 +1074,36 @@ fn is_connection_error(e: &ssh2::Error) -> bool {
     )
 }
 
+/// Whether the server side of the link is gone (closed or reset). libssh2 reports a
+/// connection that dies while it waits for a USERAUTH reply as a refused key
+/// (LIBSSH2_ERROR_PUBLICKEY_UNVERIFIED, "Waiting for USERAUTH response"), which would
+/// otherwise read as "authentication failed" (exit 6) instead of a broken link (exit 7).
+fn link_closed(link: Option<&TcpStream>) -> bool {
+    use std::os::fd::AsRawFd;
+    let Some(link) = link else {
+        return false;
+    };
+    let mut byte = [0u8; 1];
+    // SAFETY: recv(2) into a one-byte buffer we own, on a descriptor we own; MSG_PEEK
+    // leaves any pending data for libssh2 and MSG_DONTWAIT never blocks.
+    let n = unsafe {
+        libc::recv(
+            link.as_raw_fd(),
+            byte.as_mut_ptr().cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    match n {
+        0 => true,
+        n if n > 0 => false,
+        _ => !matches!(
+            std::io::Error::last_os_error().kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+        ),
+    }
+}
+
 fn is_key_file_error(e: &ssh2::Error) -> bool {
     session_code(e) == Some(LIBSSH2_ERROR_FILE)
 }
@@ -1074,6 +1123,7 @@ fn auth_transport_error(e: &ssh2::Error, who: &str) -> Error {
                 e.message()
             ),
         )
+        .with_hint("the connection was closed; check the network and the server, then run the command again")
     }
 }
 

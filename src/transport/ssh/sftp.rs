@@ -31,6 +31,10 @@ const WINDOW: usize = 64;
 /// Largest reply we accept (a READDIR reply of many names, or a DATA packet).
 const MAX_PACKET: u32 = 4 << 20;
 const FSYNC_EXTENSION: &str = "fsync@openssh.com";
+const STATVFS_EXTENSION: &str = "statvfs@openssh.com";
+/// A write that fails (plain `SSH_FX_FAILURE`: sftp-server reports ENOSPC no better) on a
+/// file system with less than this free is reported as a full disk.
+const NEARLY_FULL: u64 = 1 << 20;
 
 pub struct SftpRemote {
     channel: ssh2::Channel,
@@ -46,6 +50,7 @@ pub struct SftpRemote {
     /// The first failure among deferred replies, reported by the next wait.
     deferred_error: Option<Error>,
     has_fsync: bool,
+    has_statvfs: bool,
     /// A channel read or write failed (timeout, dead connection): the packet stream is
     /// out of step, so later requests fail at once instead of each waiting a timeout.
     broken: bool,
@@ -91,13 +96,17 @@ impl SftpRemote {
             deferred: HashMap::new(),
             deferred_error: None,
             has_fsync: false,
+            has_statvfs: false,
             broken: false,
             trace: std::env::var_os("BATON_TRACE_SFTP").is_some_and(|v| v != "0"),
             prepared: HashMap::new(),
         };
         remote.send(Packet::Init(Init::new()))?;
         match remote.recv()? {
-            Packet::Version(v) => remote.has_fsync = v.extensions.contains_key(FSYNC_EXTENSION),
+            Packet::Version(v) => {
+                remote.has_fsync = v.extensions.contains_key(FSYNC_EXTENSION);
+                remote.has_statvfs = v.extensions.contains_key(STATVFS_EXTENSION);
+            }
             other => {
                 return Err(lost(
                     &remote.describe,
@@ -231,6 +240,67 @@ impl SftpRemote {
             Packet::Status(s) if s.status_code == StatusCode::Ok => Ok(()),
             other => Err(self.unexpected(what, other)),
         }
+    }
+
+    /// `expect_ok` for a reply to a write (or the fsync after it) of `rel`: a plain
+    /// failure on a nearly full file system is reported as the full disk it is.
+    fn expect_written(&mut self, packet: Packet, what: &str, rel: &str) -> Result<()> {
+        match packet {
+            Packet::Status(s) if s.status_code == StatusCode::Failure => {
+                let err = status_error(&self.describe, what, s.status_code, &s.error_message);
+                Err(self.disk_full(what, rel).unwrap_or(err))
+            }
+            other => self.expect_ok(other, what),
+        }
+    }
+
+    /// `Some(error)` when the file system holding `rel` is (nearly) out of space or
+    /// inodes, asked with statvfs@openssh.com; `None` when it is not or we cannot tell.
+    fn disk_full(&mut self, what: &str, rel: &str) -> Option<Error> {
+        if !self.has_statvfs {
+            return None;
+        }
+        let data = russh_sftp::ser::to_bytes(&russh_sftp::extensions::StatvfsExtension {
+            path: self.path(rel),
+        })
+        .ok()?
+        .to_vec();
+        let id = self
+            .request(|id| {
+                Packet::Extended(Extended {
+                    id,
+                    request: STATVFS_EXTENSION.into(),
+                    data,
+                })
+            })
+            .ok()?;
+        let Packet::ExtendedReply(reply) = self.wait(id).ok()? else {
+            return None;
+        };
+        let fs: russh_sftp::extensions::Statvfs =
+            russh_sftp::de::from_bytes(&mut Bytes::from(reply.data)).ok()?;
+        let free = fs.blocks_avail.saturating_mul(fs.fragment_size);
+        if free >= NEARLY_FULL && fs.inodes_avail > 0 {
+            return None;
+        }
+        let left = if fs.inodes_avail == 0 {
+            "no free inodes".to_string()
+        } else {
+            format!("{free} bytes free")
+        };
+        Some(
+            Error::new(
+                ErrorKind::Other,
+                format!(
+                    "the remote disk is full: {what} on {} failed ({left} on its file system)",
+                    self.describe
+                ),
+            )
+            .with_hint(
+                "free space on the remote (or use another target), then run the command again; \
+                 nothing was published and the partial upload is removed",
+            ),
+        )
     }
 
     /// The error for a reply that is not the one `what` expects: a failure status as
@@ -408,7 +478,7 @@ impl SftpRemote {
                     )));
                 }
                 sink.write_all(&chunk)
-                    .map_err(|e| Error::other(format!("cannot write {what} locally: {e}")))?;
+                    .map_err(|e| local_write_error(what, e))?;
             }
             if eof && inflight.is_empty() {
                 break;
@@ -421,6 +491,17 @@ impl SftpRemote {
             ));
         }
         Ok(written)
+    }
+}
+
+/// A download that cannot be stored here; a full disk says so and what to do.
+fn local_write_error(what: &str, e: io::Error) -> Error {
+    match e.kind() {
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => Error::other(format!(
+            "the local disk is full: cannot write {what} locally: {e}"
+        ))
+        .with_hint("free some disk space and run the command again; nothing was published"),
+        _ => Error::other(format!("cannot write {what} locally: {e}")),
     }
 }
 
@@ -472,8 +553,8 @@ impl SftpUpload<'_> {
             && let Some(oldest) = self.inflight.pop_front()
         {
             let reply = self.remote.wait(oldest)?;
-            self.remote
-                .expect_ok(reply, &format!("write {}", self.path))?;
+            let what = format!("write {}", self.path);
+            self.remote.expect_written(reply, &what, &self.path)?;
         }
         let data = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
         let (handle, offset, len) = (self.handle.clone(), self.offset, data.len() as u64);
@@ -519,7 +600,7 @@ impl Upload for SftpUpload<'_> {
         let what = format!("write {}", self.path);
         while let Some(id) = self.inflight.pop_front() {
             let reply = self.remote.wait(id)?;
-            self.remote.expect_ok(reply, &what)?;
+            self.remote.expect_written(reply, &what, &self.path)?;
         }
         let handle = self.handle.clone();
         let fsync = self.remote.fsync(&handle)?;
@@ -541,8 +622,8 @@ impl Upload for SftpUpload<'_> {
         }
         if let Some(id) = fsync {
             let reply = self.remote.wait(id)?;
-            self.remote
-                .expect_ok(reply, &format!("fsync {}", self.path))?;
+            let what = format!("fsync {}", self.path);
+            self.remote.expect_written(reply, &what, &self.path)?;
         }
         let attrs = match self.remote.wait(stat)? {
             Packet::Attrs(a) => a.attrs,
@@ -801,10 +882,10 @@ impl Remote for SftpRemote {
             pending.into_iter().zip(handles.into_iter().zip(files))
         {
             let reply = self.wait(write)?;
-            self.expect_ok(reply, &format!("write {path}"))?;
+            self.expect_written(reply, &format!("write {path}"), path)?;
             if let Some(id) = fsync {
                 let reply = self.wait(id)?;
-                self.expect_ok(reply, &format!("fsync {path}"))?;
+                self.expect_written(reply, &format!("fsync {path}"), path)?;
             }
             let mode = match self.wait(stat)? {
                 Packet::Attrs(a) => a.attrs.permissions.map(|p| p & 0o7777),
