@@ -4,6 +4,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
+
 use crate::error::{Error, Result};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,6 +111,10 @@ impl TargetUrl {
                 let path = url
                     .to_file_path()
                     .map_err(|_| malformed(text, "bad file path"))?;
+                // Display (and so the config file) shows the path as text.
+                if path.to_str().is_none() {
+                    return Err(malformed(text, "path is not UTF-8"));
+                }
                 check_path(text, &path.to_string_lossy())?;
                 return Ok(TargetUrl::Local { path });
             }
@@ -130,10 +136,12 @@ impl TargetUrl {
                     Some(u.to_string())
                 }
             };
-            let raw =
-                percent_decode(url.path()).ok_or_else(|| malformed(text, "path is not UTF-8"))?;
-            // ssh://host/~/dir means `dir` under the login directory, as in git.
-            let path = raw.strip_prefix("/~/").map(str::to_string).unwrap_or(raw);
+            // ssh://host/~/dir means `dir` under the login directory, as in git. Checked
+            // before decoding, so that `%7E` is a literal `~` (how Display writes one).
+            let encoded = url.path();
+            let encoded = encoded.strip_prefix("/~/").unwrap_or(encoded);
+            let path =
+                percent_decode(encoded).ok_or_else(|| malformed(text, "path is not UTF-8"))?;
             check_path(text, &path)?;
             return Ok(TargetUrl::Ssh {
                 user,
@@ -173,6 +181,11 @@ impl TargetUrl {
         }
         check_host(text, &host)?;
         check_path(text, path)?;
+        // The URL form (Display, and so the config file) cannot hold them: URL parsing
+        // resolves them, which would turn `../x` beside the login directory into `/x`.
+        if path.split('/').any(|c| c == "." || c == "..") {
+            return Err(malformed(text, "'.' or '..' in the path"));
+        }
         Ok(TargetUrl::Ssh {
             user,
             host,
@@ -181,6 +194,20 @@ impl TargetUrl {
         })
     }
 }
+
+/// What Display percent-encodes in a path so that `parse` reads the same path back: `%`
+/// (else decoded), `?` and `#` (else a query or fragment), and what URL parsing encodes.
+const PATH_ENCODE: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}');
 
 fn percent_decode(path: &str) -> Option<String> {
     percent_encoding::percent_decode_str(path)
@@ -207,10 +234,12 @@ impl fmt::Display for TargetUrl {
                 if let Some(p) = port {
                     write!(f, ":{p}")?;
                 }
-                if path.starts_with('/') {
-                    write!(f, "{path}")
-                } else {
-                    write!(f, "/~/{path}")
+                let encoded = utf8_percent_encode(path, PATH_ENCODE).to_string();
+                match encoded.strip_prefix("/~/") {
+                    // An absolute path under a directory named `~`, not the login one.
+                    Some(rest) => write!(f, "/%7E/{rest}"),
+                    None if encoded.starts_with('/') => write!(f, "{encoded}"),
+                    None => write!(f, "/~/{encoded}"),
                 }
             }
         }
@@ -287,6 +316,9 @@ mod tests {
             "file://otherhost/p",
             "a b:path",
             "host:pa\nth",
+            "host:../beside",
+            "host:/a/./b",
+            "file:///a/%ff",
             "",
         ] {
             assert!(TargetUrl::parse(bad).is_err(), "{bad:?} should be refused");
@@ -295,7 +327,16 @@ mod tests {
 
     #[test]
     fn display_round_trips() {
-        for text in ["ssh://me@box:2222/srv/b", "ssh://box/~/w", "/mnt/d"] {
+        for text in [
+            "ssh://me@box:2222/srv/b",
+            "ssh://box/~/w",
+            "/mnt/d",
+            "box:/srv/a?b#c",
+            "box:/srv/100%41",
+            "box:/~/abs",
+            "box:~/rel",
+            "ssh://box/%7E/abs",
+        ] {
             let url = TargetUrl::parse(text).unwrap();
             assert_eq!(TargetUrl::parse(&url.to_string()).unwrap(), url);
         }
