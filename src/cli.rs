@@ -75,8 +75,13 @@ pub enum Command {
     Checkout { rev: String, dir: PathBuf },
     /// List the paths that differ between two bundles
     Diff { old: String, new: String },
-    /// Check integrity: the whole store (every object rehashed), or REV and its history
-    Verify { rev: Option<String> },
+    /// Check integrity: the whole store (every object rehashed), or one bundle REV
+    Verify {
+        rev: Option<String>,
+        /// With REV: also every ancestor of REV and everything below their trees
+        #[arg(long, requires = "rev")]
+        history: bool,
+    },
     /// Move `current` to REV (e.g. targets/origin after a lost push race); logged, undoable
     Reset {
         /// Revision: id, unique prefix, current~N, targets/NAME

@@ -1130,6 +1130,9 @@ fn json_every_command_prints_one_ok_document() {
         &["diff", "current~", "current"],
         &["verify"],
         &["verify", "current"],
+        &["verify", "current", "--history"],
+        &["reset", "current~"],
+        &["reset", "current", "--expect", "current"],
         &["gc"],
         &["gc", "--dry-run", "--grace", "0s"],
         &["completions", "bash"],
@@ -1467,4 +1470,53 @@ fn gc_keeps_objects_below_a_tree_whose_bytes_are_also_a_file() {
     let (code, doc) = env.json(&["verify"]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(env.ok(&["cat", "current:sub/x"]), "precious\n");
+}
+
+/// `verify REV` costs one bundle (its tree, its blobs, its parents present); `--history`
+/// and the full verify also reach damage that only an ancestor holds.
+#[test]
+fn verify_rev_checks_the_bundle_and_history_on_request() {
+    let env = Env::new();
+    env.init();
+    env.write_tree("w", &[("old.txt", b"only in the first bundle\n")]);
+    let first = env.save("w", &[]);
+    fs::remove_file(env.path().join("w/old.txt")).unwrap();
+    env.write_tree("w", &[("new.txt", b"second\n")]);
+    env.save("w", &[]);
+    let victim = blake3::hash(b"only in the first bundle\n")
+        .to_hex()
+        .to_string();
+    let path = common::object_path(&env.store(), &victim);
+    let mut bytes = fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x55;
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    fs::write(&path, &bytes).unwrap();
+    let doc = json_ok(&env, &["verify", "current"]);
+    assert!(
+        !doc["scope"].as_str().unwrap().ends_with("and its history"),
+        "{doc}"
+    );
+    assert_eq!(doc["report"]["bundles_checked"], 1, "{doc}");
+    for args in [
+        &["verify", "current", "--history"][..],
+        &["verify"][..],
+        &["verify", &first][..],
+    ] {
+        let out = env.run(args);
+        assert_eq!(
+            out.status.code(),
+            Some(4),
+            "{args:?}: {}",
+            common::text(&out)
+        );
+        assert!(common::text(&out).contains(&victim), "{args:?}");
+    }
+    // A missing parent manifest is damage even without --history.
+    fs::remove_file(common::object_path(&env.store(), &first)).unwrap();
+    let out = env.run(&["verify", "current"]);
+    assert_eq!(out.status.code(), Some(4), "{}", common::text(&out));
+    assert!(common::text(&out).contains(&format!("parent bundle {first}")));
+    // --history needs a REV.
+    assert_eq!(env.run(&["verify", "--history"]).status.code(), Some(2));
 }

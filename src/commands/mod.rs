@@ -34,7 +34,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Cat { spec } => cat::run(ctx, &spec),
         Command::Checkout { rev, dir } => checkout::run(ctx, &rev, &dir),
         Command::Diff { old, new } => diff::run(ctx, &old, &new),
-        Command::Verify { rev } => verify::run(ctx, rev.as_deref()),
+        Command::Verify { rev, history } => verify::run(ctx, rev.as_deref(), history),
         Command::Reset { rev, expect } => reset::run(ctx, &rev, expect.as_deref()),
         Command::Gc(args) => gc::run(ctx, &args),
         Command::Target(cmd) => target::run(ctx, cmd),

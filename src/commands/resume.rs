@@ -38,7 +38,7 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;
     let id = store.resolve(args.rev.as_deref().unwrap_or("current"))?;
     // Never act on a handoff whose bytes or history do not check out.
-    let report = store.verify_rev(&id, &|_| {})?;
+    let report = store.verify_rev(&id, false, &|_| {})?;
     if let Some(problem) = report.problems.first() {
         return Err(Error::integrity(format!(
             "handoff {} does not verify ({} problems): {problem}",

@@ -1,4 +1,5 @@
-//! `baton verify [REV]`: rehash and check the whole store, or one bundle and its history.
+//! `baton verify [REV] [--history]`: rehash and check the whole store, or one bundle (and
+//! with `--history` all its ancestors).
 
 use std::fmt::Write;
 
@@ -7,7 +8,7 @@ use serde_json::json;
 use crate::error::{Error, Result};
 use crate::output::{Ctx, Outcome};
 
-pub fn run(ctx: &Ctx, rev: Option<&str>) -> Result<Outcome> {
+pub fn run(ctx: &Ctx, rev: Option<&str>, history: bool) -> Result<Outcome> {
     // A full verify works without keys on an encrypted store (what it can check);
     // verifying a revision needs them.
     let store = if rev.is_some() {
@@ -18,12 +19,13 @@ pub fn run(ctx: &Ctx, rev: Option<&str>) -> Result<Outcome> {
     let target = rev.map(|r| store.resolve(r)).transpose()?;
     let bar = ctx.progress(0, false);
     let report = match &target {
-        Some(id) => store.verify_rev(id, &|n| bar.inc(n))?,
+        Some(id) => store.verify_rev(id, history, &|n| bar.inc(n))?,
         None => store.verify_all(&|n| bar.inc(n))?,
     };
     bar.finish_and_clear();
     let scope = match &target {
-        Some(id) => format!("bundle {} and its history", id.short()),
+        Some(id) if history => format!("bundle {} and its history", id.short()),
+        Some(id) => format!("bundle {}", id.short()),
         None => "store".to_string(),
     };
     let mut human = String::new();

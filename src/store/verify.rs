@@ -175,10 +175,14 @@ impl Store {
         }
     }
 
-    /// Verify one bundle, its whole history and everything below their trees.
+    /// Verify one bundle and everything below its tree, and that its parents are here;
+    /// with `history`, every ancestor the same way. Without it the cost is the bundle's
+    /// size, whatever the length of the history (a ref implies a complete history: every
+    /// bundle was complete when it was stored, SPEC.md section 16).
     pub fn verify_rev(
         &self,
         bundle: &ObjectId,
+        history: bool,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<VerifyReport> {
         let mut report = VerifyReport {
@@ -196,7 +200,17 @@ impl Store {
                 Ok(b) => {
                     report.bundles_checked += 1;
                     report.objects_checked += 1;
-                    stack.extend(b.parents);
+                    if history {
+                        stack.extend(b.parents);
+                    } else {
+                        for parent in &b.parents {
+                            if !self.objects.contains(parent) {
+                                report
+                                    .problems
+                                    .push(format!("parent bundle {parent} of {id} is missing"));
+                            }
+                        }
+                    }
                     if let Err(e) = self.collect_blobs(&b.tree, &mut seen, &mut blobs, &mut report)
                     {
                         report.problems.push(e.message);
