@@ -6,13 +6,14 @@ use serde_json::json;
 
 use super::connect_settings;
 use crate::cli::CloneArgs;
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::format::StoreConfig;
 use crate::format::config::TargetConfig;
 use crate::output::{Ctx, Outcome};
-use crate::store::{DEFAULT_STORE_DIR, Store};
+use crate::store::{DEFAULT_STORE_DIR, Store, fsutil};
 use crate::sync::open_remote;
 use crate::sync::pull::pull_from;
+use crate::sync::remote_store::process_alive;
 use crate::transport::url::TargetUrl;
 
 pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
@@ -41,11 +42,26 @@ pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
             .push(crate::store::envelope::FEATURE.to_string());
         config.encryption = Some(enc);
     }
-    let mut store = Store::init_with(&path, &config)?;
-    if let Some(envelope) = envelope {
-        store.objects.set_envelope(envelope);
-    }
+    // The store is built inside a private work directory beside PATH and renamed to PATH
+    // only when complete, so a clone killed at any instant leaves nothing at PATH (the
+    // same command can simply run again) and only a work directory that names its
+    // process, which the next clone into the same directory removes.
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).ctx("cannot create directory", &parent)?;
+    remove_orphaned_work_dirs(&parent);
+    let work = tempfile::Builder::new()
+        .prefix(&format!("{WORK_PREFIX}{}-", std::process::id()))
+        .tempdir_in(&parent)
+        .ctx("cannot create a work directory in", &parent)?;
+    let staged = work.path().join("store");
     let result = (|| {
+        let mut store = Store::init_with(&staged, &config)?;
+        if let Some(envelope) = envelope {
+            store.objects.set_envelope(envelope);
+        }
         let lock = store.lock()?;
         let mut config = store.config.clone();
         config
@@ -57,16 +73,15 @@ pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
         let bar = ctx.progress(0, true);
         let report = pull_from(&store, remote.as_mut(), "origin", state, &bar)?;
         bar.finish_and_clear();
+        drop(store);
+        fsutil::rename_noclobber(&staged, &path).ctx("cannot create store", &path)?;
+        fsutil::fsync_dir(&parent)?;
         Ok(report)
     })();
-    let report = match result {
-        Ok(report) => report,
-        Err(e) => {
-            // All or nothing: a failed clone leaves no half-filled store behind.
-            let _ = std::fs::remove_dir_all(&path);
-            return Err(e);
-        }
-    };
+    // All or nothing: a failed clone leaves no half-filled store behind (dropping `work`
+    // removes it and whatever it still holds).
+    let report = result?;
+    drop(work);
     let human = if ctx.quiet {
         String::new()
     } else {
@@ -81,4 +96,25 @@ pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
         human,
         json!({ "store": path, "url": url, "report": report }),
     ))
+}
+
+/// Work directories are named `.baton-clone-<pid>-<random>`.
+const WORK_PREFIX: &str = ".baton-clone-";
+
+/// Remove the work directories of clones into `parent` whose process is gone (killed).
+fn remove_orphaned_work_dirs(parent: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let orphaned = name
+            .strip_prefix(WORK_PREFIX)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok())
+            .is_some_and(|pid| pid > 0 && !process_alive(pid));
+        if orphaned {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
