@@ -345,6 +345,20 @@ fn export_and_import_carry_ciphertext_only() {
     assert_eq!(markers_in(&env.path().join("c1")), Vec::<String>::new());
 }
 
+/// With the identity, the store verifies fully and `current` restores the tree in `w`.
+fn verifies_and_restores_the_work(env: &Env) {
+    let out = env.ok(&["--identity", "key.txt", "verify"]);
+    assert!(
+        out.contains(": ok") && !out.contains("not checked"),
+        "{out}"
+    );
+    env.ok(&["--identity", "key.txt", "checkout", "current", "out"]);
+    assert_eq!(
+        snapshot_files(&env.path().join("out")),
+        snapshot_files(&env.path().join("w"))
+    );
+}
+
 /// The age header of a stored object: the text before the `---` MAC line.
 fn age_header(path: &Path) -> String {
     let bytes = fs::read(path).unwrap();
@@ -405,16 +419,7 @@ fn objects_sealed_by_age_alone_still_open() {
         fs::rename(&resealed, path).unwrap();
         assert!(!age_header(path).contains("baton-wrap"));
     }
-    let out = env.ok(&["--identity", "key.txt", "verify"]);
-    assert!(
-        out.contains(": ok") && !out.contains("not checked"),
-        "{out}"
-    );
-    env.ok(&["--identity", "key.txt", "checkout", "current", "out"]);
-    assert_eq!(
-        snapshot_files(&env.path().join("out")),
-        snapshot_files(&env.path().join("w"))
-    );
+    verifies_and_restores_the_work(&env);
     // A wrong identity opens neither kind of stanza: exit 6.
     let (_other, _) = keygen(&env, "other.txt");
     assert_eq!(code(&env, &["--identity", "other.txt", "verify"]), 6);
@@ -514,14 +519,5 @@ fn gc_of_an_encrypted_store_removes_only_garbage_and_needs_the_key() {
     assert_eq!(code_, 0, "{doc}");
     assert!(garbage.iter().all(|p| !p.exists()), "{doc}");
     assert_eq!(loose_objects(&env.store()), before);
-    let out = env.ok(&["--identity", "key.txt", "verify"]);
-    assert!(
-        out.contains(": ok") && !out.contains("not checked"),
-        "{out}"
-    );
-    env.ok(&["--identity", "key.txt", "checkout", "current", "out"]);
-    assert_eq!(
-        snapshot_files(&env.path().join("out")),
-        snapshot_files(&env.path().join("w"))
-    );
+    verifies_and_restores_the_work(&env);
 }

@@ -75,15 +75,7 @@ pub fn read_state(remote: &mut dyn Remote) -> Result<RemoteState> {
                 remote.describe()
             ))
         })?;
-        let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
-        let entry = LogEntry::decode_line(line, 1).map_err(|e| {
-            Error::integrity(format!(
-                "remote ref {path} at {} is damaged: {}",
-                remote.describe(),
-                e.message
-            ))
-        })?;
-        entry.new
+        decode_generation(remote, &path, &bytes)?.new
     };
     Ok(RemoteState {
         fanouts,
@@ -174,17 +166,22 @@ pub fn read_push_state(remote: &mut dyn Remote) -> Result<RemoteState> {
         }
     }
     let path = generation_path(low);
-    let line = low_bytes.strip_suffix(b"\n").unwrap_or(&low_bytes);
-    let entry = LogEntry::decode_line(line, 1).map_err(|e| {
+    let entry = decode_generation(remote, &path, &low_bytes)?;
+    state.generation = low;
+    state.current = entry.new;
+    Ok(state)
+}
+
+/// A remote ref generation file's log line; damage names the file and the remote.
+fn decode_generation(remote: &dyn Remote, path: &str, bytes: &[u8]) -> Result<LogEntry> {
+    let line = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    LogEntry::decode_line(line, 1).map_err(|e| {
         Error::integrity(format!(
             "remote ref {path} at {} is damaged: {}",
             remote.describe(),
             e.message
         ))
-    })?;
-    state.generation = low;
-    state.current = entry.new;
-    Ok(state)
+    })
 }
 
 /// Create the store layout on the remote (dirs first, `config` last: a store with a

@@ -144,16 +144,21 @@ pub fn object_path(store: &Path, id: &str) -> PathBuf {
 // Sync helpers (tests/sync_local.rs, tests/sync_ssh.rs)
 // ---------------------------------------------------------------------------------------
 
+/// One step of splitmix64: a tiny deterministic PRNG, so seeded tests reproduce.
+pub fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// `len` incompressible bytes from a seeded splitmix64 (deterministic per seed).
 pub fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
     let mut state = seed;
     let mut out = Vec::with_capacity(len + 8);
     while out.len() < len {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+        out.extend_from_slice(&splitmix64(&mut state).to_le_bytes());
     }
     out.truncate(len);
     out
