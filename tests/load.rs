@@ -634,6 +634,7 @@ fn pusher(remote: &Remote, p: usize, deadline: Instant) -> PusherLog {
         }};
     }
     must!(run_json(remote.cmd(&env), &["clone", &remote.url]));
+    let mut jitter = 0x5eed_0000 + p as u64;
     let mut round = 0u64;
     while Instant::now() < deadline {
         // Bring the store up to date: after our own last push this is always a
@@ -692,6 +693,9 @@ fn pusher(remote: &Remote, p: usize, deadline: Instant) -> PusherLog {
             }
             must!(run_json(env.cmd(), &["reset", "targets/origin"]));
             log.resets += 1;
+            // As any optimistic-concurrency client should: back off with jitter before
+            // the next attempt, longer after each loss.
+            pause(&mut jitter, 50 << retries.min(4));
             bundle = must!(run_json(env.cmd(), &save_args)).doc["bundle"]
                 .as_str()
                 .unwrap()
@@ -705,8 +709,16 @@ fn pusher(remote: &Remote, p: usize, deadline: Instant) -> PusherLog {
             retries,
         });
         round += 1;
+        // Agents work between handoffs; without any pause the pusher that just won
+        // (already up to date) would start every race ahead of the others.
+        pause(&mut jitter, 200);
     }
     log
+}
+
+/// Sleep a pseudo-random time below `max_ms`.
+fn pause(state: &mut u64, max_ms: u64) {
+    std::thread::sleep(Duration::from_millis(common::splitmix64(state) % max_ms));
 }
 
 fn four_pushers(name: &str, remote: &Remote) {
