@@ -221,10 +221,10 @@ pub fn parse_recipients(list: &[String]) -> Result<Vec<age::x25519::Recipient>> 
         .collect()
 }
 
-fn random_bytes<const N: usize>() -> Result<[u8; N]> {
+/// `N` bytes from the operating system's random source.
+pub(super) fn random_bytes<const N: usize>() -> Result<[u8; N]> {
     let mut out = [0u8; N];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut out))
+    getrandom::fill(&mut out)
         .map_err(|e| Error::other(format!("cannot read random bytes: {e}")))?;
     Ok(out)
 }

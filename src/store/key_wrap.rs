@@ -48,22 +48,8 @@ impl StoreKeyWrap {
 }
 
 fn salt() -> Result<[u8; SALT_BYTES], age::EncryptError> {
-    let mut out = [0u8; SALT_BYTES];
-    let mut filled = 0;
-    while filled < out.len() {
-        // SAFETY: the buffer pointer and length describe the unfilled tail of `out`.
-        let n =
-            unsafe { libc::getrandom(out[filled..].as_mut_ptr().cast(), out.len() - filled, 0) };
-        if n < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(age::EncryptError::Io(err));
-        }
-        filled += n as usize;
-    }
-    Ok(out)
+    super::envelope::random_bytes()
+        .map_err(|e| age::EncryptError::Io(std::io::Error::other(e.message)))
 }
 
 impl age::Recipient for StoreKeyWrap {

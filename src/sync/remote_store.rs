@@ -33,13 +33,7 @@ pub fn read_state(remote: &mut dyn Remote) -> Result<RemoteState> {
         STAGING_DIR.to_string(),
     ];
     let (files, mut listings) = remote.read_many(&["config".to_string()], &dirs, 1 << 20)?;
-    let config = match files.into_iter().next().flatten() {
-        Some(bytes) => Some(StoreConfig::decode(&bytes).map_err(|e| Error {
-            message: format!("remote store {}: {}", remote.describe(), e.message),
-            ..e
-        })?),
-        None => None,
-    };
+    let config = decode_config(remote, files.into_iter().next().flatten())?;
     let staging = listings.pop().flatten().unwrap_or_default();
     let packs = listings
         .pop()
@@ -106,13 +100,7 @@ pub fn read_push_state(remote: &mut dyn Remote) -> Result<RemoteState> {
     files.extend(powers.iter().map(|n| generation_path(*n)));
     let (mut read, mut listings) = remote.read_many(&files, &[STAGING_DIR.to_string()], 1 << 20)?;
     let staging = listings.pop().flatten().unwrap_or_default();
-    let config = match read.first_mut().and_then(Option::take) {
-        Some(bytes) => Some(StoreConfig::decode(&bytes).map_err(|e| Error {
-            message: format!("remote store {}: {}", remote.describe(), e.message),
-            ..e
-        })?),
-        None => None,
-    };
+    let config = decode_config(remote, read.first_mut().and_then(Option::take))?;
     let mut state = RemoteState {
         fanouts: Vec::new(),
         config,
@@ -170,6 +158,18 @@ pub fn read_push_state(remote: &mut dyn Remote) -> Result<RemoteState> {
     state.generation = low;
     state.current = entry.new;
     Ok(state)
+}
+
+/// The remote's `config`, if it has one; damage names the remote.
+fn decode_config(remote: &dyn Remote, bytes: Option<Vec<u8>>) -> Result<Option<StoreConfig>> {
+    bytes
+        .map(|bytes| {
+            StoreConfig::decode(&bytes).map_err(|e| Error {
+                message: format!("remote store {}: {}", remote.describe(), e.message),
+                ..e
+            })
+        })
+        .transpose()
 }
 
 /// A remote ref generation file's log line; damage names the file and the remote.
