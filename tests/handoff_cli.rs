@@ -2458,3 +2458,121 @@ fn handoff_options_without_a_handoff_are_refused() {
     }
     assert_eq!(snapshot_files(&env.store()), before);
 }
+
+// ---------------------------------------------------------------------------------------
+// Terminal control sequences in stored text
+// ---------------------------------------------------------------------------------------
+
+/// Every string value in a JSON document.
+fn json_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| json_strings(x, out)),
+        Value::Object(m) => m.iter().for_each(|(k, x)| {
+            out.push(k.clone());
+            json_strings(x, out)
+        }),
+        _ => {}
+    }
+}
+
+/// A summary, agent names, a file name and a briefing holding an OSC title change
+/// (ESC ] 0; ... BEL), a screen clear (ESC [2J) and a CSI (U+009B): `log`, `show` and
+/// `resume` print them as visible escapes (they reached the terminal raw before), errors
+/// too, while `--json` keeps the exact strings.
+#[test]
+fn control_sequences_never_reach_the_terminal_raw() {
+    let env = Env::new();
+    env.init();
+    let osc = "\u{1b}]0;owned\u{7}";
+    let clear = "\u{1b}[2J";
+    let name = format!("notes{osc}.txt");
+    let ws = env.write_tree("ws", &[(name.as_str(), b"x\n")]);
+    let brief = env.path().join("brief.md");
+    fs::write(
+        &brief,
+        format!(
+            "# Handoff\n\n## Objective\n\nShip {clear}it{osc} now.\n\n## Current State\n\n\
+             Half done\u{9b}31m.\n\n## Next Steps\n\n1. Finish {osc}.\n"
+        ),
+    )
+    .expect("write");
+    let from = format!("alice{osc}");
+    let to = format!("bob{clear}");
+    let summary = format!("fix{osc}{clear}\r\u{7f}");
+    ok(
+        baton_in(
+            &env,
+            &ws,
+            &[
+                "save",
+                "--brief",
+                &s(&brief),
+                "--from",
+                &from,
+                "--to",
+                &to,
+                "--summary",
+                &summary,
+                "--attach",
+                &s(&ws.join(&name)),
+            ],
+        ),
+        "save",
+    );
+    let raw = |bytes: &[u8]| {
+        bytes.iter().any(|b| matches!(b, 0x1b | 0x07 | 0x0d | 0x7f))
+            || String::from_utf8_lossy(bytes).contains('\u{9b}')
+    };
+    for args in [
+        &["log"][..],
+        &["show", "current"],
+        &["resume", "current"],
+        &["log", "--audit"],
+    ] {
+        let out = baton_in(&env, &ws, args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(
+            !raw(&out.stdout),
+            "{args:?} printed raw: {:?}",
+            stdout(&out)
+        );
+        assert!(!raw(&out.stderr), "{args:?} stderr raw: {:?}", stderr(&out));
+        let text = stdout(&out);
+        if args[0] != "log" || args.len() == 1 {
+            assert!(text.contains("\\x1b]0;owned\\x07"), "{args:?}: {text}");
+        }
+    }
+    let out = baton_in(&env, &ws, &["show", "current"]);
+    assert!(stdout(&out).contains("notes\\x1b]0;owned\\x07.txt"));
+    // An error quoting the input escapes it too.
+    let out = baton_in(&env, &ws, &["cat", &format!("current:{name}x")]);
+    assert_ne!(code(&out), 0);
+    assert!(!raw(&out.stderr), "error printed raw: {:?}", stderr(&out));
+
+    // --json is exact.
+    for args in [&["log"][..], &["show", "current"], &["resume", "current"]] {
+        let mut strings = Vec::new();
+        json_strings(&json_in(&env, &ws, args), &mut strings);
+        for exact in [&from, &to, &summary] {
+            assert!(
+                strings.iter().any(|s| s.contains(exact.as_str())),
+                "{args:?} lacks {exact:?}: {strings:?}"
+            );
+        }
+        if args[0] == "show" {
+            assert!(
+                strings.iter().any(|s| s.ends_with(&name)),
+                "{args:?} lacks the file name"
+            );
+        }
+        if args[0] == "resume" {
+            assert!(
+                strings
+                    .iter()
+                    .any(|s| s.contains(&format!("Ship {clear}it{osc}"))),
+                "resume --json lacks the exact briefing"
+            );
+        }
+    }
+}
