@@ -1,6 +1,6 @@
 //! Opening an authenticated SSH session: `~/.ssh/config` (through ssh2-config), TCP with
 //! timeouts, host key verification against known_hosts (accept-new on request, never a
-//! changed key), and public-key authentication (every ssh-agent key, then key files,
+//! changed or `@revoked` key, names under `HostKeyAlias` when set), and public-key authentication (every ssh-agent key, then key files,
 //! asking for a passphrase only on a terminal).
 //!
 //! libssh2 reads neither the ssh config nor known_hosts by itself: everything here that
@@ -20,6 +20,8 @@ use ssh2::{CheckResult, ErrorCode, HashType, KnownHostFileKind, KnownHosts, Meth
 use ssh2_config::{HostParams, ParseRule, SshConfig};
 
 use crate::error::{Error, ErrorKind, Result};
+
+mod revoked;
 
 /// Connect timeout when neither the caller nor `ConnectTimeout` says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -111,7 +113,11 @@ pub fn connect(target: &SshTarget, opts: &ConnectOptions) -> Result<Connection> 
     session.set_tcp_stream(stream);
 
     let known_hosts = load_known_hosts(&session, &res.known_hosts_files)?;
-    let kh_name = known_hosts_name(&res.host, res.port);
+    // `HostKeyAlias` replaces the host name (and port) in known_hosts, as in OpenSSH.
+    let kh_name = match &res.host_key_alias {
+        Some(alias) => alias.clone(),
+        None => known_hosts_name(&res.host, res.port),
+    };
     let known_types = known_key_types(&known_hosts, &kh_name);
     prefer_host_key_types(&session, &known_types)?;
 
@@ -190,6 +196,8 @@ struct Resolved {
     identity_files: Vec<PathBuf>,
     /// `UserKnownHostsFile`s: all are read, new keys go to the first.
     known_hosts_files: Vec<PathBuf>,
+    /// `HostKeyAlias`: the name to look up and record the host key under.
+    host_key_alias: Option<String>,
     new_host_keys: NewHostKeys,
     timeout: Duration,
     keepalive_secs: Option<u32>,
@@ -272,6 +280,26 @@ fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resolved> {
         _ => vec![ssh_home.join("known_hosts")],
     };
 
+    let host_key_alias = match unsupported(&params, "hostkeyalias") {
+        None => None,
+        Some(alias) if alias.eq_ignore_ascii_case("none") => None,
+        Some(alias) => {
+            // It is written into known_hosts as the first field of a line.
+            if alias.chars().any(|c| c.is_whitespace() || c.is_control())
+                || alias.starts_with('@')
+                || alias.starts_with('#')
+            {
+                return Err(Error::usage(format!(
+                    "{}: invalid HostKeyAlias {alias:?} for host {}",
+                    config_path.display(),
+                    target.host
+                ))
+                .with_hint("use a plain name without spaces, such as the host's canonical name"));
+            }
+            Some(alias.to_string())
+        }
+    };
+
     let strict = match unsupported(&params, "stricthostkeychecking") {
         None => NewHostKeys::Refuse,
         Some(v) => match v.to_ascii_lowercase().as_str() {
@@ -320,6 +348,7 @@ fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resolved> {
         user,
         identity_files,
         known_hosts_files,
+        host_key_alias,
         new_host_keys,
         timeout,
         keepalive_secs,
@@ -697,6 +726,18 @@ fn verify_host_key(
             .join(", "),
     };
 
+    // libssh2 ignores `@revoked` lines: a revoked key is refused before anything else,
+    // whatever plain line also lists it, and never recorded by accept-new.
+    if let Some((file, line)) = revoked::revoked_entry(&res.known_hosts_files, &key) {
+        return Err(Error::new(
+            ErrorKind::Security,
+            format!(
+                "host key of {name} ({key_type} {fingerprint}) is REVOKED in {}:{line}; refusing to connect",
+                file.display()
+            ),
+        )
+        .with_hint("the server's key was marked as compromised: ask its administrator for a new host key, and do not remove the @revoked line to get in"));
+    }
     match known_hosts.check(name, &key) {
         CheckResult::Match => Ok(()),
         CheckResult::NotFound => match (res.new_host_keys, first_file) {
@@ -715,11 +756,16 @@ fn verify_host_key(
                     ErrorKind::Security,
                     format!("host {name} is not known ({files_text}); it presents the {key_type} key {fingerprint}"),
                 )
-                .with_hint(format!(
-                    "if that is the server's fingerprint, connect again with --accept-new-host-key, or run: ssh-keyscan -p {} {} >> {target}",
-                    res.port,
-                    shell_quote(&res.host)
-                )))
+                .with_hint(match &res.host_key_alias {
+                    Some(alias) => format!(
+                        "if that is the server's fingerprint, connect again with --accept-new-host-key (it records the key under the HostKeyAlias {alias} in {target})"
+                    ),
+                    None => format!(
+                        "if that is the server's fingerprint, connect again with --accept-new-host-key, or run: ssh-keyscan -p {} {} >> {target}",
+                        res.port,
+                        shell_quote(&res.host)
+                    ),
+                }))
             }
         },
         CheckResult::Mismatch => {
