@@ -134,15 +134,15 @@ fn decode(body: &[u8]) -> String {
                 };
                 if (0xd800..0xdc00).contains(&hi) {
                     let mut look = chars.clone();
-                    if look.next() == Some('\\') && look.next() == Some('u') {
-                        if let Some(lo) = hex4(&mut look) {
-                            if (0xdc00..0xe000).contains(&lo) {
-                                chars = look;
-                                let code = 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
-                                out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
-                                continue;
-                            }
-                        }
+                    if look.next() == Some('\\')
+                        && look.next() == Some('u')
+                        && let Some(lo) = hex4(&mut look)
+                        && (0xdc00..0xe000).contains(&lo)
+                    {
+                        chars = look;
+                        let code = 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
+                        out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
+                        continue;
                     }
                     out.push('\u{fffd}');
                 } else {

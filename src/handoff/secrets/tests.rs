@@ -445,7 +445,7 @@ pub fn login(user: &str, password: &str, token: Option<Token>) -> Result<Session
     fn new_token_kinds_in_text_env_and_json() {
         for (kind, secret) in NEW_KINDS {
             check(&format!("leaked {secret} here"), &[secret], &[(kind, 1)]);
-            check(&format!("{secret}"), &[secret], &[(kind, 1)]);
+            check(secret, &[secret], &[(kind, 1)]);
             let line = serde_json::json!({ "out": format!("x\n{secret}\ty") }).to_string();
             let out = check(&line, &[secret], &[(kind, 1)]);
             serde_json::from_str::<serde_json::Value>(&out).expect("still JSON");
