@@ -25,6 +25,7 @@ mod escape_tests {
 
 mod cases {
     use super::super::*;
+    use std::sync::LazyLock;
 
     fn text(r: &Redaction) -> String {
         String::from_utf8_lossy(&r.bytes).into_owned()
