@@ -61,7 +61,7 @@
 //!
 //! Every token rule also takes a `/` or `\/` and more token characters right after the
 //! token, so a slash escape cannot cut one in two. JSON strings are scanned decoded as
-//! well (see [`json`]): `\u0067hp_...` or a surrogate pair inside a token hides nothing.
+//! well (see `secrets/json.rs`): `\u0067hp_...` or a surrogate pair inside a token hides nothing.
 //! All rules run as one `RegexSet` first; only the rules that match run again to find
 //! where.
 //!
