@@ -61,9 +61,9 @@
 //!
 //! Every token rule also takes a `/` or `\/` and more token characters right after the
 //! token, so a slash escape cannot cut one in two. JSON strings are scanned decoded as
-//! well (see `secrets/json.rs`): `\u0067hp_...` or a surrogate pair inside a token hides nothing.
-//! All rules run as one `RegexSet` first; only the rules that match run again to find
-//! where.
+//! well (see `secrets/json.rs`): `\u0067hp_...` or a surrogate pair inside a token hides
+//! nothing. All rules run as one `RegexSet` first; only the rules that match run again to
+//! find where. The patterns themselves are in `secrets/rules.rs`.
 //!
 //! Transcripts are JSON lines, so a redaction must never break JSON: no span ends in the
 //! middle of a backslash escape or crosses an unescaped `"`, and a raw JSON key (`"token":`)
