@@ -144,6 +144,11 @@ fn redact_at_depth(input: &[u8], depth: usize) -> Redaction {
     raw
 }
 
+/// Whether any rule or key block could match in `text`: a cheap test before a full pass.
+fn may_hold_secret(text: &[u8]) -> bool {
+    RULE_SET.is_match(text) || PEM_BEGIN.is_match(text)
+}
+
 /// The pattern passes over raw bytes.
 fn redact_raw(input: &[u8]) -> Redaction {
     // A placeholder changes what its neighbours look like to a pattern: the text after it

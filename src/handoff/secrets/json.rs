@@ -1,6 +1,7 @@
 //! Secrets hidden by JSON string escapes: `\u0061`, `\/`, surrogate pairs and the rest
 //! make a token unreadable to a pattern over the raw bytes, so every JSON string that
-//! holds an escape is decoded, scanned, and re-encoded when a secret was found in it.
+//! holds such an escape is decoded, scanned, and re-encoded when a secret was found in it
+//! (`\n`, `\t`, `\r`, `\"` and `\\` alone need no decoding: see `has_hiding_escape`).
 //!
 //! What counts as JSON: the whole input when `serde_json` parses it (a pretty-printed
 //! file), else each line that it parses (a transcript's JSON lines). Other text is left
@@ -19,7 +20,7 @@ pub(super) fn redact_strings(
     input: &[u8],
     depth: usize,
 ) -> Option<(Vec<u8>, BTreeMap<&'static str, u64>)> {
-    if depth >= MAX_DEPTH || !input.contains(&b'\\') {
+    if depth >= MAX_DEPTH || !has_hiding_escape(input) {
         return None;
     }
     let mut counts = BTreeMap::new();
@@ -37,7 +38,7 @@ pub(super) fn redact_strings(
             .iter()
             .find(|b| !b.is_ascii_whitespace())
             .is_some_and(|b| matches!(b, b'{' | b'['))
-            && line.contains(&b'\\')
+            && has_hiding_escape(line)
             && serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok();
         match looks_like_json
             .then(|| redact_literals(line, depth, &mut counts))
@@ -86,10 +87,14 @@ fn redact_literals(
             body_end
         };
         i = end;
-        if !escaped {
+        if !escaped || !has_hiding_escape(&text[start + 1..body_end]) {
             continue;
         }
         let decoded = decode(&text[start + 1..body_end]);
+        // Most decoded strings hold nothing: one pass of the rule set tells.
+        if !super::may_hold_secret(decoded.as_bytes()) && !has_hiding_escape(decoded.as_bytes()) {
+            continue;
+        }
         let r = super::redact_at_depth(decoded.as_bytes(), depth + 1);
         if r.counts.is_empty() {
             continue;
@@ -108,6 +113,28 @@ fn redact_literals(
     }
     out.extend_from_slice(&text[pos..]);
     Some(out)
+}
+
+/// Whether `text` holds an escape that decoding changes in a way the raw patterns cannot
+/// see through: a run of backslashes before anything but `n`, `t`, `r` or `"` (`\u0061`,
+/// `\/`, `\b`, and nested ones like `\\u0061`, which is `\u0061` one level down). `\n`,
+/// `\t`, `\r` read as spaces to the raw patterns already and `\"` stands for a character
+/// no token contains, so strings with only those (most of a transcript) need no decoding.
+fn has_hiding_escape(text: &[u8]) -> bool {
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        while i < text.len() && text[i] == b'\\' {
+            i += 1;
+        }
+        if i < text.len() && !matches!(text[i], b'n' | b't' | b'r' | b'"') {
+            return true;
+        }
+    }
+    false
 }
 
 /// The value of a JSON string body (without its quotes), leniently: a lone surrogate or
@@ -167,6 +194,32 @@ fn hex4(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_escapes_that_can_hide_a_token_need_decoding() {
+        for hiding in [
+            &br"a\u0061"[..],
+            br"a\/b",
+            br"\bx",
+            br"\fx",
+            br"\\\u0061",
+            br"\\u0061",
+            br"\q",
+        ] {
+            assert!(
+                has_hiding_escape(hiding),
+                "{}",
+                String::from_utf8_lossy(hiding)
+            );
+        }
+        for plain in [&br#"a\nb\tc\r\"d\\"#[..], br"\\n", b"plain", br"end\"] {
+            assert!(
+                !has_hiding_escape(plain),
+                "{}",
+                String::from_utf8_lossy(plain)
+            );
+        }
+    }
 
     #[test]
     fn every_escape_form_decodes() {

@@ -491,6 +491,14 @@ pub fn login(user: &str, password: &str, token: Option<Token>) -> Result<Session
         let doc = format!("{{\n  \"a\": [\n    \"{all_escaped}\"\n  ]\n}}\n");
         let out = check(&doc, &[GH], &[("github_token", 1)]);
         serde_json::from_str::<serde_json::Value>(&out).expect("still JSON");
+        // JSON held in a JSON string (a tool's output), its escape escaped once more.
+        let inner = serde_json::json!({ "k": format!("x {gh_escaped}") }).to_string();
+        let inner = inner.replace("\\\\u0061", "\\u0061");
+        assert!(inner.contains(r"\u0061"), "{inner}");
+        let outer = serde_json::json!({ "out": inner }).to_string();
+        assert!(outer.contains(r"\\u0061"), "{outer}");
+        let out = check(&outer, &[GH, &GH[5..]], &[("github_token", 1)]);
+        serde_json::from_str::<serde_json::Value>(&out).expect("still JSON");
         // Plain text is not decoded: the escape there is just text.
         let text = format!("not json: {gh_escaped}");
         assert_eq!(redact(text.as_bytes()).bytes, text.as_bytes());
