@@ -1,6 +1,12 @@
 //! Rendering results: human text or one JSON document, progress bars, and the single
 //! place where an error becomes an exit code.
+//!
+//! Human text is made terminal-safe here, once for every command: names, summaries and
+//! agent names come from remote stores, and a control sequence in one (an OSC title
+//! change, a screen clear) must reach the terminal as visible text, never as a command.
+//! `--json` output is exact: JSON escapes every control character itself.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -126,7 +132,7 @@ pub fn finish(json_mode: bool, result: crate::error::Result<Outcome>) -> i32 {
         if let Some(o) = &outcome
             && !o.human.is_empty()
         {
-            let _ = out.write_all(o.human.as_bytes());
+            let _ = out.write_all(terminal_safe(&o.human).as_bytes());
             if !o.human.ends_with('\n') {
                 let _ = out.write_all(b"\n");
             }
@@ -136,12 +142,12 @@ pub fn finish(json_mode: bool, result: crate::error::Result<Outcome>) -> i32 {
             // The error is always one line: a file name or argument quoted in the message
             // may hold a line break, and scripts read exactly one line. A hint that is a
             // block of text (the briefing skeleton) follows on lines of its own.
-            let one_line = |t: &str| t.replace('\n', "\\n").replace('\r', "\\r");
+            let one_line = |t: &str| terminal_safe(&t.replace('\n', "\\n")).into_owned();
             match e.hint.as_deref() {
                 Some(hint) if hint.contains('\n') => {
                     let (first, rest) = hint.split_once('\n').unwrap_or((hint, ""));
                     eprintln!("error: {}; {}", one_line(&e.message), one_line(first));
-                    eprintln!("{}", rest.trim_end());
+                    eprintln!("{}", terminal_safe(rest.trim_end()));
                 }
                 _ => eprintln!("error: {}", one_line(&e.to_string())),
             }
@@ -151,6 +157,31 @@ pub fn finish(json_mode: bool, result: crate::error::Result<Outcome>) -> i32 {
     error.map(|e| e.kind.exit_code()).unwrap_or(0)
 }
 
+/// `text` with every character that a terminal could take as a command shown as an
+/// escape instead: C0 controls but the line break and tab (so `\x1b`, `\x07`, `\r`),
+/// DEL, the C1 controls (`\u{9b}` starts a sequence on some terminals) and the Unicode
+/// bidirectional overrides, which make a terminal show text in another order than it is.
+pub fn terminal_safe(text: &str) -> Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if !unsafe_char(c) {
+            out.push(c);
+        } else if (c as u32) < 0x80 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    Cow::Owned(out)
+}
+
 pub fn error_json(e: &Error) -> Value {
     json!({
         "code": e.kind.code(),
@@ -158,4 +189,18 @@ pub fn error_json(e: &Error) -> Value {
         "message": e.message,
         "hint": e.hint,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::terminal_safe;
+
+    #[test]
+    fn control_characters_become_visible() {
+        assert_eq!(terminal_safe("plain\ttext\nnext"), "plain\ttext\nnext");
+        assert_eq!(
+            terminal_safe("a\u{1b}]0;pwned\u{7}b\u{1b}[2J\r\u{7f}\u{9b}\u{202e}"),
+            "a\\x1b]0;pwned\\x07b\\x1b[2J\\x0d\\x7f\\u{9b}\\u{202e}"
+        );
+    }
 }

@@ -1019,3 +1019,106 @@ fn a_file_that_looks_like_a_manifest_is_not_a_revision() {
     let verify = env.ok(&["verify"]);
     assert!(verify.trim_end().ends_with(": ok"), "{verify}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Targets in an encrypted store; a stored symlink target holding NUL
+// ---------------------------------------------------------------------------------------
+
+/// `target add` and `target default` rewrote an encrypted store's config without its
+/// keys while `target remove` demanded them. Every change needs the keys now (exit 6,
+/// the store untouched); listing still works locked.
+#[test]
+fn target_changes_in_an_encrypted_store_all_need_the_keys() {
+    let env = Env::new();
+    let run = |pass: Option<&str>, args: &[&str]| {
+        let mut cmd = env.cmd();
+        cmd.env_remove("BATON_PASSPHRASE");
+        if let Some(pass) = pass {
+            cmd.env("BATON_PASSPHRASE", pass);
+        }
+        cmd.args(args).output().unwrap()
+    };
+    let pw = Some("right horse");
+    assert!(
+        run(pw, &["init", "--encrypt", "--passphrase"])
+            .status
+            .success()
+    );
+    env.write_tree("w", &[("a.txt", b"a\n")]);
+    assert!(run(pw, &["save", "w"]).status.success());
+    let remote = env.path().join("remote");
+    let remote = remote.to_str().unwrap();
+    assert!(run(pw, &["target", "add", "r", remote]).status.success());
+    assert!(run(pw, &["push", "r"]).status.success());
+
+    let before = snapshot_files(&env.store());
+    for args in [
+        &["target", "add", "other", remote][..],
+        &["target", "add", "other", remote, "--default"],
+        &["target", "default", "r"],
+        &["target", "remove", "r"],
+    ] {
+        let out = run(None, args);
+        assert_eq!(out.status.code(), Some(6), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("passphrase"), "{err}");
+        assert_eq!(snapshot_files(&env.store()), before, "{args:?} wrote");
+    }
+    let out = run(None, &["target", "list"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("r* "));
+    // With the keys, all of them work.
+    for args in [
+        &["target", "add", "other", remote][..],
+        &["target", "default", "other"],
+        &["target", "remove", "r"],
+        &["target", "remove", "other"],
+    ] {
+        let out = run(pw, args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+    }
+}
+
+/// A crafted tree whose symlink's stored target holds a NUL byte: checkout exited 1
+/// (symlink(2) cannot take it). It is a damaged store, exit 4, and nothing is created.
+#[test]
+fn stored_symlink_target_with_nul_is_an_integrity_error() {
+    use baton::format::{EntryKind, Tree, TreeEntry};
+    use baton::store::Store;
+    use baton::store::objects::PendingDirs;
+    let env = Env::new();
+    env.init();
+    {
+        let store = Store::open(&env.store()).unwrap();
+        let pending = PendingDirs::default();
+        let link = store.objects.put_bytes(b"../a\0b", &pending).unwrap();
+        let file = store.objects.put_bytes(b"x\n", &pending).unwrap();
+        let tree = Tree::new(vec![
+            TreeEntry {
+                name: "f".into(),
+                kind: EntryKind::File,
+                size: 2,
+                id: file.id,
+            },
+            TreeEntry {
+                name: "link".into(),
+                kind: EntryKind::Symlink,
+                size: 6,
+                id: link.id,
+            },
+        ])
+        .unwrap();
+        let tree = store.objects.put_bytes(&tree.encode(), &pending).unwrap();
+        pending.sync().unwrap();
+        store.commit_bundle(tree.id, "save", |_| {}).unwrap();
+    }
+    let before = snapshot_files(&env.store());
+    let out = env.run(&["checkout", "current", "out"]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("NUL") && err.contains("link"), "{err}");
+    assert!(!env.path().join("out").exists());
+    assert_eq!(snapshot_files(&env.store()), before);
+}

@@ -246,7 +246,14 @@ fn keys_are_required_and_nothing_is_written_without_them() {
 fn push_clone_pull_round_trip_sends_ciphertext_only() {
     let (env, _key, id) = encrypted_env();
     let remote = env.path().join("remote");
-    env.ok(&["target", "add", "r", remote.to_str().unwrap()]);
+    env.ok(&[
+        "--identity",
+        "key.txt",
+        "target",
+        "add",
+        "r",
+        remote.to_str().unwrap(),
+    ]);
     env.ok(&["--identity", "key.txt", "push", "r"]);
     assert_eq!(markers_in(&remote), Vec::<String>::new());
     let config = fs::read_to_string(remote.join("config")).unwrap();
@@ -308,7 +315,14 @@ fn push_clone_pull_round_trip_sends_ciphertext_only() {
 fn export_and_import_carry_ciphertext_only() {
     let (env, _key, _first) = encrypted_env();
     let remote = env.path().join("remote");
-    env.ok(&["target", "add", "r", remote.to_str().unwrap()]);
+    env.ok(&[
+        "--identity",
+        "key.txt",
+        "target",
+        "add",
+        "r",
+        remote.to_str().unwrap(),
+    ]);
     env.ok(&["--identity", "key.txt", "push", "r"]);
     env.ok(&[
         "--identity",
@@ -431,7 +445,7 @@ fn ssh_push_clone_pull_of_an_encrypted_store() {
     let (env, _key, first) = encrypted_env();
     let remote = server.scratch().join("remote");
     let url = format!("{}:{}", server.alias(), s(&remote));
-    env.ok(&["target", "add", "r", &url]);
+    env.ok(&["--identity", "key.txt", "target", "add", "r", &url]);
     let run = |env: &Env, args: &[&str]| {
         let mut cmd = env.cmd();
         for (k, v) in server.env() {
@@ -492,7 +506,7 @@ fn gc_of_an_encrypted_store_removes_only_garbage_and_needs_the_key() {
     // Garbage that is valid ciphertext under this store's keys: objects of a bundle saved
     // in a clone (same keys), copied in without any ref or log line naming them.
     let remote = env.path().join("remote");
-    env.ok(&["target", "add", "r", s(&remote)]);
+    env.ok(&["--identity", "key.txt", "target", "add", "r", s(&remote)]);
     env.ok(&["--identity", "key.txt", "push", "r"]);
     env.ok(&["--identity", "key.txt", "clone", s(&remote), "c1"]);
     env.write_tree("w2", &[("orphan.txt", b"ZQXJcontent orphan")]);

@@ -868,7 +868,7 @@ fn planted_secrets() -> Vec<(&'static str, String, String)> {
     let bearer = "8f14e45fceea167a5a36dedd4bea2543aa01".to_string();
     let url_pw = "Tr0ub4dor-and-3".to_string();
     let db_pw = "Corr3ct-H0rse-Battery".to_string();
-    vec![
+    let mut planted = vec![
         (
             "aws_access_key",
             aws_id.clone(),
@@ -952,7 +952,74 @@ fn planted_secrets() -> Vec<(&'static str, String, String)> {
             db_pw.clone(),
             format!("DB_PASSWORD={db_pw}"),
         ),
-    ]
+    ];
+    // The kinds added for issue 10, each in a sentence (SendGrid and PyPI went through
+    // in full before).
+    for (kind, value) in [
+        (
+            "sendgrid_api_key",
+            "SG.u8jzPde0IgxLd6GncfBAep.fJBd0Kh8oOOL8dKLzdocJ2isAjIhKtJ0RlgLKOmxgJT",
+        ),
+        (
+            "pypi_token",
+            "pypi-AgEIcHlwaS5vcmcihA-2O76UMFxFkM-R5Kjp1vRt_1fjORS-6ilI8ihN5KXSc7Tvo-hBKqFYY-k",
+        ),
+        ("twilio_key", "SK5ec84d8dbc74254770f58904dba41ecc"),
+        (
+            "digitalocean_token",
+            "dop_v1_ff9243a8f506b40928b5b7a767c76fb008f86bebb2737f6a6f0fb23c6f5da2ce",
+        ),
+        ("shopify_token", "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"),
+        (
+            "age_secret_key",
+            "AGE-SECRET-KEY-16GFPUTQFTF78R57XR0V3ZXUPYU5V3U70SVUG68EU5Y0MYDN8FHFSGAWXEL",
+        ),
+        (
+            "vault_token",
+            "hvs.kQ1okTBGzvAmwufUxbvJDCTbyvHNsG9eh6Yo4gfqrc5XlrWi0B26R08qzjI6GKFSufrdZSlB5er8bOfZqfM2oeq3hDavJA7",
+        ),
+        (
+            "doppler_token",
+            "dp.pt.6rNicHTp8hkqdlm7tOtHWnsCGRlrwZbqcabUGJmGEp7",
+        ),
+        ("databricks_token", "dapie3dfc967a64cb14028d512c9791e558e"),
+        (
+            "linear_api_key",
+            "lin_api_aqx9vJupc94tnwlavyfErGPmpGXafq0fjzLczbtt",
+        ),
+        (
+            "postman_api_key",
+            "PMAK-724caf4941d4072014b3ce10-7f80e222f828767efc2f91624a8940f1f8",
+        ),
+        (
+            "pulumi_token",
+            "pul-36f99eee3692f09e2e8c662248b483b7ffc050fe",
+        ),
+        ("square_token", "sq0atp-ztUjAwyuh1vauWv1zh87mT"),
+        (
+            "grafana_token",
+            "glsa_a5Vsqxezy3Lex7BWr2drgd1QsO7jprBG_a6bd0c62",
+        ),
+        (
+            "sentry_token",
+            "sntrys_d7UACNWiP3sFd67JikEAvstqVVPqzPptEJQzhkPkenG5ZFJoC6vWCBiJmpfl",
+        ),
+        ("new_relic_key", "NRAK-V9FUPXQMB0Y07NYRVD5RXI67NFR"),
+        ("mailchimp_api_key", "7cced9041dff02cee737443e21047194-us14"),
+    ] {
+        planted.push((
+            kind,
+            value.to_string(),
+            format!("Also found {value} in a config."),
+        ));
+    }
+    let basic = "dXNlcjpodW50ZXIyLWJhc2ljLWF1dGg=";
+    planted.push((
+        "basic_auth",
+        basic.to_string(),
+        format!("curl -H 'Authorization: Basic {basic}' https://api.example.com/"),
+    ));
+    planted
 }
 
 /// A valid briefing with every planted secret in its Current State.
@@ -1034,10 +1101,10 @@ fn secrets_are_redacted_everywhere_and_block_writes_nothing() {
 
     // Every location holds every planted line once: briefing, transcript, attachment,
     // staged patch. github_token has two examples.
-    let expected: BTreeMap<String, u64> = KINDS
-        .iter()
-        .map(|k| (k.to_string(), if *k == "github_token" { 8 } else { 4 }))
-        .collect();
+    let mut expected: BTreeMap<String, u64> = BTreeMap::new();
+    for (kind, _, _) in &secrets {
+        *expected.entry(kind.to_string()).or_insert(0) += 4;
+    }
     let described = expected
         .iter()
         .map(|(k, n)| format!("{k}: {n}"))
@@ -1161,6 +1228,90 @@ fn secrets_are_redacted_everywhere_and_block_writes_nothing() {
             assert!(
                 !contains(content, value.as_bytes()),
                 "the {kind} value is in {where_}"
+            );
+        }
+    }
+}
+
+/// Tokens hidden by JSON escapes in a transcript and a JSON attachment: a `\u0061` in a
+/// GitHub token (stored verbatim before), a `\/` splitting an Anthropic key (half
+/// redacted before). They are found decoded, and the stored lines stay JSON.
+#[test]
+fn secrets_behind_json_escapes_never_reach_the_store() {
+    let env = Env::new();
+    env.init();
+    let ws = env.write_tree("ws", &[("f.txt", b"x\n")]);
+    let brief = env.path().join("brief.md");
+    fs::write(&brief, VALID_BRIEF).expect("write");
+    let gh = "ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8";
+    let ant = "sk-ant-api03-Zy9Xw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe_dcba-9876";
+    // Pieces that must not survive anywhere, escaped or not.
+    let pieces = [&gh[5..], &ant[..24], &ant[25..]];
+    let gh_escaped = format!("{}\\u0031{}", &gh[..4], &gh[5..]);
+    let ant_split = format!("{}\\/{}", &ant[..24], &ant[24..]);
+    let transcript = env.path().join("session.jsonl");
+    fs::write(
+        &transcript,
+        format!(
+            "{{\"role\":\"user\",\"content\":\"hi\"}}\n\
+             {{\"role\":\"tool\",\"content\":\"GH_TOKEN is {gh_escaped}\\n\"}}\n\
+             {{\"role\":\"tool\",\"content\":\"key {ant_split} \\ud83d\\ude00\"}}\n"
+        ),
+    )
+    .expect("write");
+    let attach = env.path().join("creds.json");
+    fs::write(
+        &attach,
+        format!("{{\n  \"a\": \"{gh_escaped}\",\n  \"b\": [\"{ant_split}\"]\n}}\n"),
+    )
+    .expect("write");
+    let args = [
+        "save",
+        "--brief",
+        &s(&brief),
+        "--transcript",
+        &s(&transcript),
+        "--attach",
+        &s(&attach),
+    ];
+    let before = snapshot_files(&env.store());
+    let mut block = args.to_vec();
+    block.extend(["--secrets", "block"]);
+    let out = baton_in(&env, &ws, &block);
+    assert_eq!(code(&out), 6, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("anthropic_api_key: 2, github_token: 2"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(snapshot_files(&env.store()), before, "block wrote");
+
+    let saved = json_in(&env, &ws, &args);
+    assert_eq!(
+        saved["secrets"],
+        json!({ "anthropic_api_key": 2, "github_token": 2 })
+    );
+    let back = cat(&env, "current:transcript.jsonl");
+    let lines: Vec<Value> = back
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("transcript line is still JSON"))
+        .collect();
+    assert_eq!(lines[1]["content"], "GH_TOKEN is [REDACTED:github_token]\n");
+    assert_eq!(
+        lines[2]["content"],
+        "key [REDACTED:anthropic_api_key] \u{1f600}"
+    );
+    let json_back: Value =
+        serde_json::from_str(&cat(&env, "current:attachments/creds.json")).expect("still JSON");
+    assert_eq!(json_back["a"], "[REDACTED:github_token]");
+    for (where_, content) in all_objects(&env.store())
+        .iter()
+        .chain(plain_files(&env.store()).iter())
+    {
+        for piece in pieces {
+            assert!(
+                !contains(content, piece.as_bytes()),
+                "{piece} is in {where_}"
             );
         }
     }
@@ -2306,4 +2457,122 @@ fn handoff_options_without_a_handoff_are_refused() {
         assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
     }
     assert_eq!(snapshot_files(&env.store()), before);
+}
+
+// ---------------------------------------------------------------------------------------
+// Terminal control sequences in stored text
+// ---------------------------------------------------------------------------------------
+
+/// Every string value in a JSON document.
+fn json_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| json_strings(x, out)),
+        Value::Object(m) => m.iter().for_each(|(k, x)| {
+            out.push(k.clone());
+            json_strings(x, out)
+        }),
+        _ => {}
+    }
+}
+
+/// A summary, agent names, a file name and a briefing holding an OSC title change
+/// (ESC ] 0; ... BEL), a screen clear (ESC [2J) and a CSI (U+009B): `log`, `show` and
+/// `resume` print them as visible escapes (they reached the terminal raw before), errors
+/// too, while `--json` keeps the exact strings.
+#[test]
+fn control_sequences_never_reach_the_terminal_raw() {
+    let env = Env::new();
+    env.init();
+    let osc = "\u{1b}]0;owned\u{7}";
+    let clear = "\u{1b}[2J";
+    let name = format!("notes{osc}.txt");
+    let ws = env.write_tree("ws", &[(name.as_str(), b"x\n")]);
+    let brief = env.path().join("brief.md");
+    fs::write(
+        &brief,
+        format!(
+            "# Handoff\n\n## Objective\n\nShip {clear}it{osc} now.\n\n## Current State\n\n\
+             Half done\u{9b}31m.\n\n## Next Steps\n\n1. Finish {osc}.\n"
+        ),
+    )
+    .expect("write");
+    let from = format!("alice{osc}");
+    let to = format!("bob{clear}");
+    let summary = format!("fix{osc}{clear}\r\u{7f}");
+    ok(
+        baton_in(
+            &env,
+            &ws,
+            &[
+                "save",
+                "--brief",
+                &s(&brief),
+                "--from",
+                &from,
+                "--to",
+                &to,
+                "--summary",
+                &summary,
+                "--attach",
+                &s(&ws.join(&name)),
+            ],
+        ),
+        "save",
+    );
+    let raw = |bytes: &[u8]| {
+        bytes.iter().any(|b| matches!(b, 0x1b | 0x07 | 0x0d | 0x7f))
+            || String::from_utf8_lossy(bytes).contains('\u{9b}')
+    };
+    for args in [
+        &["log"][..],
+        &["show", "current"],
+        &["resume", "current"],
+        &["log", "--audit"],
+    ] {
+        let out = baton_in(&env, &ws, args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(
+            !raw(&out.stdout),
+            "{args:?} printed raw: {:?}",
+            stdout(&out)
+        );
+        assert!(!raw(&out.stderr), "{args:?} stderr raw: {:?}", stderr(&out));
+        let text = stdout(&out);
+        if args[0] != "log" || args.len() == 1 {
+            assert!(text.contains("\\x1b]0;owned\\x07"), "{args:?}: {text}");
+        }
+    }
+    let out = baton_in(&env, &ws, &["show", "current"]);
+    assert!(stdout(&out).contains("notes\\x1b]0;owned\\x07.txt"));
+    // An error quoting the input escapes it too.
+    let out = baton_in(&env, &ws, &["cat", &format!("current:{name}x")]);
+    assert_ne!(code(&out), 0);
+    assert!(!raw(&out.stderr), "error printed raw: {:?}", stderr(&out));
+
+    // --json is exact.
+    for args in [&["log"][..], &["show", "current"], &["resume", "current"]] {
+        let mut strings = Vec::new();
+        json_strings(&json_in(&env, &ws, args), &mut strings);
+        for exact in [&from, &to, &summary] {
+            assert!(
+                strings.iter().any(|s| s.contains(exact.as_str())),
+                "{args:?} lacks {exact:?}: {strings:?}"
+            );
+        }
+        if args[0] == "show" {
+            assert!(
+                strings.iter().any(|s| s.ends_with(&name)),
+                "{args:?} lacks the file name"
+            );
+        }
+        if args[0] == "resume" {
+            assert!(
+                strings
+                    .iter()
+                    .any(|s| s.contains(&format!("Ship {clear}it{osc}"))),
+                "resume --json lacks the exact briefing"
+            );
+        }
+    }
 }

@@ -1327,3 +1327,145 @@ fn store_stays_private_under_umask_000() {
     assert!(out.status.success(), "verify\n{}", text_of(&out));
     elapsed_note("store_stays_private_under_umask_000", start);
 }
+
+/// Run baton under `strace -f -e trace=mkdir,mkdirat` with `umask`; every mkdir(2) it
+/// made, as (path, mode). None when strace cannot run here.
+fn mkdirs_under_umask(
+    env: &Env,
+    umask: libc::mode_t,
+    args: &[&str],
+) -> Option<(Output, Vec<(String, u32)>)> {
+    let log = env.path().join(format!("strace-{}.log", args[0]));
+    let mut cmd = Command::new("strace");
+    cmd.args(["-f", "-qq", "-e", "trace=mkdir,mkdirat", "-o"])
+        .arg(&log)
+        .arg(env!("CARGO_BIN_EXE_baton"))
+        .args(args)
+        .current_dir(env.path())
+        .env("BATON_STORE", env.store());
+    // SAFETY: umask(2) is async-signal-safe and touches only the child's own state.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::umask(umask);
+            Ok(())
+        });
+    }
+    let out = cmd.output().ok()?;
+    let text = fs::read_to_string(&log).ok()?;
+    let mut calls = Vec::new();
+    for line in text.lines() {
+        let Some(at) = line.find("mkdir") else {
+            continue;
+        };
+        let call = &line[at..];
+        let Some((args_part, _result)) = call.rsplit_once(") = ") else {
+            continue;
+        };
+        let Some((path, mode)) = args_part.rsplit_once(", ") else {
+            continue;
+        };
+        let mode = u32::from_str_radix(mode.trim_start_matches('0'), 8).unwrap_or(0o7777);
+        calls.push((path.to_string(), mode));
+    }
+    Some((out, calls))
+}
+
+/// Under umask 000 the directories a clone or init is built in were made 0777 (the
+/// clone's work directory stayed so; init's staging directory until its chmod), so
+/// another local user could swap the store being built. Every mkdir(2) of init, save,
+/// clone and import now asks for 0700 or less, and the results are private.
+#[test]
+fn no_directory_is_created_open_to_others_under_umask_000() {
+    let strace_works = Command::new("strace")
+        .args(["-qq", "-e", "trace=none", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !strace_works {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "strace cannot run: this test needs it"
+        );
+        eprintln!("SKIPPED: strace cannot run here");
+        return;
+    }
+    let env = Env::new();
+    env.write_tree("work", &[("a.txt", b"a\n"), ("d/e/f.txt", b"f\n")]);
+    let source = env.path().join("source");
+    let clone_dir = env.path().join("new/parents/clone");
+    let archive = env.path().join("a.tar");
+    let imported = env.path().join("imported");
+    let mut wide = Vec::new();
+    let mut seen = 0;
+    let runs: Vec<Vec<String>> = vec![
+        vec!["init".into()],
+        vec!["save".into(), "work".into()],
+        vec![
+            "--store".into(),
+            source.display().to_string(),
+            "init".into(),
+        ],
+        vec![
+            "target".into(),
+            "add".into(),
+            "src".into(),
+            source.display().to_string(),
+        ],
+        vec!["push".into(), "src".into()],
+        vec![
+            "clone".into(),
+            source.display().to_string(),
+            clone_dir.display().to_string(),
+        ],
+        vec!["export".into(), "-o".into(), archive.display().to_string()],
+        vec![
+            "--store".into(),
+            imported.display().to_string(),
+            "init".into(),
+        ],
+        vec![
+            "--store".into(),
+            imported.display().to_string(),
+            "import".into(),
+            archive.display().to_string(),
+        ],
+    ];
+    for args in &runs {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let Some((out, calls)) = mkdirs_under_umask(&env, 0, &args) else {
+            panic!("strace ran for the probe but not for {args:?}");
+        };
+        assert!(out.status.success(), "{args:?}: {}", text_of(&out));
+        // push creates the remote store through the local transport, which is not
+        // this test's concern: only the commands that build a store are checked.
+        if args.contains(&"push") || args.contains(&"target") {
+            continue;
+        }
+        for (path, mode) in calls {
+            seen += 1;
+            if mode & 0o077 != 0 {
+                wide.push(format!("{args:?}: mkdir({path}, {mode:o})"));
+            }
+        }
+    }
+    assert!(seen >= 20, "only {seen} mkdir calls traced");
+    assert!(
+        wide.is_empty(),
+        "directories created open to others:\n{}",
+        wide.join("\n")
+    );
+    for store in [env.store(), source, clone_dir.clone(), imported] {
+        common::assert_private_tree(&store);
+    }
+    // The parents clone had to make are private too.
+    for dir in [env.path().join("new"), env.path().join("new/parents")] {
+        let mode = fs::metadata(&dir).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o700, "{}", dir.display());
+    }
+    // Nothing is left of the work and staging directories.
+    let leftovers: Vec<_> = fs::read_dir(env.path().join("new/parents"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "clone")
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -594,3 +594,140 @@ fn match_blocks_are_refused_only_where_they_would_be_misread() {
     assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
     assert!(e.message.contains("Match"), "{e}");
 }
+
+/// The `KEYTYPE BASE64` part of the server's known_hosts line.
+fn host_key_fields(server: &Sshd) -> String {
+    let mut fields = server.host_key_line().split_whitespace().skip(1);
+    format!(
+        "{} {}",
+        fields.next().expect("key type"),
+        fields.next().expect("key")
+    )
+}
+
+/// `line` with its host name hashed by `ssh-keygen -H` (`|1|salt|hmac ...`).
+fn hashed_line(line: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("kh");
+    std::fs::write(&file, format!("{line}\n")).unwrap();
+    let out = std::process::Command::new("ssh-keygen")
+        .arg("-H")
+        .arg("-f")
+        .arg(&file)
+        .output()
+        .expect("ssh-keygen -H");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hashed = std::fs::read_to_string(&file).unwrap();
+    assert!(hashed.starts_with("|1|"), "{hashed}");
+    hashed.trim_end().to_string()
+}
+
+/// `@revoked` was ignored: a revoked key beside a plain line for it connected, and a
+/// revoked key alone was "unknown" and recorded by accept-new. OpenSSH refuses both.
+#[test]
+fn revoked_host_key_is_always_refused() {
+    let server = Sshd::start();
+    let plain = server.host_key_line().to_string();
+    let revoked = format!("@revoked {plain}");
+    let hashed_revoked = format!("@revoked {}", hashed_line(&plain));
+    let elsewhere = format!("@revoked other.example {}", host_key_fields(&server));
+    for known in [
+        format!("{plain}\n{revoked}\n"),
+        format!("{revoked}\n{plain}\n"),
+        format!("{revoked}\n"),
+        format!("{hashed_revoked}\n{plain}\n"),
+        format!("# comment\n{elsewhere}\n{plain}\n"),
+    ] {
+        server.write_known_hosts(&known);
+        for accept_new in [false, true] {
+            let mut opts = options(&server);
+            opts.accept_new_host_key = accept_new;
+            let e = connect_err(&server, &target(&server), &opts);
+            assert_eq!(e.kind, ErrorKind::Security, "{known}: {e}");
+            assert_eq!(e.kind.exit_code(), 6);
+            one_line(&e);
+            assert!(e.message.contains("REVOKED"), "{e}");
+            assert!(
+                e.message
+                    .contains(&server.known_hosts_path().display().to_string()),
+                "{e}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(server.known_hosts_path()).unwrap(),
+                known,
+                "known_hosts was changed"
+            );
+        }
+    }
+    // A revoked line for another key leaves this one trusted.
+    server.write_known_hosts(&format!(
+        "@revoked [127.0.0.1]:{} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n{plain}\n",
+        server.port()
+    ));
+    assert_sftp_works(&connect_ok(&server, &options(&server)));
+}
+
+/// `HostKeyAlias` was ignored: the key was looked up under the real host and port.
+/// It is the name known_hosts uses, for lookups and for accept-new.
+#[test]
+fn host_key_alias_is_the_known_hosts_name() {
+    let server = Sshd::builder().known_hosts(KnownHostsMode::Empty).start();
+    let config = std::fs::read_to_string(server.config_path()).unwrap();
+    std::fs::write(
+        server.config_path(),
+        format!("{config}  HostKeyAlias box.alias\n"),
+    )
+    .unwrap();
+    let fields = host_key_fields(&server);
+
+    // Under the alias: trusted, plain or hashed.
+    for line in [
+        format!("box.alias {fields}"),
+        hashed_line(&format!("box.alias {fields}")),
+    ] {
+        server.write_known_hosts(&format!("{line}\n"));
+        assert_sftp_works(&connect_ok(&server, &options(&server)));
+    }
+    // Under the real name only: unknown, as for OpenSSH.
+    server.write_known_hosts(&format!("{}\n", server.host_key_line()));
+    let e = connect_err(&server, &target(&server), &options(&server));
+    assert_eq!(e.kind, ErrorKind::Security, "{e}");
+    assert!(e.message.contains("box.alias is not known"), "{e}");
+    // A different key under the alias: changed.
+    server.write_known_hosts(
+        "box.alias ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n",
+    );
+    let e = connect_err(&server, &target(&server), &options(&server));
+    assert!(e.message.contains("CHANGED"), "{e}");
+
+    // accept-new records it under the alias, and OpenSSH finds it there.
+    server.write_known_hosts("");
+    let mut opts = options(&server);
+    opts.accept_new_host_key = true;
+    assert_sftp_works(&connect_ok(&server, &opts));
+    let recorded = std::fs::read_to_string(server.known_hosts_path()).unwrap();
+    assert_eq!(recorded, format!("box.alias {fields}\n"));
+    assert_sftp_works(&connect_ok(&server, &options(&server)));
+    let out = std::process::Command::new("ssh-keygen")
+        .args(["-F", "box.alias", "-f"])
+        .arg(server.known_hosts_path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ssh-keygen -F box.alias finds nothing"
+    );
+
+    // An alias that cannot be a known_hosts name is a usage error.
+    std::fs::write(
+        server.config_path(),
+        format!("{config}  HostKeyAlias @revoked\n"),
+    )
+    .unwrap();
+    let e = connect_err(&server, &target(&server), &options(&server));
+    assert_eq!(e.kind, ErrorKind::Usage, "{e}");
+}

@@ -50,12 +50,12 @@ pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    std::fs::create_dir_all(&parent).ctx("cannot create directory", &parent)?;
+    fsutil::create_dir_all_private(&parent)?;
     remove_orphaned_work_dirs(&parent);
-    let work = tempfile::Builder::new()
-        .prefix(&format!("{WORK_PREFIX}{}-", std::process::id()))
-        .tempdir_in(&parent)
-        .ctx("cannot create a work directory in", &parent)?;
+    // 0700 from its mkdir: under a permissive umask another user could otherwise swap
+    // the store being built in it.
+    let work =
+        fsutil::private_temp_dir_in(&parent, &format!("{WORK_PREFIX}{}-", std::process::id()))?;
     let staged = work.path().join("store");
     let result = (|| {
         let mut store = Store::init_with(&staged, &config)?;
@@ -74,7 +74,12 @@ pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
         let report = pull_from(&store, remote.as_mut(), "origin", state, &bar)?;
         bar.finish_and_clear();
         drop(store);
+        // What is renamed into place must be the store built here, in the work
+        // directory that is still ours alone.
+        fsutil::check_private_dir(work.path())?;
+        let id = fsutil::check_private_dir(&staged)?;
         fsutil::rename_noclobber(&staged, &path).ctx("cannot create store", &path)?;
+        fsutil::check_same_dir(&path, id)?;
         fsutil::fsync_dir(&parent)?;
         Ok(report)
     })();

@@ -170,7 +170,7 @@ fn save_handoff(
     if !ctx.quiet && !ctx.json && !assembled.evidence.partial.is_empty() {
         eprintln!(
             "note: partial workspace evidence: {}",
-            assembled.evidence.partial.join("; ")
+            crate::output::terminal_safe(&assembled.evidence.partial.join("; "))
         );
     }
     Ok(Outcome::new(

@@ -13,7 +13,14 @@ use crate::store::refs::{Expect, MoveReason};
 use crate::transport::url::TargetUrl;
 
 pub fn run(ctx: &Ctx, command: TargetCommand) -> Result<Outcome> {
-    let mut store = ctx.open_store_locked()?;
+    // Listing reads only the plain config and ref files, so it works on a locked
+    // encrypted store. Every change needs the keys, the same for add, default and
+    // remove: removing writes a sealed log entry, and a store's targets (where its
+    // pushes go) must not be rewritten by someone who cannot open it.
+    let mut store = match command {
+        TargetCommand::List => ctx.open_store_locked()?,
+        _ => ctx.open_store()?,
+    };
     match command {
         TargetCommand::Add { name, url, default } => {
             validate_target_name(&name)?;

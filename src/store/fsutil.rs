@@ -6,10 +6,10 @@
 
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
-use crate::error::{IoContext, Result};
+use crate::error::{Error, ErrorKind, IoContext, Result};
 
 pub const DIR_MODE: u32 = 0o700;
 pub const FILE_MODE: u32 = 0o600;
@@ -33,6 +33,79 @@ pub fn ensure_private_dir(path: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => Ok(()),
         Err(e) => Err(crate::error::Error::io("cannot create directory", path, e)),
     }
+}
+
+/// Create `path` and every missing parent, each 0700 from its mkdir(2): the umask can
+/// only narrow that, so no directory baton makes is ever open to others, even briefly.
+pub fn create_dir_all_private(path: &Path) -> Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(path)
+        .ctx("cannot create directory", path)
+}
+
+/// A new temp directory in `parent` named `prefix*`, 0700 from its mkdir(2) (tempfile's
+/// own default is 0777 less the umask: under umask 000 anyone could swap its contents).
+pub fn private_temp_dir_in(parent: &Path, prefix: &str) -> Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .permissions(Permissions::from_mode(DIR_MODE))
+        .tempdir_in(parent)
+        .ctx("cannot create a temp directory in", parent)?;
+    // A umask such as 0777 narrows it below what we need ourselves.
+    fs::set_permissions(dir.path(), Permissions::from_mode(DIR_MODE))
+        .ctx("cannot set permissions of", dir.path())?;
+    check_private_dir(dir.path())?;
+    Ok(dir)
+}
+
+/// The identity (device, inode) of `path`, which must be a directory itself (not a
+/// symlink to one), owned by this user, and closed to group and others. Checked on what
+/// is renamed into place: anything else was put there by someone else.
+pub fn check_private_dir(path: &Path) -> Result<(u64, u64)> {
+    let meta = fs::symlink_metadata(path).ctx("cannot inspect", path)?;
+    // SAFETY: geteuid(2) has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let problem = if !meta.file_type().is_dir() {
+        Some("is not a directory".to_string())
+    } else if meta.uid() != uid {
+        Some(format!(
+            "belongs to uid {}, not to this user ({uid})",
+            meta.uid()
+        ))
+    } else if meta.mode() & 0o077 != 0 {
+        Some(format!(
+            "has mode {:o}, open to others",
+            meta.mode() & 0o7777
+        ))
+    } else {
+        None
+    };
+    match problem {
+        None => Ok((meta.dev(), meta.ino())),
+        Some(problem) => Err(Error::new(
+            ErrorKind::Security,
+            format!("{} {problem}; refusing to use it", path.display()),
+        )
+        .with_hint("another local user may have replaced it: check the directory's owner and permissions, then run the command again")),
+    }
+}
+
+/// Require `path` to be the directory `id` (from [`check_private_dir`]) after a rename.
+pub fn check_same_dir(path: &Path, id: (u64, u64)) -> Result<()> {
+    let now = check_private_dir(path)?;
+    if now != id {
+        return Err(Error::new(
+            ErrorKind::Security,
+            format!(
+                "{} is not the directory baton just moved there; refusing to use it",
+                path.display()
+            ),
+        )
+        .with_hint("another local user may have replaced it: remove it and run the command again in a directory only you can write to"));
+    }
+    Ok(())
 }
 
 pub fn fsync_dir(path: &Path) -> Result<()> {

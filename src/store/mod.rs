@@ -160,11 +160,8 @@ impl Store {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        fs::create_dir_all(&parent).ctx("cannot create directory", &parent)?;
-        let staging = tempfile::Builder::new()
-            .prefix(".baton-init-")
-            .tempdir_in(&parent)
-            .ctx("cannot create a temp directory in", &parent)?;
+        fsutil::create_dir_all_private(&parent)?;
+        let staging = fsutil::private_temp_dir_in(&parent, ".baton-init-")?;
         let dir = staging.path();
         fsutil::ensure_private_dir(&dir.join("objects"))?;
         fsutil::ensure_private_dir(&dir.join("packs"))?;
@@ -182,11 +179,14 @@ impl Store {
         )
         .ctx("cannot set permissions of", dir)?;
         fsutil::fsync_dir(dir)?;
+        // What goes into place must still be the directory made above.
+        let id = fsutil::check_private_dir(dir)?;
         let staged = staging.keep();
         if let Err(e) = fs::rename(&staged, root) {
             let _ = fs::remove_dir_all(&staged);
             return Err(Error::io("cannot create store", root, e));
         }
+        fsutil::check_same_dir(root, id)?;
         fsutil::fsync_dir(&parent)?;
         Store::open(root)
     }

@@ -111,6 +111,15 @@ impl Store {
                 }
                 EntryKind::Symlink => {
                     let bytes = self.objects.get_bytes(&entry.id, MAX_LINK_TARGET)?;
+                    // symlink(2) cannot take a NUL: only a crafted tree holds one.
+                    if bytes.contains(&0) {
+                        return Err(Error::integrity(format!(
+                            "symlink {} in tree {tree}: its stored target {} holds a NUL byte",
+                            path,
+                            entry.id
+                        ))
+                        .with_hint("the store is damaged or was crafted: restore it from another copy, or check out another bundle"));
+                    }
                     std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&bytes), &target)
                         .ctx("cannot create symlink", &target)?;
                 }

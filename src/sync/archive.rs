@@ -278,15 +278,10 @@ pub fn import(store: &Store, file: &Path, max_expansion: Option<u64>) -> Result<
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     // Removed when dropped: on success, on every error, on a panic.
-    let stage = tempfile::Builder::new()
-        .prefix(&format!("import-{}-{nanos}-", std::process::id()))
-        .tempdir_in(&staging_root)
-        .ctx("cannot create a staging directory in", &staging_root)?;
-    fs::set_permissions(
-        stage.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(fsutil::DIR_MODE),
-    )
-    .ctx("cannot set permissions of", stage.path())?;
+    let stage = fsutil::private_temp_dir_in(
+        &staging_root,
+        &format!("import-{}-{nanos}-", std::process::id()),
+    )?;
 
     let received = receive(store, file, stage.path(), ratio)?;
     let (bundles, current) = check_manifest(file, &received)?;

@@ -1,25 +1,29 @@
 //! Opening an authenticated SSH session: `~/.ssh/config` (through ssh2-config), TCP with
-//! timeouts, host key verification against known_hosts (accept-new on request, never a
-//! changed key), and public-key authentication (every ssh-agent key, then key files,
-//! asking for a passphrase only on a terminal).
+//! timeouts, host key verification against known_hosts (`host_keys`: accept-new on
+//! request, never a changed or `@revoked` key, under `HostKeyAlias` when set), and
+//! public-key authentication (every ssh-agent key, then key files, asking for a
+//! passphrase only on a terminal).
 //!
 //! libssh2 reads neither the ssh config nor known_hosts by itself: everything here that
 //! OpenSSH would do on its own is done explicitly, and its quirks (see the design notes)
 //! are handled where they bite.
 
 use std::fs;
-use std::io::{BufReader, IsTerminal, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, IsTerminal};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use base64::Engine;
-use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
-use ssh2::{CheckResult, ErrorCode, HashType, KnownHostFileKind, KnownHosts, MethodType, Session};
+use ssh2::{ErrorCode, Session};
 use ssh2_config::{HostParams, ParseRule, SshConfig};
 
 use crate::error::{Error, ErrorKind, Result};
+
+mod host_keys;
+mod revoked;
+
+pub use host_keys::{fingerprint_sha256, known_hosts_name};
+use host_keys::{known_key_types, load_known_hosts, prefer_host_key_types, verify_host_key};
 
 /// Connect timeout when neither the caller nor `ConnectTimeout` says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -111,7 +115,11 @@ pub fn connect(target: &SshTarget, opts: &ConnectOptions) -> Result<Connection> 
     session.set_tcp_stream(stream);
 
     let known_hosts = load_known_hosts(&session, &res.known_hosts_files)?;
-    let kh_name = known_hosts_name(&res.host, res.port);
+    // `HostKeyAlias` replaces the host name (and port) in known_hosts, as in OpenSSH.
+    let kh_name = match &res.host_key_alias {
+        Some(alias) => alias.clone(),
+        None => known_hosts_name(&res.host, res.port),
+    };
     let known_types = known_key_types(&known_hosts, &kh_name);
     prefer_host_key_types(&session, &known_types)?;
 
@@ -190,6 +198,8 @@ struct Resolved {
     identity_files: Vec<PathBuf>,
     /// `UserKnownHostsFile`s: all are read, new keys go to the first.
     known_hosts_files: Vec<PathBuf>,
+    /// `HostKeyAlias`: the name to look up and record the host key under.
+    host_key_alias: Option<String>,
     new_host_keys: NewHostKeys,
     timeout: Duration,
     keepalive_secs: Option<u32>,
@@ -272,6 +282,26 @@ fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resolved> {
         _ => vec![ssh_home.join("known_hosts")],
     };
 
+    let host_key_alias = match unsupported(&params, "hostkeyalias") {
+        None => None,
+        Some(alias) if alias.eq_ignore_ascii_case("none") => None,
+        Some(alias) => {
+            // It is written into known_hosts as the first field of a line.
+            if alias.chars().any(|c| c.is_whitespace() || c.is_control())
+                || alias.starts_with('@')
+                || alias.starts_with('#')
+            {
+                return Err(Error::usage(format!(
+                    "{}: invalid HostKeyAlias {alias:?} for host {}",
+                    config_path.display(),
+                    target.host
+                ))
+                .with_hint("use a plain name without spaces, such as the host's canonical name"));
+            }
+            Some(alias.to_string())
+        }
+    };
+
     let strict = match unsupported(&params, "stricthostkeychecking") {
         None => NewHostKeys::Refuse,
         Some(v) => match v.to_ascii_lowercase().as_str() {
@@ -320,6 +350,7 @@ fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resolved> {
         user,
         identity_files,
         known_hosts_files,
+        host_key_alias,
         new_host_keys,
         timeout,
         keepalive_secs,
@@ -496,305 +527,6 @@ fn tcp_connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
         .with_hint("check that an SSH server runs there and is reachable")
     };
     Err(err)
-}
-
-// ---------------------------------------------------------------------------------------
-// Host keys
-
-/// The name known_hosts uses for the host: `host` on port 22, else `[host]:port`.
-pub fn known_hosts_name(host: &str, port: u16) -> String {
-    if port == 22 {
-        host.to_string()
-    } else {
-        format!("[{host}]:{port}")
-    }
-}
-
-/// OpenSSH's fingerprint form: `SHA256:` and the unpadded base64 of the digest.
-pub fn fingerprint_sha256(digest: &[u8]) -> String {
-    format!("SHA256:{}", STANDARD_NO_PAD.encode(digest))
-}
-
-fn load_known_hosts(session: &Session, files: &[PathBuf]) -> Result<KnownHosts> {
-    let mut known_hosts = session
-        .known_hosts()
-        .map_err(|e| Error::other(format!("cannot initialize known hosts: {}", e.message())))?;
-    for file in files {
-        match fs::metadata(file) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io("cannot read known_hosts file", file, e)),
-            Ok(m) if m.is_dir() => {
-                return Err(Error::other(format!(
-                    "known_hosts file {} is a directory",
-                    file.display()
-                )));
-            }
-            Ok(_) => {}
-        }
-        // Tells permission problems apart before libssh2 folds them into one code.
-        fs::File::open(file).map_err(|e| Error::io("cannot read known_hosts file", file, e))?;
-        if let Err(e) = known_hosts.read_file(file, KnownHostFileKind::OpenSSH) {
-            let at = match first_unparsable_line(session, file) {
-                Some(line) => format!("{}:{line}", file.display()),
-                None => file.display().to_string(),
-            };
-            return Err(Error::other(format!(
-                "cannot load known_hosts file {at}: libssh2 cannot parse it ({}), and one bad line makes it reject the whole file",
-                e.message()
-            ))
-            .with_hint("fix or delete the offending line (ssh-keygen -R HOST rewrites the file), or point UserKnownHostsFile elsewhere"));
-        }
-    }
-    Ok(known_hosts)
-}
-
-/// Find which line libssh2 rejects, for the error message only: each line is handed to
-/// libssh2's own parser, alone.
-fn first_unparsable_line(session: &Session, file: &Path) -> Option<usize> {
-    let bytes = fs::read(file).ok()?;
-    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
-        let text = String::from_utf8_lossy(line);
-        let mut one = session.known_hosts().ok()?;
-        if one.read_str(&text, KnownHostFileKind::OpenSSH).is_err() {
-            return Some(i + 1);
-        }
-    }
-    None
-}
-
-/// The file and line of the entry that holds a different key for `name`.
-fn mismatching_entry(
-    session: &Session,
-    files: &[PathBuf],
-    name: &str,
-    key: &[u8],
-) -> Option<(PathBuf, usize)> {
-    for file in files {
-        let Ok(bytes) = fs::read(file) else { continue };
-        for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
-            let text = String::from_utf8_lossy(line);
-            let Ok(mut one) = session.known_hosts() else {
-                return None;
-            };
-            if one.read_str(&text, KnownHostFileKind::OpenSSH).is_ok()
-                && matches!(one.check(name, key), CheckResult::Mismatch)
-            {
-                return Some((file.clone(), i + 1));
-            }
-        }
-    }
-    None
-}
-
-/// The key types (`ssh-ed25519`, `ssh-rsa`, ...) that known_hosts records for `name`,
-/// plain or hashed: each recorded key is checked against the host through libssh2.
-fn known_key_types(known_hosts: &KnownHosts, name: &str) -> Vec<String> {
-    // A key that matches nothing: NotFound means no entry at all for this host.
-    if matches!(known_hosts.check(name, &[0u8]), CheckResult::NotFound) {
-        return Vec::new();
-    }
-    let Ok(entries) = known_hosts.hosts() else {
-        return Vec::new();
-    };
-    let mut types: Vec<String> = Vec::new();
-    for entry in entries {
-        let Ok(blob) = STANDARD.decode(entry.key()) else {
-            continue;
-        };
-        let Some(key_type) = blob_key_type(&blob) else {
-            continue;
-        };
-        if types.iter().any(|t| t == key_type) {
-            continue;
-        }
-        if matches!(known_hosts.check(name, &blob), CheckResult::Match) {
-            types.push(key_type.to_string());
-        }
-    }
-    types
-}
-
-/// The key type named at the start of an SSH public key blob (RFC 4253 `string`).
-fn blob_key_type(blob: &[u8]) -> Option<&str> {
-    let len = u32::from_be_bytes(blob.get(..4)?.try_into().ok()?) as usize;
-    if len == 0 || len > 64 {
-        return None;
-    }
-    std::str::from_utf8(blob.get(4..4 + len)?).ok()
-}
-
-/// Host key algorithms that prove possession of a key of this type.
-fn algorithms_for_key_type(key_type: &str) -> &'static [&'static str] {
-    match key_type {
-        "ssh-ed25519" => &["ssh-ed25519"],
-        "ecdsa-sha2-nistp256" => &["ecdsa-sha2-nistp256"],
-        "ecdsa-sha2-nistp384" => &["ecdsa-sha2-nistp384"],
-        "ecdsa-sha2-nistp521" => &["ecdsa-sha2-nistp521"],
-        // SHA-1 `ssh-rsa` stays off: rsa-sha2 signatures with the same key.
-        "ssh-rsa" => &["rsa-sha2-512", "rsa-sha2-256"],
-        _ => &[],
-    }
-}
-
-/// Put the algorithms of the key types already known for the host first. Without this,
-/// a server that prefers another type makes libssh2 answer Mismatch instead of Match.
-fn prefer_host_key_types(session: &Session, known_types: &[String]) -> Result<()> {
-    if known_types.is_empty() {
-        return Ok(());
-    }
-    let supported = session
-        .supported_algs(MethodType::HostKey)
-        .unwrap_or_default();
-    let mut prefs: Vec<&str> = Vec::new();
-    for key_type in known_types {
-        for alg in algorithms_for_key_type(key_type) {
-            if supported.contains(alg) && !prefs.contains(alg) {
-                prefs.push(alg);
-            }
-        }
-    }
-    if prefs.is_empty() {
-        return Ok(());
-    }
-    // Then every other algorithm, in libssh2's order, leaving out SHA-1 and DSA ones.
-    for alg in &supported {
-        if !prefs.contains(alg) && *alg != "ssh-rsa" && *alg != "ssh-dss" {
-            prefs.push(alg);
-        }
-    }
-    session
-        .method_pref(MethodType::HostKey, &prefs.join(","))
-        .map_err(|e| Error::other(format!("cannot set host key preferences: {}", e.message())))
-}
-
-fn verify_host_key(
-    session: &Session,
-    known_hosts: &KnownHosts,
-    name: &str,
-    known_types: &[String],
-    res: &Resolved,
-) -> Result<()> {
-    let where_ = host_port(&res.host, res.port);
-    let (key, _) = session.host_key().ok_or_else(|| {
-        Error::new(
-            ErrorKind::Security,
-            format!("the SSH server at {where_} sent no host key"),
-        )
-    })?;
-    let key = key.to_vec();
-    let key_type = blob_key_type(&key).unwrap_or("unknown").to_string();
-    let fingerprint = session
-        .host_key_hash(HashType::Sha256)
-        .map(fingerprint_sha256)
-        .unwrap_or_else(|| "SHA256:?".to_string());
-    let first_file = res.known_hosts_files.first();
-    let files_text = match res.known_hosts_files.as_slice() {
-        [] => "no known_hosts file (UserKnownHostsFile none)".to_string(),
-        files => files
-            .iter()
-            .map(|f| f.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-    };
-
-    match known_hosts.check(name, &key) {
-        CheckResult::Match => Ok(()),
-        CheckResult::NotFound => match (res.new_host_keys, first_file) {
-            (NewHostKeys::Accept, Some(file)) => append_known_host(file, name, &key_type, &key),
-            (NewHostKeys::Accept, None) => Err(Error::new(
-                ErrorKind::Security,
-                format!("host key of {name} ({key_type} {fingerprint}) is unknown and there is no known_hosts file to record it in"),
-            )
-            .with_hint("set UserKnownHostsFile in ~/.ssh/config")),
-            (NewHostKeys::Refuse, _) => {
-                let target = match first_file {
-                    Some(f) => shell_quote(&f.display().to_string()),
-                    None => "~/.ssh/known_hosts".to_string(),
-                };
-                Err(Error::new(
-                    ErrorKind::Security,
-                    format!("host {name} is not known ({files_text}); it presents the {key_type} key {fingerprint}"),
-                )
-                .with_hint(format!(
-                    "if that is the server's fingerprint, connect again with --accept-new-host-key, or run: ssh-keyscan -p {} {} >> {target}",
-                    res.port,
-                    shell_quote(&res.host)
-                )))
-            }
-        },
-        CheckResult::Mismatch => {
-            let at = match mismatching_entry(session, &res.known_hosts_files, name, &key) {
-                Some((file, line)) => format!("{}:{line}", file.display()),
-                None => files_text.clone(),
-            };
-            let why = if !known_types.is_empty() && !known_types.contains(&key_type) {
-                format!(
-                    " (known_hosts records only {} keys for it, and the server now offers a {key_type} key)",
-                    known_types.join(", ")
-                )
-            } else {
-                String::new()
-            };
-            let file_arg = match first_file {
-                Some(f) => format!("-f {} ", shell_quote(&f.display().to_string())),
-                None => String::new(),
-            };
-            Err(Error::new(
-                ErrorKind::Security,
-                format!(
-                    "host key for {name} has CHANGED: the server presents {key_type} {fingerprint}, which differs from the key recorded in {at}{why}; someone may be intercepting the connection, or the server was reinstalled"
-                ),
-            )
-            .with_hint(format!(
-                "after confirming the new fingerprint with the server's administrator, remove the old key with: ssh-keygen {file_arg}-R {}, then connect again with --accept-new-host-key",
-                shell_quote(name)
-            )))
-        }
-        CheckResult::Failure => Err(Error::new(
-            ErrorKind::Security,
-            format!("cannot check the host key of {name} against {files_text}"),
-        )
-        .with_hint("check that known_hosts is a valid OpenSSH known_hosts file")),
-    }
-}
-
-/// Append `name keytype base64` as OpenSSH does, creating the file (0600) and its
-/// directory (0700) if needed.
-fn append_known_host(file: &Path, name: &str, key_type: &str, key: &[u8]) -> Result<()> {
-    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty())
-        && !dir.exists()
-    {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| Error::io("cannot create directory", dir, e))?;
-    }
-    let mut f = fs::OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(file)
-        .map_err(|e| Error::io("cannot open known_hosts file", file, e))?;
-    let len = f
-        .metadata()
-        .map_err(|e| Error::io("cannot read known_hosts file", file, e))?
-        .len();
-    let mut line = String::new();
-    if len > 0 {
-        let mut last = [0u8; 1];
-        f.seek(SeekFrom::Start(len - 1))
-            .and_then(|_| f.read_exact(&mut last))
-            .map_err(|e| Error::io("cannot read known_hosts file", file, e))?;
-        if last[0] != b'\n' {
-            line.push('\n');
-        }
-    }
-    line.push_str(&format!("{name} {key_type} {}\n", STANDARD.encode(key)));
-    f.write_all(line.as_bytes())
-        .and_then(|_| f.sync_all())
-        .map_err(|e| Error::io("cannot write known_hosts file", file, e))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1178,6 +910,7 @@ fn shell_quote(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::host_keys::blob_key_type;
     use super::*;
 
     #[test]

@@ -1,0 +1,339 @@
+//! The pattern table of secret redaction: one rule per pattern, the placeholder and key
+//! block markers, and the tests a match must pass to count (placeholders, types).
+
+use std::sync::LazyLock;
+
+use regex::bytes::{Regex, RegexSet};
+
+pub(super) struct Rule {
+    pub(super) kind: &'static str,
+    pub(super) re: Regex,
+    /// Whether a match (whole match, redacted value) is a secret worth redacting.
+    pub(super) keep: fn(&[u8], &[u8]) -> bool,
+}
+
+fn always(_: &[u8], _: &[u8]) -> bool {
+    true
+}
+
+/// A token rule: `pattern`, then any `/` (or JSON's `\/`) and more token characters, so
+/// that a token split by a slash escape goes whole.
+fn token(pattern: &str) -> Regex {
+    regex(&format!(r"(?-u){pattern}(?:\\?/[A-Za-z0-9_-]+)*"))
+}
+
+fn regex(pattern: &str) -> Regex {
+    // Every pattern is a constant checked by the tests, so a failure here is a bug in this
+    // file, not bad input.
+    Regex::new(pattern).expect("secret pattern must compile")
+}
+
+/// Anything shaped like our own placeholder (any kind name) is left alone.
+pub(super) static PLACEHOLDER: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"(?-u)\[REDACTED:[a-z0-9_]+\]"));
+
+pub(super) static PEM_BEGIN: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"(?-u)-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----"));
+
+pub(super) static PEM_ANY_END: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"(?-u)-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"));
+
+/// Key names whose value is a secret. A `_key` suffix is allowed so that `SECRET_KEY`
+/// and `TOKEN_KEY` count, but not other suffixes: `token_count` and `max_tokens` are not
+/// secrets.
+const KEY: &str = r"[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|client[_-]?secret|private[_-]?key|account[_-]?key)(?:[_-]?key)?";
+
+/// The value forms of an assignment, each one capture group, tried in order:
+/// `"double quoted"` (JSON escapes kept whole; never starting like the JSON punctuation
+/// between two strings, so `"?token=", "next": 1` is not taken for a quoted value),
+/// `\"JSON-escaped quotes\"` (a shell line inside a transcript string), `'single quoted'`,
+/// and bare, which stops at whitespace, a quote or an escaped newline, and never starts
+/// with `{`, `[`, `=` or `:` (an object, `==`, `::`).
+const VALUE: &str = r#"(?:"((?:[^"\\\r\n\s,:}\]]|\\[^\r\n])(?:[^"\\\r\n]|\\[^\r\n])*)"|\\"((?:[^"\\\r\n]|\\[^"\r\n])+)\\"|'((?:[^'"\\\r\n]|\\[^\r\n])+)'|((?:[^\s"'\\{\[=:]|\\[^nrt"'\s])(?:[^\s"'\\]|\\[^nrt"'\s])*))"#;
+
+pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    vec![
+        Rule {
+            kind: "aws_secret_key",
+            re: regex(
+                r#"(?-u)(?i:aws_secret_access_key)(?:\\?["'])?[ \t]*(?::=|=>|=|:)[ \t]*(?:\\?["'])?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
+            ),
+            keep: always,
+        },
+        Rule {
+            kind: "anthropic_api_key",
+            re: token(r"sk-ant-(?:[A-Za-z0-9_-]|\\?/)*[A-Za-z0-9_-]{20,}"),
+            keep: always,
+        },
+        Rule {
+            kind: "openai_api_key",
+            re: token(r"(?:\bsk-|sk-proj-)[A-Za-z0-9_-]{20,}"),
+            keep: |m, _| !m.starts_with(b"sk-ant-"),
+        },
+        Rule {
+            kind: "github_token",
+            re: token(r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+            keep: always,
+        },
+        Rule {
+            kind: "stripe_key",
+            re: token(r"\b[sr]k_(?:live|test|prod)_[A-Za-z0-9]{20,}"),
+            keep: always,
+        },
+        Rule {
+            kind: "slack_token",
+            re: token(
+                r"(?:xox[abposre]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,}|hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56})",
+            ),
+            keep: always,
+        },
+        Rule {
+            kind: "google_api_key",
+            re: token(r"AIza[0-9A-Za-z_-]{35}"),
+            keep: always,
+        },
+        Rule {
+            kind: "aws_access_key",
+            re: token(r"(?:AKIA|ASIA)[A-Z0-9]{16}"),
+            keep: always,
+        },
+        Rule {
+            kind: "gitlab_token",
+            re: token(r"gl(?:pat|ptt|rt|dt|cbt|ft|imt|oas|soat)-[A-Za-z0-9_-]{20,}"),
+            keep: always,
+        },
+        Rule {
+            kind: "npm_token",
+            re: token(r"\bnpm_[A-Za-z0-9]{36}"),
+            keep: always,
+        },
+        Rule {
+            kind: "huggingface_token",
+            re: token(r"\b(?:hf_|api_org_)[A-Za-z]{34,}"),
+            keep: always,
+        },
+        Rule {
+            kind: "sendgrid_api_key",
+            re: token(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+            keep: always,
+        },
+        Rule {
+            kind: "pypi_token",
+            re: token(r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}"),
+            keep: always,
+        },
+        Rule {
+            kind: "twilio_key",
+            re: token(r"\b(?:SK|AC)[0-9a-fA-F]{32}\b"),
+            keep: always,
+        },
+        Rule {
+            kind: "digitalocean_token",
+            re: token(r"do[opr]_v1_[a-f0-9]{64}"),
+            keep: always,
+        },
+        Rule {
+            kind: "shopify_token",
+            re: token(r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
+            keep: always,
+        },
+        Rule {
+            kind: "age_secret_key",
+            re: token(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+            keep: always,
+        },
+        Rule {
+            kind: "vault_token",
+            re: token(r"h(?:vs|vb)\.[A-Za-z0-9_-]{90,}"),
+            keep: always,
+        },
+        Rule {
+            kind: "doppler_token",
+            re: token(r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}"),
+            keep: always,
+        },
+        Rule {
+            kind: "databricks_token",
+            re: token(r"dapi[a-f0-9]{32}(?:-[0-9])?"),
+            keep: always,
+        },
+        Rule {
+            kind: "linear_api_key",
+            re: token(r"lin_api_[A-Za-z0-9]{40}"),
+            keep: always,
+        },
+        Rule {
+            kind: "postman_api_key",
+            re: token(r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"),
+            keep: always,
+        },
+        Rule {
+            kind: "pulumi_token",
+            re: token(r"pul-[a-f0-9]{40}"),
+            keep: always,
+        },
+        Rule {
+            kind: "square_token",
+            re: token(
+                r"(?:sq0atp-[A-Za-z0-9_-]{22}|sq0csp-[A-Za-z0-9_-]{43}|EAAA[A-Za-z0-9_-]{60})",
+            ),
+            keep: always,
+        },
+        Rule {
+            kind: "grafana_token",
+            re: token(r"(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})"),
+            keep: always,
+        },
+        Rule {
+            kind: "sentry_token",
+            re: token(r"sntry[su]_[A-Za-z0-9+/=_-]{40,}"),
+            keep: always,
+        },
+        Rule {
+            kind: "new_relic_key",
+            re: token(r"NR(?:AK|II|JS)-[A-Za-z0-9]{27,}"),
+            keep: always,
+        },
+        Rule {
+            kind: "mailchimp_api_key",
+            re: token(r"\b[0-9a-f]{32}-us[0-9]{1,2}\b"),
+            keep: always,
+        },
+        // `Authorization: Basic <base64 of user:password>`, in a header, a curl line or a
+        // JSON/YAML map of headers: the credentials go, the scheme stays.
+        Rule {
+            kind: "basic_auth",
+            re: regex(
+                r#"(?-u)(?i)\bauthorization(?:\\?["'])?[ \t]*[:=][ \t]*(?:\\?["'])?[ \t]*basic[ \t]+([A-Za-z0-9+/]{4,}={0,2})"#,
+            ),
+            keep: always,
+        },
+        Rule {
+            kind: "bearer_jwt",
+            re: regex(r"(?-u)eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
+            keep: always,
+        },
+        Rule {
+            kind: "bearer_token",
+            re: regex(r"(?-u)\b(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{20,}=*)"),
+            keep: always,
+        },
+        Rule {
+            kind: "url_credentials",
+            re: regex(r#"(?-u)[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"'<>\\]*:([^\s/@"'<>\\]+)@"#),
+            keep: |_, v| !is_placeholder_value(v),
+        },
+        // A raw JSON key: only a string value is a secret, and anything else (null, a
+        // number, an object) must stay intact for the line to remain JSON.
+        Rule {
+            kind: "password_assignment",
+            re: regex(&format!(
+                r#"(?-u)(?i)\b{KEY}"[ \t]*[:=][ \t]*"((?:[^"\\\r\n]|\\[^\r\n])+)""#
+            )),
+            keep: |_, v| !is_placeholder_value(v),
+        },
+        // A typed declaration with a value, `password: str = "..."`: the type is not the
+        // secret, the value is.
+        Rule {
+            kind: "password_assignment",
+            re: regex(&format!(
+                r"(?-u)(?i)\b{KEY}[ \t]*:[ \t]*[A-Za-z_][A-Za-z0-9_.<>\[\]&']*[ \t]*=[ \t]*{VALUE}"
+            )),
+            keep: |_, v| !is_placeholder_value(v),
+        },
+        Rule {
+            kind: "password_assignment",
+            re: regex(&format!(
+                r#"(?-u)(?i)\b{KEY}(?:\\["']|')?[ \t]*(?::=|=>|=|:)[ \t]*{VALUE}"#
+            )),
+            keep: keep_assignment,
+        },
+    ]
+});
+
+/// Every rule's pattern in one set, in the order of [`RULES`].
+pub(super) static RULE_SET: LazyLock<RegexSet> = LazyLock::new(|| {
+    RegexSet::new(RULES.iter().map(|rule| rule.re.as_str()))
+        .expect("secret patterns must compile as a set")
+});
+
+fn keep_assignment(whole: &[u8], value: &[u8]) -> bool {
+    if is_placeholder_value(value) {
+        return false;
+    }
+    let key_len = whole
+        .iter()
+        .position(|b| !(b.is_ascii_alphanumeric() || b"_.-".contains(b)))
+        .unwrap_or(whole.len());
+    let key = whole[..key_len].to_ascii_lowercase();
+    // `PWD=/home/me` in an environment dump is the working directory, not a password.
+    if (key == b"pwd" || key == b"oldpwd") && matches!(value.first(), Some(b'/' | b'~')) {
+        return false;
+    }
+    let after_key = &whole[key_len..];
+    let sep = after_key
+        .iter()
+        .find(|b| !matches!(b, b'"' | b'\'' | b'\\' | b' ' | b'\t'));
+    let colon = sep == Some(&b':') && !after_key.windows(2).any(|w| w == b":=");
+    // `password: &str` in a signature or `token: Token` in a struct names a type; code
+    // like this is common in transcripts and redacting it helps nobody.
+    !(colon && looks_like_type(value))
+}
+
+fn looks_like_type(value: &[u8]) -> bool {
+    let v = value
+        .iter()
+        .rposition(|b| !b",;)".contains(b))
+        .map(|i| &value[..=i])
+        .unwrap_or_default();
+    const TYPES: &[&[u8]] = &[
+        b"String",
+        b"str",
+        b"string",
+        b"bool",
+        b"boolean",
+        b"number",
+        b"any",
+        b"int",
+        b"bytes",
+        b"usize",
+        b"u8",
+        b"u16",
+        b"u32",
+        b"u64",
+        b"u128",
+        b"i32",
+        b"i64",
+        b"Token",
+        b"Secret",
+        b"SecretString",
+        b"Password",
+    ];
+    const GENERICS: &[&[u8]] = &[
+        b"Option<",
+        b"Vec<",
+        b"Box<",
+        b"Arc<",
+        b"Rc<",
+        b"Cow<",
+        b"Optional[",
+        b"List[",
+    ];
+    v.first() == Some(&b'&') || TYPES.contains(&v) || GENERICS.iter().any(|g| v.starts_with(g))
+}
+
+/// Values that stand for a secret rather than being one: `***`, `<redacted>`, `${VAR}`,
+/// `$VAR`, `{{ var }}`. When unsure we redact, so this list stays short.
+fn is_placeholder_value(value: &[u8]) -> bool {
+    let v = value;
+    let var_name = |s: &[u8]| {
+        !s.is_empty()
+            && !s[0].is_ascii_digit()
+            && s.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+    };
+    v.iter().all(|b| *b == b'*')
+        || (v.starts_with(b"<") && v.ends_with(b">"))
+        || (v.starts_with(b"${") && v.ends_with(b"}"))
+        || (v.starts_with(b"{{") && v.ends_with(b"}}"))
+        || (v.starts_with(b"$") && var_name(&v[1..]))
+}
