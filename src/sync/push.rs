@@ -268,8 +268,12 @@ fn upload_and_publish(
     }
     let ref_dest = format!("{CURRENT_DIR}/{}", generation_name(state.generation + 1));
     if remote.publish(&ref_path, &ref_dest)? == Published::Exists {
-        let now = remote_store::read_push_state(remote)?;
-        let show = show_full(now.current);
+        // The race is lost whatever the remote says now: a failure to read the winner's
+        // ref (it may still be mid-publish) must not turn the conflict into another error.
+        let show = match remote_store::read_push_state(remote) {
+            Ok(now) => show_full(now.current),
+            Err(_) => "a newer bundle (it could not be read yet)".to_string(),
+        };
         return Err(Error::conflict(format!(
             "remote current moved during the push: it is now {show}, this push was for {bundle}"
         ))
