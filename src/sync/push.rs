@@ -256,14 +256,24 @@ fn upload_and_publish(
     // 3. Publish: the pack (objects and manifests together), then the ref.
     let pack_dest = format!("packs/{}", pack_file_name(&pack_id));
     if remote.publish(&pack_path, &pack_dest)? == Published::Exists {
+        // Read no more than our pack's size: a file of another size is another file.
         let mut hasher = blake3::Hasher::new();
-        remote.read_file(&pack_dest, &mut hasher)?;
-        let theirs = ObjectId::from_hash(hasher.finalize());
-        if theirs != pack_id {
+        let theirs = match remote.read_file_sized(&pack_dest, pack_len, &mut hasher) {
+            Ok(()) => Some(ObjectId::from_hash(hasher.finalize())),
+            Err(e) if e.kind == ErrorKind::Integrity => None,
+            Err(e) => return Err(e),
+        };
+        if theirs != Some(pack_id) {
+            let what = match theirs {
+                Some(theirs) => format!("its bytes hash to {theirs}"),
+                None => format!("it is not a file of {pack_len} bytes"),
+            };
             return Err(Error::conflict(format!(
-                "the remote already has a different file at {pack_dest} (its bytes hash to {theirs})"
+                "the remote already has a different file at {pack_dest} ({what})"
             ))
-            .with_hint("the remote store was modified by hand or is corrupt; nothing was overwritten"));
+            .with_hint(
+                "the remote store was modified by hand or is corrupt; nothing was overwritten",
+            ));
         }
     }
     let ref_dest = format!("{CURRENT_DIR}/{}", generation_name(state.generation + 1));

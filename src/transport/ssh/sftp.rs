@@ -11,7 +11,7 @@
 //! remembered and their status checked at the next point where we wait anyway.
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{Read, Write};
 
 use bytes::Bytes;
 use russh_sftp::protocol::{
@@ -20,6 +20,7 @@ use russh_sftp::protocol::{
 };
 
 mod batch;
+mod download;
 mod upload;
 
 use super::connect::{ConnectOptions, Connection, SshTarget, connect};
@@ -434,94 +435,6 @@ impl SftpRemote {
         })?;
         Ok(Some(id))
     }
-
-    /// Read a whole open file with `WINDOW` reads in flight, into `sink`.
-    fn stream_handle(
-        &mut self,
-        handle: &str,
-        limit: u64,
-        sink: &mut dyn Write,
-        what: &str,
-    ) -> Result<u64> {
-        let mut inflight: std::collections::VecDeque<(u32, u64)> = Default::default();
-        let mut next_offset = 0u64;
-        let mut written = 0u64;
-        let mut eof = false;
-        let mut pending: std::collections::BTreeMap<u64, Vec<u8>> = Default::default();
-        loop {
-            while !eof && inflight.len() < WINDOW {
-                let offset = next_offset;
-                let handle = handle.to_string();
-                let id = self.send_read(&handle, offset, CHUNK as u32)?;
-                inflight.push_back((id, offset));
-                next_offset += CHUNK as u64;
-            }
-            let Some((id, offset)) = inflight.pop_front() else {
-                break;
-            };
-            match self.wait(id)? {
-                Packet::Data(d) => {
-                    if (d.data.len() as u64) < CHUNK as u64 && !d.data.is_empty() {
-                        // A short read: the rest of this chunk must be asked for again.
-                        let rest = offset + d.data.len() as u64;
-                        let handle = handle.to_string();
-                        let len = (CHUNK as u64 - d.data.len() as u64) as u32;
-                        let id = self.send_read(&handle, rest, len)?;
-                        inflight.push_front((id, rest));
-                    }
-                    if !d.data.is_empty() {
-                        pending.insert(offset, d.data);
-                    }
-                }
-                Packet::Status(s) if s.status_code == StatusCode::Eof => eof = true,
-                Packet::Status(s) => {
-                    return Err(status_error(
-                        &self.describe,
-                        what,
-                        s.status_code,
-                        &s.error_message,
-                    ));
-                }
-                other => {
-                    return Err(lost(
-                        &self.describe,
-                        format!("unexpected reply to read: {other:?}"),
-                    ));
-                }
-            }
-            while let Some(chunk) = pending.remove(&written) {
-                written += chunk.len() as u64;
-                if written > limit {
-                    return Err(Error::integrity(format!(
-                        "{what} is larger than {limit} bytes"
-                    )));
-                }
-                sink.write_all(&chunk)
-                    .map_err(|e| local_write_error(what, e))?;
-            }
-            if eof && inflight.is_empty() {
-                break;
-            }
-        }
-        if !pending.is_empty() {
-            return Err(lost(
-                &self.describe,
-                format!("{what}: the server skipped part of the file"),
-            ));
-        }
-        Ok(written)
-    }
-}
-
-/// A download that cannot be stored here; a full disk says so and what to do.
-fn local_write_error(what: &str, e: io::Error) -> Error {
-    match e.kind() {
-        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => Error::other(format!(
-            "the local disk is full: cannot write {what} locally: {e}"
-        ))
-        .with_hint("free some disk space and run the command again; nothing was published"),
-        _ => Error::other(format!("cannot write {what} locally: {e}")),
-    }
 }
 
 trait AnyId {
@@ -666,47 +579,15 @@ impl Remote for SftpRemote {
     }
 
     fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64> {
-        let id = self.open(path, OpenFlags::READ, None)?;
-        let reply = self.wait(id)?;
-        let handle = self
-            .expect_handle(reply, &format!("open {path}"))?
-            .ok_or_else(|| {
-                Error::not_found(format!("{path} does not exist on {}", self.describe))
-            })?;
-        let n = self.stream_handle(&handle, u64::MAX, sink, path)?;
-        self.close_later(handle, path)?;
-        Ok(n)
+        self.read_file_streamed(path, sink)
+    }
+
+    fn read_file_sized(&mut self, path: &str, len: u64, sink: &mut dyn Write) -> Result<()> {
+        self.read_file_exact(path, len, sink)
     }
 
     fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
-        let id = self.open(path, OpenFlags::READ, None)?;
-        let reply = self.wait(id)?;
-        let handle = self
-            .expect_handle(reply, &format!("open {path}"))?
-            .ok_or_else(|| {
-                Error::not_found(format!("{path} does not exist on {}", self.describe))
-            })?;
-        let mut ids = Vec::new();
-        let mut at = offset;
-        while at < offset + len {
-            let take = (offset + len - at).min(CHUNK as u64);
-            ids.push(self.send_read(&handle, at, take as u32)?);
-            at += take;
-        }
-        let mut out = Vec::with_capacity(len as usize);
-        for id in ids {
-            if let Some(data) = self.wait_data(id, &format!("read {path}"))? {
-                out.extend_from_slice(&data);
-            }
-        }
-        self.close_later(handle, path)?;
-        if out.len() as u64 != len {
-            return Err(Error::integrity(format!(
-                "{path} on {} is shorter than expected",
-                self.describe
-            )));
-        }
-        Ok(out)
+        self.read_range_of(path, offset, len)
     }
 
     fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
