@@ -781,3 +781,48 @@ fn clone_and_pull_over_ssh_of_a_store_with_every_fanout_directory() {
     assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
     verify(&b.store());
 }
+
+// ---------------------------------------------------------------------------------------
+// Hostile remote packs
+// ---------------------------------------------------------------------------------------
+
+/// `baton --json ARGS` through `server`, capped (files at 64 MiB, 30 s).
+fn capped_json(env: &Env, server: &Sshd, args: &[&str]) -> (Option<i32>, Value, Duration) {
+    let mut command = cmd(env, server);
+    command.arg("--json").args(args);
+    let (out, took) = common::capped_output(command, Duration::from_secs(30));
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert!(doc.is_object(), "{args:?}: {}", text(&out));
+    (out.status.code(), doc, took)
+}
+
+#[test]
+fn clone_and_pull_over_ssh_refuse_a_pack_larger_than_declared_without_downloading_it() {
+    for dev_zero in [false, true] {
+        let server = Sshd::start();
+        let remote = remote_dir(&server);
+        let (a, _) = store_with_target(&scp_url(&server), 44);
+        json_ok(&a, &server, &["push"]);
+        let b = clone_env(&server, &ssh_url(&server));
+        let b_before = snapshot_files(&b.store());
+        save_change(&a, "more.txt", &random_bytes(45, 50_000));
+        json_ok(&a, &server, &["push"]);
+        for pack in pack_files(&remote) {
+            fs::remove_file(&pack).unwrap();
+            if dev_zero {
+                std::os::unix::fs::symlink("/dev/zero", &pack).unwrap();
+            } else {
+                fs::File::create(&pack).unwrap().set_len(1 << 40).unwrap();
+            }
+        }
+        let c = Env::new();
+        let (code, doc, took) = capped_json(&c, &server, &["clone", &ssh_url(&server), "c"]);
+        assert_eq!(code, Some(4), "dev_zero {dev_zero}: {doc}");
+        assert!(took < Duration::from_secs(10), "clone took {took:?}");
+        assert!(!c.path().join("c").exists());
+        let (code, doc, took) = capped_json(&b, &server, &["pull"]);
+        assert_eq!(code, Some(4), "dev_zero {dev_zero}: {doc}");
+        assert!(took < Duration::from_secs(10), "pull took {took:?}");
+        assert_eq!(snapshot_files(&b.store()), b_before);
+    }
+}
