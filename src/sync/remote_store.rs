@@ -406,6 +406,14 @@ mod tests {
         fn read_file(&mut self, path: &str, sink: &mut dyn std::io::Write) -> Result<u64> {
             self.inner.read_file(path, sink)
         }
+        fn read_file_sized(
+            &mut self,
+            path: &str,
+            len: u64,
+            sink: &mut dyn std::io::Write,
+        ) -> Result<()> {
+            self.inner.read_file_sized(path, len, sink)
+        }
         fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
             self.inner.read_range(path, offset, len)
         }
