@@ -1171,3 +1171,35 @@ fn a_fifo_in_a_local_remote_is_refused_instead_of_hanging() {
     // The remote itself is fine again.
     clone_env(&remote);
 }
+
+#[test]
+fn clone_stops_a_pack_download_at_its_first_bad_object() {
+    use std::io::{Seek, SeekFrom, Write};
+    let remote_env = Env::new();
+    let remote = remote_dir(&remote_env);
+    let (a, _) = store_with_target(&remote, 46);
+    a.ok(&["push"]);
+    // A sparse 1 TiB pack whose magic, index and footer are all valid: its one declared
+    // object fills the whole object area, and is zeros (not a zstd frame).
+    let pack = pack_files(&remote).pop().unwrap();
+    fs::remove_file(&pack).unwrap();
+    let size: u64 = 1 << 40;
+    let index_offset = size - 48 - 32;
+    let mut file = fs::File::create(&pack).unwrap();
+    file.set_len(size).unwrap();
+    file.write_all(b"baton-pack-v1\n\0\0").unwrap();
+    file.seek(SeekFrom::Start(index_offset)).unwrap();
+    file.write_all(blake3::hash(b"anything").as_bytes())
+        .unwrap();
+    file.write_all(&16u64.to_be_bytes()).unwrap();
+    file.write_all(&(index_offset - 16).to_be_bytes()).unwrap();
+    file.write_all(&1u64.to_be_bytes()).unwrap();
+    file.write_all(&index_offset.to_be_bytes()).unwrap();
+    file.write_all(b"baton-pack-end\n\0").unwrap();
+    drop(file);
+    let err = assert_clone_refused(&remote, "a 1 TiB object of zeros");
+    assert!(
+        err["message"].as_str().unwrap().contains("corrupt"),
+        "{err}"
+    );
+}

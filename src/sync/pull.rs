@@ -7,6 +7,7 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 use serde::Serialize;
 
+use super::pack_stream;
 use super::remote_store::{self};
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::format::ObjectId;
@@ -15,7 +16,7 @@ use crate::format::pack::{FOOTER_LEN, PACK_MAGIC, PackEntry, decode_footer, deco
 use crate::store::Store;
 use crate::store::fsutil;
 use crate::store::objects::PendingDirs;
-use crate::store::packs::{self, PackIndex, pack_file_name, pack_name_id};
+use crate::store::packs::{PackIndex, pack_file_name, pack_name_id};
 use crate::store::refs::{Expect, MoveReason};
 use crate::transport::Remote;
 
@@ -238,7 +239,7 @@ fn download_pack(
 ) -> Result<PackIndex> {
     // The trailer and index first: a pack that is not what its listing declares is
     // refused before a byte of it is stored here.
-    remote_pack_index(remote, name, size)?;
+    let entries = remote_pack_index(remote, name, size)?;
     let dir = store.objects.packs_dir().to_path_buf();
     // Named after this process, so that the next pull can tell an interrupted download
     // (its process is gone) from one still running.
@@ -254,40 +255,26 @@ fn download_pack(
         .tempfile_in(&dir)
         .map_err(|e| Error::io("cannot create a temp file in", &dir, e))?;
     {
-        // Hashed as it arrives, and never past the declared size.
+        // Verified object by object as it arrives, and never read past the declared size.
         let mut sink = ProgressWriter {
-            inner: HashingWriter {
-                inner: temp.as_file_mut(),
-                hasher: blake3::Hasher::new(),
-            },
+            inner: temp.as_file_mut(),
             progress,
         };
-        remote.read_file_sized(&format!("packs/{name}"), size, &mut sink)?;
-        let actual = ObjectId::from_hash(sink.inner.hasher.finalize());
-        if actual != *pack_id {
-            return Err(Error::integrity(format!(
-                "received pack {pack_id} is corrupt: its bytes hash to {actual}"
-            ))
-            .with_hint("nothing was published; run 'baton verify' on the remote store"));
-        }
+        let path = format!("packs/{name}");
+        pack_stream::receive_verified(
+            store.objects.envelope(),
+            pack_id,
+            &entries,
+            &mut sink,
+            |writer| remote.read_file_sized(&path, size, writer),
+        )?;
     }
-    let len = temp
-        .as_file()
-        .metadata()
-        .ctx("cannot stat", temp.path())?
-        .len();
-    let entries = packs::read_index(temp.as_file_mut(), len)
-        .map_err(|e| Error::integrity(format!("received pack {pack_id}: {}", e.message)))?;
+    // The bytes on disk hash to the pack's name, so they are the index checked above.
     let staged = PackIndex {
         id: *pack_id,
         path: temp.path().to_path_buf(),
         entries,
     };
-    let check = packs::verify_pack(&staged, store.objects.envelope());
-    if let Some(problem) = check.problems.first() {
-        return Err(Error::integrity(format!("received {problem}"))
-            .with_hint("nothing was published; run 'baton verify' on the remote store"));
-    }
     let dest = dir.join(pack_file_name(pack_id));
     temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
     match temp.persist_noclobber(&dest) {
@@ -395,23 +382,6 @@ fn clean_stale_local_temps(store: &Store) {
         if stale || orphaned {
             let _ = std::fs::remove_file(entry.path());
         }
-    }
-}
-
-/// Hashes what passes through it on the way to `inner`.
-struct HashingWriter<W: Write> {
-    inner: W,
-    hasher: blake3::Hasher,
-}
-
-impl<W: Write> Write for HashingWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hasher.update(&buf[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
     }
 }
 
