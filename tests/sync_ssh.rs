@@ -690,3 +690,139 @@ fn killed_server_mid_push_is_a_transport_error() {
     assert_eq!(pack_files(&remote), packs_before);
     verify(&remote);
 }
+
+// ---------------------------------------------------------------------------------------
+// Stores with many loose objects (every fan-out directory)
+// ---------------------------------------------------------------------------------------
+
+/// Write `n` small loose blobs straight into `store` in the store's format (SPEC 6: one
+/// zstd frame, named by the BLAKE3 of the content), spread over all 256 fan-out
+/// directories; much faster than `save` for 100,000 objects.
+fn write_loose_blobs(store: &Path, n: u64, seed: u64) {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    for i in 0..n {
+        let content = format!("loose blob {seed} {i}\n");
+        let hex = blake3::hash(content.as_bytes()).to_hex();
+        let dir = store.join("objects").join(&hex[..2]);
+        if !dir.exists() {
+            fs::DirBuilder::new().mode(0o700).create(&dir).unwrap();
+        }
+        let frame = zstd::encode_all(content.as_bytes(), 1).unwrap();
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dir.join(&hex[2..]))
+            .unwrap();
+        file.write_all(&frame).unwrap();
+    }
+}
+
+/// Loose objects written beside a `save` in the fan-out tests: `BATON_FANOUT_OBJECTS=N`
+/// (default 3,000; the scale run of issue 10 uses 100,000).
+fn fanout_objects() -> u64 {
+    std::env::var("BATON_FANOUT_OBJECTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3_000)
+}
+
+#[test]
+fn clone_and_pull_over_ssh_of_a_store_with_every_fanout_directory() {
+    let server = Sshd::start();
+    // The remote is a store used in place: a plain save of 3,000 files leaves its loose
+    // objects in all 256 fan-out directories (the SFTP server has fewer handles).
+    let a = Env::new();
+    a.init();
+    let files: Vec<(String, Vec<u8>)> = (0..3_000)
+        .map(|i| {
+            (
+                format!("f/{}/{i}.txt", i % 37),
+                format!("file {i}\n").into_bytes(),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_slice()))
+        .collect();
+    a.write_tree("work", &refs);
+    let base = a.save("work", &["--summary", "many files"]);
+    let extra = fanout_objects();
+    write_loose_blobs(&a.store(), extra, 1);
+    let fanouts = fs::read_dir(a.store().join("objects")).unwrap().count();
+    assert_eq!(fanouts, 256);
+    let url = format!("ssh://{}{}", server.alias(), s(&a.store()));
+
+    let b = Env::new();
+    let started = Instant::now();
+    let doc = json_ok(&b, &server, &["clone", &url]);
+    let took = started.elapsed();
+    eprintln!(
+        "clone of {} loose objects over SSH: {took:?}",
+        3_000 + extra
+    );
+    assert_eq!(doc["report"]["outcome"], "initial", "{doc}");
+    assert_eq!(doc["report"]["remote_current"], base.as_str());
+    let received = doc["report"]["objects_received"].as_u64().unwrap();
+    assert!(received >= 3_000 + extra, "{doc}");
+    b.write_tree("work", &[]);
+    assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
+
+    // A pull lists every fan-out directory again.
+    let next = save_change(&a, "f/next.txt", b"next\n");
+    write_loose_blobs(&a.store(), 500, 2);
+    let started = Instant::now();
+    let doc = json_ok(&b, &server, &["pull"]);
+    eprintln!("pull over SSH: {:?}", started.elapsed());
+    assert_eq!(doc["report"]["outcome"], "fast-forward", "{doc}");
+    assert_eq!(doc["report"]["current_after"], next.as_str());
+    assert!(doc["report"]["objects_received"].as_u64().unwrap() >= 500);
+    assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
+    verify(&b.store());
+}
+
+// ---------------------------------------------------------------------------------------
+// Hostile remote packs
+// ---------------------------------------------------------------------------------------
+
+/// `baton --json ARGS` through `server`, capped (files at 64 MiB, 30 s).
+fn capped_json(env: &Env, server: &Sshd, args: &[&str]) -> (Option<i32>, Value, Duration) {
+    let mut command = cmd(env, server);
+    command.arg("--json").args(args);
+    let (out, took) = common::capped_output(command, Duration::from_secs(30));
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert!(doc.is_object(), "{args:?}: {}", text(&out));
+    (out.status.code(), doc, took)
+}
+
+#[test]
+fn clone_and_pull_over_ssh_refuse_a_pack_larger_than_declared_without_downloading_it() {
+    for dev_zero in [false, true] {
+        let server = Sshd::start();
+        let remote = remote_dir(&server);
+        let (a, _) = store_with_target(&scp_url(&server), 44);
+        json_ok(&a, &server, &["push"]);
+        let b = clone_env(&server, &ssh_url(&server));
+        let b_before = snapshot_files(&b.store());
+        save_change(&a, "more.txt", &random_bytes(45, 50_000));
+        json_ok(&a, &server, &["push"]);
+        for pack in pack_files(&remote) {
+            fs::remove_file(&pack).unwrap();
+            if dev_zero {
+                std::os::unix::fs::symlink("/dev/zero", &pack).unwrap();
+            } else {
+                fs::File::create(&pack).unwrap().set_len(1 << 40).unwrap();
+            }
+        }
+        let c = Env::new();
+        let (code, doc, took) = capped_json(&c, &server, &["clone", &ssh_url(&server), "c"]);
+        assert_eq!(code, Some(4), "dev_zero {dev_zero}: {doc}");
+        assert!(took < Duration::from_secs(10), "clone took {took:?}");
+        assert!(!c.path().join("c").exists());
+        let (code, doc, took) = capped_json(&b, &server, &["pull"]);
+        assert_eq!(code, Some(4), "dev_zero {dev_zero}: {doc}");
+        assert!(took < Duration::from_secs(10), "pull took {took:?}");
+        assert_eq!(snapshot_files(&b.store()), b_before);
+    }
+}

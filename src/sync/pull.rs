@@ -7,15 +7,16 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 use serde::Serialize;
 
+use super::pack_stream;
 use super::remote_store::{self};
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::format::ObjectId;
 use crate::format::names::RefName;
-use crate::format::pack::{FOOTER_LEN, decode_footer, decode_index};
+use crate::format::pack::{FOOTER_LEN, PACK_MAGIC, PackEntry, decode_footer, decode_index};
 use crate::store::Store;
 use crate::store::fsutil;
 use crate::store::objects::PendingDirs;
-use crate::store::packs::{self, PackIndex, pack_file_name, pack_name_id};
+use crate::store::packs::{PackIndex, pack_file_name, pack_name_id};
 use crate::store::refs::{Expect, MoveReason};
 use crate::transport::Remote;
 
@@ -148,7 +149,8 @@ fn fetch_from(
             if !empty && !lacks_any(store, remote, &entry.name, entry.size)? {
                 continue;
             }
-            let received = download_pack(store, remote, pack_id, &entry.name, progress)?;
+            let received =
+                download_pack(store, remote, pack_id, &entry.name, entry.size, progress)?;
             report.objects_received += received.entries.len() as u64;
             report.bytes_received += entry.size;
         }
@@ -176,16 +178,52 @@ fn fetch_from(
     Ok(report)
 }
 
-/// Whether a remote pack holds any object we do not have (reads only its index).
-fn lacks_any(store: &Store, remote: &mut dyn Remote, name: &str, size: u64) -> Result<bool> {
-    if size < FOOTER_LEN {
-        return Err(Error::integrity(format!("remote pack {name} is too short")));
+/// Largest remote pack index read (48 bytes an entry: over five million objects).
+pub const MAX_REMOTE_PACK_INDEX: u64 = 256 << 20;
+
+/// Read and check a remote pack's footer and index (two ranges at its end), against
+/// the size its listing declared: the footer must place the index exactly at the end of
+/// a file of that size, and the entries must fill the object area, so that the size is
+/// what the index declares and nothing undeclared is ever downloaded.
+fn remote_pack_index(remote: &mut dyn Remote, name: &str, size: u64) -> Result<Vec<PackEntry>> {
+    let described = remote.describe();
+    let bad = |why: String| {
+        Error::integrity(format!(
+            "remote pack {name} on {described} is invalid: {why}"
+        ))
+        .with_hint("nothing was downloaded or published; run 'baton verify' on the remote store")
+    };
+    if size < PACK_MAGIC.len() as u64 + FOOTER_LEN {
+        return Err(bad(format!("it is {size} bytes, too short for a pack")));
     }
     let path = format!("packs/{name}");
     let footer = remote.read_range(&path, size - FOOTER_LEN, FOOTER_LEN)?;
-    let (_, index_offset) = decode_footer(&footer, size)?;
-    let index = remote.read_range(&path, index_offset, size - FOOTER_LEN - index_offset)?;
-    let entries = decode_index(&index, index_offset)?;
+    let (count, index_offset) = decode_footer(&footer, size).map_err(|e| bad(e.message))?;
+    let index_len = size - FOOTER_LEN - index_offset;
+    if index_len > MAX_REMOTE_PACK_INDEX {
+        return Err(bad(format!(
+            "its index is {index_len} bytes (the limit is {MAX_REMOTE_PACK_INDEX})"
+        )));
+    }
+    let index = remote.read_range(&path, index_offset, index_len)?;
+    let entries = decode_index(&index, index_offset).map_err(|e| bad(e.message))?;
+    if entries.len() as u64 != count {
+        return Err(bad("its index count does not match".into()));
+    }
+    // Writers put the objects back to back (SPEC 7): the area holds exactly them.
+    let declared: u64 = entries.iter().map(|e| e.length).sum();
+    let area = index_offset - PACK_MAGIC.len() as u64;
+    if declared != area {
+        return Err(bad(format!(
+            "its index declares {declared} bytes of objects in an object area of {area}"
+        )));
+    }
+    Ok(entries)
+}
+
+/// Whether a remote pack holds any object we do not have (reads only its index).
+fn lacks_any(store: &Store, remote: &mut dyn Remote, name: &str, size: u64) -> Result<bool> {
+    let entries = remote_pack_index(remote, name, size)?;
     Ok(entries.iter().any(|e| !store.objects.contains_name(&e.id)))
 }
 
@@ -196,8 +234,12 @@ fn download_pack(
     remote: &mut dyn Remote,
     pack_id: &ObjectId,
     name: &str,
+    size: u64,
     progress: &ProgressBar,
 ) -> Result<PackIndex> {
+    // The trailer and index first: a pack that is not what its listing declares is
+    // refused before a byte of it is stored here.
+    let entries = remote_pack_index(remote, name, size)?;
     let dir = store.objects.packs_dir().to_path_buf();
     // Named after this process, so that the next pull can tell an interrupted download
     // (its process is gone) from one still running.
@@ -213,29 +255,26 @@ fn download_pack(
         .tempfile_in(&dir)
         .map_err(|e| Error::io("cannot create a temp file in", &dir, e))?;
     {
+        // Verified object by object as it arrives, and never read past the declared size.
         let mut sink = ProgressWriter {
             inner: temp.as_file_mut(),
             progress,
         };
-        remote.read_file(&format!("packs/{name}"), &mut sink)?;
+        let path = format!("packs/{name}");
+        pack_stream::receive_verified(
+            store.objects.envelope(),
+            pack_id,
+            &entries,
+            &mut sink,
+            |writer| remote.read_file_sized(&path, size, writer),
+        )?;
     }
-    let len = temp
-        .as_file()
-        .metadata()
-        .ctx("cannot stat", temp.path())?
-        .len();
-    let entries = packs::read_index(temp.as_file_mut(), len)
-        .map_err(|e| Error::integrity(format!("received pack {pack_id}: {}", e.message)))?;
+    // The bytes on disk hash to the pack's name, so they are the index checked above.
     let staged = PackIndex {
         id: *pack_id,
         path: temp.path().to_path_buf(),
         entries,
     };
-    let check = packs::verify_pack(&staged, store.objects.envelope());
-    if let Some(problem) = check.problems.first() {
-        return Err(Error::integrity(format!("received {problem}"))
-            .with_hint("nothing was published; run 'baton verify' on the remote store"));
-    }
     let dest = dir.join(pack_file_name(pack_id));
     temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
     match temp.persist_noclobber(&dest) {
@@ -277,7 +316,7 @@ fn download_loose(
             if entry.size <= BATCHED_LOOSE_LIMIT {
                 small.push((id, path))
             } else {
-                large.push((id, path))
+                large.push((id, path, entry.size))
             }
         }
     }
@@ -299,15 +338,17 @@ fn download_loose(
             progress.inc(data.len() as u64);
         }
     }
-    for (id, path) in large {
+    for (id, path, size) in large {
         let mut temp = store.objects.temp_for_name(&id)?;
-        let n = {
+        {
+            // The size the listing declared, and not a byte more.
             let mut sink = ProgressWriter {
                 inner: temp.as_file_mut(),
                 progress,
             };
-            remote.read_file(&path, &mut sink)?
-        };
+            remote.read_file_sized(&path, size, &mut sink)?;
+        }
+        let n = size;
         store.objects.put_stored_file(&id, temp, &pending)?;
         count += 1;
         bytes += n;

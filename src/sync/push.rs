@@ -256,20 +256,34 @@ fn upload_and_publish(
     // 3. Publish: the pack (objects and manifests together), then the ref.
     let pack_dest = format!("packs/{}", pack_file_name(&pack_id));
     if remote.publish(&pack_path, &pack_dest)? == Published::Exists {
+        // Read no more than our pack's size: a file of another size is another file.
         let mut hasher = blake3::Hasher::new();
-        remote.read_file(&pack_dest, &mut hasher)?;
-        let theirs = ObjectId::from_hash(hasher.finalize());
-        if theirs != pack_id {
+        let theirs = match remote.read_file_sized(&pack_dest, pack_len, &mut hasher) {
+            Ok(()) => Some(ObjectId::from_hash(hasher.finalize())),
+            Err(e) if e.kind == ErrorKind::Integrity => None,
+            Err(e) => return Err(e),
+        };
+        if theirs != Some(pack_id) {
+            let what = match theirs {
+                Some(theirs) => format!("its bytes hash to {theirs}"),
+                None => format!("it is not a file of {pack_len} bytes"),
+            };
             return Err(Error::conflict(format!(
-                "the remote already has a different file at {pack_dest} (its bytes hash to {theirs})"
+                "the remote already has a different file at {pack_dest} ({what})"
             ))
-            .with_hint("the remote store was modified by hand or is corrupt; nothing was overwritten"));
+            .with_hint(
+                "the remote store was modified by hand or is corrupt; nothing was overwritten",
+            ));
         }
     }
     let ref_dest = format!("{CURRENT_DIR}/{}", generation_name(state.generation + 1));
     if remote.publish(&ref_path, &ref_dest)? == Published::Exists {
-        let now = remote_store::read_push_state(remote)?;
-        let show = show_full(now.current);
+        // The race is lost whatever the remote says now: a failure to read the winner's
+        // ref (it may still be mid-publish) must not turn the conflict into another error.
+        let show = match remote_store::read_push_state(remote) {
+            Ok(now) => show_full(now.current),
+            Err(_) => "a newer bundle (it could not be read yet)".to_string(),
+        };
         return Err(Error::conflict(format!(
             "remote current moved during the push: it is now {show}, this push was for {bundle}"
         ))

@@ -2,7 +2,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::format::names::{generation_name, parse_generation};
 use crate::format::{LogEntry, ObjectId, StoreConfig};
 use crate::store::packs::pack_name_id;
@@ -25,7 +25,52 @@ pub struct RemoteState {
     pub fanouts: Vec<String>,
 }
 
+/// Looks at a remote's refs allowed per state read: a generation can be published (or
+/// be mid-publish) between the listing or probe that finds it and the read of its file,
+/// so a look that trips over one is taken again, after a short pause.
+pub const STATE_READ_ATTEMPTS: u32 = 3;
+
+/// Take `look` again while it fails in a way a racing publisher can cause; after
+/// `STATE_READ_ATTEMPTS` looks the first error stands (a dead connection fails every
+/// later look at once, and the first error says why).
+fn with_retries(
+    remote: &mut dyn Remote,
+    mut look: impl FnMut(&mut dyn Remote) -> Result<RemoteState>,
+) -> Result<RemoteState> {
+    let mut first = None;
+    for attempt in 1..=STATE_READ_ATTEMPTS {
+        match look(remote) {
+            Err(e) if attempt < STATE_READ_ATTEMPTS && may_be_a_race(&e) => {
+                first.get_or_insert(e);
+                std::thread::sleep(std::time::Duration::from_millis(50 << attempt));
+            }
+            Err(e) => return Err(first.unwrap_or(e)),
+            Ok(state) => return Ok(state),
+        }
+    }
+    Err(first.unwrap_or_else(|| Error::other("the remote store could not be read")))
+}
+
+/// Whether a failed look at a remote's refs may be a lost race with a publisher, worth
+/// another look: a listed generation that could not be read (vanished, or a plain
+/// server failure). A connection that is gone fails the next look at once.
+fn may_be_a_race(e: &Error) -> bool {
+    match e.kind {
+        ErrorKind::Transport => true,
+        ErrorKind::Integrity => e.message.contains(VANISHED),
+        _ => false,
+    }
+}
+
+const VANISHED: &str = "vanished while reading";
+
+/// Read a remote store's config, refs, packs and staging listing (one batch, plus one
+/// for the newest ref file), looking again if a push raced with the look.
 pub fn read_state(remote: &mut dyn Remote) -> Result<RemoteState> {
+    with_retries(remote, read_state_once)
+}
+
+fn read_state_once(remote: &mut dyn Remote) -> Result<RemoteState> {
     let dirs = [
         "objects".to_string(),
         CURRENT_DIR.to_string(),
@@ -65,7 +110,7 @@ pub fn read_state(remote: &mut dyn Remote) -> Result<RemoteState> {
         let (files, _) = remote.read_many(std::slice::from_ref(&path), &[], 64 << 10)?;
         let bytes = files.into_iter().next().flatten().ok_or_else(|| {
             Error::integrity(format!(
-                "remote ref file {path} vanished while reading {}",
+                "remote ref file {path} {VANISHED} {}",
                 remote.describe()
             ))
         })?;
@@ -94,6 +139,10 @@ const MAX_DOUBLINGS: u32 = 40;
 /// one: a ref moved 10,000 times takes 1 + 2 batches. `packs` and `fanouts` are left
 /// empty (a push does not need them; `read_state` lists them for a pull).
 pub fn read_push_state(remote: &mut dyn Remote) -> Result<RemoteState> {
+    with_retries(remote, read_push_state_once)
+}
+
+fn read_push_state_once(remote: &mut dyn Remote) -> Result<RemoteState> {
     let generation_path = |n: u64| format!("{CURRENT_DIR}/{}", generation_name(n));
     let mut files = vec!["config".to_string()];
     let powers: Vec<u64> = (0..=MAX_DOUBLINGS).map(|k| 1u64 << k).collect();
@@ -127,7 +176,7 @@ pub fn read_push_state(remote: &mut dyn Remote) -> Result<RemoteState> {
     let (Some((mut low, mut low_bytes)), Some(mut high)) = (newest, missing) else {
         // No generation 1 (an empty ref, or one pruned by hand), or more than 2^40:
         // the listing decides.
-        let found = read_state(remote)?;
+        let found = read_state_once(remote)?;
         state.generation = found.generation;
         state.current = found.current;
         return Ok(state);
@@ -291,4 +340,152 @@ pub fn process_alive(pid: i32) -> bool {
     // SAFETY: signal 0 performs only the existence and permission check.
     let rc = unsafe { libc::kill(pid, 0) };
     rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::Upload;
+    use crate::transport::local::LocalRemote;
+
+    #[derive(Clone, Copy)]
+    enum Race {
+        /// The listed generation cannot be found when read (it moved under the look).
+        Vanished,
+        /// The server answers the read with a plain failure (seen over SFTP under load).
+        Failure,
+    }
+
+    /// A local remote whose first `left` reads of `path` lose a race with a publisher.
+    struct Racing {
+        inner: LocalRemote,
+        path: String,
+        left: u32,
+        race: Race,
+    }
+
+    impl Remote for Racing {
+        fn describe(&self) -> String {
+            self.inner.describe()
+        }
+        fn read_many(
+            &mut self,
+            files: &[String],
+            dirs: &[String],
+            limit: u64,
+        ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
+            let (mut read, listed) = self.inner.read_many(files, dirs, limit)?;
+            if let Some(i) = files.iter().position(|f| *f == self.path)
+                && self.left > 0
+            {
+                self.left -= 1;
+                match self.race {
+                    Race::Vanished => read[i] = None,
+                    Race::Failure => {
+                        return Err(Error::new(
+                            ErrorKind::Transport,
+                            format!("read {} failed: Failure (Failure)", self.path),
+                        ));
+                    }
+                }
+            }
+            Ok((read, listed))
+        }
+        fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
+            self.inner.make_dirs(dirs)
+        }
+        fn create(&mut self, path: &str) -> Result<Box<dyn Upload + '_>> {
+            self.inner.create(path)
+        }
+        fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()> {
+            self.inner.put_files(files)
+        }
+        fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>> {
+            self.inner.publish_many(moves)
+        }
+        fn read_file(&mut self, path: &str, sink: &mut dyn std::io::Write) -> Result<u64> {
+            self.inner.read_file(path, sink)
+        }
+        fn read_file_sized(
+            &mut self,
+            path: &str,
+            len: u64,
+            sink: &mut dyn std::io::Write,
+        ) -> Result<()> {
+            self.inner.read_file_sized(path, len, sink)
+        }
+        fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+            self.inner.read_range(path, offset, len)
+        }
+        fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
+            self.inner.remove_dir_all(dir)
+        }
+        fn remove_empty_dir(&mut self, dir: &str) {
+            self.inner.remove_empty_dir(dir)
+        }
+    }
+
+    /// A remote store with generations 1..=3 of `refs/current`; the id of the newest.
+    fn store_with_generations(dir: &std::path::Path) -> ObjectId {
+        let mut remote = LocalRemote::new(dir.to_path_buf());
+        create_store(&mut remote, &StoreConfig::default()).unwrap();
+        let mut old = None;
+        for n in 1..=3u64 {
+            let new = ObjectId::of(format!("bundle {n}").as_bytes());
+            let entry = LogEntry {
+                time: "2026-12-01T00:00:00Z".into(),
+                ref_name: "current".into(),
+                old,
+                new: Some(new),
+                action: "push".into(),
+                from: String::new(),
+                to: String::new(),
+                host: "h".into(),
+                user: "u".into(),
+            };
+            let path = dir.join(CURRENT_DIR).join(generation_name(n));
+            std::fs::write(path, entry.encode_line()).unwrap();
+            old = Some(new);
+        }
+        old.unwrap()
+    }
+
+    fn racing(dir: &std::path::Path, left: u32, race: Race) -> Racing {
+        Racing {
+            inner: LocalRemote::new(dir.to_path_buf()),
+            path: format!("{CURRENT_DIR}/{}", generation_name(3)),
+            left,
+            race,
+        }
+    }
+
+    #[test]
+    fn a_generation_read_that_loses_a_race_is_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let newest = store_with_generations(dir.path());
+        for race in [Race::Vanished, Race::Failure] {
+            let state = read_state(&mut racing(dir.path(), 1, race)).unwrap();
+            assert_eq!((state.generation, state.current), (3, Some(newest)));
+        }
+        let state = read_push_state(&mut racing(dir.path(), 2, Race::Failure)).unwrap();
+        assert_eq!((state.generation, state.current), (3, Some(newest)));
+        // A probe that misses a generation sees an older one: the push then publishes
+        // that generation again, which the no-clobber rename refuses (store_conflict).
+        let state = read_push_state(&mut racing(dir.path(), 1, Race::Vanished)).unwrap();
+        assert_eq!(state.generation, 2);
+    }
+
+    #[test]
+    fn a_generation_that_stays_unreadable_is_still_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        store_with_generations(dir.path());
+        let err = read_state(&mut racing(dir.path(), 99, Race::Vanished))
+            .err()
+            .unwrap();
+        assert_eq!(err.kind, ErrorKind::Integrity, "{}", err.message);
+        let err = read_push_state(&mut racing(dir.path(), 99, Race::Failure))
+            .err()
+            .unwrap();
+        assert_eq!(err.kind, ErrorKind::Transport, "{}", err.message);
+    }
 }

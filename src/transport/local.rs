@@ -2,8 +2,8 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::PathBuf;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use super::{Published, Receipt, Remote, RemoteEntry, Upload};
@@ -60,6 +60,54 @@ impl Upload for LocalUpload {
     }
 }
 
+/// Open a file of the remote store for reading without blocking (a FIFO where a file
+/// should be would otherwise hang the open for ever), then check on the descriptor that
+/// it is a regular file: a store holds nothing else, and a device or FIFO never ends.
+fn open_regular(path: &Path) -> Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ctx("cannot read", path)?;
+    let meta = file.metadata().ctx("cannot stat", path)?;
+    if !meta.is_file() {
+        let kind = meta.file_type();
+        let what = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Err(Error::integrity(format!(
+            "{} in the remote store is {what}, not a regular file",
+            path.display()
+        ))
+        .with_hint("a baton store holds only regular files and directories: remove or replace it on the remote (nothing was changed here)"));
+    }
+    Ok(file)
+}
+
+/// Read a whole small remote file, refusing anything larger than `limit` bytes.
+fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    let file = open_regular(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .ctx("cannot read", path)?;
+    if bytes.len() as u64 > limit {
+        return Err(Error::integrity(format!(
+            "{} is larger than {limit} bytes",
+            path.display()
+        )));
+    }
+    Ok(bytes)
+}
+
 fn entry_of(entry: &fs::DirEntry) -> Option<RemoteEntry> {
     let meta = entry.metadata().ok()?;
     let mtime = meta
@@ -76,6 +124,15 @@ fn entry_of(entry: &fs::DirEntry) -> Option<RemoteEntry> {
     })
 }
 
+/// A remote file that is not the size its listing declared (it changed, or lies).
+fn wrong_size(path: &Path, actual: u64, declared: u64) -> Error {
+    Error::integrity(format!(
+        "{} in the remote store is {actual} bytes, but {declared} were declared",
+        path.display()
+    ))
+    .with_hint("nothing was published here; run 'baton verify' on the remote store")
+}
+
 impl Remote for LocalRemote {
     fn describe(&self) -> String {
         self.root.display().to_string()
@@ -89,7 +146,7 @@ impl Remote for LocalRemote {
     ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
         let mut file_out = Vec::with_capacity(files.len());
         for f in files {
-            match fsutil::read_limited(&self.full(f), limit) {
+            match read_limited(&self.full(f), limit) {
                 Ok(bytes) => file_out.push(Some(bytes)),
                 Err(e) if e.kind == crate::error::ErrorKind::NotFound => file_out.push(None),
                 Err(e) => return Err(e),
@@ -182,13 +239,43 @@ impl Remote for LocalRemote {
 
     fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64> {
         let full = self.full(path);
-        let mut file = File::open(&full).ctx("cannot read", &full)?;
+        let mut file = open_regular(&full)?;
         io::copy(&mut file, sink).ctx("cannot read", &full)
+    }
+
+    fn read_file_sized(&mut self, path: &str, len: u64, sink: &mut dyn Write) -> Result<()> {
+        let full = self.full(path);
+        let file = open_regular(&full)?;
+        let size = |file: &File| file.metadata().map(|m| m.len()).ctx("cannot stat", &full);
+        let before = size(&file)?;
+        if before != len {
+            return Err(wrong_size(&full, before, len));
+        }
+        let mut limited = (&file).take(len);
+        let copied = io::copy(&mut limited, sink).map_err(|e| {
+            // The sink is the local side: a full disk says so.
+            if e.kind() == io::ErrorKind::StorageFull {
+                Error::other(format!("the local disk is full: cannot store {path}: {e}")).with_hint(
+                    "free some disk space and run the command again; nothing was published",
+                )
+            } else {
+                Error::io("cannot read", &full, e)
+            }
+        })?;
+        let after = size(&file)?;
+        if copied != len || after != len {
+            return Err(wrong_size(
+                &full,
+                if copied != len { copied } else { after },
+                len,
+            ));
+        }
+        Ok(())
     }
 
     fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
         let full = self.full(path);
-        let mut file = File::open(&full).ctx("cannot read", &full)?;
+        let mut file = open_regular(&full)?;
         file.seek(SeekFrom::Start(offset))
             .ctx("cannot read", &full)?;
         let mut buf = vec![0u8; len as usize];

@@ -92,6 +92,11 @@ pub trait Remote {
     /// Stream a whole file into `sink`; returns its length.
     fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64>;
 
+    /// Stream a regular file of exactly `len` bytes (what a listing and the file's own
+    /// index declared) into `sink`, reading nothing past `len`: a file that is not
+    /// regular, or not `len` bytes long before or after the read, is an integrity error.
+    fn read_file_sized(&mut self, path: &str, len: u64, sink: &mut dyn Write) -> Result<()>;
+
     /// Read `len` bytes at `offset`.
     fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>>;
 
@@ -136,6 +141,9 @@ impl Remote for Box<dyn Remote> {
     }
     fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64> {
         (**self).read_file(path, sink)
+    }
+    fn read_file_sized(&mut self, path: &str, len: u64, sink: &mut dyn Write) -> Result<()> {
+        (**self).read_file_sized(path, len, sink)
     }
     fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
         (**self).read_range(path, offset, len)

@@ -90,6 +90,12 @@ impl<R: Remote> Remote for Traced<R> {
         self.log(&format!("read_file {path}"), t0, r)
     }
 
+    fn read_file_sized(&mut self, path: &str, len: u64, sink: &mut dyn Write) -> Result<()> {
+        let t0 = Instant::now();
+        let r = self.inner.read_file_sized(path, len, sink);
+        self.log(&format!("read_file_sized {path} {len}"), t0, r)
+    }
+
     fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
         let t0 = Instant::now();
         let r = self.inner.read_range(path, offset, len);

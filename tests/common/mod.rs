@@ -320,3 +320,47 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).trim_end().to_string()
 }
+
+/// Files a capped command may write: a write past this fails (RLIMIT_FSIZE, SIGXFSZ).
+pub const CAPPED_FILE_SIZE: u64 = 64 << 20;
+
+/// Run `cmd` with every file it writes capped at `CAPPED_FILE_SIZE` and at most `limit`
+/// of wall time (killed, and the test failed, past it): for hostile remotes that would
+/// make a command write without end or hang.
+pub fn capped_output(
+    mut cmd: Command,
+    limit: std::time::Duration,
+) -> (Output, std::time::Duration) {
+    use std::os::unix::process::CommandExt;
+    use std::time::Instant;
+    // SAFETY: setrlimit is async-signal-safe and touches only the struct on the stack.
+    unsafe {
+        cmd.pre_exec(|| {
+            let cap = libc::rlimit {
+                rlim_cur: CAPPED_FILE_SIZE as libc::rlim_t,
+                rlim_max: CAPPED_FILE_SIZE as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &cap) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let start = Instant::now();
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn baton");
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return (child.wait_with_output().expect("output"), start.elapsed());
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!("baton ran for over {limit:?}: {}", text(&out));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -11,18 +11,21 @@
 //! remembered and their status checked at the next point where we wait anyway.
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{Read, Write};
 
 use bytes::Bytes;
 use russh_sftp::protocol::{
-    Close, Extended, FSetStat, FileAttributes, Fstat, Init, MkDir, Open, OpenDir, OpenFlags,
-    Packet, Read as ReadReq, ReadDir, Remove, Rename, RmDir, SetStat, Stat, StatusCode,
-    Write as WriteReq,
+    Close, Extended, FileAttributes, Init, MkDir, Open, OpenFlags, Packet, Read as ReadReq,
+    ReadDir, Remove, RmDir, SetStat, StatusCode,
 };
+
+mod batch;
+mod download;
+mod upload;
 
 use super::connect::{ConnectOptions, Connection, SshTarget, connect};
 use crate::error::{Error, ErrorKind, Result};
-use crate::transport::{Published, Receipt, Remote, RemoteEntry, Upload};
+use crate::transport::{Published, Remote, RemoteEntry, Upload};
 
 /// Data per READ/WRITE request: OpenSSH's sftp-server accepts packets up to 256 KiB.
 const CHUNK: usize = 255 * 1024 - 64;
@@ -30,6 +33,9 @@ const CHUNK: usize = 255 * 1024 - 64;
 const WINDOW: usize = 64;
 /// Largest reply we accept (a READDIR reply of many names, or a DATA packet).
 const MAX_PACKET: u32 = 4 << 20;
+/// Requests whose replies are not waited for (closes, removals, chmods) allowed in
+/// flight; past it the oldest replies are read before anything more is sent.
+const MAX_DEFERRED: usize = 256;
 const FSYNC_EXTENSION: &str = "fsync@openssh.com";
 const STATVFS_EXTENSION: &str = "statvfs@openssh.com";
 /// A write that fails (plain `SSH_FX_FAILURE`: sftp-server reports ENOSPC no better) on a
@@ -194,6 +200,20 @@ impl SftpRemote {
 
     fn defer(&mut self, id: u32, what: String, ignore_failure: bool) {
         self.deferred.insert(id, (what, ignore_failure));
+        // Bound the requests in flight: a server whose replies nobody reads stops
+        // reading requests, and the next write would wait for ever.
+        while self.deferred.len() > MAX_DEFERRED {
+            let Ok(packet) = self.recv() else {
+                return; // the connection failed: the next request or wait says so
+            };
+            let got = packet.get_request_id_any();
+            match self.deferred.remove(&got) {
+                Some((what, ignore)) => self.check_deferred(packet, &what, ignore),
+                None => {
+                    self.stash.insert(got, packet);
+                }
+            }
+        }
     }
 
     /// Wait for the reply to `id`. Replies to deferred requests are checked on the way;
@@ -415,94 +435,6 @@ impl SftpRemote {
         })?;
         Ok(Some(id))
     }
-
-    /// Read a whole open file with `WINDOW` reads in flight, into `sink`.
-    fn stream_handle(
-        &mut self,
-        handle: &str,
-        limit: u64,
-        sink: &mut dyn Write,
-        what: &str,
-    ) -> Result<u64> {
-        let mut inflight: std::collections::VecDeque<(u32, u64)> = Default::default();
-        let mut next_offset = 0u64;
-        let mut written = 0u64;
-        let mut eof = false;
-        let mut pending: std::collections::BTreeMap<u64, Vec<u8>> = Default::default();
-        loop {
-            while !eof && inflight.len() < WINDOW {
-                let offset = next_offset;
-                let handle = handle.to_string();
-                let id = self.send_read(&handle, offset, CHUNK as u32)?;
-                inflight.push_back((id, offset));
-                next_offset += CHUNK as u64;
-            }
-            let Some((id, offset)) = inflight.pop_front() else {
-                break;
-            };
-            match self.wait(id)? {
-                Packet::Data(d) => {
-                    if (d.data.len() as u64) < CHUNK as u64 && !d.data.is_empty() {
-                        // A short read: the rest of this chunk must be asked for again.
-                        let rest = offset + d.data.len() as u64;
-                        let handle = handle.to_string();
-                        let len = (CHUNK as u64 - d.data.len() as u64) as u32;
-                        let id = self.send_read(&handle, rest, len)?;
-                        inflight.push_front((id, rest));
-                    }
-                    if !d.data.is_empty() {
-                        pending.insert(offset, d.data);
-                    }
-                }
-                Packet::Status(s) if s.status_code == StatusCode::Eof => eof = true,
-                Packet::Status(s) => {
-                    return Err(status_error(
-                        &self.describe,
-                        what,
-                        s.status_code,
-                        &s.error_message,
-                    ));
-                }
-                other => {
-                    return Err(lost(
-                        &self.describe,
-                        format!("unexpected reply to read: {other:?}"),
-                    ));
-                }
-            }
-            while let Some(chunk) = pending.remove(&written) {
-                written += chunk.len() as u64;
-                if written > limit {
-                    return Err(Error::integrity(format!(
-                        "{what} is larger than {limit} bytes"
-                    )));
-                }
-                sink.write_all(&chunk)
-                    .map_err(|e| local_write_error(what, e))?;
-            }
-            if eof && inflight.is_empty() {
-                break;
-            }
-        }
-        if !pending.is_empty() {
-            return Err(lost(
-                &self.describe,
-                format!("{what}: the server skipped part of the file"),
-            ));
-        }
-        Ok(written)
-    }
-}
-
-/// A download that cannot be stored here; a full disk says so and what to do.
-fn local_write_error(what: &str, e: io::Error) -> Error {
-    match e.kind() {
-        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => Error::other(format!(
-            "the local disk is full: cannot write {what} locally: {e}"
-        ))
-        .with_hint("free some disk space and run the command again; nothing was published"),
-        _ => Error::other(format!("cannot write {what} locally: {e}")),
-    }
 }
 
 trait AnyId {
@@ -535,138 +467,6 @@ fn status_error(describe: &str, what: &str, code: StatusCode, message: &str) -> 
     )
 }
 
-struct SftpUpload<'a> {
-    remote: &'a mut SftpRemote,
-    handle: String,
-    path: String,
-    offset: u64,
-    buf: Vec<u8>,
-    inflight: std::collections::VecDeque<u32>,
-}
-
-impl SftpUpload<'_> {
-    fn send_chunk(&mut self) -> Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        if self.inflight.len() >= WINDOW
-            && let Some(oldest) = self.inflight.pop_front()
-        {
-            let reply = self.remote.wait(oldest)?;
-            let what = format!("write {}", self.path);
-            self.remote.expect_written(reply, &what, &self.path)?;
-        }
-        let data = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
-        let (handle, offset, len) = (self.handle.clone(), self.offset, data.len() as u64);
-        let id = self.remote.request(|id| {
-            Packet::Write(WriteReq {
-                id,
-                handle,
-                offset,
-                data,
-            })
-        })?;
-        self.offset += len;
-        self.inflight.push_back(id);
-        Ok(())
-    }
-}
-
-/// Carry the error itself (not just its text) through `io::Write`, so that callers can
-/// recover its kind: a broken connection must stay a transport error (exit 7).
-fn io_err(e: Error) -> io::Error {
-    io::Error::other(e)
-}
-
-impl Write for SftpUpload<'_> {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        let room = CHUNK - self.buf.len();
-        let n = room.min(data.len());
-        self.buf.extend_from_slice(&data[..n]);
-        if self.buf.len() == CHUNK {
-            self.send_chunk().map_err(io_err)?;
-        }
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Upload for SftpUpload<'_> {
-    fn finish(mut self: Box<Self>, readback: &[(u64, u64)]) -> Result<Receipt> {
-        self.send_chunk()?;
-        let what = format!("write {}", self.path);
-        while let Some(id) = self.inflight.pop_front() {
-            let reply = self.remote.wait(id)?;
-            self.remote.expect_written(reply, &what, &self.path)?;
-        }
-        let handle = self.handle.clone();
-        let fsync = self.remote.fsync(&handle)?;
-        let stat = {
-            let handle = handle.clone();
-            self.remote
-                .request(|id| Packet::Fstat(Fstat { id, handle }))?
-        };
-        let mut reads = Vec::new();
-        for &(offset, len) in readback {
-            let mut parts = Vec::new();
-            let mut at = offset;
-            while at < offset + len {
-                let take = (offset + len - at).min(CHUNK as u64);
-                parts.push(self.remote.send_read(&handle, at, take as u32)?);
-                at += take;
-            }
-            reads.push(parts);
-        }
-        if let Some(id) = fsync {
-            let reply = self.remote.wait(id)?;
-            let what = format!("fsync {}", self.path);
-            self.remote.expect_written(reply, &what, &self.path)?;
-        }
-        let attrs = match self.remote.wait(stat)? {
-            Packet::Attrs(a) => a.attrs,
-            other => {
-                return Err(lost(
-                    &self.remote.describe,
-                    format!("unexpected reply to fstat: {other:?}"),
-                ));
-            }
-        };
-        let mut back = Vec::with_capacity(reads.len());
-        for parts in reads {
-            let mut bytes = Vec::new();
-            for id in parts {
-                if let Some(data) = self.remote.wait_data(id, "read back")? {
-                    bytes.extend_from_slice(&data);
-                }
-            }
-            back.push(bytes);
-        }
-        // The server's umask may have narrowed (or a hostile setup widened) the mode.
-        if attrs.permissions.map(|p| p & 0o7777) != Some(0o600) {
-            let handle = handle.clone();
-            let attrs = FileAttributes {
-                permissions: Some(0o600),
-                ..FileAttributes::empty()
-            };
-            let id = self
-                .remote
-                .request(|id| Packet::FSetStat(FSetStat { id, handle, attrs }))?;
-            let reply = self.remote.wait(id)?;
-            self.remote
-                .expect_ok(reply, &format!("chmod {}", self.path))?;
-        }
-        let path = self.path.clone();
-        self.remote.close_later(handle, &path)?;
-        Ok(Receipt {
-            size: attrs.size.unwrap_or(0),
-            readback: back,
-        })
-    }
-}
-
 impl Remote for SftpRemote {
     fn describe(&self) -> String {
         self.describe.clone()
@@ -678,95 +478,7 @@ impl Remote for SftpRemote {
         dirs: &[String],
         limit: u64,
     ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
-        // Round 1: open everything.
-        let mut file_ids = Vec::with_capacity(files.len());
-        for f in files {
-            file_ids.push(self.open(f, OpenFlags::READ, None)?);
-        }
-        let mut dir_ids = Vec::with_capacity(dirs.len());
-        for d in dirs {
-            let path = self.path(d);
-            dir_ids.push(self.request(|id| Packet::OpenDir(OpenDir { id, path }))?);
-        }
-        let mut file_handles = Vec::with_capacity(files.len());
-        for (id, f) in file_ids.into_iter().zip(files) {
-            let reply = self.wait(id)?;
-            file_handles.push(self.expect_handle(reply, &format!("open {f}"))?);
-        }
-        let mut dir_handles = Vec::with_capacity(dirs.len());
-        for (id, d) in dir_ids.into_iter().zip(dirs) {
-            let reply = self.wait(id)?;
-            dir_handles.push(self.expect_handle(reply, &format!("list {d}"))?);
-        }
-        // Round 2: two reads per file and two listings per directory; most files and
-        // directories are done after them.
-        let mut file_reads = Vec::new();
-        for handle in file_handles.iter().flatten() {
-            let first = self.send_read(handle, 0, CHUNK as u32)?;
-            let second = self.send_read(handle, CHUNK as u64, CHUNK as u32)?;
-            file_reads.push((first, second));
-        }
-        let mut dir_reads = Vec::new();
-        for handle in dir_handles.iter().flatten() {
-            let a = self.send_readdir(handle)?;
-            let b = self.send_readdir(handle)?;
-            dir_reads.push((a, b));
-        }
-        let mut file_out = Vec::with_capacity(files.len());
-        let mut reads = file_reads.into_iter();
-        for (handle, name) in file_handles.into_iter().zip(files) {
-            let Some(handle) = handle else {
-                file_out.push(None);
-                continue;
-            };
-            let (first, second) = reads.next().unwrap_or((0, 0));
-            let mut bytes = Vec::new();
-            let mut done = false;
-            for id in [first, second] {
-                match self.wait_data(id, &format!("read {name}"))? {
-                    Some(data) if !done => bytes.extend_from_slice(&data),
-                    Some(_) => {}
-                    None => done = true,
-                }
-            }
-            if !done || bytes.len() as u64 > limit {
-                // Larger than two chunks (or short reads): read the rest in order.
-                bytes.clear();
-                let mut sink = Vec::new();
-                self.stream_handle(&handle, limit, &mut sink, name)?;
-                bytes = sink;
-            }
-            if bytes.len() as u64 > limit {
-                return Err(Error::integrity(format!(
-                    "{name} on {} is larger than {limit} bytes",
-                    self.describe
-                )));
-            }
-            self.close_later(handle, name)?;
-            file_out.push(Some(bytes));
-        }
-        let mut dir_out = Vec::with_capacity(dirs.len());
-        let mut listings = dir_reads.into_iter();
-        for (handle, name) in dir_handles.into_iter().zip(dirs) {
-            let Some(handle) = handle else {
-                dir_out.push(None);
-                continue;
-            };
-            let (a, b) = listings.next().unwrap_or((0, 0));
-            let mut entries = Vec::new();
-            let mut done = false;
-            for id in [a, b] {
-                done |= self.collect_names(id, name, &mut entries)?;
-            }
-            while !done {
-                let id = self.send_readdir(&handle)?;
-                done = self.collect_names(id, name, &mut entries)?;
-            }
-            self.close_later(handle, name)?;
-            entries.sort_by(|x: &RemoteEntry, y| x.name.cmp(&y.name));
-            dir_out.push(Some(entries));
-        }
-        Ok((file_out, dir_out))
+        self.read_many_windowed(files, dirs, limit)
     }
 
     fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
@@ -825,7 +537,7 @@ impl Remote for SftpRemote {
                     self.describe
                 ))
             })?;
-        Ok(Box::new(SftpUpload {
+        Ok(Box::new(upload::SftpUpload {
             remote: self,
             handle,
             path: path.to_string(),
@@ -836,212 +548,22 @@ impl Remote for SftpRemote {
     }
 
     fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()> {
-        // Round 1: create every file.
-        let flags = OpenFlags::READ | OpenFlags::WRITE | OpenFlags::CREATE | OpenFlags::EXCLUDE;
-        let mut opens = Vec::with_capacity(files.len());
-        for (path, _) in files {
-            opens.push(self.open(path, flags, Some(0o600))?);
-        }
-        let mut handles = Vec::with_capacity(files.len());
-        for (id, (path, _)) in opens.into_iter().zip(files) {
-            let reply = self.wait(id)?;
-            let handle = self
-                .expect_handle(reply, &format!("create {path}"))?
-                .ok_or_else(|| {
-                    Error::not_found(format!(
-                        "cannot create {path} on {}: no such directory",
-                        self.describe
-                    ))
-                })?;
-            handles.push(handle);
-        }
-        // Round 2: write, fsync, stat and read back every file.
-        let mut pending = Vec::with_capacity(files.len());
-        for (handle, (path, bytes)) in handles.iter().zip(files) {
-            if bytes.len() > CHUNK {
-                return Err(Error::other(format!("{path} is too large for put_files")));
-            }
-            let (h, data) = (handle.clone(), bytes.clone());
-            let write = self.request(|id| {
-                Packet::Write(WriteReq {
-                    id,
-                    handle: h,
-                    offset: 0,
-                    data,
-                })
-            })?;
-            let fsync = self.fsync(handle)?;
-            let h = handle.clone();
-            let stat = self.request(|id| Packet::Fstat(Fstat { id, handle: h }))?;
-            let h = handle.clone();
-            let len = bytes.len() as u32;
-            let read = self.send_read(&h, 0, len.max(1))?;
-            pending.push((write, fsync, stat, read));
-        }
-        for ((write, fsync, stat, read), (handle, (path, bytes))) in
-            pending.into_iter().zip(handles.into_iter().zip(files))
-        {
-            let reply = self.wait(write)?;
-            self.expect_written(reply, &format!("write {path}"), path)?;
-            if let Some(id) = fsync {
-                let reply = self.wait(id)?;
-                self.expect_written(reply, &format!("fsync {path}"), path)?;
-            }
-            let mode = match self.wait(stat)? {
-                Packet::Attrs(a) => a.attrs.permissions.map(|p| p & 0o7777),
-                other => {
-                    return Err(lost(
-                        &self.describe,
-                        format!("unexpected reply to fstat: {other:?}"),
-                    ));
-                }
-            };
-            let back = self
-                .wait_data(read, &format!("read back {path}"))?
-                .unwrap_or_default();
-            if &back != bytes {
-                return Err(Error::new(
-                    ErrorKind::Transport,
-                    format!("{path} reads back differently from what was sent"),
-                ));
-            }
-            if mode != Some(0o600) {
-                let (h, attrs) = (
-                    handle.clone(),
-                    FileAttributes {
-                        permissions: Some(0o600),
-                        ..FileAttributes::empty()
-                    },
-                );
-                let id = self.request(|id| {
-                    Packet::FSetStat(FSetStat {
-                        id,
-                        handle: h,
-                        attrs,
-                    })
-                })?;
-                self.defer(id, format!("chmod {path}"), false);
-            }
-            self.close_later(handle, path)?;
-        }
-        Ok(())
+        self.put_files_windowed(files)
     }
 
     fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>> {
-        // Round 1: every rename, and open each target directory for its fsync.
-        let mut renames = Vec::with_capacity(moves.len());
-        for (from, to) in moves {
-            let (oldpath, newpath) = (self.path(from), self.path(to));
-            renames.push(self.request(|id| {
-                Packet::Rename(Rename {
-                    id,
-                    oldpath,
-                    newpath,
-                })
-            })?);
-        }
-        let mut parents: Vec<String> = moves
-            .iter()
-            .map(|(_, to)| {
-                to.rsplit_once('/')
-                    .map(|(dir, _)| dir.to_string())
-                    .unwrap_or_default()
-            })
-            .collect();
-        parents.sort();
-        parents.dedup();
-        // A directory opened ahead (prepare_publish) is fsynced in this same batch: the
-        // server handles requests in order, so the fsync follows the renames. Others are
-        // opened now and fsynced in a second batch.
-        let mut early_fsyncs = Vec::new();
-        let mut to_open = Vec::new();
-        for parent in &parents {
-            match self.prepared_handle(parent)? {
-                Some(handle) => early_fsyncs.extend(self.fsync(&handle)?),
-                None => to_open.push(parent.clone()),
-            }
-        }
-        let parents = to_open;
-        let mut dir_opens = Vec::with_capacity(parents.len());
-        for parent in &parents {
-            dir_opens.push(self.open(parent, OpenFlags::READ, None)?);
-        }
+        // Each chunk opens at most HANDLE_WINDOW target directories for their fsync.
         let mut outcomes = Vec::with_capacity(moves.len());
-        let mut failed = Vec::new();
-        for (i, id) in renames.into_iter().enumerate() {
-            match self.wait(id)? {
-                Packet::Status(s) if s.status_code == StatusCode::Ok => {
-                    outcomes.push(Published::Done)
-                }
-                Packet::Status(s) if s.status_code == StatusCode::Failure => {
-                    // OpenSSH refuses to rename onto an existing path: find out if that is why.
-                    outcomes.push(Published::Exists);
-                    failed.push((i, s.error_message));
-                }
-                Packet::Status(s) => {
-                    let (from, to) = &moves[i];
-                    return Err(status_error(
-                        &self.describe,
-                        &format!("rename {from} to {to}"),
-                        s.status_code,
-                        &s.error_message,
-                    ));
-                }
-                other => {
-                    return Err(lost(
-                        &self.describe,
-                        format!("unexpected reply to rename: {other:?}"),
-                    ));
-                }
-            }
-        }
-        for id in early_fsyncs {
-            let reply = self.wait(id)?;
-            self.expect_ok(reply, "fsync directory")?;
-        }
-        let mut dir_handles = Vec::with_capacity(parents.len());
-        for (id, parent) in dir_opens.into_iter().zip(&parents) {
-            let reply = self.wait(id)?;
-            dir_handles.push(self.expect_handle(reply, &format!("open directory {parent}"))?);
-        }
-        // Round 2: fsync the directories, and stat the destinations that refused.
-        let mut fsyncs = Vec::new();
-        for handle in dir_handles.iter().flatten() {
-            if let Some(id) = self.fsync(handle)? {
-                fsyncs.push(id);
-            }
-        }
-        let mut stats = Vec::new();
-        for (i, _) in &failed {
-            let path = self.path(&moves[*i].1);
-            stats.push(self.request(|id| Packet::Stat(Stat { id, path }))?);
-        }
-        for id in fsyncs {
-            let reply = self.wait(id)?;
-            self.expect_ok(reply, "fsync directory")?;
-        }
-        for (id, (i, message)) in stats.into_iter().zip(failed) {
-            if !matches!(self.wait(id)?, Packet::Attrs(_)) {
-                let (from, to) = &moves[i];
-                return Err(status_error(
-                    &self.describe,
-                    &format!("rename {from} to {to}"),
-                    StatusCode::Failure,
-                    &message,
-                ));
-            }
-        }
-        for (handle, parent) in dir_handles.into_iter().zip(parents) {
-            if let Some(handle) = handle {
-                self.close_later(handle, &parent)?;
-            }
+        for chunk in moves.chunks(batch::HANDLE_WINDOW) {
+            outcomes.extend(self.publish_chunk(chunk)?);
         }
         Ok(outcomes)
     }
 
     fn prepare_publish(&mut self, dirs: &[String]) -> Result<()> {
         for dir in dirs {
-            if !self.prepared.contains_key(dir) {
+            // Preparing is only a head start: past the window, publish opens them itself.
+            if !self.prepared.contains_key(dir) && self.prepared.len() < batch::HANDLE_WINDOW {
                 let id = self.open(dir, OpenFlags::READ, None)?;
                 self.prepared.insert(dir.clone(), Prepared::Pending(id));
             }
@@ -1057,47 +579,15 @@ impl Remote for SftpRemote {
     }
 
     fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64> {
-        let id = self.open(path, OpenFlags::READ, None)?;
-        let reply = self.wait(id)?;
-        let handle = self
-            .expect_handle(reply, &format!("open {path}"))?
-            .ok_or_else(|| {
-                Error::not_found(format!("{path} does not exist on {}", self.describe))
-            })?;
-        let n = self.stream_handle(&handle, u64::MAX, sink, path)?;
-        self.close_later(handle, path)?;
-        Ok(n)
+        self.read_file_streamed(path, sink)
+    }
+
+    fn read_file_sized(&mut self, path: &str, len: u64, sink: &mut dyn Write) -> Result<()> {
+        self.read_file_exact(path, len, sink)
     }
 
     fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
-        let id = self.open(path, OpenFlags::READ, None)?;
-        let reply = self.wait(id)?;
-        let handle = self
-            .expect_handle(reply, &format!("open {path}"))?
-            .ok_or_else(|| {
-                Error::not_found(format!("{path} does not exist on {}", self.describe))
-            })?;
-        let mut ids = Vec::new();
-        let mut at = offset;
-        while at < offset + len {
-            let take = (offset + len - at).min(CHUNK as u64);
-            ids.push(self.send_read(&handle, at, take as u32)?);
-            at += take;
-        }
-        let mut out = Vec::with_capacity(len as usize);
-        for id in ids {
-            if let Some(data) = self.wait_data(id, &format!("read {path}"))? {
-                out.extend_from_slice(&data);
-            }
-        }
-        self.close_later(handle, path)?;
-        if out.len() as u64 != len {
-            return Err(Error::integrity(format!(
-                "{path} on {} is shorter than expected",
-                self.describe
-            )));
-        }
-        Ok(out)
+        self.read_range_of(path, offset, len)
     }
 
     fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
@@ -1127,39 +617,6 @@ impl Remote for SftpRemote {
         let id = self.request(|id| Packet::RmDir(RmDir { id, path }))?;
         let reply = self.wait(id)?;
         self.expect_ok(reply, &format!("remove {dir}"))
-    }
-}
-
-impl SftpRemote {
-    /// Collect one READDIR reply; true at end of directory.
-    fn collect_names(&mut self, id: u32, dir: &str, out: &mut Vec<RemoteEntry>) -> Result<bool> {
-        match self.wait(id)? {
-            Packet::Name(n) => {
-                for file in n.files {
-                    if file.filename == "." || file.filename == ".." {
-                        continue;
-                    }
-                    out.push(RemoteEntry {
-                        size: file.attrs.size.unwrap_or(0),
-                        mtime: u64::from(file.attrs.mtime.unwrap_or(0)),
-                        is_dir: file.attrs.is_dir(),
-                        name: file.filename,
-                    });
-                }
-                Ok(false)
-            }
-            Packet::Status(s) if s.status_code == StatusCode::Eof => Ok(true),
-            Packet::Status(s) => Err(status_error(
-                &self.describe,
-                &format!("list {dir}"),
-                s.status_code,
-                &s.error_message,
-            )),
-            other => Err(lost(
-                &self.describe,
-                format!("unexpected reply to readdir: {other:?}"),
-            )),
-        }
     }
 }
 

@@ -1,0 +1,200 @@
+//! Downloads over SFTP: whole files streamed with `WINDOW` reads in flight, files of a
+//! declared size (never a byte past it), and ranges.
+
+use std::io::{self, Write};
+
+use russh_sftp::protocol::{Fstat, OpenFlags, Packet, StatusCode};
+
+use super::{CHUNK, SftpRemote, WINDOW, lost, status_error};
+use crate::error::{Error, Result};
+
+impl SftpRemote {
+    pub(super) fn read_file_streamed(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64> {
+        let handle = self.open_for_reading(path)?;
+        let n = self.stream_handle(&handle, u64::MAX, sink, path)?;
+        self.close_later(handle, path)?;
+        Ok(n)
+    }
+
+    pub(super) fn read_range_of(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let handle = self.open_for_reading(path)?;
+        let mut out = Vec::with_capacity(len.min(CHUNK as u64 * WINDOW as u64) as usize);
+        let end = offset.saturating_add(len);
+        let n = self.stream_range(&handle, offset, end, len, &mut out, path)?;
+        self.close_later(handle, path)?;
+        if n != len {
+            return Err(Error::integrity(format!(
+                "{path} on {} is shorter than expected",
+                self.describe
+            )));
+        }
+        Ok(out)
+    }
+
+    /// `Remote::read_file_sized`: fstat the open file (a regular file of `len` bytes),
+    /// stream exactly `len` bytes, and fstat it again.
+    pub(super) fn read_file_exact(
+        &mut self,
+        path: &str,
+        len: u64,
+        sink: &mut dyn Write,
+    ) -> Result<()> {
+        let handle = self.open_for_reading(path)?;
+        self.check_size(&handle, path, len)?;
+        let n = self.stream_range(&handle, 0, len, len, sink, path)?;
+        if n != len {
+            return Err(self.wrong_size(path, n, len));
+        }
+        self.check_size(&handle, path, len)?;
+        self.close_later(handle, path)?;
+        Ok(())
+    }
+
+    fn open_for_reading(&mut self, path: &str) -> Result<String> {
+        let id = self.open(path, OpenFlags::READ, None)?;
+        let reply = self.wait(id)?;
+        self.expect_handle(reply, &format!("open {path}"))?
+            .ok_or_else(|| Error::not_found(format!("{path} does not exist on {}", self.describe)))
+    }
+
+    /// The open file must be a regular file of `len` bytes.
+    fn check_size(&mut self, handle: &str, path: &str, len: u64) -> Result<()> {
+        let h = handle.to_string();
+        let id = self.request(|id| Packet::Fstat(Fstat { id, handle: h }))?;
+        let attrs = match self.wait(id)? {
+            Packet::Attrs(a) => a.attrs,
+            other => return Err(self.unexpected(&format!("fstat {path}"), other)),
+        };
+        const TYPE_MASK: u32 = 0o170000;
+        const REGULAR: u32 = 0o100000;
+        if attrs
+            .permissions
+            .is_some_and(|mode| mode & TYPE_MASK != REGULAR)
+        {
+            return Err(Error::integrity(format!(
+                "{path} on {} is not a regular file",
+                self.describe
+            ))
+            .with_hint("a baton store holds only regular files and directories: remove or replace it on the remote (nothing was changed here)"));
+        }
+        match attrs.size {
+            Some(size) if size == len => Ok(()),
+            Some(size) => Err(self.wrong_size(path, size, len)),
+            None => Err(lost(&self.describe, format!("fstat {path}: no size"))),
+        }
+    }
+
+    fn wrong_size(&self, path: &str, actual: u64, declared: u64) -> Error {
+        Error::integrity(format!(
+            "{path} on {} is {actual} bytes, but {declared} were declared",
+            self.describe
+        ))
+        .with_hint("nothing was published here; run 'baton verify' on the remote store")
+    }
+
+    /// Read a whole open file with `WINDOW` reads in flight, into `sink`.
+    pub(super) fn stream_handle(
+        &mut self,
+        handle: &str,
+        limit: u64,
+        sink: &mut dyn Write,
+        what: &str,
+    ) -> Result<u64> {
+        self.stream_range(handle, 0, u64::MAX, limit, sink, what)
+    }
+
+    /// Read an open file from `start` up to `end` (exclusive; or its end of file) with
+    /// `WINDOW` reads in flight, into `sink`, in order; never asks for a byte at or past
+    /// `end`, and refuses more than `limit` bytes. Returns the bytes written.
+    pub(super) fn stream_range(
+        &mut self,
+        handle: &str,
+        start: u64,
+        end: u64,
+        limit: u64,
+        sink: &mut dyn Write,
+        what: &str,
+    ) -> Result<u64> {
+        // (request id, offset, length) in the order they were sent, but for re-asks.
+        let mut inflight: std::collections::VecDeque<(u32, u64, u64)> = Default::default();
+        let mut next_offset = start;
+        let mut at = start;
+        let mut eof = false;
+        let mut pending: std::collections::BTreeMap<u64, Vec<u8>> = Default::default();
+        loop {
+            while !eof && inflight.len() < WINDOW && next_offset < end {
+                let len = (end - next_offset).min(CHUNK as u64);
+                let id = self.send_read(handle, next_offset, len as u32)?;
+                inflight.push_back((id, next_offset, len));
+                next_offset += len;
+            }
+            let Some((id, offset, len)) = inflight.pop_front() else {
+                break;
+            };
+            match self.wait(id)? {
+                Packet::Data(d) if d.data.is_empty() => eof = true,
+                Packet::Data(d) => {
+                    let n = d.data.len() as u64;
+                    if n > len {
+                        return Err(lost(
+                            &self.describe,
+                            format!("{what}: the server sent {n} bytes for a read of {len}"),
+                        ));
+                    }
+                    if n < len {
+                        // A short read: the rest of this chunk must be asked for again.
+                        let id = self.send_read(handle, offset + n, (len - n) as u32)?;
+                        inflight.push_front((id, offset + n, len - n));
+                    }
+                    pending.insert(offset, d.data);
+                }
+                Packet::Status(s) if s.status_code == StatusCode::Eof => eof = true,
+                Packet::Status(s) => {
+                    return Err(status_error(
+                        &self.describe,
+                        what,
+                        s.status_code,
+                        &s.error_message,
+                    ));
+                }
+                other => {
+                    return Err(lost(
+                        &self.describe,
+                        format!("unexpected reply to read: {other:?}"),
+                    ));
+                }
+            }
+            while let Some(chunk) = pending.remove(&at) {
+                at += chunk.len() as u64;
+                if at - start > limit {
+                    return Err(Error::integrity(format!(
+                        "{what} is larger than {limit} bytes"
+                    )));
+                }
+                sink.write_all(&chunk)
+                    .map_err(|e| local_write_error(what, e))?;
+            }
+            if eof && inflight.is_empty() {
+                break;
+            }
+        }
+        if !pending.is_empty() {
+            return Err(lost(
+                &self.describe,
+                format!("{what}: the server skipped part of the file"),
+            ));
+        }
+        Ok(at - start)
+    }
+}
+
+/// A download that cannot be stored here; a full disk says so and what to do.
+fn local_write_error(what: &str, e: io::Error) -> Error {
+    match e.kind() {
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => Error::other(format!(
+            "the local disk is full: cannot write {what} locally: {e}"
+        ))
+        .with_hint("free some disk space and run the command again; nothing was published"),
+        _ => Error::other(format!("cannot write {what} locally: {e}")),
+    }
+}
