@@ -173,11 +173,12 @@ impl Remote for LocalRemote {
 
     fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
         for d in dirs {
-            // The store's own directory may need its parents, as `git init` would make them.
+            // The store's own directory may need its parents, as `git init` would make them:
+            // private from their mkdir, so no umask opens them to other users.
             if d.is_empty()
                 && let Some(parent) = self.root.parent()
             {
-                fs::create_dir_all(parent).ctx("cannot create directory", parent)?;
+                fsutil::create_dir_all_private(parent)?;
             }
             fsutil::ensure_private_dir(&self.full(d))?;
         }
