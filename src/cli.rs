@@ -105,6 +105,9 @@ pub enum Command {
     Export(ExportArgs),
     /// Verify a tar archive made by export, then add its bundles and fast-forward `current`
     Import(ImportArgs),
+    /// Install the baton skill into an agent harness (Claude Code, Codex), or check or remove it
+    #[command(subcommand)]
+    Skill(SkillCommand),
     /// Print a shell completion script
     Completions { shell: clap_complete::Shell },
     /// Print the man page (roff) of baton, or of one command (`baton man save`)
@@ -222,6 +225,48 @@ pub enum TargetCommand {
     Remove { name: String },
     /// Make a target the default for push and pull
     Default { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillCommand {
+    /// Write the skill (SKILL.md) where the harness loads it; idempotent
+    Install {
+        #[command(flatten)]
+        place: SkillPlace,
+        /// Codex: also add a baton section to AGENTS.md
+        #[arg(long)]
+        agents_md: bool,
+        /// Replace files that were edited since baton installed them
+        #[arg(long)]
+        force: bool,
+    },
+    /// Show where the skill is installed and whether it is current, outdated or modified
+    Status {
+        /// Only this harness [default: every harness]
+        #[arg(long, value_enum)]
+        harness: Option<crate::handoff::skill::Harness>,
+        /// Only this scope [default: both]
+        #[arg(long, value_enum)]
+        scope: Option<crate::handoff::skill::Scope>,
+    },
+    /// Remove the skill (and its AGENTS.md section); edited files only with --force
+    Remove {
+        #[command(flatten)]
+        place: SkillPlace,
+        /// Remove files even if they were edited since baton installed them
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct SkillPlace {
+    /// The agent harness: claude-code (~/.claude/skills) or codex (~/.codex/skills)
+    #[arg(long, value_enum)]
+    pub harness: crate::handoff::skill::Harness,
+    /// user: the harness's own directory; project: this git work tree
+    #[arg(long, value_enum, default_value = "user")]
+    pub scope: crate::handoff::skill::Scope,
 }
 
 #[derive(Debug, Args)]

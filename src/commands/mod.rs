@@ -18,6 +18,7 @@ mod resume;
 mod save;
 mod search;
 mod show;
+mod skill;
 mod target;
 mod verify;
 
@@ -46,6 +47,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Clone(args) => clone::run(ctx, &args),
         Command::Export(args) => export::run(ctx, &args),
         Command::Import(args) => import::run(ctx, &args),
+        Command::Skill(cmd) => skill::run(ctx, cmd),
         Command::Completions { shell } => completions::completions(shell),
         Command::Man { command } => completions::man(command.as_deref()),
     }

@@ -12,4 +12,5 @@ pub mod evidence;
 pub mod import;
 pub mod kickoff;
 pub mod secrets;
+pub mod skill;
 pub mod transcript;
