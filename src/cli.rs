@@ -52,6 +52,9 @@ pub enum Command {
     Resume(ResumeArgs),
     /// Search a handoff's transcript (at most 50 events / 8,000 tokens per answer)
     Search(SearchArgs),
+    /// Agent sessions baton can attach as transcripts (`baton transcript sources`)
+    #[command(subcommand)]
+    Transcript(TranscriptCommand),
     /// Import handoffs written by other tools (.prowl/handoff, frontmatter files, bundles)
     ImportHandoff {
         path: PathBuf,
@@ -143,9 +146,10 @@ pub struct SaveArgs {
     /// Attach a file or directory to the handoff (repeatable)
     #[arg(long, value_name = "PATH")]
     pub attach: Vec<PathBuf>,
-    /// Attach the session transcript (JSON lines) as transcript.jsonl
-    #[arg(long, value_name = "FILE")]
-    pub transcript: Option<PathBuf>,
+    /// The session transcript: claude-code[:SESSION|latest], codex[:SESSION|latest], or a
+    /// JSON-lines FILE (./codex for a file of that name); stored as transcript.jsonl
+    #[arg(long, value_name = "SRC")]
+    pub transcript: Option<String>,
     /// What to do with secrets found in a handoff
     #[arg(long, value_enum, default_value = "redact")]
     pub secrets: crate::handoff::capture::SecretsMode,
@@ -181,10 +185,20 @@ pub struct ResumeArgs {
 #[derive(Debug, Args)]
 pub struct SearchArgs {
     pub rev: String,
+    /// Words that must all appear in an event's text (ignoring case); "" for every event
     pub query: String,
     /// Continue from a previous answer's next_cursor
     #[arg(long, value_name = "CURSOR")]
     pub cursor: Option<String>,
+    /// Only events of this role (repeatable)
+    #[arg(long, value_enum, value_name = "ROLE")]
+    pub role: Vec<crate::handoff::events::Role>,
+    /// Only events of this kind (repeatable)
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub kind: Vec<crate::handoff::events::Kind>,
+    /// Only calls of, and results from, this tool (repeatable; ignoring case)
+    #[arg(long, value_name = "NAME")]
+    pub tool: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -225,6 +239,16 @@ pub enum TargetCommand {
     Remove { name: String },
     /// Make a target the default for push and pull
     Default { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TranscriptCommand {
+    /// List the Claude Code and Codex sessions recorded in this workspace, newest first
+    Sources {
+        /// The workspace [default: .]
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -20,6 +20,7 @@ mod search;
 mod show;
 mod skill;
 mod target;
+mod transcript;
 mod verify;
 
 use crate::cli::Command;
@@ -47,6 +48,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Clone(args) => clone::run(ctx, &args),
         Command::Export(args) => export::run(ctx, &args),
         Command::Import(args) => import::run(ctx, &args),
+        Command::Transcript(cmd) => transcript::run(ctx, cmd),
         Command::Skill(cmd) => skill::run(ctx, cmd),
         Command::Completions { shell } => completions::completions(shell),
         Command::Man { command } => completions::man(command.as_deref()),

@@ -12,6 +12,7 @@ use crate::cli::SaveArgs;
 use crate::error::{Error, Result};
 use crate::format::names::RefName;
 use crate::handoff::capture::{self, HandoffRequest};
+use crate::handoff::sessions;
 use crate::output::{Ctx, Outcome};
 use crate::store::snapshot;
 
@@ -97,15 +98,29 @@ fn save_handoff(
         None => None,
     };
     let transcript = match &args.transcript {
-        Some(path) => {
-            Some(std::fs::read(path).map_err(|e| Error::io("cannot read transcript", path, e))?)
-        }
+        Some(source) => Some(sessions::load(
+            &sessions::Homes::from_env(),
+            &sessions::Source::parse(source),
+            &workspace,
+        )?),
         None => None,
+    };
+    if let Some(label) = transcript.as_ref().and_then(|t| t.label.clone()) {
+        metadata.insert("transcript.source".into(), label);
+        metadata.insert(
+            "transcript.schema".into(),
+            format!("baton.events/{}", crate::handoff::events::SCHEMA_VERSION),
+        );
+    }
+    let (transcript, raw_transcript) = match transcript {
+        Some(t) => (Some(t.jsonl), t.raw),
+        None => (None, None),
     };
     let request = HandoffRequest {
         workspace: &workspace,
         brief,
         transcript,
+        raw_transcript,
         attachments: args.attach.clone(),
         secrets: args.secrets,
     };
