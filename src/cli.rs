@@ -48,6 +48,8 @@ pub enum Command {
     Init(InitArgs),
     /// Snapshot DIR as a new bundle on top of `current`; prints the bundle id
     Save(SaveArgs),
+    /// Save a handoff and push it in one step; prints the line the receiver runs
+    Handoff(HandoffArgs),
     /// Resume a handoff: verify it, compare the workspace, print a kickoff
     Resume(ResumeArgs),
     /// Search a handoff's transcript (at most 50 events / 8,000 tokens per answer)
@@ -117,6 +119,13 @@ pub enum Command {
     Man { command: Option<String> },
 }
 
+impl Command {
+    /// Whether the command's own flags ask for the JSON document (`resume --format json`).
+    pub fn wants_json(&self) -> bool {
+        matches!(self, Command::Resume(a) if a.format == ResumeFormat::Json)
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// Encrypt the store at rest with age (store-format/ENCRYPTION.md)
@@ -172,7 +181,7 @@ pub struct SaveArgs {
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// The handoff to resume [default: current]
+    /// The handoff to resume [default: current], or a target name: pull it first
     pub rev: Option<String>,
     /// Token budget of the kickoff (estimated: 4 characters per token)
     #[arg(long, value_name = "TOKENS", default_value_t = 2000)]
@@ -180,6 +189,62 @@ pub struct ResumeArgs {
     /// The live workspace to compare with the captured one [default: .]
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// text: the kickoff; prompt: a fenced prompt to paste into a fresh chat; json: as --json
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: ResumeFormat,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ResumeFormat {
+    Text,
+    Prompt,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct HandoffArgs {
+    /// The agent (or person) taking over
+    #[arg(long, value_name = "AGENT")]
+    pub to: String,
+    /// The briefing (handoff.md) from FILE, or - for stdin
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "no_brief",
+        conflicts_with = "no_brief"
+    )]
+    pub brief: Option<String>,
+    /// Hand off workspace evidence (and the transcript) only, without a briefing
+    #[arg(long)]
+    pub no_brief: bool,
+    /// The session transcript: claude-code[:SESSION|latest], codex[:SESSION|latest] or FILE
+    #[arg(long, value_name = "SRC")]
+    pub transcript: Option<String>,
+    /// Push the handoff to this target once it is saved
+    #[arg(long, value_name = "TARGET")]
+    pub push: Option<String>,
+    /// The agent handing off
+    #[arg(long, value_name = "AGENT", env = "BATON_FROM", default_value = "")]
+    pub from: String,
+    /// Attach a file or directory (repeatable)
+    #[arg(long, value_name = "PATH")]
+    pub attach: Vec<PathBuf>,
+    /// What to do with secrets found in the handoff
+    #[arg(long, value_enum, default_value = "redact")]
+    pub secrets: crate::handoff::capture::SecretsMode,
+    /// One line saying what this handoff is [default: from the Objective]
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub summary: String,
+    /// Free text
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub note: String,
+    /// The workspace [default: .]
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
 }
 
 #[derive(Debug, Args)]
@@ -293,7 +358,7 @@ pub struct SkillPlace {
     pub scope: crate::handoff::skill::Scope,
 }
 
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct ConnectArgs {
     /// Accept and record an unknown SSH host key (never a changed one)
     #[arg(long)]

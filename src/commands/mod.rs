@@ -7,6 +7,7 @@ mod completions;
 mod diff;
 mod export;
 mod gc;
+mod handoff;
 mod import;
 mod import_handoff;
 mod init;
@@ -40,6 +41,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Reset { rev, expect } => reset::run(ctx, &rev, expect.as_deref()),
         Command::Gc(args) => gc::run(ctx, &args),
         Command::Target(cmd) => target::run(ctx, cmd),
+        Command::Handoff(args) => handoff::run(ctx, &args),
         Command::Resume(args) => resume::run(ctx, &args),
         Command::Search(args) => search::run(ctx, &args),
         Command::ImportHandoff { path, secrets } => import_handoff::run(ctx, &path, secrets),

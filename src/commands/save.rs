@@ -19,7 +19,7 @@ use crate::store::snapshot;
 pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     let metadata = parse_metadata(&args.meta)?;
     if args.brief.is_some() || args.no_brief {
-        return save_handoff(ctx, args, metadata);
+        return save_handoff(ctx, args, metadata).map(|(outcome, _)| outcome);
     }
     if !args.attach.is_empty()
         || args.transcript.is_some()
@@ -74,11 +74,11 @@ fn check_refs_readable(store: &crate::store::Store) -> Result<()> {
 }
 
 /// `save --brief FILE|-` / `save --no-brief`: a handoff of the workspace.
-fn save_handoff(
+pub(super) fn save_handoff(
     ctx: &Ctx,
     args: &SaveArgs,
     mut metadata: BTreeMap<String, String>,
-) -> Result<Outcome> {
+) -> Result<(Outcome, crate::format::ObjectId)> {
     let store = ctx.open_store()?;
     let workspace = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let workspace = std::fs::canonicalize(&workspace)
@@ -188,7 +188,7 @@ fn save_handoff(
             assembled.evidence.partial.join("; ")
         );
     }
-    Ok(Outcome::new(
+    let outcome = Outcome::new(
         id.to_hex(),
         json!({
             "bundle": id,
@@ -199,7 +199,8 @@ fn save_handoff(
             "secrets": assembled.secrets,
             "partial": assembled.evidence.partial,
         }),
-    ))
+    );
+    Ok((outcome, id))
 }
 
 fn parse_metadata(pairs: &[String]) -> Result<BTreeMap<String, String>> {

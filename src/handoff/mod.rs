@@ -16,3 +16,4 @@ pub mod secrets;
 pub mod sessions;
 pub mod skill;
 pub mod transcript;
+pub mod turns;
