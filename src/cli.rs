@@ -110,6 +110,12 @@ pub enum Command {
     Export(ExportArgs),
     /// Verify a tar archive made by export, then add its bundles and fast-forward `current`
     Import(ImportArgs),
+    /// Serve the Model Context Protocol over stdio (tools: save_handoff, resume, search, log, show, push, pull)
+    Mcp {
+        /// The workspace the tools work in; path arguments must lie inside it [default: .]
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
     /// Install the baton skill into an agent harness (Claude Code, Codex), or check or remove it
     #[command(subcommand)]
     Skill(SkillCommand),

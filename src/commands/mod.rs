@@ -12,6 +12,7 @@ mod import;
 mod import_handoff;
 mod init;
 mod log;
+mod mcp;
 mod pull;
 mod push;
 mod reset;
@@ -51,6 +52,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Export(args) => export::run(ctx, &args),
         Command::Import(args) => import::run(ctx, &args),
         Command::Transcript(cmd) => transcript::run(ctx, cmd),
+        Command::Mcp { workspace } => mcp::run(ctx, workspace.as_deref()),
         Command::Skill(cmd) => skill::run(ctx, cmd),
         Command::Completions { shell } => completions::completions(shell),
         Command::Man { command } => completions::man(command.as_deref()),

@@ -77,13 +77,15 @@ fn check_refs_readable(store: &crate::store::Store) -> Result<()> {
 pub(super) fn save_handoff(
     ctx: &Ctx,
     args: &SaveArgs,
-    mut metadata: BTreeMap<String, String>,
+    metadata: BTreeMap<String, String>,
 ) -> Result<(Outcome, crate::format::ObjectId)> {
-    let store = ctx.open_store()?;
-    let workspace = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    let workspace = std::fs::canonicalize(&workspace)
-        .map_err(|e| Error::io("cannot open workspace", &workspace, e))?;
-    let brief = match args.brief.as_deref() {
+    let brief = read_brief(args)?;
+    save_handoff_with(ctx, args, brief, metadata)
+}
+
+/// The briefing `--brief` names: a file, `-` for stdin, or none (`--no-brief`).
+fn read_brief(args: &SaveArgs) -> Result<Option<Vec<u8>>> {
+    Ok(match args.brief.as_deref() {
         Some("-") => {
             let mut bytes = Vec::new();
             std::io::stdin()
@@ -96,7 +98,20 @@ pub(super) fn save_handoff(
                 .map_err(|e| Error::io("cannot read briefing", Path::new(path), e))?,
         ),
         None => None,
-    };
+    })
+}
+
+/// Save a handoff whose briefing is already in memory (`brief`; `args.brief` unused).
+pub(super) fn save_handoff_with(
+    ctx: &Ctx,
+    args: &SaveArgs,
+    brief: Option<Vec<u8>>,
+    mut metadata: BTreeMap<String, String>,
+) -> Result<(Outcome, crate::format::ObjectId)> {
+    let store = ctx.open_store()?;
+    let workspace = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let workspace = std::fs::canonicalize(&workspace)
+        .map_err(|e| Error::io("cannot open workspace", &workspace, e))?;
     let transcript = match &args.transcript {
         Some(source) => Some(sessions::load(
             &sessions::Homes::from_env(),
