@@ -48,10 +48,15 @@ pub enum Command {
     Init(InitArgs),
     /// Snapshot DIR as a new bundle on top of `current`; prints the bundle id
     Save(SaveArgs),
+    /// Save a handoff and push it in one step; prints the line the receiver runs
+    Handoff(HandoffArgs),
     /// Resume a handoff: verify it, compare the workspace, print a kickoff
     Resume(ResumeArgs),
     /// Search a handoff's transcript (at most 50 events / 8,000 tokens per answer)
     Search(SearchArgs),
+    /// Agent sessions baton can attach as transcripts (`baton transcript sources`)
+    #[command(subcommand)]
+    Transcript(TranscriptCommand),
     /// Import handoffs written by other tools (.prowl/handoff, frontmatter files, bundles)
     ImportHandoff {
         path: PathBuf,
@@ -105,10 +110,26 @@ pub enum Command {
     Export(ExportArgs),
     /// Verify a tar archive made by export, then add its bundles and fast-forward `current`
     Import(ImportArgs),
+    /// Serve the Model Context Protocol over stdio (tools: save_handoff, resume, search, log, show, push, pull)
+    Mcp {
+        /// The workspace the tools work in; path arguments must lie inside it [default: .]
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
+    /// Install the baton skill into an agent harness (Claude Code, Codex), or check or remove it
+    #[command(subcommand)]
+    Skill(SkillCommand),
     /// Print a shell completion script
     Completions { shell: clap_complete::Shell },
     /// Print the man page (roff) of baton, or of one command (`baton man save`)
     Man { command: Option<String> },
+}
+
+impl Command {
+    /// Whether the command's own flags ask for the JSON document (`resume --format json`).
+    pub fn wants_json(&self) -> bool {
+        matches!(self, Command::Resume(a) if a.format == ResumeFormat::Json)
+    }
 }
 
 #[derive(Debug, Args)]
@@ -140,9 +161,10 @@ pub struct SaveArgs {
     /// Attach a file or directory to the handoff (repeatable)
     #[arg(long, value_name = "PATH")]
     pub attach: Vec<PathBuf>,
-    /// Attach the session transcript (JSON lines) as transcript.jsonl
-    #[arg(long, value_name = "FILE")]
-    pub transcript: Option<PathBuf>,
+    /// The session transcript: claude-code[:SESSION|latest], codex[:SESSION|latest], or a
+    /// JSON-lines FILE (./codex for a file of that name); stored as transcript.jsonl
+    #[arg(long, value_name = "SRC")]
+    pub transcript: Option<String>,
     /// What to do with secrets found in a handoff
     #[arg(long, value_enum, default_value = "redact")]
     pub secrets: crate::handoff::capture::SecretsMode,
@@ -165,7 +187,7 @@ pub struct SaveArgs {
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// The handoff to resume [default: current]
+    /// The handoff to resume [default: current], or a target name: pull it first
     pub rev: Option<String>,
     /// Token budget of the kickoff (estimated: 4 characters per token)
     #[arg(long, value_name = "TOKENS", default_value_t = 2000)]
@@ -173,15 +195,81 @@ pub struct ResumeArgs {
     /// The live workspace to compare with the captured one [default: .]
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// text: the kickoff; prompt: a fenced prompt to paste into a fresh chat; json: as --json
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: ResumeFormat,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ResumeFormat {
+    Text,
+    Prompt,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct HandoffArgs {
+    /// The agent (or person) taking over
+    #[arg(long, value_name = "AGENT")]
+    pub to: String,
+    /// The briefing (handoff.md) from FILE, or - for stdin
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "no_brief",
+        conflicts_with = "no_brief"
+    )]
+    pub brief: Option<String>,
+    /// Hand off workspace evidence (and the transcript) only, without a briefing
+    #[arg(long)]
+    pub no_brief: bool,
+    /// The session transcript: claude-code[:SESSION|latest], codex[:SESSION|latest] or FILE
+    #[arg(long, value_name = "SRC")]
+    pub transcript: Option<String>,
+    /// Push the handoff to this target once it is saved
+    #[arg(long, value_name = "TARGET")]
+    pub push: Option<String>,
+    /// The agent handing off
+    #[arg(long, value_name = "AGENT", env = "BATON_FROM", default_value = "")]
+    pub from: String,
+    /// Attach a file or directory (repeatable)
+    #[arg(long, value_name = "PATH")]
+    pub attach: Vec<PathBuf>,
+    /// What to do with secrets found in the handoff
+    #[arg(long, value_enum, default_value = "redact")]
+    pub secrets: crate::handoff::capture::SecretsMode,
+    /// One line saying what this handoff is [default: from the Objective]
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub summary: String,
+    /// Free text
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub note: String,
+    /// The workspace [default: .]
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
     pub rev: String,
+    /// Words that must all appear in an event's text (ignoring case); "" for every event
     pub query: String,
     /// Continue from a previous answer's next_cursor
     #[arg(long, value_name = "CURSOR")]
     pub cursor: Option<String>,
+    /// Only events of this role (repeatable)
+    #[arg(long, value_enum, value_name = "ROLE")]
+    pub role: Vec<crate::handoff::events::Role>,
+    /// Only events of this kind (repeatable)
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub kind: Vec<crate::handoff::events::Kind>,
+    /// Only calls of, and results from, this tool (repeatable; ignoring case)
+    #[arg(long, value_name = "NAME")]
+    pub tool: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -224,7 +312,59 @@ pub enum TargetCommand {
     Default { name: String },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum TranscriptCommand {
+    /// List the Claude Code and Codex sessions recorded in this workspace, newest first
+    Sources {
+        /// The workspace [default: .]
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillCommand {
+    /// Write the skill (SKILL.md) where the harness loads it; idempotent
+    Install {
+        #[command(flatten)]
+        place: SkillPlace,
+        /// Codex: also add a baton section to AGENTS.md
+        #[arg(long)]
+        agents_md: bool,
+        /// Replace files that were edited since baton installed them
+        #[arg(long)]
+        force: bool,
+    },
+    /// Show where the skill is installed and whether it is current, outdated or modified
+    Status {
+        /// Only this harness [default: every harness]
+        #[arg(long, value_enum)]
+        harness: Option<crate::handoff::skill::Harness>,
+        /// Only this scope [default: both]
+        #[arg(long, value_enum)]
+        scope: Option<crate::handoff::skill::Scope>,
+    },
+    /// Remove the skill (and its AGENTS.md section); edited files only with --force
+    Remove {
+        #[command(flatten)]
+        place: SkillPlace,
+        /// Remove files even if they were edited since baton installed them
+        #[arg(long)]
+        force: bool,
+    },
+}
+
 #[derive(Debug, Args)]
+pub struct SkillPlace {
+    /// The agent harness: claude-code (~/.claude/skills) or codex (~/.codex/skills)
+    #[arg(long, value_enum)]
+    pub harness: crate::handoff::skill::Harness,
+    /// user: the harness's own directory; project: this git work tree
+    #[arg(long, value_enum, default_value = "user")]
+    pub scope: crate::handoff::skill::Scope,
+}
+
+#[derive(Clone, Debug, Args)]
 pub struct ConnectArgs {
     /// Accept and record an unknown SSH host key (never a changed one)
     #[arg(long)]

@@ -53,7 +53,7 @@ pub fn run() -> i32 {
         }
     };
     let ctx = output::Ctx {
-        json: cli.json,
+        json: cli.json || cli.command.wants_json(),
         quiet: cli.quiet,
         store: cli.store.clone(),
         identity: cli.identity.clone(),

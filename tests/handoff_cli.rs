@@ -1700,6 +1700,10 @@ fn kickoff_degrades_by_budget_like_the_snapshots() {
     let update = std::env::var_os("BATON_UPDATE_SNAPSHOTS").is_some_and(|v| v == "1");
     let order = [
         "Next Steps",
+        "Risks / Watch Out",
+        "Open Questions",
+        "Suggested Prompt For Next Agent",
+        "Recent turns",
         "Current State",
         "Objective",
         "Workspace",
@@ -1756,15 +1760,28 @@ fn kickoff_degrades_by_budget_like_the_snapshots() {
             .iter()
             .map(|s| s["truncated"].as_bool().expect("truncated"))
             .collect();
+        // (A section already within its floor, like a one-line Open Questions, stays.)
         if let Some(first_cut) = truncated.iter().position(|t| *t) {
+            let small = |s: &Value| s["tokens"].as_u64().unwrap_or(0) <= 24;
             assert!(
-                truncated[first_cut..].iter().all(|t| *t),
+                (first_cut..sections.len()).all(|i| truncated[i] || small(&sections[i])),
                 "budget {budget}: {titles:?} {truncated:?}"
             );
         }
-        let missing_from_end = order.len() - titles.len();
+        // This briefing has no Risks, Suggested Prompt or transcript: the sections it
+        // has are dropped from the end of the page first.
+        let present: Vec<&str> = order
+            .iter()
+            .copied()
+            .filter(|t| {
+                !matches!(
+                    *t,
+                    "Risks / Watch Out" | "Suggested Prompt For Next Agent" | "Recent turns"
+                )
+            })
+            .collect();
         assert!(
-            titles[..] == order[..order.len() - missing_from_end],
+            titles[..] == present[..titles.len()],
             "sections are dropped from the end first: {titles:?}"
         );
         for s in sections {
@@ -1779,7 +1796,7 @@ fn kickoff_degrades_by_budget_like_the_snapshots() {
                     truncated.iter().all(|t| !t),
                     "all fits in 2000: {truncated:?}"
                 );
-                assert_eq!(titles, order);
+                assert_eq!(titles, present);
             }
             600 => {
                 assert!(!truncated[0], "Next Steps is whole at 600");
@@ -2575,4 +2592,530 @@ fn control_sequences_never_reach_the_terminal_raw() {
             );
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// baton skill: the skill file in a harness's configuration
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn skill_install_is_idempotent_and_never_overwrites_an_edit_without_force() {
+    let env = Env::new();
+    let claude = env.path().join("claude-config");
+    let run = |args: &[&str]| {
+        let out = env
+            .cmd()
+            .env("CLAUDE_CONFIG_DIR", &claude)
+            .args(args)
+            .output()
+            .expect("run baton");
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (out.status.code(), doc)
+    };
+    let skill = claude.join("skills/baton/SKILL.md");
+    let (code, doc) = run(&["--json", "skill", "install", "--harness", "claude-code"]);
+    assert_eq!(code, Some(0), "{doc}");
+    assert_eq!(doc["changes"][0]["action"], "installed", "{doc}");
+    let text = fs::read_to_string(&skill).expect("SKILL.md written under CLAUDE_CONFIG_DIR");
+    assert!(
+        text.starts_with("---\nname: baton\ndescription: "),
+        "{text}"
+    );
+    assert!(text.contains("--transcript claude-code:latest"), "{text}");
+    assert!(text.contains("baton resume"), "{text}");
+    let mode = fs::metadata(&skill).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+
+    let (code, doc) = run(&["--json", "skill", "install", "--harness", "claude-code"]);
+    assert_eq!(
+        (code, &doc["changes"][0]["action"]),
+        (Some(0), &json!("unchanged"))
+    );
+    let (_, doc) = run(&["--json", "skill", "status", "--harness", "claude-code"]);
+    assert_eq!(doc["skills"][0]["state"], "current", "{doc}");
+    assert_eq!(doc["skills"][1]["state"], "absent", "{doc}");
+
+    let edited = format!("{text}\nMy own note.\n");
+    fs::write(&skill, &edited).unwrap();
+    let (_, doc) = run(&[
+        "--json",
+        "skill",
+        "status",
+        "--harness",
+        "claude-code",
+        "--scope",
+        "user",
+    ]);
+    assert_eq!(doc["skills"][0]["state"], "modified", "{doc}");
+    for args in [
+        &["--json", "skill", "install", "--harness", "claude-code"][..],
+        &["--json", "skill", "remove", "--harness", "claude-code"][..],
+    ] {
+        let (code, doc) = run(args);
+        assert_eq!(code, Some(5), "{args:?}: {doc}");
+        assert!(
+            doc["error"]["hint"].as_str().unwrap().contains("--force"),
+            "{doc}"
+        );
+        assert_eq!(
+            fs::read_to_string(&skill).unwrap(),
+            edited,
+            "{args:?} touched the edit"
+        );
+    }
+    let (code, doc) = run(&[
+        "--json",
+        "skill",
+        "install",
+        "--harness",
+        "claude-code",
+        "--force",
+    ]);
+    assert_eq!(
+        (code, &doc["changes"][0]["action"]),
+        (Some(0), &json!("updated"))
+    );
+    assert_eq!(fs::read_to_string(&skill).unwrap(), text);
+
+    let (code, doc) = run(&["--json", "skill", "remove", "--harness", "claude-code"]);
+    assert_eq!(
+        (code, &doc["changes"][0]["action"]),
+        (Some(0), &json!("removed"))
+    );
+    assert!(
+        !claude.join("skills/baton").exists(),
+        "the skill directory stays behind"
+    );
+}
+
+#[test]
+fn codex_skill_and_agents_md_section_install_into_the_project_and_come_out_cleanly() {
+    let env = Env::new();
+    let project = git_init(&env.path().join("proj"));
+    let sub = project.join("src/deep");
+    fs::create_dir_all(&sub).unwrap();
+    let agents = project.join("AGENTS.md");
+    let rules = "# Project rules\n\nRun the tests before you commit.\n";
+    fs::write(&agents, rules).unwrap();
+    let run = |args: &[&str]| {
+        let out = env
+            .cmd()
+            .current_dir(&sub)
+            .args(args)
+            .output()
+            .expect("run baton");
+        assert!(
+            out.status.success(),
+            "baton {args:?}: {}",
+            common::text(&out)
+        );
+    };
+    // From a subdirectory: the project is the top of the work tree.
+    run(&[
+        "skill",
+        "install",
+        "--harness",
+        "codex",
+        "--scope",
+        "project",
+        "--agents-md",
+    ]);
+    let skill = fs::read_to_string(project.join(".agents/skills/baton/SKILL.md")).unwrap();
+    assert!(skill.contains("--transcript codex:latest"), "{skill}");
+    let with_section = fs::read_to_string(&agents).unwrap();
+    assert!(with_section.starts_with(rules), "{with_section}");
+    assert!(with_section.contains("baton resume"), "{with_section}");
+    run(&[
+        "skill",
+        "install",
+        "--harness",
+        "codex",
+        "--scope",
+        "project",
+        "--agents-md",
+    ]);
+    assert_eq!(
+        fs::read_to_string(&agents).unwrap(),
+        with_section,
+        "not idempotent"
+    );
+
+    run(&[
+        "skill",
+        "remove",
+        "--harness",
+        "codex",
+        "--scope",
+        "project",
+    ]);
+    assert_eq!(fs::read_to_string(&agents).unwrap(), rules);
+    assert!(!project.join(".agents/skills/baton").exists());
+    // Nothing went to the user's own Codex home.
+    assert!(!env.path().join(".codex").exists());
+}
+
+// ---------------------------------------------------------------------------------------
+// Native transcripts: Claude Code and Codex sessions found and normalised
+// ---------------------------------------------------------------------------------------
+
+/// Claude Code's project directory name for a workspace.
+fn claude_project_dir(workspace: &Path) -> String {
+    s(workspace)
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// Copy a fixture session to `dest`, naming the workspaces, with the given age in hours.
+fn plant_session(fixture: &str, dest: &Path, workspace: &Path, other: &Path, hours_old: u64) {
+    let text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(fixture))
+        .expect("fixture")
+        .replace("{{WORKSPACE}}", &s(workspace))
+        .replace("{{OTHER}}", &s(other));
+    fs::create_dir_all(dest.parent().unwrap()).unwrap();
+    fs::write(dest, text).unwrap();
+    let when = SystemTime::now() - std::time::Duration::from_secs(hours_old * 3600);
+    fs::File::options()
+        .write(true)
+        .open(dest)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+}
+
+#[test]
+fn native_sessions_are_found_normalised_paired_and_scrubbed() {
+    let env = Env::new();
+    let ws = git_init(&env.path().join("ws"));
+    let ws = fs::canonicalize(&ws).unwrap();
+    let other = env.path().join("other");
+    fs::create_dir_all(&other).unwrap();
+    let projects = env.path().join(".claude/projects");
+    let here = projects.join(claude_project_dir(&ws));
+    plant_session(
+        "fixtures/transcripts/claude-code/main.jsonl",
+        &here.join("5e551011-aaaa-4bbb-8ccc-000000000001.jsonl"),
+        &ws,
+        &other,
+        2,
+    );
+    plant_session(
+        "fixtures/transcripts/claude-code/older.jsonl",
+        &here.join("01de0000-aaaa-4bbb-8ccc-000000000002.jsonl"),
+        &ws,
+        &other,
+        48,
+    );
+    plant_session(
+        "fixtures/transcripts/claude-code/other.jsonl",
+        &projects
+            .join(claude_project_dir(&other))
+            .join("07e40000-aaaa-4bbb-8ccc-000000000003.jsonl"),
+        &ws,
+        &other,
+        1,
+    );
+    plant_session(
+        "fixtures/transcripts/codex/rollout-main.jsonl",
+        &env.path()
+            .join(".codex/sessions/2026/11/30/rollout-2026-11-30T13-00-00-019a2d7a.jsonl"),
+        &ws,
+        &other,
+        3,
+    );
+    let in_ws = |args: &[&str]| {
+        let out = env
+            .cmd()
+            .current_dir(&ws)
+            .args(args)
+            .output()
+            .expect("run baton");
+        (out.status.code(), common::text(&out), out.stdout)
+    };
+    let store = s(&ws.join(".baton"));
+    let (code, text, _) = in_ws(&["init"]);
+    assert_eq!(code, Some(0), "{text}");
+
+    // Sources: this workspace's sessions only, newest first per harness.
+    let (code, _, stdout) = in_ws(&["--json", "transcript", "sources"]);
+    assert_eq!(code, Some(0));
+    let doc: Value = serde_json::from_slice(&stdout).unwrap();
+    let listed: Vec<(&str, &str)> = doc["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["harness"].as_str().unwrap(),
+                s["session"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            ("claude-code", "5e551011-aaaa-4bbb-8ccc-000000000001"),
+            ("claude-code", "01de0000-aaaa-4bbb-8ccc-000000000002"),
+            ("codex", "019a2d7a-41c4-78b1-b7cc-a45d62a89cd5"),
+        ]
+    );
+
+    // latest: the newest session of this workspace (not the newer one elsewhere).
+    let (code, text, _) = in_ws(&["save", "--no-brief", "--transcript", "claude-code:latest"]);
+    assert_eq!(code, Some(0), "{text}");
+    let shown = env.ok(&["--store", &store, "show", "current"]);
+    assert!(
+        shown.contains("claude-code:5e551011-aaaa-4bbb-8ccc-000000000001"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("attachments/transcript/claude-code-5e551011"),
+        "{shown}"
+    );
+    let env_ws = |args: &[&str]| {
+        let mut full = vec!["--store", store.as_str()];
+        full.extend_from_slice(args);
+        env.ok(&full)
+    };
+    let events: Vec<Value> = env_ws(&["cat", "current:transcript.jsonl"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let shape: Vec<(&str, &str)> = events
+        .iter()
+        .map(|e| (e["role"].as_str().unwrap(), e["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            ("system", "system"),
+            ("user", "message"),
+            ("assistant", "reasoning"),
+            ("assistant", "tool_call"),
+            ("tool", "tool_result"),
+            ("assistant", "message"),
+            ("assistant", "message"),
+            ("user", "message"),
+        ]
+    );
+    assert_eq!(
+        events[4]["tool"], "Bash",
+        "the result is paired with its call"
+    );
+    assert_eq!(events[4]["call_id"], events[3]["call_id"]);
+    assert_eq!(
+        events[5]["source"]["agent"], "a1b2c3d4",
+        "sidechain work is marked"
+    );
+    assert!(
+        events
+            .iter()
+            .all(|e| e["v"] == 1 && e["source"]["harness"] == "claude-code")
+    );
+    let secret = "sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa";
+    assert!(
+        events[4]["text"]
+            .as_str()
+            .unwrap()
+            .contains("[REDACTED:anthropic_api_key]")
+    );
+    for (where_, bytes) in all_objects(&ws.join(".baton")) {
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(secret),
+            "the secret is stored in {where_}"
+        );
+    }
+
+    // Search matches what was said, never ids; filters narrow by kind and tool.
+    let page = json_ok(&env, &["--store", &store, "search", "current", "5e551011"]);
+    assert_eq!(page["total_matches"], 0, "{page}");
+    let page = json_ok(
+        &env,
+        &[
+            "--store",
+            &store,
+            "search",
+            "current",
+            "golden",
+            "--kind",
+            "tool_result",
+            "--tool",
+            "bash",
+        ],
+    );
+    assert_eq!(page["total_matches"], 1, "{page}");
+    assert_eq!(page["hits"][0]["event"]["kind"], "tool_result");
+
+    // A session by id prefix; Codex rollouts without their preambles and duplicates.
+    let (code, text, _) = in_ws(&["save", "--no-brief", "--transcript", "claude-code:01de0000"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(transcript_events_in(&env, &ws).len(), 1);
+    let (code, text, _) = in_ws(&["save", "--no-brief", "--transcript", "codex:latest"]);
+    assert_eq!(code, Some(0), "{text}");
+    let events = transcript_events_in(&env, &ws);
+    let texts: Vec<&str> = events.iter().map(|e| e["text"].as_str().unwrap()).collect();
+    assert_eq!(
+        texts[0],
+        "Regenerate the golden file and rerun the parser tests."
+    );
+    assert_eq!(events.len(), 5, "{texts:?}");
+    assert_eq!(events[3]["tool"], "shell");
+    assert!(
+        texts
+            .iter()
+            .all(|t| !t.contains("environment_context") && !t.contains("opaque"))
+    );
+
+    // An unknown schema is refused with file and line; the store does not change.
+    let before = env_ws(&["log", "--json"]);
+    let unknown = here.join("0dd00000-aaaa-4bbb-8ccc-000000000004.jsonl");
+    plant_session(
+        "fixtures/transcripts/claude-code/unknown.jsonl",
+        &unknown,
+        &ws,
+        &other,
+        0,
+    );
+    let (code, text, _) = in_ws(&["save", "--no-brief", "--transcript", "claude-code:latest"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains(&format!("{} line 2", unknown.display())),
+        "{text}"
+    );
+    assert!(text.contains("'hologram'"), "{text}");
+    assert_eq!(env_ws(&["log", "--json"]), before);
+
+    // A file being appended to: the incomplete last line is left out.
+    let growing = env.path().join("growing.jsonl");
+    let mut bytes = fs::read(here.join("01de0000-aaaa-4bbb-8ccc-000000000002.jsonl")).unwrap();
+    bytes
+        .extend_from_slice(b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"half");
+    fs::write(&growing, bytes).unwrap();
+    let (code, text, _) = in_ws(&["save", "--no-brief", "--transcript", &s(&growing)]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(transcript_events_in(&env, &ws).len(), 1);
+}
+
+fn transcript_events_in(env: &Env, ws: &Path) -> Vec<Value> {
+    env.ok(&[
+        "--store",
+        &s(&ws.join(".baton")),
+        "cat",
+        "current:transcript.jsonl",
+    ])
+    .lines()
+    .map(|l| serde_json::from_str(l).expect("event"))
+    .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// baton mcp: driven by the official Python MCP SDK's stdio client
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn mcp_server_serves_a_real_client_save_resume_search_and_tool_errors() {
+    let has_sdk = std::process::Command::new("python3")
+        .args(["-c", "import mcp.client.stdio"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        has_sdk,
+        "needs python3 with the MCP SDK: pip install mcp==2.3.0 (.ci/run installs it)"
+    );
+    let env = Env::new();
+    let ws = git_init(&env.path().join("ws"));
+    let ws = fs::canonicalize(&ws).unwrap();
+    fs::write(ws.join("notes.txt"), "notes\n").unwrap();
+    fs::write(env.path().join("outside.txt"), "not yours\n").unwrap();
+    plant_session(
+        "fixtures/transcripts/claude-code/main.jsonl",
+        &env.path()
+            .join(".claude/projects")
+            .join(claude_project_dir(&ws))
+            .join("5e551011-aaaa-4bbb-8ccc-000000000001.jsonl"),
+        &ws,
+        &ws,
+        1,
+    );
+    assert!(
+        env.cmd()
+            .current_dir(&ws)
+            .arg("init")
+            .status()
+            .unwrap()
+            .success()
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_baton"))
+        .arg(&ws)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", env.path())
+        .current_dir(&ws)
+        .output()
+        .expect("run the MCP client");
+    assert!(
+        out.status.success(),
+        "MCP client failed: {}",
+        common::text(&out)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["server"], "baton");
+    assert_eq!(
+        doc["tools"],
+        json!([
+            "log",
+            "pull",
+            "push",
+            "resume",
+            "save_handoff",
+            "search",
+            "show"
+        ])
+    );
+    let save = &doc["save"];
+    assert_eq!(save["error"], false, "{save}");
+    let bundle = save["structured"]["bundle"].as_str().unwrap();
+    let files = save["structured"]["files"].to_string();
+    assert!(
+        files.contains("attachments/notes.txt") && files.contains("transcript.jsonl"),
+        "{files}"
+    );
+
+    let resume = &doc["resume"];
+    assert_eq!(resume["error"], false, "{resume}");
+    assert_eq!(resume["structured"]["bundle"], bundle);
+    assert!(resume["structured"]["kickoff"]["tokens"].as_u64().unwrap() <= 1500);
+    let text = resume["text"].as_str().unwrap();
+    assert!(
+        text.contains("## Next Steps") && text.contains("## Risks / Watch Out"),
+        "{text}"
+    );
+    assert!(text.contains("## Recent turns"), "{text}");
+    assert!(
+        resume["structured"]["workspace"].is_object(),
+        "the comparison is structured"
+    );
+
+    let search = &doc["search"]["structured"];
+    assert_eq!(search["total_matches"], 1, "{search}");
+    assert_eq!(search["hits"][0]["event"]["kind"], "tool_result");
+    assert_eq!(doc["log"]["structured"]["bundles"][0]["id"], bundle);
+
+    // Errors come back as tool errors carrying baton's stable codes.
+    for (call, code, exit) in [
+        ("bad_rev", "not_found", 3),
+        ("outside", "security", 6),
+        ("bad_kind", "usage", 2),
+    ] {
+        let r = &doc[call];
+        assert_eq!(r["error"], true, "{call}: {r}");
+        assert_eq!(r["structured"]["error"]["code"], code, "{call}: {r}");
+        assert_eq!(r["structured"]["error"]["exit_code"], exit, "{call}: {r}");
+    }
+    // The refused save wrote nothing: one bundle in the log.
+    let log = json_ok(&env, &["--store", &s(&ws.join(".baton")), "log"]);
+    assert_eq!(log["bundles"].as_array().unwrap().len(), 1, "{log}");
 }

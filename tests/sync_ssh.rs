@@ -826,3 +826,233 @@ fn clone_and_pull_over_ssh_refuse_a_pack_larger_than_declared_without_downloadin
         assert_eq!(snapshot_files(&b.store()), b_before);
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// One-command handoff: baton handoff --push, then baton resume TARGET elsewhere
+// ---------------------------------------------------------------------------------------
+
+const HANDOFF_BRIEF: &str = "# Golden test\n\n## Objective\nMake the parser's golden test pass.\n\n\
+## Current State\nDiagnosed: the golden file predates the indentation change.\n\n\
+## Next Steps\n1. Regenerate tests/golden/parser.txt.\n2. Rerun `cargo test golden`.\n\n\
+## Risks / Watch Out\n- The golden file also seeds the fuzz corpus.\n\n\
+## Open Questions\n- Keep 2-space indentation?\n\n\
+## Suggested Prompt For Next Agent\nRegenerate the golden file and make the parser tests pass.\n";
+
+/// A git workspace in `env` with a Claude Code session recorded for it in env's HOME.
+fn handoff_workspace(env: &Env) -> PathBuf {
+    let ws = env.path().join("ws");
+    fs::create_dir_all(&ws).unwrap();
+    let ws = fs::canonicalize(&ws).unwrap();
+    common::git(&ws, &["init", "-q"]);
+    fs::write(ws.join("parser.rs"), "fn parse() {}\n").unwrap();
+    common::git(&ws, &["add", "."]);
+    common::git(&ws, &["commit", "-qm", "parser"]);
+    let encoded: String = s(&ws)
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = env.path().join(".claude/projects").join(encoded);
+    fs::create_dir_all(&dir).unwrap();
+    let session = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/transcripts/claude-code/main.jsonl"),
+    )
+    .unwrap()
+    .replace("{{WORKSPACE}}", s(&ws));
+    fs::write(
+        dir.join("5e551011-aaaa-4bbb-8ccc-000000000001.jsonl"),
+        session,
+    )
+    .unwrap();
+    fs::write(env.path().join("brief.md"), HANDOFF_BRIEF).unwrap();
+    ws
+}
+
+fn handoff_in(env: &Env, server: &Sshd, ws: &Path, extra: &[&str]) -> Output {
+    let brief = env.path().join("brief.md");
+    let mut args = vec![
+        "handoff",
+        "--from",
+        "claude",
+        "--to",
+        "codex",
+        "--brief",
+        s(&brief),
+        "--transcript",
+        "claude-code:latest",
+        "--push",
+        "devbox",
+    ];
+    args.extend_from_slice(extra);
+    // The server's environment sets HOME to its own: name the sender's Claude config.
+    cmd(env, server)
+        .current_dir(ws)
+        .env("CLAUDE_CONFIG_DIR", env.path().join(".claude"))
+        .args(&args)
+        .output()
+        .expect("run baton")
+}
+
+#[test]
+fn handoff_push_then_resume_target_on_another_home() {
+    let server = Sshd::start();
+    let sender = Env::new();
+    let ws = handoff_workspace(&sender);
+    let in_ws = |args: &[&str]| {
+        cmd(&sender, &server)
+            .current_dir(&ws)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert!(in_ws(&["init"]).status.success());
+    assert!(
+        in_ws(&["target", "add", "devbox", &scp_url(&server)])
+            .status
+            .success()
+    );
+    let out = handoff_in(&sender, &server, &ws, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        said.contains("Receiver runs: baton resume devbox"),
+        "{said}"
+    );
+
+    // Another HOME: clone once, then `resume origin` pulls first and resumes.
+    let receiver = Env::new();
+    json_ok(&receiver, &server, &["clone", &scp_url(&server)]);
+    let doc = json_ok(
+        &receiver,
+        &server,
+        &["resume", "origin", "--budget", "2000"],
+    );
+    let kickoff = &doc["kickoff"];
+    assert!(kickoff["tokens"].as_u64().unwrap() <= 2000, "{kickoff}");
+    let titles: Vec<&str> = kickoff["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        &titles[..5],
+        &[
+            "Next Steps",
+            "Risks / Watch Out",
+            "Open Questions",
+            "Suggested Prompt For Next Agent",
+            "Recent turns"
+        ],
+    );
+    let page = kickoff["sections"][4]["text"].as_str().unwrap();
+    assert!(
+        page.contains("Hand this off to codex") && page.contains("call Bash"),
+        "{page}"
+    );
+    assert!(page.contains("baton search"), "{page}");
+    assert!(
+        !doc["pulled"].is_null(),
+        "resume TARGET pulled first: {doc}"
+    );
+
+    // A second handoff reaches the receiver through `resume origin` alone.
+    fs::write(
+        sender.path().join("brief.md"),
+        HANDOFF_BRIEF.replace("2-space", "tab"),
+    )
+    .unwrap();
+    let out = handoff_in(&sender, &server, &ws, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let prompt = cmd(&receiver, &server)
+        .args([
+            "resume",
+            "origin",
+            "--format",
+            "prompt",
+            "--workspace",
+            s(receiver.path()),
+        ])
+        .output()
+        .unwrap();
+    assert!(prompt.status.success(), "{}", text(&prompt));
+    let prompt = String::from_utf8_lossy(&prompt.stdout).to_string();
+    assert!(
+        prompt.contains("Keep tab indentation?"),
+        "the new handoff: {prompt}"
+    );
+    let head = common::git(&ws, &["rev-parse", "HEAD"]);
+    let id = receiver.ok(&["log", "-n", "1", "--json"]);
+    let id: Value = serde_json::from_str(&id).unwrap();
+    let id = id["bundles"][0]["id"].as_str().unwrap().to_string();
+    let created = id_created(&receiver, &id);
+    let normalized = prompt
+        .replace(
+            s(&fs::canonicalize(receiver.path()).unwrap()),
+            "<WORKSPACE>",
+        )
+        .replace(&head[..12], "<HEAD>")
+        .replace(&id[..12], "<ID>")
+        .replace(&created, "<TIME>");
+    let snapshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/resume_prompt.txt");
+    if std::env::var_os("BATON_UPDATE_SNAPSHOTS").is_some_and(|v| v == "1") {
+        fs::write(&snapshot, &normalized).unwrap();
+    }
+    assert_eq!(
+        normalized,
+        fs::read_to_string(&snapshot).expect("snapshot"),
+        "resume --format prompt"
+    );
+    assert!(
+        !prompt.contains("evidence.json") && !prompt.contains("## Files"),
+        "{prompt}"
+    );
+}
+
+fn id_created(env: &Env, id: &str) -> String {
+    let doc: Value = serde_json::from_str(&env.ok(&["show", id, "--json"])).unwrap();
+    doc["created"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_refused_handoff_push_keeps_the_saved_bundle_and_says_how_to_retry() {
+    let server = Sshd::start();
+    let sender = Env::new();
+    let ws = handoff_workspace(&sender);
+    let in_ws = |args: &[&str]| {
+        cmd(&sender, &server)
+            .current_dir(&ws)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert!(in_ws(&["init"]).status.success());
+    assert!(
+        in_ws(&["target", "add", "devbox", &scp_url(&server)])
+            .status
+            .success()
+    );
+    assert!(handoff_in(&sender, &server, &ws, &[]).status.success());
+    // Someone else pushes on top first.
+    let other = Env::new();
+    json_ok(&other, &server, &["clone", &scp_url(&server)]);
+    other.write_tree("w", &[("x", b"their work")]);
+    other.save("w", &[]);
+    json_ok(&other, &server, &["push"]);
+
+    let out = handoff_in(&sender, &server, &ws, &["--json"]);
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("saved handoff "), "{message}");
+    let hint = doc["error"]["hint"].as_str().unwrap();
+    assert!(
+        hint.contains("baton pull devbox") && hint.contains("saved locally"),
+        "{hint}"
+    );
+    // The saved bundle is current in the sender's store, whole.
+    let short = message["saved handoff ".len()..].split(',').next().unwrap();
+    let shown = in_ws(&["show", "current", "--json"]);
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert!(shown["id"].as_str().unwrap().starts_with(short), "{shown}");
+    assert!(in_ws(&["verify"]).status.success());
+}

@@ -7,10 +7,12 @@ mod completions;
 mod diff;
 mod export;
 mod gc;
+mod handoff;
 mod import;
 mod import_handoff;
 mod init;
 mod log;
+mod mcp;
 mod pull;
 mod push;
 mod reset;
@@ -18,7 +20,9 @@ mod resume;
 mod save;
 mod search;
 mod show;
+mod skill;
 mod target;
+mod transcript;
 mod verify;
 
 use crate::cli::Command;
@@ -38,6 +42,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Reset { rev, expect } => reset::run(ctx, &rev, expect.as_deref()),
         Command::Gc(args) => gc::run(ctx, &args),
         Command::Target(cmd) => target::run(ctx, cmd),
+        Command::Handoff(args) => handoff::run(ctx, &args),
         Command::Resume(args) => resume::run(ctx, &args),
         Command::Search(args) => search::run(ctx, &args),
         Command::ImportHandoff { path, secrets } => import_handoff::run(ctx, &path, secrets),
@@ -46,6 +51,9 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Clone(args) => clone::run(ctx, &args),
         Command::Export(args) => export::run(ctx, &args),
         Command::Import(args) => import::run(ctx, &args),
+        Command::Transcript(cmd) => transcript::run(ctx, cmd),
+        Command::Mcp { workspace } => mcp::run(ctx, workspace.as_deref()),
+        Command::Skill(cmd) => skill::run(ctx, cmd),
         Command::Completions { shell } => completions::completions(shell),
         Command::Man { command } => completions::man(command.as_deref()),
     }

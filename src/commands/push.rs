@@ -11,6 +11,11 @@ use crate::sync::push::{PushRequest, push};
 use crate::sync::{choose_target, open_remote};
 
 pub fn run(ctx: &Ctx, args: &PushArgs) -> Result<Outcome> {
+    run_to(ctx, args).map(|(outcome, _)| outcome)
+}
+
+/// Push, and say where to: the outcome and the target's URL.
+pub(super) fn run_to(ctx: &Ctx, args: &PushArgs) -> Result<(Outcome, String)> {
     let store = ctx.open_store()?;
     // One positional that is not a target name is the REV (`baton push current~1`).
     let (target_arg, rev_arg) = match (&args.target, &args.rev) {
@@ -63,8 +68,9 @@ pub fn run(ctx: &Ctx, args: &PushArgs) -> Result<Outcome> {
             }
         )
     };
-    Ok(Outcome::new(
+    let outcome = Outcome::new(
         human,
         json!({ "target": name, "url": url, "report": report }),
-    ))
+    );
+    Ok((outcome, url.to_string()))
 }

@@ -1,16 +1,17 @@
 //! `baton resume [REV]`: verify a handoff, compare the workspace, print the kickoff.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::cli::ResumeArgs;
-use crate::error::{Error, Result};
+use crate::cli::{PullArgs, ResumeArgs, ResumeFormat};
+use crate::error::{Error, ErrorKind, Result};
 use crate::format::{EntryKind, ObjectId};
 use crate::handoff::briefing::Briefing;
 use crate::handoff::compare::{self, Comparison};
 use crate::handoff::evidence::Evidence;
-use crate::handoff::kickoff::{self, KickoffInput};
+use crate::handoff::kickoff::{self, Kickoff, KickoffInput};
+use crate::handoff::turns;
 use crate::output::{Ctx, Outcome};
 use crate::store::Store;
 
@@ -35,8 +36,24 @@ fn read_text(store: &Store, tree: &ObjectId, path: &str) -> Result<Option<String
 }
 
 pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
+    // A target name: pull it first, then resume what it holds. A lost race (diverged)
+    // still resumes the target's handoff, with the conflict said in the output.
+    let mut pulled = None;
+    let mut rev = args.rev.clone().unwrap_or_else(|| "current".into());
+    if ctx.open_store_locked()?.config.targets.contains_key(&rev) {
+        let pull = PullArgs {
+            target: Some(rev.clone()),
+            connect: args.connect.clone(),
+        };
+        pulled = Some(match super::pull::run(ctx, &pull) {
+            Ok(outcome) => outcome.human,
+            Err(e) if e.kind == ErrorKind::StoreConflict => format!("warning: {e}"),
+            Err(e) => return Err(e),
+        });
+        rev = format!("targets/{rev}");
+    }
     let store = ctx.open_store()?;
-    let id = store.resolve(args.rev.as_deref().unwrap_or("current"))?;
+    let id = store.resolve(&rev)?;
     // Never act on a handoff whose bytes or history do not check out.
     let report = store.verify_rev(&id, false, &|_| {})?;
     if let Some(problem) = report.problems.first() {
@@ -75,6 +92,10 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         next_steps: section("Next Steps"),
         current_state: section("Current State"),
         objective: section("Objective"),
+        risks: section("Risks / Watch Out"),
+        open_questions: section("Open Questions"),
+        suggested_prompt: section("Suggested Prompt For Next Agent"),
+        recent_turns: recent_turns(&store, &bundle.tree, &id)?,
         workspace: comparison
             .as_ref()
             .map(describe)
@@ -82,15 +103,65 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         files,
     };
     let kickoff = kickoff::render(&input, args.budget);
+    let prompt = receiving_prompt(&workspace, evidence.as_ref(), &kickoff);
+    let human = match args.format {
+        ResumeFormat::Prompt => prompt.clone(),
+        ResumeFormat::Text | ResumeFormat::Json => match &pulled {
+            Some(line) if !ctx.quiet => format!("{line}\n\n{}", kickoff.text()),
+            _ => kickoff.text(),
+        },
+    };
     Ok(Outcome::new(
-        kickoff.text(),
+        human,
         json!({
             "bundle": id,
             "verified": true,
             "kickoff": kickoff,
             "workspace": comparison,
+            "prompt": prompt,
+            "pulled": pulled,
         }),
     ))
+}
+
+/// What to paste into a fresh chat: where to work, then the kickoff without the file
+/// listing (baton's own bookkeeping), in a fence longer than any backtick run inside.
+fn receiving_prompt(workspace: &Path, evidence: Option<&Evidence>, kickoff: &Kickoff) -> String {
+    let path = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    let mut first = format!("Open workspace {}", path.display());
+    if let Some(git) = evidence.and_then(|e| e.git.as_ref()) {
+        let branch = git.branch.as_deref().unwrap_or("(detached)");
+        match git.head.as_deref() {
+            Some(head) => {
+                let short: String = head.chars().take(12).collect();
+                first.push_str(&format!(" (branch {branch} at HEAD {short})"));
+            }
+            None => first.push_str(&format!(" (branch {branch})")),
+        }
+    }
+    let mut body = kickoff.header.text.clone();
+    for s in kickoff.sections.iter().filter(|s| s.title != "Files") {
+        body.push_str(&format!("\n## {}\n{}", s.title, s.text));
+    }
+    let longest_run = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest_run.max(2) + 1);
+    format!("{fence}text\n{first}\n\n{}\n{fence}", body.trim_end())
+}
+
+/// The Recent turns section from a normalised transcript (older bundles have none).
+fn recent_turns(store: &Store, tree: &ObjectId, id: &ObjectId) -> Result<Option<String>> {
+    let Some(text) = read_text(store, tree, "transcript.jsonl")? else {
+        return Ok(None);
+    };
+    let events: Vec<_> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| crate::handoff::events::parse(&v))
+        .collect();
+    if events.is_empty() {
+        return Ok(None);
+    }
+    Ok(turns::render(&events, turns::MAX_BYTES, &id.short()))
 }
 
 /// The comparison as short sentences for the kickoff.

@@ -12,13 +12,14 @@ use crate::cli::SaveArgs;
 use crate::error::{Error, Result};
 use crate::format::names::RefName;
 use crate::handoff::capture::{self, HandoffRequest};
+use crate::handoff::sessions;
 use crate::output::{Ctx, Outcome};
 use crate::store::snapshot;
 
 pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     let metadata = parse_metadata(&args.meta)?;
     if args.brief.is_some() || args.no_brief {
-        return save_handoff(ctx, args, metadata);
+        return save_handoff(ctx, args, metadata).map(|(outcome, _)| outcome);
     }
     if !args.attach.is_empty()
         || args.transcript.is_some()
@@ -73,16 +74,18 @@ fn check_refs_readable(store: &crate::store::Store) -> Result<()> {
 }
 
 /// `save --brief FILE|-` / `save --no-brief`: a handoff of the workspace.
-fn save_handoff(
+pub(super) fn save_handoff(
     ctx: &Ctx,
     args: &SaveArgs,
-    mut metadata: BTreeMap<String, String>,
-) -> Result<Outcome> {
-    let store = ctx.open_store()?;
-    let workspace = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    let workspace = std::fs::canonicalize(&workspace)
-        .map_err(|e| Error::io("cannot open workspace", &workspace, e))?;
-    let brief = match args.brief.as_deref() {
+    metadata: BTreeMap<String, String>,
+) -> Result<(Outcome, crate::format::ObjectId)> {
+    let brief = read_brief(args)?;
+    save_handoff_with(ctx, args, brief, metadata)
+}
+
+/// The briefing `--brief` names: a file, `-` for stdin, or none (`--no-brief`).
+fn read_brief(args: &SaveArgs) -> Result<Option<Vec<u8>>> {
+    Ok(match args.brief.as_deref() {
         Some("-") => {
             let mut bytes = Vec::new();
             std::io::stdin()
@@ -95,17 +98,44 @@ fn save_handoff(
                 .map_err(|e| Error::io("cannot read briefing", Path::new(path), e))?,
         ),
         None => None,
-    };
+    })
+}
+
+/// Save a handoff whose briefing is already in memory (`brief`; `args.brief` unused).
+pub(super) fn save_handoff_with(
+    ctx: &Ctx,
+    args: &SaveArgs,
+    brief: Option<Vec<u8>>,
+    mut metadata: BTreeMap<String, String>,
+) -> Result<(Outcome, crate::format::ObjectId)> {
+    let store = ctx.open_store()?;
+    let workspace = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let workspace = std::fs::canonicalize(&workspace)
+        .map_err(|e| Error::io("cannot open workspace", &workspace, e))?;
     let transcript = match &args.transcript {
-        Some(path) => {
-            Some(std::fs::read(path).map_err(|e| Error::io("cannot read transcript", path, e))?)
-        }
+        Some(source) => Some(sessions::load(
+            &sessions::Homes::from_env(),
+            &sessions::Source::parse(source),
+            &workspace,
+        )?),
         None => None,
+    };
+    if let Some(label) = transcript.as_ref().and_then(|t| t.label.clone()) {
+        metadata.insert("transcript.source".into(), label);
+        metadata.insert(
+            "transcript.schema".into(),
+            format!("baton.events/{}", crate::handoff::events::SCHEMA_VERSION),
+        );
+    }
+    let (transcript, raw_transcript) = match transcript {
+        Some(t) => (Some(t.jsonl), t.raw),
+        None => (None, None),
     };
     let request = HandoffRequest {
         workspace: &workspace,
         brief,
         transcript,
+        raw_transcript,
         attachments: args.attach.clone(),
         secrets: args.secrets,
     };
@@ -173,7 +203,7 @@ fn save_handoff(
             crate::output::terminal_safe(&assembled.evidence.partial.join("; "))
         );
     }
-    Ok(Outcome::new(
+    let outcome = Outcome::new(
         id.to_hex(),
         json!({
             "bundle": id,
@@ -184,7 +214,8 @@ fn save_handoff(
             "secrets": assembled.secrets,
             "partial": assembled.evidence.partial,
         }),
-    ))
+    );
+    Ok((outcome, id))
 }
 
 fn parse_metadata(pairs: &[String]) -> Result<BTreeMap<String, String>> {

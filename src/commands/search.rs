@@ -27,10 +27,34 @@ pub fn run(ctx: &Ctx, args: &SearchArgs) -> Result<Outcome> {
     store
         .objects
         .copy_to(&entry.id, Some(entry.size), &mut bytes)?;
-    let page = transcript::search(&bytes, &args.query, args.cursor.as_deref())?;
+    let filter = transcript::Filter {
+        roles: args.role.clone(),
+        kinds: args.kind.clone(),
+        tools: args.tool.clone(),
+    };
+    let page = transcript::search(&bytes, &args.query, &filter, args.cursor.as_deref())?;
     let mut human = String::new();
     for hit in &page.hits {
-        let _ = writeln!(human, "{}: {}", hit.line, hit.event);
+        match crate::handoff::events::parse(&hit.event) {
+            Some(e) => {
+                let tool = e
+                    .tool
+                    .as_deref()
+                    .map(|t| format!(" {t}"))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    human,
+                    "{} [{} {}{tool}] {}",
+                    hit.line,
+                    e.role.name(),
+                    e.kind.name(),
+                    e.text.trim_end()
+                );
+            }
+            None => {
+                let _ = writeln!(human, "{}: {}", hit.line, hit.event);
+            }
+        }
     }
     let _ = write!(
         human,

@@ -29,6 +29,9 @@ pub struct HandoffRequest<'a> {
     /// The raw briefing, or `None` for an evidence-only handoff (`--no-brief`).
     pub brief: Option<Vec<u8>>,
     pub transcript: Option<Vec<u8>>,
+    /// A harness's own session file behind a normalised transcript: (path under
+    /// attachments/, bytes), scanned and redacted like every other file.
+    pub raw_transcript: Option<(String, Vec<u8>)>,
     pub attachments: Vec<PathBuf>,
     pub secrets: SecretsMode,
 }
@@ -94,6 +97,9 @@ pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
     files.push(MemFile::new("evidence/evidence.json", evidence_json));
     if let Some(t) = &request.transcript {
         files.push(MemFile::new("transcript.jsonl", t.clone()));
+    }
+    if let Some((path, bytes)) = &request.raw_transcript {
+        files.push(MemFile::new(format!("attachments/{path}"), bytes.clone()));
     }
     for (path, bytes, exec) in attachments {
         files.push(MemFile {

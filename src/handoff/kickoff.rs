@@ -1,11 +1,12 @@
 //! The kickoff: what the receiving agent reads first, fitted to a token budget.
 //!
-//! Order on the page: header (provenance), Next Steps, Current State, Objective, the
-//! workspace comparison, pointers to the full files. When the whole does not fit, the
-//! lowest-priority sections shrink first (pointers, workspace, objective, current state,
-//! next steps, in that order), the header never takes more than a quarter of the budget,
-//! and long paths are cut in the middle. Pure function of its input: same input, same
-//! output.
+//! Order on the page: header (provenance), Next Steps, then the briefing's Risks / Watch
+//! Out, Open Questions and Suggested Prompt For Next Agent (when it has them), Recent
+//! turns of the session, Current State, Objective, the workspace comparison, pointers to
+//! the full files. Page order is priority order: when the whole does not fit, sections
+//! shrink from the bottom of the page up (Next Steps last), the header never takes more
+//! than a quarter of the budget, and long paths are cut in the middle. Pure function of
+//! its input: same input, same output.
 
 use serde::Serialize;
 
@@ -27,6 +28,11 @@ pub struct KickoffInput {
     pub next_steps: Option<String>,
     pub current_state: Option<String>,
     pub objective: Option<String>,
+    pub risks: Option<String>,
+    pub open_questions: Option<String>,
+    pub suggested_prompt: Option<String>,
+    /// The last turns of the session (see `turns`), when the transcript has any.
+    pub recent_turns: Option<String>,
     /// Lines describing how the live workspace relates to the captured one.
     pub workspace: Vec<String>,
     /// Files of the bundle (path, size), for pointers.
@@ -116,6 +122,11 @@ fn truncate(text: &str, tokens: usize, pointer: &str) -> (String, bool) {
     (format!("{kept}{marker}"), true)
 }
 
+/// The transcript and the raw session files behind it: pointed at by search.
+fn is_transcript(path: &str) -> bool {
+    path == "transcript.jsonl" || path.starts_with("attachments/transcript/")
+}
+
 pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
     let short = input.bundle.chars().take(12).collect::<String>();
     let handoff_ptr = format!("baton cat {short}:handoff.md");
@@ -154,9 +165,14 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
     let mut pointers = String::new();
     for (path, size) in &input.files {
         // The listed path may be cut in the middle; the command keeps the whole path so
-        // that it can be run as printed.
+        // that it can be run as printed. A transcript is searched, never printed whole.
+        let command = if is_transcript(path) {
+            format!("baton search {short} QUERY")
+        } else {
+            format!("baton cat {short}:{path}")
+        };
         pointers.push_str(&format!(
-            "- {} ({size} bytes): baton cat {short}:{path}\n",
+            "- {} ({size} bytes): {command}\n",
             shorten_path(path, MAX_PATH_CHARS),
         ));
     }
@@ -165,33 +181,50 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
     } else {
         input.workspace.iter().map(|l| format!("- {l}\n")).collect()
     };
-    let parts: Vec<(&str, String, usize, String)> = vec![
-        (
+    let search_ptr = format!("baton search {short} QUERY");
+    let optional = |title: &'static str, text: &Option<String>, priority: usize, pointer: &str| {
+        text.clone()
+            .map(|t| (title, t, priority, pointer.to_string()))
+    };
+    let parts: Vec<(&str, String, usize, String)> = [
+        Some((
             "Next Steps",
             missing(&input.next_steps),
             0,
             handoff_ptr.clone(),
+        )),
+        optional("Risks / Watch Out", &input.risks, 1, &handoff_ptr),
+        optional("Open Questions", &input.open_questions, 2, &handoff_ptr),
+        optional(
+            "Suggested Prompt For Next Agent",
+            &input.suggested_prompt,
+            3,
+            &handoff_ptr,
         ),
-        (
+        optional("Recent turns", &input.recent_turns, 4, &search_ptr),
+        Some((
             "Current State",
             missing(&input.current_state),
-            1,
+            5,
             handoff_ptr.clone(),
-        ),
-        (
+        )),
+        Some((
             "Objective",
             missing(&input.objective),
-            2,
+            6,
             handoff_ptr.clone(),
-        ),
-        (
+        )),
+        Some((
             "Workspace",
             workspace,
-            3,
+            7,
             format!("baton cat {short}:context.md"),
-        ),
-        ("Files", pointers, 4, format!("baton show {short}")),
-    ];
+        )),
+        Some(("Files", pointers, 8, format!("baton show {short}"))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
 
     // Give every section what it needs; if that is too much, take the excess from the
     // lowest priority first, down to a floor, then drop bodies entirely in the same order.
@@ -260,6 +293,10 @@ mod tests {
             next_steps: Some("1. Write the grammar.\n".repeat(long)),
             current_state: Some("Tokenizer done and tested.\n".repeat(long)),
             objective: Some("A parser for the config language.\n".repeat(long)),
+            risks: None,
+            open_questions: None,
+            suggested_prompt: None,
+            recent_turns: None,
             workspace: vec!["same repository (root commit)".into(), "HEAD: same".into()],
             files: vec![
                 ("handoff.md".into(), 100),

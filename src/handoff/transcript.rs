@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::events::{self, Kind, Role};
 use crate::error::{Error, Result};
 
 /// Most events on one page of search results.
@@ -55,13 +56,44 @@ pub fn validate(jsonl: &[u8]) -> Result<usize> {
     Ok(count)
 }
 
-/// Events whose string values contain every whitespace-separated term of `query`,
-/// ignoring case, one page at a time: at most [`MAX_EVENTS`] hits and [`MAX_TOKENS`]
-/// estimated tokens. An empty query matches every event.
+/// Which events a search may return, besides matching its terms.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    pub roles: Vec<Role>,
+    pub kinds: Vec<Kind>,
+    /// Tool names, compared ignoring case.
+    pub tools: Vec<String>,
+}
+
+impl Filter {
+    pub fn is_empty(&self) -> bool {
+        self.roles.is_empty() && self.kinds.is_empty() && self.tools.is_empty()
+    }
+
+    /// A normalised event passes when it has one of the roles, kinds and tools asked
+    /// for (each list empty: any); any other line passes only an empty filter.
+    fn admits(&self, event: Option<&events::Event>) -> bool {
+        let Some(e) = event else {
+            return self.is_empty();
+        };
+        (self.roles.is_empty() || self.roles.contains(&e.role))
+            && (self.kinds.is_empty() || self.kinds.contains(&e.kind))
+            && (self.tools.is_empty()
+                || e.tool
+                    .as_ref()
+                    .is_some_and(|t| self.tools.iter().any(|w| w.eq_ignore_ascii_case(t))))
+    }
+}
+
+/// Events that contain every whitespace-separated term of `query`, ignoring case, and
+/// pass `filter`, one page at a time: at most [`MAX_EVENTS`] hits and [`MAX_TOKENS`]
+/// estimated tokens. An empty query matches every event. In a normalised transcript
+/// (store-format/TRANSCRIPT.md) only what was said, an event's `text`, is matched, never
+/// its ids, times or other metadata; in other JSON lines every string value is.
 ///
 /// A page is never empty while matches remain: an event too big for a whole page comes
 /// alone, with its strings cut to fit. The transcript must be valid (see [`validate`]).
-pub fn search(jsonl: &[u8], query: &str, cursor: Option<&str>) -> Result<Page> {
+pub fn search(jsonl: &[u8], query: &str, filter: &Filter, cursor: Option<&str>) -> Result<Page> {
     let start = match cursor {
         Some(c) => parse_cursor(c)?,
         None => 1,
@@ -76,7 +108,15 @@ pub fn search(jsonl: &[u8], query: &str, cursor: Option<&str>) -> Result<Page> {
     let mut truncated_events = 0;
     for event in events(jsonl) {
         let (line, event) = event?;
-        if !matches(&event, &terms) {
+        let normalised = events::parse(&event);
+        if !filter.admits(normalised.as_ref()) {
+            continue;
+        }
+        let found = match &normalised {
+            Some(e) => contains_all(&e.text, &terms),
+            None => matches(&event, &terms),
+        };
+        if !found {
             continue;
         }
         total_matches += 1;
@@ -159,6 +199,13 @@ fn matches(event: &Value, terms: &[String]) -> bool {
     }
     let mut text = String::new();
     strings(event, &mut text);
+    contains_all(&text, terms)
+}
+
+fn contains_all(text: &str, terms: &[String]) -> bool {
+    if terms.is_empty() {
+        return true;
+    }
     let text = text.to_lowercase();
     terms.iter().all(|t| text.contains(t.as_str()))
 }
@@ -293,10 +340,11 @@ mod tests {
         let mut cursors = Vec::new();
         let mut lines = Vec::new();
         loop {
-            let page = search(&data, "CARGO test", cursor.as_deref()).expect("search");
+            let page =
+                search(&data, "CARGO test", &Filter::default(), cursor.as_deref()).expect("search");
             assert_eq!(
                 page,
-                search(&data, "cargo TEST", cursor.as_deref()).expect("again")
+                search(&data, "cargo TEST", &Filter::default(), cursor.as_deref()).expect("again")
             );
             assert_eq!(page.total_matches, 130);
             assert_eq!(page.truncated_events, 0);
@@ -318,7 +366,7 @@ mod tests {
         let big = "lorem ".repeat(700); // 4200 chars, over 1000 tokens per event
         let events: Vec<Value> = (0..20).map(|i| json!({"i": i, "text": big})).collect();
         let data = jsonl(&events);
-        let first = search(&data, "lorem", None).expect("search");
+        let first = search(&data, "lorem", &Filter::default(), None).expect("search");
         let per_event = estimate_tokens(&compact(&events[0]));
         assert!(per_event > 1000);
         assert_eq!(first.hits.len(), MAX_TOKENS / per_event);
@@ -326,7 +374,13 @@ mod tests {
         assert_eq!(first.truncated_events, 0);
         let next_line = first.hits.len() + 1;
         assert_eq!(first.next_cursor, Some(format!("c1.{next_line}")));
-        let second = search(&data, "lorem", first.next_cursor.as_deref()).expect("search");
+        let second = search(
+            &data,
+            "lorem",
+            &Filter::default(),
+            first.next_cursor.as_deref(),
+        )
+        .expect("search");
         assert_eq!(second.hits[0].line, next_line);
     }
 
@@ -337,7 +391,7 @@ mod tests {
             json!({"role": "user", "text": format!("needle {huge}"), "tail": "short needle"}),
             json!({"role": "tool", "text": "needle again"}),
         ]);
-        let page = search(&data, "needle", None).expect("search");
+        let page = search(&data, "needle", &Filter::default(), None).expect("search");
         assert_eq!(page.hits.len(), 1);
         assert_eq!(page.truncated_events, 1);
         let hit = &page.hits[0];
@@ -351,7 +405,7 @@ mod tests {
         let text = hit.event["text"].as_str().unwrap_or_default();
         assert!(text.starts_with("needle xxx") && text.ends_with(" more chars]"));
         assert_eq!(page.next_cursor.as_deref(), Some("c1.2"));
-        let rest = search(&data, "needle", Some("c1.2")).expect("search");
+        let rest = search(&data, "needle", &Filter::default(), Some("c1.2")).expect("search");
         assert_eq!(rest.hits.len(), 1);
         assert_eq!(rest.next_cursor, None);
         assert_eq!(rest.total_matches, 2);
@@ -363,7 +417,7 @@ mod tests {
             (0..20_000).map(|i| (format!("key{i}"), json!(i))).collect();
         let mut event = Value::Object(keys);
         event["text"] = json!("needle");
-        let page = search(&jsonl(&[event]), "needle", None).expect("search");
+        let page = search(&jsonl(&[event]), "needle", &Filter::default(), None).expect("search");
         assert_eq!(page.truncated_events, 1);
         assert!(page.hits[0].tokens <= MAX_TOKENS);
         assert!(page.hits[0].event["baton_truncated"].is_string());
@@ -376,7 +430,7 @@ mod tests {
             json!({"role": "tool", "exit": 42, "text": "ok"}),
         ]);
         let find = |q: &str| -> Vec<usize> {
-            search(&data, q, None)
+            search(&data, q, &Filter::default(), None)
                 .expect("search")
                 .hits
                 .iter()
@@ -395,7 +449,7 @@ mod tests {
     #[test]
     fn no_match() {
         let data = jsonl(&[json!({"text": "hello"})]);
-        let page = search(&data, "absent", None).expect("search");
+        let page = search(&data, "absent", &Filter::default(), None).expect("search");
         assert_eq!(
             page,
             Page {
@@ -405,13 +459,18 @@ mod tests {
                 truncated_events: 0
             }
         );
-        assert_eq!(search(b"", "x", None).expect("empty").total_matches, 0);
+        assert_eq!(
+            search(b"", "x", &Filter::default(), None)
+                .expect("empty")
+                .total_matches,
+            0
+        );
     }
 
     #[test]
     fn cursor_past_the_end_gives_an_empty_page() {
         let data = jsonl(&[json!({"text": "hello"})]);
-        let page = search(&data, "hello", Some("c1.99")).expect("search");
+        let page = search(&data, "hello", &Filter::default(), Some("c1.99")).expect("search");
         assert!(page.hits.is_empty() && page.next_cursor.is_none());
         assert_eq!(page.total_matches, 1);
     }
@@ -433,12 +492,12 @@ mod tests {
             "c1.99999999999999999999999",
             "5",
         ] {
-            let e = search(&data, "hello", Some(bad)).expect_err(bad);
+            let e = search(&data, "hello", &Filter::default(), Some(bad)).expect_err(bad);
             assert_eq!(e.kind, ErrorKind::Usage, "{bad}");
             assert!(e.message.starts_with("malformed cursor"), "{}", e.message);
             assert!(!e.message.contains('\n'));
         }
-        let e = search(&data, "x", Some("c1.\n2")).expect_err("newline");
+        let e = search(&data, "x", &Filter::default(), Some("c1.\n2")).expect_err("newline");
         assert!(!e.message.contains('\n'));
     }
 
@@ -452,7 +511,7 @@ mod tests {
         let e = validate(bad).expect_err("array line");
         assert_eq!(e.kind, ErrorKind::Usage);
         assert_eq!(e.message, "transcript.jsonl line 3: not a JSON object");
-        let e = search(bad, "x", None).expect_err("search validates too");
+        let e = search(bad, "x", &Filter::default(), None).expect_err("search validates too");
         assert!(e.message.contains("line 3"));
 
         let e = validate(b"{\"a\":1}\n{\"a\":\n").expect_err("broken line");

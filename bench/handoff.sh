@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Typical-handoff benchmark (issue 11): `baton handoff` of a 200-file git repository with
+# a 3 MB Claude Code session, and `baton resume` of it, against `git commit` and
+# `git status` on the same repository in the same run, alternating, median of BENCH_RUNS.
+# Prints a markdown table with the ratios and the load average; writes nothing else.
+#
+# Usage: bash bench/handoff.sh            (BENCH_RUNS=9 by default, BENCH_DIR=bench/work)
+set -euo pipefail
+export LC_ALL=C
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RUNS=${BENCH_RUNS:-9}
+WORK=${BENCH_DIR:-$ROOT/bench/work}/handoff
+rm -rf "$WORK"
+mkdir -p "$WORK"
+trap 'rm -rf "$WORK"' EXIT
+
+echo "==> building baton (release)" >&2
+(cd "$ROOT" && cargo build --release --quiet)
+BATON=${CARGO_TARGET_DIR:-$ROOT/target}/release/baton
+
+export HOME=$WORK/home GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
+mkdir -p "$HOME"
+WS=$WORK/ws
+mkdir -p "$WS"
+WS=$(cd "$WS" && pwd -P)
+g() { git -C "$WS" -c user.name=b -c user.email=b@example.com "$@"; }
+
+# 200 files (~4 KiB each) in 10 directories, committed; then 5 modified, uncommitted.
+python3 - "$WS" <<'EOF'
+import os, random, sys
+ws = sys.argv[1]
+rng = random.Random(7)
+for i in range(200):
+    d = os.path.join(ws, f"src/mod{i % 10}")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, f"file{i}.rs"), "w") as f:
+        for j in range(100):
+            f.write(f"fn f{i}_{j}() -> u64 {{ {rng.randrange(1 << 30)} }}\n")
+EOF
+g init -q -b main
+g add -A
+g commit -qm base
+
+# A 3 MB Claude Code session recorded in the workspace.
+ENC=$(printf '%s' "$WS" | sed 's/[^a-zA-Z0-9]/-/g')
+mkdir -p "$HOME/.claude/projects/$ENC"
+python3 - "$WS" "$HOME/.claude/projects/$ENC/5e551011-0000-4000-8000-000000000001.jsonl" <<'EOF'
+import json, sys
+ws, out = sys.argv[1], sys.argv[2]
+sid = "5e551011-0000-4000-8000-000000000001"
+lines, n, size = [], 0, 0
+while size < 3 * 1024 * 1024:
+    n += 1
+    base = {"sessionId": sid, "cwd": ws, "uuid": f"u{n}", "parentUuid": f"u{n-1}",
+            "timestamp": "2026-11-30T10:00:00.000Z", "isSidechain": False}
+    user = dict(base, type="user", message={"role": "user", "content": f"Step {n}: run the tests for module {n % 10} and fix what fails."})
+    call = dict(base, type="assistant", message={"role": "assistant", "content": [
+        {"type": "text", "text": "Running the tests. " * 8},
+        {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": f"cargo test mod{n % 10}"}}]})
+    result = dict(base, type="user", message={"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": ("test result: ok. 12 passed\n" * 40)}]})
+    for entry in (user, call, result):
+        line = json.dumps(entry)
+        lines.append(line)
+        size += len(line) + 1
+open(out, "w").write("\n".join(lines) + "\n")
+EOF
+
+cat > "$WORK/brief.md" <<'EOF'
+## Objective
+Finish the module refactor.
+## Current State
+Modules 0-4 done; 5-9 compile but fail tests.
+## Next Steps
+1. Fix module 5.
+2. Run the whole suite.
+## Risks / Watch Out
+- Module 7 has a flaky test.
+EOF
+
+(cd "$WS" && "$BATON" init -q)
+for i in 1 2 3 4 5; do echo "// change $i" >> "$WS/src/mod$i/file$i.rs"; done
+
+now() { date +%s.%N; }
+declare -A T
+measure() { # name command...
+  local start end
+  start=$(now)
+  "${@:2}" >/dev/null 2>&1
+  end=$(now)
+  T[$1]+="$(echo "$end - $start" | bc) "
+}
+commit_once() { # a small incremental commit, as a handoff commits work in progress
+  echo "// run $1" >> "$WS/src/mod9/file9.rs"
+  g add -A && g commit -qm "run $1"
+}
+for r in $(seq "$RUNS"); do
+  measure handoff bash -c "cd '$WS' && '$BATON' handoff --to codex --from claude --brief '$WORK/brief.md' --transcript claude-code:latest"
+  measure git_commit commit_once "$r"
+  measure resume bash -c "cd '$WS' && '$BATON' resume"
+  measure git_status bash -c "cd '$WS' && git status --porcelain=v2 --branch"
+done
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+h=$(echo "${T[handoff]}" | median); c=$(echo "${T[git_commit]}" | median)
+r=$(echo "${T[resume]}" | median); s=$(echo "${T[git_status]}" | median)
+ms() { printf '%.1f' "$(echo "$1 * 1000" | bc)"; }
+ratio() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
+events=$(cd "$WS" && "$BATON" search current "" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["total_matches"])')
+echo
+echo "Typical handoff: 200-file repository (5 files changed), 3 MB Claude Code session ($events events); median of $RUNS alternating runs; load average $(cut -d' ' -f1-3 /proc/loadavg)."
+echo
+echo "| work | baton | peer | ratio |"
+echo "| --- | ---: | ---: | ---: |"
+echo "| \`baton handoff\` (save, no push) vs \`git add -A && git commit\` | $(ms "$h") ms | $(ms "$c") ms | $(ratio "$h" "$c") |"
+echo "| \`baton resume\` vs \`git status\` | $(ms "$r") ms | $(ms "$s") ms | $(ratio "$r" "$s") |"

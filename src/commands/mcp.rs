@@ -1,0 +1,416 @@
+//! `baton mcp`: the Model Context Protocol server (stdio, the official `rmcp` SDK). Each
+//! tool runs the same command code as the CLI, in JSON mode, inside one workspace: every
+//! path argument must lie in it, and nothing is written outside the store.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{
+    ErrorData as McpError, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::cli::{
+    ConnectArgs, LogArgs, PullArgs, PushArgs, ResumeArgs, ResumeFormat, SaveArgs, SearchArgs,
+};
+use crate::error::{Error, Result};
+use crate::handoff::capture::SecretsMode;
+use crate::handoff::events::{Kind, Role};
+use crate::output::{Ctx, Outcome, error_json};
+
+/// What every tool call shares: where the store and the workspace are.
+struct Base {
+    store: Option<PathBuf>,
+    identity: Option<PathBuf>,
+    workspace: PathBuf,
+}
+
+impl Base {
+    fn ctx(&self) -> Ctx {
+        Ctx {
+            json: true,
+            quiet: true,
+            store: self
+                .store
+                .clone()
+                .or_else(|| Some(self.workspace.join(".baton")).filter(|p| p.is_dir())),
+            identity: self.identity.clone(),
+        }
+    }
+
+    /// A path argument, resolved against the workspace and refused outside it.
+    fn inside(&self, path: &str) -> Result<PathBuf> {
+        let joined = self.workspace.join(path);
+        let resolved =
+            std::fs::canonicalize(&joined).map_err(|e| Error::io("cannot open", &joined, e))?;
+        if !resolved.starts_with(&self.workspace) {
+            return Err(Error::new(
+                crate::error::ErrorKind::Security,
+                format!(
+                    "{path} is outside the workspace {}",
+                    self.workspace.display()
+                ),
+            )
+            .with_hint("name files inside the workspace the server was started in"));
+        }
+        Ok(resolved)
+    }
+}
+
+#[derive(Clone)]
+pub struct BatonServer {
+    base: Arc<Base>,
+    tool_router: ToolRouter<Self>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct SaveParams {
+    /// The briefing (markdown with ## Objective, ## Current State, ## Next Steps, and
+    /// optionally ## Risks / Watch Out, ## Open Questions, ## Suggested Prompt For Next
+    /// Agent). Omit it for an evidence-only handoff.
+    pub brief: Option<String>,
+    /// The agent handing off.
+    #[serde(default)]
+    pub from: String,
+    /// The agent taking over.
+    #[serde(default)]
+    pub to: String,
+    /// claude-code[:SESSION|latest], codex[:SESSION|latest], or a file in the workspace.
+    pub transcript: Option<String>,
+    /// Files or directories in the workspace to attach.
+    #[serde(default)]
+    pub attachments: Vec<String>,
+    /// One line saying what the handoff is (default: from the Objective).
+    #[serde(default)]
+    pub summary: String,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ResumeParams {
+    /// The handoff: an id, a unique prefix (8+ hex digits), current, current~N,
+    /// targets/NAME (default: current).
+    pub rev: Option<String>,
+    /// Token budget of the kickoff (default 2000).
+    pub budget: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct SearchParams {
+    /// The handoff whose transcript to search (e.g. current).
+    pub rev: String,
+    /// Words that must all appear in an event's text; "" for every event.
+    pub query: String,
+    /// Only these roles: user, assistant, tool, system.
+    #[serde(default)]
+    pub role: Vec<String>,
+    /// Only these kinds: message, tool_call, tool_result, reasoning, system.
+    #[serde(default)]
+    pub kind: Vec<String>,
+    /// Only calls of, and results from, these tools.
+    #[serde(default)]
+    pub tool: Vec<String>,
+    /// The next_cursor of a previous page.
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct LogParams {
+    /// Where to start (default: current).
+    pub rev: Option<String>,
+    /// At most this many bundles (default 20).
+    pub max: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct RevParams {
+    /// A bundle: id, unique prefix, current, current~N, targets/NAME.
+    pub rev: String,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct TargetParams {
+    /// The target name (default: the only or the default target).
+    pub target: Option<String>,
+}
+
+fn no_connect() -> ConnectArgs {
+    ConnectArgs {
+        accept_new_host_key: false,
+        timeout: None,
+    }
+}
+
+/// A command's outcome as a tool result, or its error as a tool error carrying baton's
+/// stable code and exit code.
+fn reply(result: Result<Outcome>, text: impl FnOnce(&Outcome) -> Option<String>) -> CallToolResult {
+    match result {
+        Ok(outcome) => {
+            let mut value = outcome.json.clone();
+            if let Value::Object(map) = &mut value {
+                map.insert("ok".into(), Value::Bool(true));
+            }
+            let mut result = CallToolResult::structured(value);
+            if let Some(text) = text(&outcome) {
+                result.content = vec![ContentBlock::text(text)];
+            }
+            result
+        }
+        Err(e) => CallToolResult::structured_error(json!({ "ok": false, "error": error_json(&e) })),
+    }
+}
+
+fn parse_enums<T: clap::ValueEnum>(names: &[String], what: &str) -> Result<Vec<T>> {
+    names
+        .iter()
+        .map(|n| {
+            T::from_str(n, true).map_err(|_| {
+                Error::usage(format!("unknown {what} '{n}'"))
+                    .with_hint(format!("use one of the {what}s the tool's schema lists"))
+            })
+        })
+        .collect()
+}
+
+impl BatonServer {
+    /// Run blocking command code off the async reactor.
+    async fn run(
+        &self,
+        work: impl FnOnce(&Base) -> Result<Outcome> + Send + 'static,
+        text: impl FnOnce(&Outcome) -> Option<String> + Send + 'static,
+    ) -> std::result::Result<CallToolResult, McpError> {
+        let base = self.base.clone();
+        let done = tokio::task::spawn_blocking(move || reply(work(&base), text)).await;
+        done.map_err(|e| McpError::internal_error(format!("the tool stopped: {e}"), None))
+    }
+}
+
+#[tool_router(router = tool_router)]
+impl BatonServer {
+    fn new(base: Base) -> Self {
+        BatonServer {
+            base: Arc::new(base),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(
+        name = "save_handoff",
+        description = "Save a handoff of the workspace: briefing, git evidence, the session transcript and attachments, secrets redacted. Returns the bundle id."
+    )]
+    async fn save_handoff(
+        &self,
+        Parameters(p): Parameters<SaveParams>,
+    ) -> std::result::Result<CallToolResult, McpError> {
+        self.run(
+            move |base| {
+                let transcript = match p
+                    .transcript
+                    .as_deref()
+                    .map(crate::handoff::sessions::Source::parse)
+                {
+                    Some(crate::handoff::sessions::Source::File(path)) => Some(
+                        base.inside(&path.to_string_lossy())?
+                            .to_string_lossy()
+                            .into_owned(),
+                    ),
+                    Some(_) => p.transcript.clone(),
+                    None => None,
+                };
+                let attach = p
+                    .attachments
+                    .iter()
+                    .map(|a| base.inside(a))
+                    .collect::<Result<Vec<_>>>()?;
+                let args = SaveArgs {
+                    dir: Some(base.workspace.clone()),
+                    brief: None,
+                    no_brief: p.brief.is_none(),
+                    attach,
+                    transcript,
+                    secrets: SecretsMode::Redact,
+                    from: p.from,
+                    to: p.to,
+                    summary: p.summary,
+                    note: String::new(),
+                    meta: Vec::new(),
+                };
+                let brief = p.brief.map(String::into_bytes);
+                super::save::save_handoff_with(&base.ctx(), &args, brief, Default::default())
+                    .map(|(outcome, _)| outcome)
+            },
+            |_| None,
+        )
+        .await
+    }
+
+    #[tool(
+        name = "resume",
+        description = "Resume a handoff: verify it, compare the live workspace with the captured one, and return the kickoff (next steps, risks, recent turns) within a token budget."
+    )]
+    async fn resume(
+        &self,
+        Parameters(p): Parameters<ResumeParams>,
+    ) -> std::result::Result<CallToolResult, McpError> {
+        self.run(
+            move |base| {
+                let args = ResumeArgs {
+                    rev: p.rev,
+                    budget: p.budget.unwrap_or(2000),
+                    workspace: Some(base.workspace.clone()),
+                    format: ResumeFormat::Json,
+                    connect: no_connect(),
+                };
+                super::resume::run(&base.ctx(), &args)
+            },
+            |outcome| Some(outcome.human.clone()),
+        )
+        .await
+    }
+
+    #[tool(
+        name = "search",
+        description = "Search a handoff's transcript: events whose text has every word of the query, filtered by role, kind and tool; at most 50 events / 8,000 tokens a page, with a cursor for the next."
+    )]
+    async fn search(
+        &self,
+        Parameters(p): Parameters<SearchParams>,
+    ) -> std::result::Result<CallToolResult, McpError> {
+        self.run(
+            move |base| {
+                let args = SearchArgs {
+                    rev: p.rev,
+                    query: p.query,
+                    cursor: p.cursor,
+                    role: parse_enums::<Role>(&p.role, "role")?,
+                    kind: parse_enums::<Kind>(&p.kind, "kind")?,
+                    tool: p.tool,
+                };
+                super::search::run(&base.ctx(), &args)
+            },
+            |_| None,
+        )
+        .await
+    }
+
+    #[tool(
+        name = "log",
+        description = "The handoff history from a bundle, newest first: who handed to whom, when, why."
+    )]
+    async fn log(
+        &self,
+        Parameters(p): Parameters<LogParams>,
+    ) -> std::result::Result<CallToolResult, McpError> {
+        self.run(
+            move |base| {
+                let args = LogArgs {
+                    rev: p.rev,
+                    max: Some(p.max.unwrap_or(20)),
+                    audit: false,
+                };
+                super::log::run(&base.ctx(), &args)
+            },
+            |_| None,
+        )
+        .await
+    }
+
+    #[tool(
+        name = "show",
+        description = "A bundle's manifest and every file in it with its size and BLAKE3 id."
+    )]
+    async fn show(
+        &self,
+        Parameters(p): Parameters<RevParams>,
+    ) -> std::result::Result<CallToolResult, McpError> {
+        self.run(move |base| super::show::run(&base.ctx(), &p.rev), |_| None)
+            .await
+    }
+
+    #[tool(
+        name = "push",
+        description = "Push current to a target (SSH or local path); a lost race is a store_conflict error."
+    )]
+    async fn push(
+        &self,
+        Parameters(p): Parameters<TargetParams>,
+    ) -> std::result::Result<CallToolResult, McpError> {
+        self.run(
+            move |base| {
+                let args = PushArgs {
+                    target: p.target,
+                    rev: None,
+                    force: None,
+                    connect: no_connect(),
+                };
+                super::push::run(&base.ctx(), &args)
+            },
+            |_| None,
+        )
+        .await
+    }
+
+    #[tool(
+        name = "pull",
+        description = "Pull a target's current and fast-forward the local current to it."
+    )]
+    async fn pull(
+        &self,
+        Parameters(p): Parameters<TargetParams>,
+    ) -> std::result::Result<CallToolResult, McpError> {
+        self.run(
+            move |base| {
+                let args = PullArgs {
+                    target: p.target,
+                    connect: no_connect(),
+                };
+                super::pull::run(&base.ctx(), &args)
+            },
+            |_| None,
+        )
+        .await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for BatonServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info = Implementation::new("baton", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(
+            "baton stores and syncs handoffs between coding agents. To hand off: save_handoff \
+             (then push). To take over: resume, then search for detail."
+                .into(),
+        );
+        info
+    }
+}
+
+pub fn run(ctx: &Ctx, workspace: Option<&Path>) -> Result<Outcome> {
+    let workspace = workspace.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let workspace = std::fs::canonicalize(&workspace)
+        .map_err(|e| Error::io("cannot open workspace", &workspace, e))?;
+    let server = BatonServer::new(Base {
+        store: ctx.store.clone(),
+        identity: ctx.identity.clone(),
+        workspace,
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::other(format!("cannot start the MCP server: {e}")))?;
+    runtime.block_on(async move {
+        let service = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| Error::other(format!("MCP initialisation failed: {e}")))?;
+        service
+            .waiting()
+            .await
+            .map_err(|e| Error::other(format!("the MCP server stopped: {e}")))?;
+        Ok(Outcome::new(String::new(), json!({})))
+    })
+}

@@ -1,0 +1,156 @@
+//! The normalised transcript: one versioned event schema (store-format/TRANSCRIPT.md) that
+//! every harness's session format is translated into, so search, the kickoff and the MCP
+//! tools read one shape whatever agent wrote the session.
+
+use serde::{Deserialize, Serialize};
+
+/// The `v` of every event this baton writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+    /// The output of a tool, as the harness fed it back to the model.
+    Tool,
+    System,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
+pub enum Kind {
+    Message,
+    ToolCall,
+    ToolResult,
+    /// A readable reasoning summary (encrypted reasoning is never kept).
+    Reasoning,
+    /// Session notes the harness wrote itself: summaries, compactions.
+    System,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::System => "system",
+        }
+    }
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Message => "message",
+            Kind::ToolCall => "tool_call",
+            Kind::ToolResult => "tool_result",
+            Kind::Reasoning => "reasoning",
+            Kind::System => "system",
+        }
+    }
+}
+
+/// Who produced an event: the harness, its session id, and the sub-agent (sidechain)
+/// when the event came from one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Source {
+    pub harness: String,
+    pub session: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub v: u32,
+    /// 1-based position in the normalised transcript.
+    pub seq: u64,
+    /// RFC 3339, as the harness recorded it ("" when it recorded none).
+    #[serde(default)]
+    pub time: String,
+    pub source: Source,
+    pub role: Role,
+    pub kind: Kind,
+    pub text: String,
+    /// The tool's name, on a call and on its result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Pairs a tool call with its result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+}
+
+/// What a harness reader produces, before sequence numbers and tool names are filled in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Draft {
+    pub time: String,
+    pub agent: Option<String>,
+    pub role: Role,
+    pub kind: Kind,
+    pub text: String,
+    pub tool: Option<String>,
+    pub call_id: Option<String>,
+}
+
+/// Number the drafts, give each result its call's tool name, and drop empty texts.
+pub fn finish(harness: &str, session: &str, drafts: Vec<Draft>) -> Vec<Event> {
+    let mut tools = std::collections::HashMap::new();
+    for d in &drafts {
+        if let (Kind::ToolCall, Some(id), Some(tool)) = (d.kind, &d.call_id, &d.tool) {
+            tools.insert(id.clone(), tool.clone());
+        }
+    }
+    drafts
+        .into_iter()
+        .filter(|d| !d.text.trim().is_empty() || d.kind == Kind::ToolCall)
+        .enumerate()
+        .map(|(i, d)| {
+            let tool = d.tool.or_else(|| {
+                d.call_id
+                    .as_ref()
+                    .filter(|_| d.kind == Kind::ToolResult)
+                    .and_then(|id| tools.get(id).cloned())
+            });
+            Event {
+                v: SCHEMA_VERSION,
+                seq: i as u64 + 1,
+                time: d.time,
+                source: Source {
+                    harness: harness.to_string(),
+                    session: session.to_string(),
+                    agent: d.agent,
+                },
+                role: d.role,
+                kind: d.kind,
+                text: d.text,
+                tool,
+                call_id: d.call_id,
+            }
+        })
+        .collect()
+}
+
+/// The events as JSON lines, the bytes of a bundle's `transcript.jsonl`.
+pub fn to_jsonl(events: &[Event]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for e in events {
+        // An Event holds only strings, numbers and enums: serialising it cannot fail.
+        if let Ok(line) = serde_json::to_vec(e) {
+            out.extend_from_slice(&line);
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// A transcript line as a normalised event, when it is one (older bundles and plain
+/// `--transcript FILE` inputs hold other JSON objects).
+pub fn parse(value: &serde_json::Value) -> Option<Event> {
+    if value.get("v").and_then(|v| v.as_u64()) != Some(SCHEMA_VERSION as u64) {
+        return None;
+    }
+    serde_json::from_value(value.clone()).ok()
+}

@@ -1,0 +1,315 @@
+//! Claude Code sessions: `<config>/projects/<encoded workspace>/<session>.jsonl`, one JSON
+//! entry a line (`user`, `assistant`, `summary`, `system`, plus bookkeeping entries), read
+//! into normalised drafts. Field meanings: store-format/TRANSCRIPT.md.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{Harness, SessionInfo, json_lines, str_field, text_of, unexpected};
+use crate::error::Result;
+use crate::handoff::events::{Draft, Kind, Role};
+
+/// Entries Claude Code writes for its own bookkeeping (undo snapshots, the input queue,
+/// progress of running tools, titles): nothing an agent said. Known, so not refused.
+const BOOKKEEPING: &[&str] = &[
+    "file-history-snapshot",
+    "queue-operation",
+    "progress",
+    "custom-title",
+    "tag",
+];
+
+/// The project directory names Claude Code has used for a workspace: every character
+/// other than a letter or digit becomes `-` (older releases replaced only `/`).
+fn encodings(workspace: &Path) -> Vec<String> {
+    let text = workspace.to_string_lossy();
+    let all: String = text
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let slashes = text.replace('/', "-");
+    if all == slashes {
+        vec![all]
+    } else {
+        vec![all, slashes]
+    }
+}
+
+/// Sessions under `config/projects`; with `workspace`, only those recorded there.
+pub fn sessions(config: &Path, workspace: Option<&Path>) -> Result<Vec<SessionInfo>> {
+    let projects = config.join("projects");
+    let dirs: Vec<PathBuf> = match workspace {
+        Some(ws) => encodings(ws)
+            .into_iter()
+            .map(|e| projects.join(e))
+            .collect(),
+        None => match fs::read_dir(&projects) {
+            Ok(entries) => entries.filter_map(|e| e.ok()).map(|e| e.path()).collect(),
+            Err(_) => Vec::new(),
+        },
+    };
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.filter_map(|e| e.ok()) {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            // agent-*.jsonl are sub-agent logs of a main session, not sessions to resume.
+            if !name.ends_with(".jsonl") || name.starts_with("agent-") || !path.is_file() {
+                continue;
+            }
+            let Ok(bytes) = super::read_complete(&path) else {
+                continue;
+            };
+            let (cwd, started, session) = header(&bytes);
+            let Some(cwd) = cwd else {
+                continue;
+            };
+            if let Some(ws) = workspace
+                && !super::same_dir(&cwd, ws)
+            {
+                continue;
+            }
+            out.push(SessionInfo {
+                harness: Harness::ClaudeCode,
+                session: session.unwrap_or_else(|| name.trim_end_matches(".jsonl").to_string()),
+                cwd,
+                started,
+                lines: super::count_lines(&bytes),
+                modified: super::modified(&path),
+                path,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The first recorded working directory, timestamp and session id.
+fn header(bytes: &[u8]) -> (Option<PathBuf>, String, Option<String>) {
+    let (mut cwd, mut started, mut session) = (None, String::new(), None);
+    for line in bytes.split(|&b| b == b'\n').take(200) {
+        let Ok(v) = serde_json::from_slice::<Value>(line.trim_ascii()) else {
+            continue;
+        };
+        if cwd.is_none() {
+            cwd = str_field(&v, "cwd").map(PathBuf::from);
+        }
+        if started.is_empty() {
+            started = str_field(&v, "timestamp").unwrap_or_default().to_string();
+        }
+        if session.is_none() {
+            session = str_field(&v, "sessionId").map(str::to_string);
+        }
+        if cwd.is_some() && !started.is_empty() && session.is_some() {
+            break;
+        }
+    }
+    (cwd, started, session)
+}
+
+/// Normalise a session file: (its session id, the drafts in file order).
+pub fn read(path: &Path, bytes: &[u8]) -> Result<(Option<String>, Vec<Draft>)> {
+    let mut session = None;
+    let mut out = Vec::new();
+    for item in json_lines(path, bytes) {
+        let (line, entry) = item?;
+        let kind = str_field(&entry, "type").unwrap_or("");
+        if session.is_none() {
+            session = str_field(&entry, "sessionId").map(str::to_string);
+        }
+        let time = str_field(&entry, "timestamp")
+            .unwrap_or_default()
+            .to_string();
+        let agent = sidechain(&entry);
+        let draft = |role, kind, text: String| Draft {
+            time: time.clone(),
+            agent: agent.clone(),
+            role,
+            kind,
+            text,
+            tool: None,
+            call_id: None,
+        };
+        match kind {
+            "user" | "assistant" => {
+                // isMeta entries are what the harness injected (caveats, command echoes).
+                if entry.get("isMeta").and_then(Value::as_bool) == Some(true) {
+                    continue;
+                }
+                let message = entry.get("message").ok_or_else(|| {
+                    unexpected(path, line, &format!("'{kind}' entry without a message"))
+                })?;
+                let role = if kind == "user" {
+                    Role::User
+                } else {
+                    Role::Assistant
+                };
+                match message.get("content") {
+                    Some(Value::String(text)) => out.push(draft(role, Kind::Message, text.clone())),
+                    Some(Value::Array(blocks)) => {
+                        for block in blocks {
+                            out.extend(read_block(path, line, block, role, &draft)?);
+                        }
+                    }
+                    _ => {
+                        return Err(unexpected(
+                            path,
+                            line,
+                            "message content (neither text nor blocks)",
+                        ));
+                    }
+                }
+            }
+            "summary" => {
+                let text = str_field(&entry, "summary").unwrap_or_default().to_string();
+                out.push(draft(Role::System, Kind::System, text));
+            }
+            "system" => {
+                let text = text_of(entry.get("content").unwrap_or(&Value::Null));
+                out.push(draft(Role::System, Kind::System, text));
+            }
+            other if BOOKKEEPING.contains(&other) => {}
+            other => {
+                return Err(unexpected(
+                    path,
+                    line,
+                    &format!("Claude Code entry type '{other}'"),
+                ));
+            }
+        }
+    }
+    Ok((session, out))
+}
+
+/// The sub-agent an entry came from, when it is sidechain work.
+fn sidechain(entry: &Value) -> Option<String> {
+    if entry.get("isSidechain").and_then(Value::as_bool) != Some(true) {
+        return None;
+    }
+    Some(
+        str_field(entry, "agentId")
+            .unwrap_or("sidechain")
+            .to_string(),
+    )
+}
+
+fn read_block(
+    path: &Path,
+    line: usize,
+    block: &Value,
+    role: Role,
+    draft: &dyn Fn(Role, Kind, String) -> Draft,
+) -> Result<Option<Draft>> {
+    let kind = str_field(block, "type").unwrap_or("");
+    Ok(match kind {
+        "text" => Some(draft(
+            role,
+            Kind::Message,
+            str_field(block, "text").unwrap_or_default().to_string(),
+        )),
+        "thinking" => Some(draft(
+            Role::Assistant,
+            Kind::Reasoning,
+            str_field(block, "thinking").unwrap_or_default().to_string(),
+        )),
+        "tool_use" => {
+            let input = block.get("input").map(Value::to_string).unwrap_or_default();
+            let mut d = draft(Role::Assistant, Kind::ToolCall, input);
+            d.tool = str_field(block, "name").map(str::to_string);
+            d.call_id = str_field(block, "id").map(str::to_string);
+            Some(d)
+        }
+        "tool_result" => {
+            let mut d = draft(
+                Role::Tool,
+                Kind::ToolResult,
+                text_of(block.get("content").unwrap_or(&Value::Null)),
+            );
+            d.call_id = str_field(block, "tool_use_id").map(str::to_string);
+            Some(d)
+        }
+        // Encrypted reasoning, and pictures or documents that have no text to keep.
+        "redacted_thinking" | "image" | "document" => None,
+        other => {
+            return Err(unexpected(
+                path,
+                line,
+                &format!("Claude Code content block '{other}'"),
+            ));
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_paths_encode_as_claude_code_names_them() {
+        assert_eq!(
+            encodings(Path::new("/home/u/my_proj.v2")),
+            vec![
+                "-home-u-my-proj-v2".to_string(),
+                "-home-u-my_proj.v2".to_string()
+            ]
+        );
+        assert_eq!(
+            encodings(Path::new("/srv/app")),
+            vec!["-srv-app".to_string()]
+        );
+    }
+
+    #[test]
+    fn calls_results_reasoning_and_sidechains_are_normalised() {
+        let jsonl = br#"{"type":"summary","summary":"Fix the parser","leafUuid":"l1"}
+{"type":"user","sessionId":"s-1","uuid":"u1","parentUuid":null,"cwd":"/w","timestamp":"2026-01-01T00:00:00Z","isSidechain":false,"message":{"role":"user","content":"Why does the test fail?"}}
+{"type":"assistant","sessionId":"s-1","uuid":"u2","parentUuid":"u1","timestamp":"2026-01-01T00:00:01Z","isSidechain":false,"message":{"role":"assistant","content":[{"type":"thinking","thinking":"Look at the parser.","signature":"x"},{"type":"redacted_thinking","data":"opaque"},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"cargo test"}}]}}
+{"type":"user","sessionId":"s-1","uuid":"u3","parentUuid":"u2","timestamp":"2026-01-01T00:00:02Z","isSidechain":false,"message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"1 failed"}]}]}}
+{"type":"user","sessionId":"s-1","uuid":"u4","isMeta":true,"message":{"role":"user","content":"Caveat: injected"}}
+{"type":"assistant","sessionId":"s-1","uuid":"u5","isSidechain":true,"agentId":"a7","message":{"role":"assistant","content":[{"type":"text","text":"sub-agent report"}]}}
+{"type":"file-history-snapshot","messageId":"m","snapshot":{}}
+"#;
+        let (session, drafts) = read(Path::new("s.jsonl"), jsonl).unwrap();
+        assert_eq!(session.as_deref(), Some("s-1"));
+        let events = crate::handoff::events::finish("claude-code", "s-1", drafts);
+        let kinds: Vec<_> = events.iter().map(|e| (e.role, e.kind)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (Role::System, Kind::System),
+                (Role::User, Kind::Message),
+                (Role::Assistant, Kind::Reasoning),
+                (Role::Assistant, Kind::ToolCall),
+                (Role::Tool, Kind::ToolResult),
+                (Role::Assistant, Kind::Message),
+            ]
+        );
+        assert_eq!(events[3].tool.as_deref(), Some("Bash"));
+        assert_eq!(
+            events[4].tool.as_deref(),
+            Some("Bash"),
+            "result paired with its call"
+        );
+        assert_eq!(events[4].call_id.as_deref(), Some("toolu_1"));
+        assert_eq!(events[4].text, "1 failed");
+        assert_eq!(events[5].source.agent.as_deref(), Some("a7"));
+        assert!(
+            events
+                .iter()
+                .all(|e| !e.text.contains("opaque") && !e.text.contains("Caveat"))
+        );
+    }
+
+    #[test]
+    fn an_unknown_entry_type_is_refused_with_file_and_line() {
+        let jsonl = b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n{\"type\":\"hologram\"}\n";
+        let err = read(Path::new("/x/s.jsonl"), jsonl).unwrap_err();
+        assert_eq!(err.kind, crate::error::ErrorKind::Usage);
+        assert!(err.message.contains("/x/s.jsonl line 2"), "{}", err.message);
+        assert!(err.message.contains("'hologram'"), "{}", err.message);
+    }
+}

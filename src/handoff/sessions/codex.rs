@@ -1,0 +1,290 @@
+//! Codex sessions: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`, a `session_meta`
+//! line then `response_item`, `event_msg`, `turn_context` and `compacted` lines, read into
+//! normalised drafts. Field meanings: store-format/TRANSCRIPT.md.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{Harness, SessionInfo, json_lines, str_field, text_of, unexpected};
+use crate::error::Result;
+use crate::handoff::events::{Draft, Kind, Role};
+
+/// Text Codex puts in user messages itself (environment and instruction preambles).
+const PREAMBLES: &[&str] = &[
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<permissions instructions>",
+];
+
+/// `response_item` payloads that hold nothing to search or read back.
+const SILENT_ITEMS: &[&str] = &["ghost_snapshot", "compaction"];
+
+/// Sessions under `codex_home/sessions`; with `workspace`, only those recorded there.
+pub fn sessions(codex_home: &Path, workspace: Option<&Path>) -> Result<Vec<SessionInfo>> {
+    let mut files = Vec::new();
+    collect_rollouts(&codex_home.join("sessions"), 0, &mut files);
+    let mut out = Vec::new();
+    for path in files {
+        let Some((id, cwd, started)) = meta(&path) else {
+            continue;
+        };
+        if let Some(ws) = workspace
+            && !super::same_dir(&cwd, ws)
+        {
+            continue;
+        }
+        let lines = super::read_complete(&path).map_or(0, |b| super::count_lines(&b));
+        out.push(SessionInfo {
+            harness: Harness::Codex,
+            session: id,
+            cwd,
+            started,
+            lines,
+            modified: super::modified(&path),
+            path,
+        });
+    }
+    Ok(out)
+}
+
+/// `rollout-*.jsonl` files below `dir` (YYYY/MM/DD, so at most three levels down).
+fn collect_rollouts(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(|e| e.ok()) {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() && depth < 3 {
+            collect_rollouts(&path, depth + 1, out);
+        } else if kind.is_file() && name.starts_with("rollout-") && name.ends_with(".jsonl") {
+            out.push(path);
+        }
+    }
+}
+
+/// The session id, working directory and start time from the first line.
+fn meta(path: &Path) -> Option<(String, PathBuf, String)> {
+    use std::io::{BufRead, Read};
+    let file = fs::File::open(path).ok()?;
+    let mut first = String::new();
+    // A session_meta line carries the instructions: allow it a few MB, no more.
+    std::io::BufReader::new(file.take(8 << 20))
+        .read_line(&mut first)
+        .ok()?;
+    let value: Value = serde_json::from_str(first.trim()).ok()?;
+    if str_field(&value, "type") != Some("session_meta") {
+        return None;
+    }
+    let payload = value.get("payload")?;
+    let id = str_field(payload, "id")?.to_string();
+    let cwd = PathBuf::from(str_field(payload, "cwd")?);
+    let started = str_field(payload, "timestamp")
+        .or(str_field(&value, "timestamp"))
+        .unwrap_or_default()
+        .to_string();
+    Some((id, cwd, started))
+}
+
+/// Normalise a rollout: (its session id, the drafts in file order).
+pub fn read(path: &Path, bytes: &[u8]) -> Result<(Option<String>, Vec<Draft>)> {
+    let mut session = None;
+    let mut out = Vec::new();
+    for item in json_lines(path, bytes) {
+        let (line, entry) = item?;
+        let time = str_field(&entry, "timestamp")
+            .unwrap_or_default()
+            .to_string();
+        let payload = entry.get("payload").unwrap_or(&Value::Null);
+        match str_field(&entry, "type").unwrap_or("") {
+            "session_meta" => {
+                session = str_field(payload, "id").map(str::to_string);
+            }
+            "response_item" => {
+                if let Some(draft) = read_item(path, line, payload, time)? {
+                    out.push(draft);
+                }
+            }
+            "compacted" => out.push(Draft {
+                time,
+                agent: None,
+                role: Role::System,
+                kind: Kind::System,
+                text: str_field(payload, "message")
+                    .unwrap_or_default()
+                    .to_string(),
+                tool: None,
+                call_id: None,
+            }),
+            // event_msg repeats the user and agent messages of response_item lines for
+            // the UI; turn_context is per-turn configuration. Neither adds a word said.
+            "event_msg" | "turn_context" => {}
+            other => {
+                return Err(unexpected(
+                    path,
+                    line,
+                    &format!("Codex line type '{other}'"),
+                ));
+            }
+        }
+    }
+    Ok((session, out))
+}
+
+fn read_item(path: &Path, line: usize, item: &Value, time: String) -> Result<Option<Draft>> {
+    let draft = |role, kind, text: String, tool: Option<&str>, call: Option<&str>| Draft {
+        time: time.clone(),
+        agent: None,
+        role,
+        kind,
+        text,
+        tool: tool.map(str::to_string),
+        call_id: call.map(str::to_string),
+    };
+    let call_id = str_field(item, "call_id");
+    Ok(match str_field(item, "type").unwrap_or("") {
+        "message" => {
+            let text = text_of(item.get("content").unwrap_or(&Value::Null));
+            let role = match str_field(item, "role").unwrap_or("") {
+                "user" if PREAMBLES.iter().any(|p| text.trim_start().starts_with(p)) => {
+                    return Ok(None);
+                }
+                "user" => Role::User,
+                "assistant" => Role::Assistant,
+                // developer/system messages are the harness's own instructions.
+                "developer" | "system" => return Ok(None),
+                other => {
+                    return Err(unexpected(
+                        path,
+                        line,
+                        &format!("Codex message role '{other}'"),
+                    ));
+                }
+            };
+            Some(draft(role, Kind::Message, text, None, None))
+        }
+        "function_call" => Some(draft(
+            Role::Assistant,
+            Kind::ToolCall,
+            str_field(item, "arguments").unwrap_or_default().to_string(),
+            str_field(item, "name"),
+            call_id,
+        )),
+        "custom_tool_call" => Some(draft(
+            Role::Assistant,
+            Kind::ToolCall,
+            str_field(item, "input").unwrap_or_default().to_string(),
+            str_field(item, "name"),
+            call_id,
+        )),
+        "local_shell_call" => {
+            let command = item
+                .pointer("/action/command")
+                .map(|c| match c {
+                    Value::Array(parts) => parts
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    other => text_of(other),
+                })
+                .unwrap_or_default();
+            Some(draft(
+                Role::Assistant,
+                Kind::ToolCall,
+                command,
+                Some("local_shell"),
+                call_id,
+            ))
+        }
+        "web_search_call" => {
+            let query = item
+                .pointer("/action/query")
+                .map(text_of)
+                .unwrap_or_default();
+            Some(draft(
+                Role::Assistant,
+                Kind::ToolCall,
+                query,
+                Some("web_search"),
+                call_id,
+            ))
+        }
+        "function_call_output" | "custom_tool_call_output" => {
+            let output = match item.get("output") {
+                Some(Value::Object(o)) => text_of(o.get("content").unwrap_or(&Value::Null)),
+                Some(other) => text_of(other),
+                None => String::new(),
+            };
+            Some(draft(Role::Tool, Kind::ToolResult, output, None, call_id))
+        }
+        "reasoning" => {
+            // Only the readable summary: encrypted_content is never kept.
+            let summary = text_of(item.get("summary").unwrap_or(&Value::Null));
+            (!summary.is_empty())
+                .then(|| draft(Role::Assistant, Kind::Reasoning, summary, None, None))
+        }
+        other if SILENT_ITEMS.contains(&other) => None,
+        other => {
+            return Err(unexpected(
+                path,
+                line,
+                &format!("Codex response item '{other}'"),
+            ));
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rollouts_drop_preambles_duplicates_and_encrypted_reasoning() {
+        let jsonl = br#"{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"c-1","timestamp":"2026-01-01T00:00:00Z","cwd":"/w","cli_version":"0.60.0"}}
+{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>"}]}}
+{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>cwd</environment_context>"}]}}
+{"timestamp":"2026-01-01T00:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Add a flag"}]}}
+{"timestamp":"2026-01-01T00:00:01Z","type":"event_msg","payload":{"type":"user_message","message":"Add a flag"}}
+{"timestamp":"2026-01-01T00:00:01Z","type":"turn_context","payload":{"cwd":"/w","model":"m"}}
+{"timestamp":"2026-01-01T00:00:02Z","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"Plan the flag"}],"encrypted_content":"gAAAAsecret"}}
+{"timestamp":"2026-01-01T00:00:03Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"call_1"}}
+{"timestamp":"2026-01-01T00:00:04Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_1","output":"src\n"}}
+{"timestamp":"2026-01-01T00:00:05Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done."}]}}
+"#;
+        let (session, drafts) = read(Path::new("r.jsonl"), jsonl).unwrap();
+        assert_eq!(session.as_deref(), Some("c-1"));
+        let events = crate::handoff::events::finish("codex", "c-1", drafts);
+        let texts: Vec<_> = events.iter().map(|e| e.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "Add a flag",
+                "Plan the flag",
+                "{\"command\":[\"ls\"]}",
+                "src\n",
+                "Done."
+            ]
+        );
+        assert_eq!(
+            events[3].tool.as_deref(),
+            Some("shell"),
+            "result paired with its call"
+        );
+        assert_eq!(events[3].role, Role::Tool);
+    }
+
+    #[test]
+    fn an_unknown_item_is_refused_with_file_and_line() {
+        let jsonl = b"{\"type\":\"session_meta\",\"payload\":{\"id\":\"c\",\"cwd\":\"/w\"}}\n{\"type\":\"response_item\",\"payload\":{\"type\":\"teleport\"}}\n";
+        let err = read(Path::new("/r.jsonl"), jsonl).unwrap_err();
+        assert!(err.message.contains("/r.jsonl line 2"), "{}", err.message);
+        assert!(err.message.contains("'teleport'"), "{}", err.message);
+    }
+}

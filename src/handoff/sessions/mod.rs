@@ -1,0 +1,366 @@
+//! Agent harness sessions as transcript sources: `--transcript claude-code[:SESSION|latest]`,
+//! `codex[:SESSION|latest]` or a FILE; finding a workspace's sessions, reading them
+//! read-only (cut at the last complete line), and normalising them into events.
+
+pub mod claude_code;
+pub mod codex;
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::events::{self, Event};
+use crate::error::{Error, Result};
+
+/// Largest session file baton reads (real ones run to tens of MB).
+pub const MAX_SESSION_BYTES: u64 = 512 << 20;
+/// Shortest session id prefix accepted for `harness:SESSION`.
+const MIN_PREFIX: usize = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Harness {
+    ClaudeCode,
+    Codex,
+}
+
+impl Harness {
+    pub fn name(self) -> &'static str {
+        match self {
+            Harness::ClaudeCode => "claude-code",
+            Harness::Codex => "codex",
+        }
+    }
+}
+
+/// What `--transcript` names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    File(PathBuf),
+    /// A harness's session: `None` is `latest`.
+    Session(Harness, Option<String>),
+}
+
+impl Source {
+    /// `claude-code`, `codex` (each optionally `:SESSION` or `:latest`), else a file path
+    /// (write `./codex` for a file of that name).
+    pub fn parse(text: &str) -> Source {
+        let (head, selector) = match text.split_once(':') {
+            Some((head, sel)) => (head, Some(sel)),
+            None => (text, None),
+        };
+        let harness = match head {
+            "claude-code" => Harness::ClaudeCode,
+            "codex" => Harness::Codex,
+            _ => return Source::File(PathBuf::from(text)),
+        };
+        let selector = selector
+            .filter(|s| !s.is_empty() && *s != "latest")
+            .map(str::to_string);
+        Source::Session(harness, selector)
+    }
+}
+
+/// Where the harnesses keep their sessions.
+#[derive(Clone, Debug)]
+pub struct Homes {
+    /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+    pub claude: PathBuf,
+    /// `$CODEX_HOME`, else `~/.codex`.
+    pub codex: PathBuf,
+}
+
+impl Homes {
+    pub fn from_env() -> Homes {
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/nonexistent"));
+        let var = |name: &str, default: PathBuf| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or(default)
+        };
+        Homes {
+            claude: var("CLAUDE_CONFIG_DIR", home.join(".claude")),
+            codex: var("CODEX_HOME", home.join(".codex")),
+        }
+    }
+}
+
+/// One session found on disk.
+#[derive(Clone, Debug, Serialize)]
+pub struct SessionInfo {
+    pub harness: Harness,
+    pub session: String,
+    pub path: PathBuf,
+    /// The first timestamp the session recorded.
+    pub started: String,
+    /// The working directory the session recorded.
+    pub cwd: PathBuf,
+    /// Complete lines in the file (not yet normalised).
+    pub lines: usize,
+    /// Seconds since the epoch of the file's last change: what `latest` orders by.
+    #[serde(skip)]
+    pub modified: u64,
+}
+
+/// A transcript ready for a bundle.
+pub struct Loaded {
+    /// `transcript.jsonl`: normalised events, or a plain FILE's lines as given.
+    pub jsonl: Vec<u8>,
+    /// The session file itself (redacted like everything else), kept as an attachment.
+    pub raw: Option<(String, Vec<u8>)>,
+    /// `claude-code:<session>` and the like, for the bundle's metadata.
+    pub label: Option<String>,
+    pub events: usize,
+}
+
+/// Every session of `harness` whose working directory is `workspace`, newest first.
+pub fn list(homes: &Homes, harness: Harness, workspace: &Path) -> Result<Vec<SessionInfo>> {
+    let workspace = canonical(workspace);
+    let mut found: Vec<SessionInfo> = match harness {
+        Harness::ClaudeCode => claude_code::sessions(&homes.claude, Some(&workspace))?,
+        Harness::Codex => codex::sessions(&homes.codex, Some(&workspace))?,
+    };
+    found.sort_by(|a, b| {
+        (b.modified, &b.started, &b.session).cmp(&(a.modified, &a.started, &a.session))
+    });
+    Ok(found)
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Whether a session's recorded working directory is `workspace`.
+fn same_dir(recorded: &Path, workspace: &Path) -> bool {
+    recorded == workspace || canonical(recorded) == workspace
+}
+
+/// Resolve `--transcript` and read it into what a bundle keeps.
+pub fn load(homes: &Homes, source: &Source, workspace: &Path) -> Result<Loaded> {
+    let (harness, path, session) = match source {
+        Source::File(path) => {
+            let bytes = read_complete(path)?;
+            return match detect(&bytes) {
+                Some(harness) => normalise(harness, path, &bytes, None),
+                None => {
+                    let events = super::transcript::validate(&bytes).map_err(|e| Error {
+                        message: format!("{}: {}", path.display(), e.message),
+                        ..e
+                    })?;
+                    Ok(Loaded {
+                        jsonl: bytes,
+                        raw: None,
+                        label: None,
+                        events,
+                    })
+                }
+            };
+        }
+        Source::Session(harness, None) => {
+            let newest = list(homes, *harness, workspace)?.into_iter().next();
+            let info = newest.ok_or_else(|| no_session(homes, *harness, workspace))?;
+            (*harness, info.path, Some(info.session))
+        }
+        Source::Session(harness, Some(wanted)) => {
+            let info = find_session(homes, *harness, wanted)?;
+            (*harness, info.path, Some(info.session))
+        }
+    };
+    let bytes = read_complete(&path)?;
+    normalise(harness, &path, &bytes, session)
+}
+
+fn normalise(
+    harness: Harness,
+    path: &Path,
+    bytes: &[u8],
+    session: Option<String>,
+) -> Result<Loaded> {
+    let (found_session, drafts) = match harness {
+        Harness::ClaudeCode => claude_code::read(path, bytes)?,
+        Harness::Codex => codex::read(path, bytes)?,
+    };
+    let session = session.or(found_session).unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    let events: Vec<Event> = events::finish(harness.name(), &session, drafts);
+    let safe: String = session
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    Ok(Loaded {
+        jsonl: events::to_jsonl(&events),
+        raw: Some((
+            format!("transcript/{}-{safe}.jsonl", harness.name()),
+            bytes.to_vec(),
+        )),
+        label: Some(format!("{}:{session}", harness.name())),
+        events: events.len(),
+    })
+}
+
+/// A FILE in a harness's own format is normalised like a session found by name.
+fn detect(bytes: &[u8]) -> Option<Harness> {
+    let first = bytes
+        .split(|&b| b == b'\n')
+        .map(<[u8]>::trim_ascii)
+        .find(|l| !l.is_empty())?;
+    let value: serde_json::Value = serde_json::from_slice(first).ok()?;
+    if value.get("type").and_then(|t| t.as_str()) == Some("session_meta")
+        && value.get("payload").is_some()
+    {
+        return Some(Harness::Codex);
+    }
+    let claude_shape = value.get("sessionId").is_some()
+        || value.get("leafUuid").is_some()
+        || (value.get("parentUuid").is_some() && value.get("uuid").is_some());
+    claude_shape.then_some(Harness::ClaudeCode)
+}
+
+fn find_session(homes: &Homes, harness: Harness, wanted: &str) -> Result<SessionInfo> {
+    let all = match harness {
+        Harness::ClaudeCode => claude_code::sessions(&homes.claude, None)?,
+        Harness::Codex => codex::sessions(&homes.codex, None)?,
+    };
+    let mut matches: Vec<SessionInfo> = all
+        .into_iter()
+        .filter(|s| {
+            s.session == wanted || (wanted.len() >= MIN_PREFIX && s.session.starts_with(wanted))
+        })
+        .collect();
+    match matches.len() {
+        1 => Ok(matches.remove(0)),
+        0 => Err(Error::not_found(format!(
+            "no {} session '{wanted}' was found",
+            harness.name()
+        ))
+        .with_hint(format!(
+            "'baton transcript sources' lists this workspace's sessions; use {}:latest for the newest",
+            harness.name()
+        ))),
+        n => Err(Error::new(
+            crate::error::ErrorKind::Ambiguous,
+            format!("{n} {} sessions start with '{wanted}'", harness.name()),
+        )
+        .with_hint("give more of the session id")),
+    }
+}
+
+fn no_session(homes: &Homes, harness: Harness, workspace: &Path) -> Error {
+    let root = match harness {
+        Harness::ClaudeCode => homes.claude.join("projects"),
+        Harness::Codex => homes.codex.join("sessions"),
+    };
+    Error::not_found(format!(
+        "no {} session has {} as its working directory (looked in {})",
+        harness.name(),
+        workspace.display(),
+        root.display()
+    ))
+    .with_hint(match harness {
+        Harness::ClaudeCode => {
+            "run baton in the directory Claude Code was started in, or set CLAUDE_CONFIG_DIR"
+        }
+        Harness::Codex => "run baton in the directory Codex was started in, or set CODEX_HOME",
+    })
+}
+
+/// A session file's bytes up to its last complete line: a harness may be appending to it
+/// while we read. A final line without its newline is kept only if it parses whole.
+pub fn read_complete(path: &Path) -> Result<Vec<u8>> {
+    let file = fs::File::open(path).map_err(|e| Error::io("cannot read transcript", path, e))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SESSION_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io("cannot read transcript", path, e))?;
+    if bytes.len() as u64 > MAX_SESSION_BYTES {
+        return Err(Error::usage(format!(
+            "transcript {} is larger than {} MiB",
+            path.display(),
+            MAX_SESSION_BYTES >> 20
+        ))
+        .with_hint("attach it with --attach instead"));
+    }
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let tail = bytes[complete..].trim_ascii();
+    if !tail.is_empty() && serde_json::from_slice::<serde_json::Value>(tail).is_err() {
+        bytes.truncate(complete);
+    }
+    Ok(bytes)
+}
+
+/// The complete JSON lines of a session file, numbered from 1, blank lines skipped; a
+/// line that is not a JSON object is refused with the file and line.
+pub(crate) fn json_lines<'a>(
+    path: &'a Path,
+    bytes: &'a [u8],
+) -> impl Iterator<Item = Result<(usize, serde_json::Value)>> + 'a {
+    bytes
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .filter(|(_, l)| !l.trim_ascii().is_empty())
+        .map(
+            move |(i, line)| match serde_json::from_slice(line.trim_ascii()) {
+                Ok(v @ serde_json::Value::Object(_)) => Ok((i + 1, v)),
+                Ok(_) => Err(unexpected(path, i + 1, "a line that is not a JSON object")),
+                Err(e) => Err(unexpected(path, i + 1, &format!("invalid JSON ({e})"))),
+            },
+        )
+}
+
+/// The refusal of a schema baton does not know: never guessed at.
+pub(crate) fn unexpected(path: &Path, line: usize, what: &str) -> Error {
+    Error::usage(format!(
+        "{} line {line}: unexpected {what}",
+        path.display()
+    ))
+    .with_hint("this session format is not one baton knows; pass the file as --attach instead, or report the line")
+}
+
+/// Seconds since the epoch of a file's last change, 0 when unknown.
+fn modified(path: &Path) -> u64 {
+    fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Count of complete lines, for listings.
+fn count_lines(bytes: &[u8]) -> usize {
+    bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.trim_ascii().is_empty())
+        .count()
+}
+
+/// The text of a string, or of an array of `{type, text}` blocks joined by blank lines.
+pub(crate) fn text_of(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .filter_map(|i| i.get("text").and_then(|t| t.as_str()).or(i.as_str()))
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+pub(crate) fn str_field<'a>(value: &'a serde_json::Value, key: &str) -> Option<&'a str> {
+    value.get(key).and_then(|v| v.as_str())
+}

@@ -1,0 +1,213 @@
+//! Recent turns for the kickoff: the last few turns of the outgoing session (a turn is a
+//! user message and what followed it), rendered compactly within a byte budget, newest
+//! kept first, with a provenance line of at most a quarter of the budget.
+
+use super::events::{Event, Kind, Role};
+use super::kickoff::{CUT, MAX_PATH_CHARS, shorten_path};
+
+/// Turns shown at most.
+pub const MAX_TURNS: usize = 6;
+/// Bytes the section takes at most, and never less than this floor when it is shown.
+pub const MAX_BYTES: usize = 8192;
+pub const MIN_BYTES: usize = 256;
+/// One message keeps at most this many bytes; a tool line at most `TOOL_LINE`.
+const MESSAGE_BYTES: usize = 1200;
+const TOOL_LINE: usize = 160;
+
+/// The section's text, or `None` when the transcript holds no conversation.
+pub fn render(events: &[Event], budget_bytes: usize, search_rev: &str) -> Option<String> {
+    let budget = budget_bytes.clamp(MIN_BYTES, MAX_BYTES);
+    let turns = split_turns(events);
+    if turns.is_empty() {
+        return None;
+    }
+    let total = turns.len();
+    let shown = &turns[total.saturating_sub(MAX_TURNS)..];
+    let last_time = shown
+        .last()
+        .and_then(|t| t.iter().rev().find(|e| !e.time.is_empty()))
+        .map(|e| e.time.as_str())
+        .unwrap_or("");
+    let first = &events[0].source;
+    let mut provenance = format!(
+        "Last {} of {total} turns of {} session {}{}; the rest: baton search {search_rev} QUERY\n",
+        shown.len(),
+        first.harness,
+        first.session,
+        if last_time.is_empty() {
+            String::new()
+        } else {
+            format!(", ending {last_time}")
+        }
+    );
+    provenance = cut_bytes(&provenance, budget / 4);
+
+    // Newest turn first into the budget, then printed in session order.
+    let mut room = budget.saturating_sub(provenance.len());
+    let mut kept: Vec<String> = Vec::new();
+    for turn in shown.iter().rev() {
+        let text = render_turn(turn);
+        if text.len() <= room {
+            room -= text.len();
+            kept.push(text);
+        } else {
+            if room > 64 {
+                kept.push(format!("{}\n", cut_bytes(&text, room - 1).trim_end()));
+            }
+            break;
+        }
+    }
+    if kept.is_empty() {
+        return None;
+    }
+    kept.reverse();
+    Some(format!("{provenance}{}", kept.concat()))
+}
+
+/// Events grouped into turns: each user message starts one. Reasoning and the harness's
+/// own notes are left out; what was said and done stays.
+fn split_turns(events: &[Event]) -> Vec<Vec<&Event>> {
+    let mut turns: Vec<Vec<&Event>> = Vec::new();
+    for e in events {
+        if matches!(e.kind, Kind::Reasoning | Kind::System) {
+            continue;
+        }
+        let starts = e.role == Role::User && e.kind == Kind::Message && e.source.agent.is_none();
+        if starts || turns.is_empty() {
+            turns.push(Vec::new());
+        }
+        if let Some(turn) = turns.last_mut() {
+            turn.push(e);
+        }
+    }
+    turns
+}
+
+fn render_turn(turn: &[&Event]) -> String {
+    let mut out = String::new();
+    for e in turn {
+        let agent = e
+            .source
+            .agent
+            .as_deref()
+            .map(|a| format!("[sub-agent {a}] "))
+            .unwrap_or_default();
+        let tool = e.tool.as_deref().unwrap_or("tool");
+        let line = match (e.role, e.kind) {
+            (Role::User, _) => format!("- user: {agent}{}", clean(&e.text, MESSAGE_BYTES)),
+            (_, Kind::ToolCall) => format!("  - {agent}call {tool}: {}", clean(&e.text, TOOL_LINE)),
+            (_, Kind::ToolResult) => {
+                format!("  - {agent}result {tool}: {}", clean(&e.text, TOOL_LINE))
+            }
+            _ => format!("- assistant: {agent}{}", clean(&e.text, MESSAGE_BYTES)),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// One line: control characters and line breaks become spaces, runs of space fold, long
+/// paths are cut in the middle, and the whole is cut to `max` bytes.
+fn clean(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let words: Vec<String> = flat
+        .split_whitespace()
+        .map(|w| {
+            if w.contains('/') && w.chars().count() > MAX_PATH_CHARS {
+                shorten_path(w, MAX_PATH_CHARS)
+            } else {
+                w.to_string()
+            }
+        })
+        .collect();
+    cut_bytes(&words.join(" "), max)
+}
+
+/// At most `max` bytes, cut on a character boundary and marked.
+fn cut_bytes(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max.saturating_sub(CUT.len());
+    while end > 0 && !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{CUT}", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handoff::events::{Draft, finish};
+
+    fn draft(role: Role, kind: Kind, text: &str) -> Draft {
+        Draft {
+            time: "2026-01-01T00:00:00Z".into(),
+            agent: None,
+            role,
+            kind,
+            text: text.into(),
+            tool: (kind == Kind::ToolCall).then(|| "Bash".to_string()),
+            call_id: None,
+        }
+    }
+
+    fn session(turns: usize, words: usize) -> Vec<Event> {
+        let mut drafts = Vec::new();
+        for i in 0..turns {
+            drafts.push(draft(Role::User, Kind::Message, &format!("question {i}")));
+            drafts.push(draft(Role::Assistant, Kind::Reasoning, "thinking"));
+            drafts.push(draft(Role::Assistant, Kind::ToolCall, "cargo test"));
+            drafts.push(draft(
+                Role::Assistant,
+                Kind::Message,
+                &"answer ".repeat(words),
+            ));
+        }
+        finish("claude-code", "s1", drafts)
+    }
+
+    #[test]
+    fn the_last_six_turns_in_order_without_reasoning() {
+        let text = render(&session(9, 3), MAX_BYTES, "abcd1234").unwrap();
+        assert!(text.starts_with("Last 6 of 9 turns of claude-code session s1"));
+        assert!(!text.contains("question 2") && text.contains("question 3"));
+        assert!(text.find("question 3") < text.find("question 8"));
+        assert!(!text.contains("thinking"));
+        assert!(text.contains("  - call Bash: cargo test"));
+    }
+
+    #[test]
+    fn the_budget_holds_keeps_the_newest_and_has_a_floor() {
+        let events = session(6, 400);
+        for budget in [0, 100, 256, 1000, 3000, 8192, 100_000] {
+            let text = render(&events, budget, "abcd1234").unwrap();
+            let limit = budget.clamp(MIN_BYTES, MAX_BYTES);
+            assert!(text.len() <= limit, "{budget}: {} bytes", text.len());
+            assert!(
+                text.contains("question 5"),
+                "{budget}: the newest turn is kept"
+            );
+        }
+    }
+
+    #[test]
+    fn long_paths_are_cut_in_the_middle_and_controls_removed() {
+        let path = format!("/src/{}/main.rs", "deep/".repeat(30));
+        let events = finish(
+            "codex",
+            "c",
+            vec![draft(
+                Role::User,
+                Kind::Message,
+                &format!("look at {path}\x1b[2J now"),
+            )],
+        );
+        let text = render(&events, MAX_BYTES, "r").unwrap();
+        assert!(text.contains(CUT) && text.contains("main.rs") && !text.contains('\x1b'));
+    }
+}
