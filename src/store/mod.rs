@@ -14,6 +14,7 @@ pub mod packs;
 pub mod refs;
 pub mod restore;
 pub mod rev;
+pub mod shape;
 pub mod snapshot;
 pub mod verify;
 pub mod walk;

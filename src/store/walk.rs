@@ -3,39 +3,57 @@
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 
 use super::Store;
+use super::shape::{MAX_TREE_DEPTH, Shape, Shapes, TreeSource};
 use crate::error::{Error, Result};
 use crate::format::bundle::unix_seconds;
-use crate::format::{EntryKind, ObjectId, TreeEntry};
+use crate::format::{EntryKind, ObjectId, Tree, TreeEntry};
 
 /// What a reachability walk found.
 pub struct Reach {
     pub objects: HashSet<ObjectId>,
     pub bundles: usize,
+    /// The deepest root tree reached and its depth (`Shape::depth`).
+    pub deepest: Option<(ObjectId, u32)>,
 }
 
 impl Store {
     /// Every entry below `tree`, depth first in name order, with its slash-separated path.
+    /// Refused (before anything is expanded) past `MAX_TREE_DEPTH` or the expansion
+    /// limits of `shape.rs`.
     pub fn list_tree(&self, tree: &ObjectId) -> Result<Vec<(String, TreeEntry)>> {
-        let mut out = Vec::new();
-        self.list_into(tree, "", &mut out)?;
-        Ok(out)
+        Ok(self.list_tree_shaped(tree)?.1)
     }
 
-    fn list_into(
-        &self,
-        tree: &ObjectId,
-        prefix: &str,
-        out: &mut Vec<(String, TreeEntry)>,
-    ) -> Result<()> {
-        for entry in self.read_tree(tree)?.entries {
+    /// `list_tree` and the tree's shape (for limits on what the caller does with it).
+    pub fn list_tree_shaped(&self, tree: &ObjectId) -> Result<(Shape, Vec<(String, TreeEntry)>)> {
+        // The shape first, each distinct tree read once and kept: a tree past the limits
+        // costs what its distinct trees cost, not what it expands to.
+        let mut cache = Cache {
+            store: self,
+            trees: HashMap::new(),
+        };
+        let shape = Shapes::default().walk(tree, None, MAX_TREE_DEPTH, &mut cache)?;
+        shape.check_expansion(tree)?;
+        let trees = cache.trees;
+        let get = |id: &ObjectId| {
+            trees
+                .get(id)
+                .ok_or_else(|| Error::other(format!("internal error: tree {id} was not kept")))
+        };
+        let mut out = Vec::with_capacity(usize::try_from(shape.entries).unwrap_or(0));
+        let mut stack = vec![(get(tree)?.entries.iter(), String::new())];
+        while let Some((entries, prefix)) = stack.last_mut() {
+            let Some(entry) = entries.next() else {
+                stack.pop();
+                continue;
+            };
             let path = format!("{prefix}{}", entry.name);
-            let subtree = (entry.kind == EntryKind::Dir).then_some(entry.id);
-            out.push((path.clone(), entry));
-            if let Some(id) = subtree {
-                self.list_into(&id, &format!("{path}/"), out)?;
+            out.push((path.clone(), entry.clone()));
+            if entry.kind == EntryKind::Dir {
+                stack.push((get(&entry.id)?.entries.iter(), format!("{path}/")));
             }
         }
-        Ok(())
+        Ok((shape, out))
     }
 
     /// The entry at `path` (slash-separated) below `tree`.
@@ -85,22 +103,57 @@ impl Store {
         Ok(Reach {
             bundles: walk.bundles.len(),
             objects: walk.objects,
+            deepest: walk.deepest,
         })
     }
 
+    /// Mark `tree` and everything below it, each distinct tree read once, iteratively:
+    /// any depth costs heap in proportion, never the stack. The depth is measured, not
+    /// limited (callers decide: verify reports a tree past `MAX_TREE_DEPTH`).
     fn mark_tree(&self, tree: &ObjectId, walk: &mut Walk) -> Result<()> {
-        if !walk.trees.insert(*tree) {
-            return Ok(());
-        }
-        walk.objects.insert(*tree);
-        for entry in self.read_tree(tree)?.entries {
-            if entry.kind == EntryKind::Dir {
-                self.mark_tree(&entry.id, walk)?;
-            } else {
-                walk.objects.insert(entry.id);
-            }
+        let mut marking = Marking {
+            store: self,
+            objects: &mut walk.objects,
+        };
+        let shape = walk.shapes.walk(tree, None, u32::MAX, &mut marking)?;
+        if walk.deepest.is_none_or(|(_, depth)| shape.depth > depth) {
+            walk.deepest = Some((*tree, shape.depth));
         }
         Ok(())
+    }
+}
+
+/// Trees read for a listing, kept for its expansion.
+struct Cache<'a> {
+    store: &'a Store,
+    trees: HashMap<ObjectId, Tree>,
+}
+
+impl TreeSource for Cache<'_> {
+    fn read(&mut self, id: &ObjectId, size: Option<u64>) -> Result<Tree> {
+        self.store.read_tree_sized(id, size)
+    }
+    fn keep(&mut self, id: ObjectId, tree: Tree) {
+        self.trees.insert(id, tree);
+    }
+}
+
+/// Trees read for reachability: each tree and every blob it names is marked.
+struct Marking<'a> {
+    store: &'a Store,
+    objects: &'a mut HashSet<ObjectId>,
+}
+
+impl TreeSource for Marking<'_> {
+    fn read(&mut self, id: &ObjectId, size: Option<u64>) -> Result<Tree> {
+        let tree = self.store.read_tree_sized(id, size)?;
+        self.objects.insert(*id);
+        for entry in &tree.entries {
+            if entry.kind != EntryKind::Dir {
+                self.objects.insert(entry.id);
+            }
+        }
+        Ok(tree)
     }
 }
 
@@ -108,7 +161,8 @@ impl Store {
 struct Walk {
     objects: HashSet<ObjectId>,
     bundles: HashSet<ObjectId>,
-    trees: HashSet<ObjectId>,
+    shapes: Shapes,
+    deepest: Option<(ObjectId, u32)>,
 }
 
 impl Store {
