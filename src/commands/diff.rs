@@ -112,7 +112,12 @@ fn diff_trees(
             match (o, n) {
                 (Some(o), Some(n)) if o.kind == n.kind && o.id == n.id => {}
                 (Some(o), Some(n)) if o.kind == EntryKind::Dir && n.kind == EntryKind::Dir => {
-                    here.push(Task::Diff(Some(o.id), Some(n.id), format!("{path}/"), depth + 1));
+                    here.push(Task::Diff(
+                        Some(o.id),
+                        Some(n.id),
+                        format!("{path}/"),
+                        depth + 1,
+                    ));
                 }
                 (Some(o), Some(n)) if o.kind != EntryKind::Dir && n.kind != EntryKind::Dir => {
                     let status = if o.id == n.id {

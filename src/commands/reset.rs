@@ -4,9 +4,9 @@
 use serde_json::json;
 
 use crate::error::{Error, Result};
+use crate::format::ObjectId;
 use crate::format::id::show_full;
 use crate::format::names::RefName;
-use crate::format::ObjectId;
 use crate::output::{Ctx, Outcome};
 use crate::store::Store;
 use crate::store::refs::{Expect, MoveReason};

@@ -11,6 +11,7 @@ pub mod key_wrap;
 pub mod memtree;
 pub mod objects;
 pub mod packs;
+pub mod receive;
 pub mod refs;
 pub mod restore;
 pub mod rev;

@@ -378,7 +378,8 @@ impl Store {
         let path = self.log_path();
         let mut file = fs::File::open(&path).ctx("cannot read log", &path)?;
         let (committed, _) = committed_length(&mut file).ctx("cannot read log", &path)?;
-        file.seek(SeekFrom::Start(0)).ctx("cannot read log", &path)?;
+        file.seek(SeekFrom::Start(0))
+            .ctx("cannot read log", &path)?;
         let mut reader = std::io::BufReader::with_capacity(256 << 10, file.take(committed));
         let mut line = Vec::new();
         let mut line_no = 0u64;

@@ -96,16 +96,19 @@ pub fn too_deep(tree: &ObjectId) -> Error {
     .with_hint("baton refuses deeper trees (as git's core.maxTreeDepth does); it was forged or made by another tool")
 }
 
-/// Where a walk gets its trees: it reads each distinct tree once, with the size its
-/// parent's entry declares (`None` for a root), and hands it back when done with it.
+/// Where a walk gets its trees: it reads each distinct tree once (the tree and the length
+/// of its encoding), with the size its parent's entry declares (`None` for a root), and
+/// hands it back when done with it. The walk checks every declared size, also of trees
+/// it meets again.
 pub trait TreeSource {
-    fn read(&mut self, id: &ObjectId, size: Option<u64>) -> Result<Tree>;
+    fn read(&mut self, id: &ObjectId, size: Option<u64>) -> Result<(Tree, u64)>;
     fn keep(&mut self, _id: ObjectId, _tree: Tree) {}
 }
 
 /// A directory being walked: the subtrees still to visit and the shape so far.
 struct Frame {
     id: ObjectId,
+    len: u64,
     /// This tree's name length in its parent.
     name_len: u64,
     dirs: Vec<(ObjectId, u64, u64)>,
@@ -117,7 +120,8 @@ struct Frame {
 /// bundle's) costs a lookup.
 #[derive(Default)]
 pub struct Shapes {
-    done: HashMap<ObjectId, Shape>,
+    /// Each tree walked: its shape and the length of its encoding.
+    done: HashMap<ObjectId, (Shape, u64)>,
 }
 
 impl Shapes {
@@ -130,17 +134,20 @@ impl Shapes {
         max_depth: u32,
         source: &mut dyn TreeSource,
     ) -> Result<Shape> {
-        if let Some(shape) = self.done.get(root) {
+        if let Some(&(shape, len)) = self.done.get(root) {
+            check_size(root, len, size)?;
             return if shape.depth > max_depth {
                 Err(too_deep(root))
             } else {
-                Ok(*shape)
+                Ok(shape)
             };
         }
         let open = |source: &mut dyn TreeSource, id: &ObjectId, size, name_len| -> Result<Frame> {
-            let tree = source.read(id, size)?;
+            let (tree, len) = source.read(id, size)?;
+            check_size(id, len, size)?;
             let mut frame = Frame {
                 id: *id,
+                len,
                 name_len,
                 dirs: Vec::new(),
                 next: 0,
@@ -168,8 +175,9 @@ impl Shapes {
             };
             if let Some(&(child, size, name_len)) = top.dirs.get(top.next) {
                 top.next += 1;
-                if let Some(shape) = self.done.get(&child) {
-                    top.shape.add_dir(name_len, shape);
+                if let Some(&(shape, len)) = self.done.get(&child) {
+                    check_size(&child, len, Some(size))?;
+                    top.shape.add_dir(name_len, &shape);
                     // The child's deepest entry sits this many components below the root.
                     let below = (stack.len() as u64).saturating_add(u64::from(shape.depth));
                     if below > u64::from(max_depth) {
@@ -188,7 +196,7 @@ impl Shapes {
             let Some(frame) = stack.pop() else {
                 unreachable!("the stack is not empty here");
             };
-            self.done.insert(frame.id, frame.shape);
+            self.done.insert(frame.id, (frame.shape, frame.len));
             match stack.last_mut() {
                 Some(parent) => parent.shape.add_dir(frame.name_len, &frame.shape),
                 None => {
@@ -204,16 +212,13 @@ impl Shapes {
 }
 
 impl Store {
-    /// Read tree `id`, checking its length against `size`, the size its parent's entry
-    /// declares (SPEC 4.2: a different length is corruption).
-    pub fn read_tree_sized(&self, id: &ObjectId, size: Option<u64>) -> Result<Tree> {
+    /// Read tree `id` and the length of its encoding (which walks check against the
+    /// size the parent's entry declares: SPEC 4.2, a different length is corruption).
+    pub fn read_tree_len(&self, id: &ObjectId) -> Result<(Tree, u64)> {
         let bytes = self.objects.get_bytes(id, MAX_METADATA_OBJECT)?;
-        if let Some(size) = size
-            && size != bytes.len() as u64
-        {
-            return Err(wrong_size(id, bytes.len() as u64, size));
-        }
-        Tree::decode(&bytes).map_err(|e| Error::integrity(format!("tree {id}: {}", e.message)))
+        let tree = Tree::decode(&bytes)
+            .map_err(|e| Error::integrity(format!("tree {id}: {}", e.message)))?;
+        Ok((tree, bytes.len() as u64))
     }
 
     /// The shape of `tree` (each distinct subtree read once), refused if deeper than
@@ -223,12 +228,19 @@ impl Store {
     }
 }
 
-/// The store's trees, size-checked.
+/// The store's trees, their sizes checked by the walk.
 pub struct ReadSized<'a>(pub &'a Store);
 
 impl TreeSource for ReadSized<'_> {
-    fn read(&mut self, id: &ObjectId, size: Option<u64>) -> Result<Tree> {
-        self.0.read_tree_sized(id, size)
+    fn read(&mut self, id: &ObjectId, _size: Option<u64>) -> Result<(Tree, u64)> {
+        self.0.read_tree_len(id)
+    }
+}
+
+fn check_size(id: &ObjectId, len: u64, declared: Option<u64>) -> Result<()> {
+    match declared {
+        Some(declared) if declared != len => Err(wrong_size(id, len, declared)),
+        _ => Ok(()),
     }
 }
 
@@ -248,12 +260,15 @@ mod tests {
     struct Mem(HashMap<ObjectId, Tree>, usize);
 
     impl TreeSource for Mem {
-        fn read(&mut self, id: &ObjectId, _size: Option<u64>) -> Result<Tree> {
+        fn read(&mut self, id: &ObjectId, _size: Option<u64>) -> Result<(Tree, u64)> {
             self.1 += 1;
-            self.0
+            let tree = self
+                .0
                 .get(id)
                 .cloned()
-                .ok_or_else(|| Error::not_found("no such tree"))
+                .ok_or_else(|| Error::not_found("no such tree"))?;
+            let len = tree.encode().len() as u64;
+            Ok((tree, len))
         }
     }
 

@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use super::Store;
 use super::objects::ListedObject;
-use crate::error::Result;
 use super::shape::{MAX_TREE_DEPTH, Shapes, TreeSource, too_deep};
+use crate::error::Result;
 use crate::format::{EntryKind, ObjectId, Tree};
 
 #[derive(Debug, Default, Serialize)]
@@ -175,7 +175,10 @@ impl Store {
         match self.ref_names() {
             Ok(names) => {
                 for name in names {
-                    match self.ref_history(&name).and_then(|h| Ok((h, self.read_ref(&name)?))) {
+                    match self
+                        .ref_history(&name)
+                        .and_then(|h| Ok((h, self.read_ref(&name)?)))
+                    {
                         Ok((history, _)) => {
                             for entry in history {
                                 roots.extend(entry.old);
@@ -234,7 +237,8 @@ impl Store {
                             }
                         }
                     }
-                    if let Err(e) = self.collect_blobs(&b.tree, &mut shapes, &mut blobs, &mut report)
+                    if let Err(e) =
+                        self.collect_blobs(&b.tree, &mut shapes, &mut blobs, &mut report)
                     {
                         report.problems.push(e.message);
                     }
@@ -290,23 +294,24 @@ struct Collect<'a> {
 }
 
 impl TreeSource for Collect<'_> {
-    fn read(&mut self, id: &ObjectId, size: Option<u64>) -> Result<Tree> {
+    fn read(&mut self, id: &ObjectId, size: Option<u64>) -> Result<(Tree, u64)> {
         self.report.objects_checked += 1;
-        let tree = match self.store.read_tree_sized(id, size) {
-            Ok(tree) => tree,
-            // The root's own error is the caller's; below it, one problem per tree.
-            Err(e) if size.is_some() => {
+        let (tree, len) = match (self.store.read_tree_len(id), size) {
+            (Ok(read), _) => read,
+            // The root's own error is the caller's; below it, one problem per tree, and
+            // the walk goes on beside it.
+            (Err(e), Some(size)) => {
                 self.report.problems.push(e.message);
-                return Ok(Tree::default());
+                return Ok((Tree::default(), size));
             }
-            Err(e) => return Err(e),
+            (Err(e), None) => return Err(e),
         };
         for entry in &tree.entries {
             if entry.kind != EntryKind::Dir {
                 self.blobs.insert((entry.id, entry.size));
             }
         }
-        Ok(tree)
+        Ok((tree, len))
     }
 }
 

@@ -130,8 +130,8 @@ struct Cache<'a> {
 }
 
 impl TreeSource for Cache<'_> {
-    fn read(&mut self, id: &ObjectId, size: Option<u64>) -> Result<Tree> {
-        self.store.read_tree_sized(id, size)
+    fn read(&mut self, id: &ObjectId, _size: Option<u64>) -> Result<(Tree, u64)> {
+        self.store.read_tree_len(id)
     }
     fn keep(&mut self, id: ObjectId, tree: Tree) {
         self.trees.insert(id, tree);
@@ -145,15 +145,15 @@ struct Marking<'a> {
 }
 
 impl TreeSource for Marking<'_> {
-    fn read(&mut self, id: &ObjectId, size: Option<u64>) -> Result<Tree> {
-        let tree = self.store.read_tree_sized(id, size)?;
+    fn read(&mut self, id: &ObjectId, _size: Option<u64>) -> Result<(Tree, u64)> {
+        let (tree, len) = self.store.read_tree_len(id)?;
         self.objects.insert(*id);
         for entry in &tree.entries {
             if entry.kind != EntryKind::Dir {
                 self.objects.insert(entry.id);
             }
         }
-        Ok(tree)
+        Ok((tree, len))
     }
 }
 
@@ -214,10 +214,20 @@ impl Store {
         tip: ObjectId,
         base: Option<ObjectId>,
     ) -> Result<(Vec<ObjectId>, Vec<ObjectId>)> {
+        self.bundles_not_in_any(tip, base.as_slice())
+    }
+
+    /// `bundles_not_in` with several bases: the bundles `tip` reaches and none of
+    /// `bases` does.
+    pub fn bundles_not_in_any(
+        &self,
+        tip: ObjectId,
+        bases: &[ObjectId],
+    ) -> Result<(Vec<ObjectId>, Vec<ObjectId>)> {
         let mut paint = Paint::default();
         paint.add(self, tip, OURS)?;
-        if let Some(base) = base {
-            paint.add(self, base, THEIRS)?;
+        for base in bases {
+            paint.add(self, *base, THEIRS)?;
         }
         while paint
             .heap
@@ -242,7 +252,7 @@ impl Store {
             .map(|(id, _)| *id)
             .collect();
         new.sort();
-        let mut boundary: HashSet<ObjectId> = base.into_iter().collect();
+        let mut boundary: HashSet<ObjectId> = bases.iter().copied().collect();
         for id in &new {
             for parent in &paint.parents[id] {
                 if paint.flags.get(parent).is_some_and(|f| f & THEIRS != 0) {
@@ -257,12 +267,21 @@ impl Store {
 
     /// Every tree and blob below the root trees of `bundles`, each tree read once.
     pub fn trees_below(&self, bundles: &[ObjectId]) -> Result<HashSet<ObjectId>> {
+        Ok(self.below(bundles)?.objects)
+    }
+
+    /// `trees_below` with the deepest tree found (`bundles` counts the bundles read).
+    pub fn below(&self, bundles: &[ObjectId]) -> Result<Reach> {
         let mut walk = Walk::default();
         for id in bundles {
             let bundle = self.read_bundle(id)?;
             self.mark_tree(&bundle.tree, &mut walk)?;
         }
-        Ok(walk.objects)
+        Ok(Reach {
+            objects: walk.objects,
+            bundles: bundles.len(),
+            deepest: walk.deepest,
+        })
     }
 }
 
