@@ -1501,7 +1501,7 @@ fn billion_laughs_tree_is_refused_where_it_would_expand() {
     let env = Env::new();
     env.init();
     let (contents, root) = laughs(30, 10);
-    plant(&env.store(), &contents, root);
+    let laughing = plant(&env.store(), &contents, root);
     let expect = |name: &str| match name {
         "show" | "resume" | "checkout" => 4,
         _ => 0,
@@ -1513,6 +1513,20 @@ fn billion_laughs_tree_is_refused_where_it_would_expand() {
         "MAX_EXPANDED_ENTRIES",
         RSS_LIMIT_KIB,
     );
+    // A diff against a plain bundle would list every path of it as deleted: refused.
+    let empty = Tree::default().encode();
+    let plain = plant(
+        &env.store(),
+        std::slice::from_ref(&empty),
+        ObjectId::of(&empty),
+    );
+    let (code, message, time, rss) = hostile_run(&env, &["diff", &laughing, &plain]);
+    println!(
+        "[robustness] billion laughs: diff with another bundle: exit {code} in {time:.2?}, peak RSS {rss} KiB: {message}"
+    );
+    assert_eq!(code, 4, "{message}");
+    assert!(message.contains("MAX_EXPANDED_ENTRIES"), "{message}");
+    env.ok(&["reset", &laughing]);
     // Its archive imports (each distinct tree checked once), and expands nowhere there.
     env.ok(&["export", "current", "-o", "laughs.tar"]);
     let dst = Env::new();
