@@ -527,3 +527,70 @@ fn decompression_bomb_is_refused_by_default() {
     );
     assert_eq!(before, snapshot_files(&dst.store()));
 }
+
+/// An archive of one bundle over a tree nested `levels` directories deep (`a/a/a/...`),
+/// written entry by entry as a forger would (baton's export refuses to write it).
+fn deep_archive(levels: usize) -> Vec<u8> {
+    use baton::format::{Bundle, EntryKind, ObjectId, Tree, TreeEntry};
+    let tree_entry = |name: &str, kind, bytes: &[u8]| TreeEntry {
+        name: name.into(),
+        kind,
+        size: bytes.len() as u64,
+        id: ObjectId::of(bytes),
+    };
+    let blob = b"bottom\n".to_vec();
+    let mut top = Tree::new(vec![tree_entry("f", EntryKind::File, &blob)])
+        .unwrap()
+        .encode();
+    let mut contents = vec![blob];
+    for _ in 0..levels {
+        let next = Tree::new(vec![tree_entry("a", EntryKind::Dir, &top)])
+            .unwrap()
+            .encode();
+        contents.push(std::mem::replace(&mut top, next));
+    }
+    let root = ObjectId::of(&top);
+    contents.push(top);
+    let bundle = Bundle::new(root, vec![], std::time::SystemTime::now()).encode();
+    let id = ObjectId::of(&bundle).to_hex();
+    contents.push(bundle);
+    let manifest = serde_json::json!({
+        "format": "baton-archive", "version": 1, "bundles": [id], "history": false, "current": id,
+    });
+    let mut entries = vec![entry(
+        "baton-archive.json",
+        manifest.to_string().into_bytes(),
+    )];
+    for bytes in contents {
+        let name = format!("objects/{}", ObjectId::of(&bytes).to_hex());
+        entries.push(entry(&name, zstd::bulk::compress(&bytes, 3).unwrap()));
+    }
+    build(&entries)
+}
+
+/// Import `deep_archive(levels)`: refused with exit 4 naming the limit, nothing imported.
+fn import_refuses_a_tree_nested(levels: usize) {
+    let dst = fresh();
+    let t = std::time::Instant::now();
+    let doc = refused(&dst, &format!("{levels} levels"), &deep_archive(levels), 4);
+    let message = doc["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("MAX_TREE_DEPTH"), "{levels}: {message}");
+    println!(
+        "[archive] import of a tree {levels} levels deep: refused in {:.2?}",
+        t.elapsed()
+    );
+}
+
+#[test]
+fn import_refuses_a_tree_nested_30000_deep() {
+    // Import accepted trees nested 30,000 and 100,000 levels deep, which then overflowed
+    // the stack of verify, show, checkout (and at 100,000 gc and export). Now refused,
+    // like pull and clone, past MAX_TREE_DEPTH (4,096 levels), with nothing imported.
+    import_refuses_a_tree_nested(30_000);
+}
+
+#[test]
+#[ignore = "slow: stages 100,000 objects as files (about 2 minutes in a debug build); run with --ignored"]
+fn import_refuses_a_tree_nested_100000_deep() {
+    import_refuses_a_tree_nested(100_000);
+}

@@ -26,7 +26,7 @@ pub fn run(ctx: &Ctx, path: &Path, secrets_mode: SecretsMode) -> Result<Outcome>
         return Err(capture::secrets_refusal(&found));
     }
     let start = store.read_ref(&RefName::Current)?;
-    store.read_log()?;
+    store.check_log()?;
     let mut ids: HashMap<String, ObjectId> = HashMap::new();
     let mut current = start;
     let mut imported = Vec::new();

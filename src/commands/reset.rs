@@ -4,9 +4,9 @@
 use serde_json::json;
 
 use crate::error::{Error, Result};
+use crate::format::ObjectId;
 use crate::format::id::show_full;
 use crate::format::names::RefName;
-use crate::format::{EntryKind, ObjectId};
 use crate::output::{Ctx, Outcome};
 use crate::store::Store;
 use crate::store::refs::{Expect, MoveReason};
@@ -60,9 +60,12 @@ fn require_complete(store: &Store, bundle: &ObjectId) -> Result<()> {
             return Err(missing("parent bundle", parent));
         }
     }
-    for (_, entry) in store.list_tree(&manifest.tree)? {
-        if entry.kind != EntryKind::Dir && !store.objects.contains(&entry.id) {
-            return Err(missing("object", &entry.id));
+    // Each distinct tree once: a tree naming one subtree many times is checked cheaply.
+    let mut below: Vec<ObjectId> = store.trees_below(&[*bundle])?.into_iter().collect();
+    below.sort();
+    for id in below {
+        if !store.objects.contains(&id) {
+            return Err(missing("object", &id));
         }
     }
     Ok(())

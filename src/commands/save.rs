@@ -69,7 +69,7 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
 /// save leaves the store exactly as it was.
 fn check_refs_readable(store: &crate::store::Store) -> Result<()> {
     store.read_ref(&RefName::Current)?;
-    store.read_log()?;
+    store.check_log()?;
     Ok(())
 }
 

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use super::Store;
 use super::objects::PendingDirs;
+use super::shape::MAX_TREE_DEPTH;
 use crate::error::{Error, Result};
 use crate::format::{EntryKind, ObjectId, Tree, TreeEntry};
 
@@ -40,6 +41,13 @@ impl Store {
         let mut seen = std::collections::BTreeSet::new();
         for file in files {
             let parts: Vec<&str> = file.path.split('/').collect();
+            // Readers refuse deeper trees (and the writer below recurses per level).
+            if parts.len() > MAX_TREE_DEPTH as usize {
+                return Err(Error::usage(format!(
+                    "path '{}…' is more than {MAX_TREE_DEPTH} directories deep (MAX_TREE_DEPTH)",
+                    parts[..8].join("/").escape_debug()
+                )));
+            }
             for part in &parts {
                 crate::format::names::validate_entry_name(part).map_err(|_| {
                     Error::usage(format!(

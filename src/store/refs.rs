@@ -1,7 +1,7 @@
 //! Refs and the audit log: compare-and-swap ref moves, each recorded in `log` first.
 
 use std::fs::{self, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -161,7 +161,7 @@ impl Store {
     }
 
     /// Every bundle id a ref, a ref generation or a log line has ever named: the roots
-    /// that `gc` keeps and `verify` checks.
+    /// that `gc` keeps and `verify` checks. The log is read as a stream.
     pub fn all_roots(&self) -> Result<Vec<ObjectId>> {
         let mut roots = std::collections::BTreeSet::new();
         for name in self.ref_names()? {
@@ -170,11 +170,17 @@ impl Store {
                 roots.extend(entry.new);
             }
         }
-        for entry in self.read_log()? {
+        self.log_roots(&mut roots)?;
+        Ok(roots.into_iter().collect())
+    }
+
+    /// Add every id the log names to `roots`; returns the number of lines.
+    pub fn log_roots(&self, roots: &mut std::collections::BTreeSet<ObjectId>) -> Result<u64> {
+        self.for_each_log_entry(|entry| {
             roots.extend(entry.old);
             roots.extend(entry.new);
-        }
-        Ok(roots.into_iter().collect())
+            Ok(())
+        })
     }
 
     pub fn read_ref(&self, name: &RefName) -> Result<Option<ObjectId>> {
@@ -321,8 +327,18 @@ impl Store {
             match LogEntry::decode_line(line, 0) {
                 Ok(entry) => out.push(entry),
                 Err(_) => {
-                    let all = self.read_log()?;
-                    return Ok(all[all.len().saturating_sub(max)..].to_vec());
+                    // Read it all (as a stream) so the error names the line.
+                    let mut last = std::collections::VecDeque::with_capacity(max.min(1 << 16));
+                    self.for_each_log_entry(|entry| {
+                        if max > 0 {
+                            if last.len() == max {
+                                last.pop_front();
+                            }
+                            last.push_back(entry);
+                        }
+                        Ok(())
+                    })?;
+                    return Ok(last.into_iter().collect());
                 }
             }
         }
@@ -338,23 +354,59 @@ impl Store {
     }
 
     /// The whole log, oldest first. A damaged line is an integrity error naming it; a
-    /// torn last line (an interrupted append, never committed) is left out.
+    /// torn last line (an interrupted append, never committed) is left out. Holds every
+    /// line: only for callers that show them all (`log --audit`); others stream.
     pub fn read_log(&self) -> Result<Vec<LogEntry>> {
-        let path = self.log_path();
-        let bytes = fs::read(&path).ctx("cannot read log", &path)?;
         let mut entries = Vec::new();
-        let mut rest: &[u8] = &bytes;
-        let mut line_no = 0;
-        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
-            line_no += 1;
-            entries.push(LogEntry::decode_line(&rest[..end], line_no).map_err(|e| {
-                e.with_hint("the log is never rewritten by baton; repair it by hand from a backup")
-            })?);
-            rest = &rest[end + 1..];
-        }
+        self.for_each_log_entry(|entry| {
+            entries.push(entry);
+            Ok(())
+        })?;
         Ok(entries)
     }
+
+    /// Check every committed line of the log; returns their number.
+    pub fn check_log(&self) -> Result<u64> {
+        self.for_each_log_entry(|_| Ok(()))
+    }
+
+    /// Decode the committed lines of the log one at a time, oldest first, into `f`:
+    /// memory stays at one line (at most `MAX_LOG_LINE`) whatever the log's size. A
+    /// damaged line is an integrity error naming it; a torn last line is left out.
+    /// Returns the number of lines.
+    pub fn for_each_log_entry(&self, mut f: impl FnMut(LogEntry) -> Result<()>) -> Result<u64> {
+        let path = self.log_path();
+        let mut file = fs::File::open(&path).ctx("cannot read log", &path)?;
+        let (committed, _) = committed_length(&mut file).ctx("cannot read log", &path)?;
+        file.seek(SeekFrom::Start(0))
+            .ctx("cannot read log", &path)?;
+        let mut reader = std::io::BufReader::with_capacity(256 << 10, file.take(committed));
+        let mut line = Vec::new();
+        let mut line_no = 0u64;
+        loop {
+            line.clear();
+            let n = (&mut reader)
+                .take(MAX_LOG_LINE + 1)
+                .read_until(b'\n', &mut line)
+                .ctx("cannot read log", &path)?;
+            if n == 0 {
+                return Ok(line_no);
+            }
+            line_no += 1;
+            let hint = "the log is never rewritten by baton; repair it by hand from a backup";
+            let Some(text) = line.strip_suffix(b"\n") else {
+                return Err(Error::integrity(format!(
+                    "log line {line_no} is damaged: longer than {MAX_LOG_LINE} bytes"
+                ))
+                .with_hint(hint));
+            };
+            f(LogEntry::decode_line(text, line_no as usize).map_err(|e| e.with_hint(hint))?)?;
+        }
+    }
 }
+
+/// Longest log line read (a ref generation, which holds one line, is read up to 64 KiB).
+pub const MAX_LOG_LINE: u64 = 1 << 20;
 
 /// The newest generation number in ref directory `dir`, found without listing it:
 /// writers only ever publish N+1 over the newest N and never delete, so the numbers

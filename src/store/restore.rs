@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::shape::MAX_CHECKOUT_BYTES;
 use super::{Store, fsutil};
 use crate::error::{Error, IoContext, Result};
 use crate::format::{EntryKind, ObjectId, TreeEntry};
@@ -45,6 +46,15 @@ impl Store {
         dest: &Path,
         progress: &indicatif::ProgressBar,
     ) -> Result<CheckoutStats> {
+        // Listed (and refused past the limits) before anything is created.
+        let (shape, entries) = self.list_tree_shaped(tree)?;
+        if shape.file_bytes > MAX_CHECKOUT_BYTES {
+            return Err(Error::integrity(format!(
+                "tree {tree} holds {} bytes of files, over the checkout limit of {MAX_CHECKOUT_BYTES} (MAX_CHECKOUT_BYTES)",
+                shape.file_bytes
+            ))
+            .with_hint("a tree that names one large file many times is forged or damaged; 'baton cat' reads single files"));
+        }
         let mut fill_existing = false;
         let canonical;
         let mut dest = dest;
@@ -94,7 +104,6 @@ impl Store {
         fs::create_dir(&staging_path).ctx("cannot create directory", &staging_path)?;
         let mut staging = Staging(Some(staging_path.clone()));
 
-        let entries = self.list_tree(tree)?;
         progress.set_length(
             entries
                 .iter()

@@ -12,6 +12,7 @@ use rayon::prelude::*;
 
 use super::Store;
 use super::objects::{PendingDirs, Stored, open_regular};
+use super::shape::MAX_TREE_DEPTH;
 use crate::error::{Error, IoContext, Result};
 use crate::format::{EntryKind, MAX_METADATA_OBJECT, ObjectId, Tree, TreeEntry};
 
@@ -58,10 +59,18 @@ pub fn scan(dir: &Path, skip: Option<(u64, u64)>) -> Result<Node> {
                 .with_hint("give the path of a directory to save"),
         );
     }
-    scan_dir(dir, skip)
+    scan_dir(dir, skip, 0)
 }
 
-fn scan_dir(dir: &Path, skip: Option<(u64, u64)>) -> Result<Node> {
+fn scan_dir(dir: &Path, skip: Option<(u64, u64)>, depth: u32) -> Result<Node> {
+    // Readers refuse deeper trees (and this scan and the writer recurse per level).
+    if depth >= MAX_TREE_DEPTH {
+        return Err(Error::usage(format!(
+            "{} is more than {MAX_TREE_DEPTH} directories deep (MAX_TREE_DEPTH)",
+            dir.display()
+        ))
+        .with_hint("baton stores trees up to that depth; save a shallower directory"));
+    }
     let mut children = Vec::new();
     let reader = fs::read_dir(dir).ctx("cannot read directory", dir)?;
     for entry in reader {
@@ -85,7 +94,7 @@ fn scan_dir(dir: &Path, skip: Option<(u64, u64)>) -> Result<Node> {
             if skip == Some((meta.dev(), meta.ino())) {
                 continue;
             }
-            scan_dir(&path, skip)?
+            scan_dir(&path, skip, depth + 1)?
         } else if kind.is_file() {
             // Opening proves the file is readable now, before anything is written.
             open_regular(&path)?;

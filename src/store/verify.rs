@@ -10,8 +10,9 @@ use serde::Serialize;
 
 use super::Store;
 use super::objects::ListedObject;
+use super::shape::{MAX_TREE_DEPTH, Shapes, TreeSource, too_deep};
 use crate::error::Result;
-use crate::format::{EntryKind, ObjectId};
+use crate::format::{EntryKind, ObjectId, Tree};
 
 #[derive(Debug, Default, Serialize)]
 pub struct VerifyReport {
@@ -101,6 +102,11 @@ impl Store {
         match self.reachable(&roots.into_iter().collect::<Vec<_>>()) {
             Ok(reach) => {
                 report.bundles_checked = reach.bundles as u64;
+                if let Some((tree, depth)) = reach.deepest
+                    && depth > MAX_TREE_DEPTH
+                {
+                    report.problems.push(too_deep(&tree).message);
+                }
                 // The walk reads bundles and trees but only names blobs: a blob whose file
                 // is gone would otherwise go unnoticed, as the rehash above sees only the
                 // objects that are present.
@@ -152,27 +158,46 @@ impl Store {
         }
     }
 
-    /// Every id named by a ref or a log line; damaged refs and log lines become problems.
+    /// Every id named by a ref or a log line; damaged refs and log lines become problems
+    /// (and then no roots: the reachability check needs them all). The log is read once,
+    /// as a stream.
     fn check_refs_and_log(&self, report: &mut VerifyReport) -> BTreeSet<ObjectId> {
-        match self.read_log() {
-            Ok(entries) => report.log_entries = entries.len() as u64,
-            Err(e) => report.problems.push(e.message),
+        let mut roots = BTreeSet::new();
+        let mut complete = true;
+        match self.log_roots(&mut roots) {
+            Ok(lines) => report.log_entries = lines,
+            Err(e) => {
+                report.problems.push(e.message);
+                complete = false;
+            }
         }
         report.log_torn_tail = self.log_has_torn_tail().unwrap_or(false);
         match self.ref_names() {
             Ok(names) => {
                 for name in names {
-                    if let Err(e) = self.ref_history(&name).and_then(|_| self.read_ref(&name)) {
-                        report.problems.push(e.message);
+                    match self
+                        .ref_history(&name)
+                        .and_then(|h| Ok((h, self.read_ref(&name)?)))
+                    {
+                        Ok((history, _)) => {
+                            for entry in history {
+                                roots.extend(entry.old);
+                                roots.extend(entry.new);
+                            }
+                        }
+                        Err(e) => {
+                            report.problems.push(e.message);
+                            complete = false;
+                        }
                     }
                 }
             }
-            Err(e) => report.problems.push(e.message),
+            Err(e) => {
+                report.problems.push(e.message);
+                complete = false;
+            }
         }
-        match self.all_roots() {
-            Ok(roots) => roots.into_iter().collect(),
-            Err(_) => BTreeSet::new(),
-        }
+        if complete { roots } else { BTreeSet::new() }
     }
 
     /// Verify one bundle and everything below its tree, and that its parents are here;
@@ -191,6 +216,7 @@ impl Store {
         };
         let mut blobs: BTreeSet<(ObjectId, u64)> = BTreeSet::new();
         let mut seen = BTreeSet::new();
+        let mut shapes = Shapes::default();
         let mut stack = vec![*bundle];
         while let Some(id) = stack.pop() {
             if !seen.insert(id) {
@@ -211,7 +237,8 @@ impl Store {
                             }
                         }
                     }
-                    if let Err(e) = self.collect_blobs(&b.tree, &mut seen, &mut blobs, &mut report)
+                    if let Err(e) =
+                        self.collect_blobs(&b.tree, &mut shapes, &mut blobs, &mut report)
                     {
                         report.problems.push(e.message);
                     }
@@ -239,27 +266,52 @@ impl Store {
         Ok(report)
     }
 
+    /// Every blob below `tree` (each distinct tree read once, shared across bundles by
+    /// `shapes`), with the size its entry declares; trees are checked against theirs. A
+    /// tree that cannot be read is a problem and the walk goes on beside it.
     fn collect_blobs(
         &self,
         tree: &ObjectId,
-        seen: &mut BTreeSet<ObjectId>,
+        shapes: &mut Shapes,
         blobs: &mut BTreeSet<(ObjectId, u64)>,
         report: &mut VerifyReport,
     ) -> Result<()> {
-        if !seen.insert(*tree) {
-            return Ok(());
-        }
-        report.objects_checked += 1;
-        for entry in self.read_tree(tree)?.entries {
-            if entry.kind == EntryKind::Dir {
-                if let Err(e) = self.collect_blobs(&entry.id, seen, blobs, report) {
-                    report.problems.push(e.message);
-                }
-            } else {
-                blobs.insert((entry.id, entry.size));
+        let mut source = Collect {
+            store: self,
+            blobs,
+            report,
+        };
+        shapes.walk(tree, None, MAX_TREE_DEPTH, &mut source)?;
+        Ok(())
+    }
+}
+
+/// Trees read by `verify_rev`: counted, their blobs collected, unreadable ones reported.
+struct Collect<'a> {
+    store: &'a Store,
+    blobs: &'a mut BTreeSet<(ObjectId, u64)>,
+    report: &'a mut VerifyReport,
+}
+
+impl TreeSource for Collect<'_> {
+    fn read(&mut self, id: &ObjectId, size: Option<u64>) -> Result<(Tree, u64)> {
+        self.report.objects_checked += 1;
+        let (tree, len) = match (self.store.read_tree_len(id), size) {
+            (Ok(read), _) => read,
+            // The root's own error is the caller's; below it, one problem per tree, and
+            // the walk goes on beside it.
+            (Err(e), Some(size)) => {
+                self.report.problems.push(e.message);
+                return Ok((Tree::default(), size));
+            }
+            (Err(e), None) => return Err(e),
+        };
+        for entry in &tree.entries {
+            if entry.kind != EntryKind::Dir {
+                self.blobs.insert((entry.id, entry.size));
             }
         }
-        Ok(())
+        Ok((tree, len))
     }
 }
 

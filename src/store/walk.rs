@@ -3,39 +3,57 @@
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 
 use super::Store;
+use super::shape::{MAX_TREE_DEPTH, Shape, Shapes, TreeSource};
 use crate::error::{Error, Result};
 use crate::format::bundle::unix_seconds;
-use crate::format::{EntryKind, ObjectId, TreeEntry};
+use crate::format::{EntryKind, ObjectId, Tree, TreeEntry};
 
 /// What a reachability walk found.
 pub struct Reach {
     pub objects: HashSet<ObjectId>,
     pub bundles: usize,
+    /// The deepest root tree reached and its depth (`Shape::depth`).
+    pub deepest: Option<(ObjectId, u32)>,
 }
 
 impl Store {
     /// Every entry below `tree`, depth first in name order, with its slash-separated path.
+    /// Refused (before anything is expanded) past `MAX_TREE_DEPTH` or the expansion
+    /// limits of `shape.rs`.
     pub fn list_tree(&self, tree: &ObjectId) -> Result<Vec<(String, TreeEntry)>> {
-        let mut out = Vec::new();
-        self.list_into(tree, "", &mut out)?;
-        Ok(out)
+        Ok(self.list_tree_shaped(tree)?.1)
     }
 
-    fn list_into(
-        &self,
-        tree: &ObjectId,
-        prefix: &str,
-        out: &mut Vec<(String, TreeEntry)>,
-    ) -> Result<()> {
-        for entry in self.read_tree(tree)?.entries {
+    /// `list_tree` and the tree's shape (for limits on what the caller does with it).
+    pub fn list_tree_shaped(&self, tree: &ObjectId) -> Result<(Shape, Vec<(String, TreeEntry)>)> {
+        // The shape first, each distinct tree read once and kept: a tree past the limits
+        // costs what its distinct trees cost, not what it expands to.
+        let mut cache = Cache {
+            store: self,
+            trees: HashMap::new(),
+        };
+        let shape = Shapes::default().walk(tree, None, MAX_TREE_DEPTH, &mut cache)?;
+        shape.check_expansion(tree)?;
+        let trees = cache.trees;
+        let get = |id: &ObjectId| {
+            trees
+                .get(id)
+                .ok_or_else(|| Error::other(format!("internal error: tree {id} was not kept")))
+        };
+        let mut out = Vec::with_capacity(usize::try_from(shape.entries).unwrap_or(0));
+        let mut stack = vec![(get(tree)?.entries.iter(), String::new())];
+        while let Some((entries, prefix)) = stack.last_mut() {
+            let Some(entry) = entries.next() else {
+                stack.pop();
+                continue;
+            };
             let path = format!("{prefix}{}", entry.name);
-            let subtree = (entry.kind == EntryKind::Dir).then_some(entry.id);
-            out.push((path.clone(), entry));
-            if let Some(id) = subtree {
-                self.list_into(&id, &format!("{path}/"), out)?;
+            out.push((path.clone(), entry.clone()));
+            if entry.kind == EntryKind::Dir {
+                stack.push((get(&entry.id)?.entries.iter(), format!("{path}/")));
             }
         }
-        Ok(())
+        Ok((shape, out))
     }
 
     /// The entry at `path` (slash-separated) below `tree`.
@@ -85,22 +103,57 @@ impl Store {
         Ok(Reach {
             bundles: walk.bundles.len(),
             objects: walk.objects,
+            deepest: walk.deepest,
         })
     }
 
+    /// Mark `tree` and everything below it, each distinct tree read once, iteratively:
+    /// any depth costs heap in proportion, never the stack. The depth is measured, not
+    /// limited (callers decide: verify reports a tree past `MAX_TREE_DEPTH`).
     fn mark_tree(&self, tree: &ObjectId, walk: &mut Walk) -> Result<()> {
-        if !walk.trees.insert(*tree) {
-            return Ok(());
-        }
-        walk.objects.insert(*tree);
-        for entry in self.read_tree(tree)?.entries {
-            if entry.kind == EntryKind::Dir {
-                self.mark_tree(&entry.id, walk)?;
-            } else {
-                walk.objects.insert(entry.id);
-            }
+        let mut marking = Marking {
+            store: self,
+            objects: &mut walk.objects,
+        };
+        let shape = walk.shapes.walk(tree, None, u32::MAX, &mut marking)?;
+        if walk.deepest.is_none_or(|(_, depth)| shape.depth > depth) {
+            walk.deepest = Some((*tree, shape.depth));
         }
         Ok(())
+    }
+}
+
+/// Trees read for a listing, kept for its expansion.
+struct Cache<'a> {
+    store: &'a Store,
+    trees: HashMap<ObjectId, Tree>,
+}
+
+impl TreeSource for Cache<'_> {
+    fn read(&mut self, id: &ObjectId, _size: Option<u64>) -> Result<(Tree, u64)> {
+        self.store.read_tree_len(id)
+    }
+    fn keep(&mut self, id: ObjectId, tree: Tree) {
+        self.trees.insert(id, tree);
+    }
+}
+
+/// Trees read for reachability: each tree and every blob it names is marked.
+struct Marking<'a> {
+    store: &'a Store,
+    objects: &'a mut HashSet<ObjectId>,
+}
+
+impl TreeSource for Marking<'_> {
+    fn read(&mut self, id: &ObjectId, _size: Option<u64>) -> Result<(Tree, u64)> {
+        let (tree, len) = self.store.read_tree_len(id)?;
+        self.objects.insert(*id);
+        for entry in &tree.entries {
+            if entry.kind != EntryKind::Dir {
+                self.objects.insert(entry.id);
+            }
+        }
+        Ok((tree, len))
     }
 }
 
@@ -108,7 +161,8 @@ impl Store {
 struct Walk {
     objects: HashSet<ObjectId>,
     bundles: HashSet<ObjectId>,
-    trees: HashSet<ObjectId>,
+    shapes: Shapes,
+    deepest: Option<(ObjectId, u32)>,
 }
 
 impl Store {
@@ -160,10 +214,20 @@ impl Store {
         tip: ObjectId,
         base: Option<ObjectId>,
     ) -> Result<(Vec<ObjectId>, Vec<ObjectId>)> {
+        self.bundles_not_in_any(tip, base.as_slice())
+    }
+
+    /// `bundles_not_in` with several bases: the bundles `tip` reaches and none of
+    /// `bases` does.
+    pub fn bundles_not_in_any(
+        &self,
+        tip: ObjectId,
+        bases: &[ObjectId],
+    ) -> Result<(Vec<ObjectId>, Vec<ObjectId>)> {
         let mut paint = Paint::default();
         paint.add(self, tip, OURS)?;
-        if let Some(base) = base {
-            paint.add(self, base, THEIRS)?;
+        for base in bases {
+            paint.add(self, *base, THEIRS)?;
         }
         while paint
             .heap
@@ -188,7 +252,7 @@ impl Store {
             .map(|(id, _)| *id)
             .collect();
         new.sort();
-        let mut boundary: HashSet<ObjectId> = base.into_iter().collect();
+        let mut boundary: HashSet<ObjectId> = bases.iter().copied().collect();
         for id in &new {
             for parent in &paint.parents[id] {
                 if paint.flags.get(parent).is_some_and(|f| f & THEIRS != 0) {
@@ -203,12 +267,21 @@ impl Store {
 
     /// Every tree and blob below the root trees of `bundles`, each tree read once.
     pub fn trees_below(&self, bundles: &[ObjectId]) -> Result<HashSet<ObjectId>> {
+        Ok(self.below(bundles)?.objects)
+    }
+
+    /// `trees_below` with the deepest tree found (`bundles` counts the bundles read).
+    pub fn below(&self, bundles: &[ObjectId]) -> Result<Reach> {
         let mut walk = Walk::default();
         for id in bundles {
             let bundle = self.read_bundle(id)?;
             self.mark_tree(&bundle.tree, &mut walk)?;
         }
-        Ok(walk.objects)
+        Ok(Reach {
+            objects: walk.objects,
+            bundles: bundles.len(),
+            deepest: walk.deepest,
+        })
     }
 }
 

@@ -20,8 +20,10 @@ use serde::{Deserialize, Serialize};
 use super::remote_store::STALE_STAGING_SECS;
 use crate::error::{Error, IoContext, Result};
 use crate::format::names::RefName;
-use crate::format::{Bundle, EntryKind, LogEntry, MAX_METADATA_OBJECT, ObjectId, Tree};
+use crate::format::{Bundle, LogEntry, MAX_METADATA_OBJECT, ObjectId};
+use crate::store::receive::{Incoming, TreeCheck};
 use crate::store::refs::{Expect, MoveReason};
+use crate::store::shape::{MAX_TREE_DEPTH, too_deep};
 use crate::store::{Store, fsutil};
 
 /// The first entry of every archive.
@@ -109,17 +111,20 @@ pub fn export(
     let Some(current) = listed.first().copied() else {
         return Err(Error::usage("nothing to export: no revision given"));
     };
-    let objects: BTreeSet<ObjectId> = if history {
-        store.reachable(&listed)?.objects.into_iter().collect()
+    let reach = if history {
+        store.reachable(&listed)?
     } else {
-        let mut set = BTreeSet::new();
-        for id in &listed {
-            let bundle = store.read_bundle(id)?;
-            set.insert(*id);
-            collect_tree(store, &bundle.tree, &mut set)?;
-        }
-        set
+        let mut reach = store.below(&listed)?;
+        reach.objects.extend(listed.iter().copied());
+        reach
     };
+    // An archive that import would refuse is not written.
+    if let Some((tree, depth)) = reach.deepest
+        && depth > MAX_TREE_DEPTH
+    {
+        return Err(too_deep(&tree));
+    }
+    let objects: BTreeSet<ObjectId> = reach.objects.into_iter().collect();
     let log = if history {
         let path = store.root().join("log");
         let mut bytes = fsutil::read_limited(&path, MAX_LOG)?;
@@ -219,23 +224,6 @@ fn header(name: &str, size: u64) -> Result<tar::Header> {
     header.set_mtime(0);
     header.set_cksum();
     Ok(header)
-}
-
-fn collect_tree(store: &Store, tree: &ObjectId, set: &mut BTreeSet<ObjectId>) -> Result<()> {
-    let mut stack = vec![*tree];
-    while let Some(id) = stack.pop() {
-        if !set.insert(id) {
-            continue;
-        }
-        for entry in store.read_tree(&id)?.entries {
-            if entry.kind == EntryKind::Dir {
-                stack.push(entry.id);
-            } else {
-                set.insert(entry.id);
-            }
-        }
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -480,7 +468,8 @@ fn receive(store: &Store, file: &Path, stage: &Path, ratio: u64) -> Result<Recei
             }
             return Err(duplicate(&name));
         }
-        temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
+        // Not fsynced yet: `publish` does, once every check has passed, so that a
+        // refused archive of 100,000 objects costs no 100,000 fsyncs.
         staged.insert(
             id,
             Staged {
@@ -723,12 +712,17 @@ fn check_manifest(file: &Path, received: &Received) -> Result<(Vec<ObjectId>, Ob
     Ok((bundles, current))
 }
 
-/// Decode every bundle and tree reachable from `bundles`, from staging or the store, and
-/// check that every object they name is at hand; every staged object must be reached.
-fn check_reachable(store: &Store, received: &Received, bundles: &[ObjectId]) -> Result<()> {
-    let staged = &received.staged;
-    let load = |id: &ObjectId| -> Result<Option<Vec<u8>>> {
-        if let Some(s) = staged.get(id) {
+/// The archive's staging area in front of the store: what import's checks read.
+struct Staging<'a> {
+    store: &'a Store,
+    staged: &'a BTreeMap<ObjectId, Staged>,
+}
+
+impl Staging<'_> {
+    /// The verified content of a bundle or tree (at most `MAX_METADATA_OBJECT` bytes),
+    /// from staging or the store.
+    fn load(&self, id: &ObjectId) -> Result<Option<Vec<u8>>> {
+        if let Some(s) = self.staged.get(id) {
             let mut sink = Bounded {
                 limit: MAX_METADATA_OBJECT,
                 written: 0,
@@ -740,7 +734,7 @@ fn check_reachable(store: &Store, received: &Received, bundles: &[ObjectId]) -> 
                 bytes: &mut bytes,
                 bound: &mut sink,
             };
-            store
+            self.store
                 .objects
                 .decode_stored(id, BufReader::new(reader), None, &mut tee)
                 .map_err(|e| {
@@ -754,23 +748,42 @@ fn check_reachable(store: &Store, received: &Received, bundles: &[ObjectId]) -> 
                 })?;
             return Ok(Some(bytes));
         }
-        if store.objects.contains(id) {
-            return Ok(Some(store.objects.get_bytes(id, MAX_METADATA_OBJECT)?));
+        self.store.tree_bytes(id)
+    }
+}
+
+impl Incoming for Staging<'_> {
+    fn tree_bytes(&self, id: &ObjectId) -> Result<Option<Vec<u8>>> {
+        self.load(id)
+    }
+    fn blob_len(&self, id: &ObjectId) -> Result<Option<u64>> {
+        match self.staged.get(id) {
+            Some(s) => Ok(Some(s.content_len)),
+            None => self.store.blob_len(id),
         }
-        Ok(None)
-    };
+    }
+    fn missing(&self, id: &ObjectId, what: &str, bundle: &ObjectId) -> Error {
+        missing(*id, what, *bundle)
+    }
+}
+
+/// Decode every bundle and tree reachable from `bundles`, from staging or the store, and
+/// check that every object they name is at hand with the size its entry declares, and no
+/// tree is too deep (the store's receive check, as pull's); every staged object must be
+/// reached.
+fn check_reachable(store: &Store, received: &Received, bundles: &[ObjectId]) -> Result<()> {
+    let staged = &received.staged;
+    let staging = Staging { store, staged };
     // Separate sets per role: the same bytes may be a blob in one place and a tree in
     // another, and each role must be checked as such.
     let mut seen_bundles: HashSet<ObjectId> = HashSet::new();
-    let mut seen_trees: HashSet<ObjectId> = HashSet::new();
-    let mut seen_blobs: HashSet<ObjectId> = HashSet::new();
+    let mut trees = TreeCheck::default();
     let mut queue: Vec<(ObjectId, Option<ObjectId>)> = bundles.iter().map(|b| (*b, None)).collect();
-    let mut trees: Vec<(ObjectId, Option<u64>)> = Vec::new();
     while let Some((id, child)) = queue.pop() {
         if !seen_bundles.insert(id) {
             continue;
         }
-        let Some(bytes) = load(&id)? else {
+        let Some(bytes) = staging.load(&id)? else {
             let child = child.map(|c| c.to_hex()).unwrap_or_default();
             let hint = if received.manifest.history {
                 "nothing was imported; the archive is incomplete"
@@ -785,42 +798,19 @@ fn check_reachable(store: &Store, received: &Received, bundles: &[ObjectId]) -> 
         let bundle = Bundle::decode(&bytes)
             .map_err(|e| Error::integrity(format!("bundle {id}: {}", e.message)))?;
         queue.extend(bundle.parents.iter().map(|p| (*p, Some(id))));
-        trees.push((bundle.tree, None));
-        while let Some((tree_id, size)) = trees.pop() {
-            if !seen_trees.insert(tree_id) {
-                continue;
-            }
-            let Some(bytes) = load(&tree_id)? else {
-                return Err(missing(tree_id, "tree", id));
-            };
-            if let Some(size) = size
-                && size != bytes.len() as u64
+        trees.check(&staging, &id, &bundle.tree).map_err(|e| {
+            if e.hint
+                .as_deref()
+                .is_some_and(|h| h.starts_with("nothing was imported"))
             {
-                return Err(wrong_size(tree_id, bytes.len() as u64, size));
+                e
+            } else {
+                e.with_hint("nothing was imported; the archive is damaged or forged")
             }
-            let tree = Tree::decode(&bytes)
-                .map_err(|e| Error::integrity(format!("tree {tree_id}: {}", e.message)))?;
-            for entry in tree.entries {
-                if entry.kind == EntryKind::Dir {
-                    trees.push((entry.id, Some(entry.size)));
-                    continue;
-                }
-                if !seen_blobs.insert(entry.id) {
-                    continue;
-                }
-                match staged.get(&entry.id) {
-                    Some(s) if s.content_len != entry.size => {
-                        return Err(wrong_size(entry.id, s.content_len, entry.size));
-                    }
-                    Some(_) => {}
-                    None if store.objects.contains(&entry.id) => {}
-                    None => return Err(missing(entry.id, "file", id)),
-                }
-            }
-        }
+        })?;
     }
     let reached = |id: &ObjectId| {
-        seen_bundles.contains(id) || seen_trees.contains(id) || seen_blobs.contains(id)
+        seen_bundles.contains(id) || trees.trees.contains(id) || trees.blobs.contains(id)
     };
     if let Some(extra) = staged.keys().find(|id| !reached(id)) {
         return Err(Error::integrity(format!(
@@ -836,13 +826,6 @@ fn missing(id: ObjectId, what: &str, bundle: ObjectId) -> Error {
         "{what} object {id} of bundle {bundle} is neither in the archive nor in this store"
     ))
     .with_hint("nothing was imported; the archive is incomplete")
-}
-
-fn wrong_size(id: ObjectId, actual: u64, expected: u64) -> Error {
-    Error::integrity(format!(
-        "object {id} holds {actual} bytes, its tree entry says {expected}"
-    ))
-    .with_hint("nothing was imported; the archive is damaged or forged")
 }
 
 /// Move verified objects from staging into `objects/` (no-clobber renames within the
@@ -864,6 +847,10 @@ fn publish(
         }
         let fanout = dest.parent().unwrap_or(store.objects.dir()).to_path_buf();
         fsutil::ensure_private_dir(&fanout)?;
+        // Durable before it is renamed into place (SPEC 12.1).
+        File::open(&object.path)
+            .and_then(|f| f.sync_all())
+            .ctx("cannot fsync", &object.path)?;
         match object.path.persist_noclobber(&dest) {
             Ok(()) => {
                 report.objects_published += 1;

@@ -165,6 +165,7 @@ fn fetch_from(
             ))
             .with_hint("run 'baton verify' on the remote store")
         })?;
+        store.check_received(&theirs)?; // sizes and depth (store/receive.rs)
     }
     let name = RefName::parse(&format!("targets/{target}"))?;
     if store.read_ref(&name)? != Some(theirs) {
