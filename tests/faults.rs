@@ -633,12 +633,9 @@ fn clone_survives_drops_at_offsets_in_both_directions() {
 /// its handshake (both directions): every cut must be exit 7, never a misleading
 /// authentication or host-key error.
 #[test]
+#[ignore = "long: a thousand connections; BATON_FAULT_SWEEP=STEP sets the step (default 9)"]
 fn handshake_drop_sweep() {
-    let step = env_u64("BATON_FAULT_SWEEP", 0);
-    if step == 0 {
-        eprintln!("skipped: set BATON_FAULT_SWEEP=STEP to sweep the handshake");
-        return;
-    }
+    let step = env_u64("BATON_FAULT_SWEEP", 9).max(1);
     let (w, _a, b) = pull_world(64 << 10);
     let (up0, down0) = w.measure(&b, &["pull"]);
     let c = Env::new();
@@ -1009,7 +1006,11 @@ impl Tmpfs {
                 dir: dir.to_path_buf(),
             }),
             other => {
-                eprintln!("skipped: cannot mount tmpfs (needs root): {other:?}");
+                // CI runs as root: there a failed mount is a failure, not a skip.
+                assert!(
+                    std::env::var("CI").as_deref() != Ok("true"),
+                    "cannot mount tmpfs: {other:?}"
+                );
                 None
             }
         }
