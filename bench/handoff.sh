@@ -2,7 +2,8 @@
 # Typical-handoff benchmark (issue 11): `baton handoff` of a 200-file git repository with
 # a 3 MB Claude Code session, and `baton resume` of it, against `git commit` and
 # `git status` on the same repository in the same run, alternating, median of BENCH_RUNS.
-# Prints a markdown table with the ratios and the load average; writes nothing else.
+# Writes the "## Typical handoff (issue 11)" section of docs/benchmarks.md (BENCH_DOCS=0:
+# only print it).
 #
 # Usage: bash bench/handoff.sh            (BENCH_RUNS=9 by default, BENCH_DIR=bench/work)
 set -euo pipefail
@@ -108,10 +109,31 @@ r=$(echo "${T[resume]}" | median); s=$(echo "${T[git_status]}" | median)
 ms() { printf '%.1f' "$(echo "$1 * 1000" | bc)"; }
 ratio() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
 events=$(cd "$WS" && "$BATON" search current "" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["total_matches"])')
-echo
-echo "Typical handoff: 200-file repository (5 files changed), 3 MB Claude Code session ($events events); median of $RUNS alternating runs; load average $(cut -d' ' -f1-3 /proc/loadavg)."
-echo
-echo "| work | baton | peer | ratio |"
-echo "| --- | ---: | ---: | ---: |"
-echo "| \`baton handoff\` (save, no push) vs \`git add -A && git commit\` | $(ms "$h") ms | $(ms "$c") ms | $(ratio "$h" "$c") |"
-echo "| \`baton resume\` vs \`git status\` | $(ms "$r") ms | $(ms "$s") ms | $(ratio "$r" "$s") |"
+{
+  echo "## Typical handoff (issue 11)"
+  echo
+  echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC with \`bash bench/handoff.sh\` (commit $(git -C "$ROOT" rev-parse --short HEAD))."
+  echo
+  echo "- Data: a 200-file git repository (~4 KiB files, 5 changed and uncommitted), a 3 MB Claude Code session ($events normalised events) found by \`--transcript claude-code:latest\`."
+  echo "- Method: median of $RUNS runs, baton and git alternating in one loop; load average at the end $(cut -d' ' -f1-3 /proc/loadavg). The git commit is a small incremental commit, as a handoff records work in progress; \`baton handoff\` here has no \`--push\`."
+  echo
+  echo "| work | baton | peer | ratio (baton / peer) |"
+  echo "| --- | ---: | ---: | ---: |"
+  echo "| \`baton handoff\` vs \`git add -A && git commit\` | $(ms "$h") ms | $(ms "$c") ms | $(ratio "$h" "$c") |"
+  echo "| \`baton resume\` vs \`git status --porcelain=v2 --branch\` | $(ms "$r") ms | $(ms "$s") ms | $(ratio "$r" "$s") |"
+} > "$WORK/section.md"
+cat "$WORK/section.md"
+if [[ ${BENCH_DOCS:-1} == 1 ]]; then
+  python3 - "$ROOT/docs/benchmarks.md" "$WORK/section.md" <<'PY'
+import re, sys
+doc, section = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+title = "## Typical handoff (issue 11)"
+if title in doc:
+    start = doc.index(title)
+    nxt = doc.find("\n## ", start + len(title))
+    doc = doc[:start] + section + ("\n" + doc[nxt + 1:] if nxt >= 0 else "")
+else:
+    doc = doc.rstrip("\n") + "\n\n" + section
+open(sys.argv[1], "w").write(doc)
+PY
+fi
