@@ -26,8 +26,10 @@ pub fn run(ctx: &Ctx, args: &MergeArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;
     let theirs = store.resolve(&args.rev)?;
     let Some(ours) = store.read_ref(&RefName::Current)? else {
-        return Err(Error::usage("current is empty: there is nothing to merge into")
-            .with_hint(format!("take REV as it is with 'baton reset {}'", args.rev)));
+        return Err(
+            Error::usage("current is empty: there is nothing to merge into")
+                .with_hint(format!("take REV as it is with 'baton reset {}'", args.rev)),
+        );
     };
     if store.is_ancestor(&theirs, &ours)? {
         let human = if ctx.quiet {
@@ -98,9 +100,10 @@ pub fn run(ctx: &Ctx, args: &MergeArgs) -> Result<Outcome> {
     }
 
     let tree = match &briefing {
-        Some(b) => {
-            store.replace_root_file(&ours_bundle.tree, &MemFile::new("handoff.md", b.text.clone()))?
-        }
+        Some(b) => store.replace_root_file(
+            &ours_bundle.tree,
+            &MemFile::new("handoff.md", b.text.clone()),
+        )?,
         None => ours_bundle.tree,
     };
     let mut metadata = ours_bundle.metadata.clone();

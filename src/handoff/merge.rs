@@ -158,11 +158,16 @@ mod tests {
         assert_eq!(merged.section("Current State"), Some("Lexer done."));
         assert_eq!(merged.section("Risks / Watch Out"), Some("Mind the cache."));
         let steps = merged.section("Next Steps").unwrap();
-        let first = steps.find("### From aaaaaaaaaaaa (claude -> codex)").unwrap();
+        let first = steps
+            .find("### From aaaaaaaaaaaa (claude -> codex)")
+            .unwrap();
         let grammar = steps.find("1. Write the grammar.").unwrap();
         let second = steps.find("### From bbbbbbbbbbbb (codex)").unwrap();
         let docs = steps.find("1. Publish the docs.").unwrap();
-        assert!(first < grammar && grammar < second && second < docs, "{steps}");
+        assert!(
+            first < grammar && grammar < second && second < docs,
+            "{steps}"
+        );
         assert_eq!(merged.summary_line(), "Ship the parser.");
         // Same input, same bytes.
         let again = merge_briefings(&ours, &theirs).unwrap().unwrap();
@@ -216,7 +221,8 @@ mod tests {
         );
         assert!(parse_new(&[0xff, 0xfe]).is_err());
         let key = "AKIA".to_string() + "Q7RZ3K5M2N8P4T6W";
-        let raw = format!("## Objective\n\nx {key}\n\n## Current State\n\ny\n\n## Next Steps\n\nz\n");
+        let raw =
+            format!("## Objective\n\nx {key}\n\n## Current State\n\ny\n\n## Next Steps\n\nz\n");
         let mut found = BTreeMap::new();
         let clean = scrub(
             parse_new(raw.as_bytes()).unwrap(),
