@@ -1507,3 +1507,52 @@ fn merge_with_a_new_briefing_replaces_it_redacted_and_refuses_a_bad_one() {
     assert_eq!(json_ok(&a, &["pull"])["report"]["outcome"], "fast-forward");
     verify(&b, &remote);
 }
+
+#[test]
+fn a_handoff_that_loses_the_push_race_is_offered_merge_and_converges() {
+    let (_holder, remote, a, b, a_id, _b_id) = two_lines();
+    fs::write(
+        b.path().join("brief.md"),
+        briefing_text("Ship the docs", "Index the manual"),
+    )
+    .unwrap();
+    let err = json_err(
+        &b,
+        &[
+            "handoff",
+            "--to",
+            "erin",
+            "--brief",
+            "brief.md",
+            "--workspace",
+            "work",
+            "--push",
+            "origin",
+        ],
+        5,
+    );
+    let hint = err["hint"].as_str().unwrap_or("");
+    assert!(hint.contains("baton merge targets/origin"), "{err}");
+    assert!(hint.contains("baton reset targets/origin"), "{err}");
+    let saved = json_ok(&b, &["show", "current"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    json_err(&b, &["pull"], 5);
+    let doc = json_ok(&b, &["merge", "targets/origin"]);
+    assert_eq!(doc["parents"], serde_json::json!([saved, a_id]), "{doc}");
+    let handoff = b.ok(&["cat", "current:handoff.md"]);
+    assert!(
+        handoff.contains(&format!("### From {} (-> erin)", short(&saved)))
+            && handoff.contains("1. Index the manual")
+            && handoff.contains("1. Write the grammar"),
+        "{handoff}"
+    );
+    json_ok(&b, &["push", "origin"]);
+    assert_eq!(
+        disk_current(&remote).as_deref(),
+        doc["bundle"].as_str(),
+        "the merge fast-forwarded the target"
+    );
+    assert_eq!(json_ok(&a, &["pull"])["report"]["outcome"], "fast-forward");
+}
