@@ -95,6 +95,8 @@ pub enum Command {
         #[arg(long, value_name = "ID")]
         expect: Option<String>,
     },
+    /// Join REV's line of history with `current`: a bundle whose parents are both
+    Merge(MergeArgs),
     /// Remove objects unreachable from every ref and log line, after a grace period
     Gc(GcArgs),
     /// Manage remote targets (like git remotes)
@@ -146,6 +148,28 @@ pub struct InitArgs {
     /// Protect the store with a passphrase ($BATON_PASSPHRASE, else a prompt)
     #[arg(long, requires = "encrypt", conflicts_with_all = ["recipient", "recipients_file"])]
     pub passphrase: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The other line: an id, unique prefix, or targets/NAME (after a diverged pull)
+    pub rev: String,
+    /// The merged briefing (handoff.md) from FILE, or - for stdin [default: both sides'
+    /// Next Steps, labelled, under current's Objective and Current State]
+    #[arg(long, value_name = "FILE")]
+    pub brief: Option<String>,
+    /// What to do with secrets found in the briefing and the text fields
+    #[arg(long, value_enum, default_value = "redact")]
+    pub secrets: crate::handoff::capture::SecretsMode,
+    /// The agent or person merging
+    #[arg(long, value_name = "AGENT", env = "BATON_FROM", default_value = "")]
+    pub from: String,
+    /// The agent or person receiving
+    #[arg(long, value_name = "AGENT", default_value = "")]
+    pub to: String,
+    /// One line saying what this merge is [default: "Merge REV (ID) into ID"]
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub summary: String,
 }
 
 #[derive(Debug, Args)]

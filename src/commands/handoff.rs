@@ -73,6 +73,7 @@ fn refused_push(e: Error, short: &str, target: &str) -> Error {
     let retry = if e.kind == ErrorKind::StoreConflict {
         format!(
             "someone pushed to {target} first: 'baton pull {target}' (exit 5: diverged), then \
+             'baton merge targets/{target}' and 'baton push {target}' to keep both lines, or \
              'baton reset targets/{target}' and hand off again, or push with --force EXPECTED_ID"
         )
     } else {

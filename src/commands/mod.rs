@@ -13,6 +13,7 @@ mod import_handoff;
 mod init;
 mod log;
 mod mcp;
+mod merge;
 mod pull;
 mod push;
 mod reset;
@@ -40,6 +41,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Diff { old, new } => diff::run(ctx, &old, &new),
         Command::Verify { rev, history } => verify::run(ctx, rev.as_deref(), history),
         Command::Reset { rev, expect } => reset::run(ctx, &rev, expect.as_deref()),
+        Command::Merge(args) => merge::run(ctx, &args),
         Command::Gc(args) => gc::run(ctx, &args),
         Command::Target(cmd) => target::run(ctx, cmd),
         Command::Handoff(args) => handoff::run(ctx, &args),

@@ -45,7 +45,7 @@ pub fn run(ctx: &Ctx, rev: &str, expect: Option<&str>) -> Result<Outcome> {
 /// A ref may only name a bundle whose tree is all here and whose parents are here (each
 /// of which was complete when it was stored: save, pull and import publish objects before
 /// manifests). Costs the size of one bundle, not of the history.
-fn require_complete(store: &Store, bundle: &ObjectId) -> Result<()> {
+pub(super) fn require_complete(store: &Store, bundle: &ObjectId) -> Result<()> {
     let manifest = store.read_bundle(bundle)?;
     let missing = |what: &str, id: &ObjectId| {
         Error::integrity(format!(

@@ -86,6 +86,7 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
     let input = KickoffInput {
         bundle: id.to_hex(),
         created: bundle.created.clone(),
+        merge_parents: bundle.parents.iter().map(|p| p.short()).collect(),
         from: bundle.from.clone(),
         to: bundle.to.clone(),
         summary: bundle.summary.clone(),

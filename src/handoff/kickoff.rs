@@ -22,6 +22,8 @@ const MIN_BODY_TOKENS: usize = 12;
 pub struct KickoffInput {
     pub bundle: String,
     pub created: String,
+    /// A merge's parents (ids as printed); empty or one for a plain handoff.
+    pub merge_parents: Vec<String>,
     pub from: String,
     pub to: String,
     pub summary: String,
@@ -139,6 +141,12 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
         (f, t) => format!("from {f} to {t}"),
     };
     let mut header_text = format!("# Handoff {short}\n{who}, saved {}\n", input.created);
+    if input.merge_parents.len() > 1 {
+        header_text.push_str(&format!(
+            "Merge of: {}\n",
+            input.merge_parents.join(" and ")
+        ));
+    }
     if !input.summary.is_empty() {
         header_text.push_str(&format!(
             "Summary: {}\n",
@@ -287,6 +295,7 @@ mod tests {
         KickoffInput {
             bundle: "0123456789abcdef".repeat(4),
             created: "2026-11-29T12:00:00Z".into(),
+            merge_parents: Vec::new(),
             from: "claude".into(),
             to: "codex".into(),
             summary: "Ship the parser".into(),
@@ -359,6 +368,23 @@ mod tests {
                 assert!(!next.truncated);
             }
         }
+    }
+
+    #[test]
+    fn a_merge_names_both_parents_in_the_header() {
+        let mut merge = input(1);
+        merge.merge_parents = vec!["aaaaaaaaaaaa".into(), "bbbbbbbbbbbb".into()];
+        let k = render(&merge, 2000);
+        assert!(
+            k.header
+                .text
+                .contains("Merge of: aaaaaaaaaaaa and bbbbbbbbbbbb\n"),
+            "{}",
+            k.header.text
+        );
+        let mut plain = input(1);
+        plain.merge_parents = vec!["aaaaaaaaaaaa".into()];
+        assert!(!render(&plain, 2000).header.text.contains("Merge"));
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod events;
 pub mod evidence;
 pub mod import;
 pub mod kickoff;
+pub mod merge;
 pub mod secrets;
 pub mod sessions;
 pub mod skill;

@@ -5,7 +5,8 @@ use std::time::SystemTime;
 use super::Store;
 use super::objects::PendingDirs;
 use super::refs::{Expect, MoveReason};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::format::id::show_short;
 use crate::format::names::RefName;
 use crate::format::{Bundle, ObjectId};
 
@@ -19,9 +20,46 @@ impl Store {
         action: &str,
         fill: impl FnOnce(&mut Bundle),
     ) -> Result<(ObjectId, Bundle)> {
+        self.commit_bundle_with(tree, None, &[], action, fill)
+    }
+
+    /// `commit_bundle` with more parents after `current` (a merge: `current`, then
+    /// `extra`), when `current` is still `expect`: the tree was made from what `current`
+    /// held, so a save in between is a conflict, not something to build on silently.
+    pub fn commit_merge_bundle(
+        &self,
+        tree: ObjectId,
+        expect: ObjectId,
+        extra: &[ObjectId],
+        action: &str,
+        fill: impl FnOnce(&mut Bundle),
+    ) -> Result<(ObjectId, Bundle)> {
+        self.commit_bundle_with(tree, Some(Some(expect)), extra, action, fill)
+    }
+
+    fn commit_bundle_with(
+        &self,
+        tree: ObjectId,
+        expect: Option<Option<ObjectId>>,
+        extra: &[ObjectId],
+        action: &str,
+        fill: impl FnOnce(&mut Bundle),
+    ) -> Result<(ObjectId, Bundle)> {
         let lock = self.lock()?;
         let parent = self.read_ref(&RefName::Current)?;
-        let mut bundle = Bundle::new(tree, parent.into_iter().collect(), SystemTime::now());
+        if let Some(expected) = expect
+            && expected != parent
+        {
+            return Err(Error::conflict(format!(
+                "current moved from {} to {} while the {action} was being made",
+                show_short(expected),
+                show_short(parent)
+            ))
+            .with_hint(format!("run the {action} again")));
+        }
+        let mut parents: Vec<ObjectId> = parent.into_iter().collect();
+        parents.extend(extra.iter().copied());
+        let mut bundle = Bundle::new(tree, parents, SystemTime::now());
         fill(&mut bundle);
         let pending = PendingDirs::default();
         let stored = self.objects.put_bytes(&bundle.encode(), &pending)?;

@@ -84,6 +84,40 @@ impl Store {
         Ok(id)
     }
 
+    /// `tree` with the top-level file `file.path` (no `/`) put in, replacing whatever
+    /// had that name: a merge keeps one side's tree and writes a new briefing into it.
+    pub fn replace_root_file(&self, tree: &ObjectId, file: &MemFile) -> Result<ObjectId> {
+        crate::format::names::validate_entry_name(&file.path).map_err(|_| {
+            Error::usage(format!(
+                "invalid top-level file name '{}'",
+                file.path.escape_debug()
+            ))
+        })?;
+        let root = self.read_tree(tree)?;
+        let pending = PendingDirs::default();
+        let stored = self.objects.put_bytes(&file.bytes, &pending)?;
+        let mut entries: Vec<TreeEntry> = root
+            .entries
+            .into_iter()
+            .filter(|e| e.name != file.path)
+            .collect();
+        entries.push(TreeEntry {
+            name: file.path.clone(),
+            kind: if file.exec {
+                EntryKind::Exec
+            } else {
+                EntryKind::File
+            },
+            size: stored.size,
+            id: stored.id,
+        });
+        let stored = self
+            .objects
+            .put_bytes(&Tree::new(entries)?.encode(), &pending)?;
+        pending.sync()?;
+        Ok(stored.id)
+    }
+
     fn write_dir(&self, dir: &Dir, pending: &PendingDirs) -> Result<(ObjectId, u64)> {
         let mut entries = Vec::new();
         for (name, (id, size, exec)) in &dir.files {

@@ -68,9 +68,9 @@ pub fn pull_from(
         Some(ours) if store.is_ancestor(&theirs, &ours)? => "local-ahead".into(),
         Some(ours) if !store.is_ancestor(&ours, &theirs)? => {
             return Err(Error::conflict(format!(
-                "history diverged: local current is {ours}, remote current is {theirs}"
+                "history diverged (store_conflict): local current is {ours}, remote current is {theirs}"
             ))
-            .with_hint(format!("the remote bundle was fetched as targets/{target}; inspect it with 'baton log targets/{target}', then 'baton reset targets/{target}' and save your work again on top (the old bundle stays in 'baton log --audit')")));
+            .with_hint(format!("the remote bundle was fetched as targets/{target} (see 'baton log targets/{target}'): 'baton merge targets/{target}' to keep both lines, or 'baton reset targets/{target}' to take theirs and save your work again on top (the old bundle stays in 'baton log --audit')")));
         }
         _ => {
             let reason = MoveReason {

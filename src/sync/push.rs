@@ -89,11 +89,11 @@ pub fn push(
             if let Some(remote_current) = state.current
                 && !store.is_ancestor(&remote_current, &bundle)?
             {
+                let name = request.target;
                 return Err(Error::conflict(format!(
-                        "remote current is {}, which is not an ancestor of {}",
-                        remote_current, bundle
+                        "history diverged (store_conflict): remote current is {remote_current}, which is not an ancestor of {bundle}"
                     ))
-                    .with_hint("someone else pushed, or history diverged: 'baton pull' first, or push --force OLD_ID"));
+                    .with_hint(format!("someone else pushed: 'baton pull {name}' then 'baton merge targets/{name}' to keep both lines, or 'baton reset targets/{name}' to take theirs (or push --force OLD_ID to replace theirs)")));
             }
         }
     }
