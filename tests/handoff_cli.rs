@@ -3119,3 +3119,35 @@ fn mcp_server_serves_a_real_client_save_resume_search_and_tool_errors() {
     let log = json_ok(&env, &["--store", &s(&ws.join(".baton")), "log"]);
     assert_eq!(log["bundles"].as_array().unwrap().len(), 1, "{log}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 12: a kickoff that keeps its promises
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn the_note_is_shown_by_log_and_resume() {
+    let env = Env::new();
+    env.init();
+    let ws = env.write_tree("ws", &[("a.txt", b"a\n")]);
+    let brief = env.path().join("brief.md");
+    fs::write(&brief, VALID_BRIEF).expect("write");
+    let note = "ran the suite twice; second run flaky";
+    ok(
+        baton_in(
+            &env,
+            &ws,
+            &["save", "--brief", &s(&brief), "--note", note, &s(&ws)],
+        ),
+        "save",
+    );
+    let log = ok(baton_in(&env, env.path(), &["log"]), "log");
+    assert!(log.contains(&format!("Note: {note}")), "{log}");
+    let log = json_ok(&env, &["log"]);
+    assert_eq!(log["bundles"][0]["note"], note, "{log}");
+    let kickoff = ok(baton_in(&env, &ws, &["resume"]), "resume");
+    let header = kickoff.split("\n## ").next().unwrap_or("");
+    assert!(header.contains(&format!("Note: {note}")), "{kickoff}");
+    let resume = json_ok(&env, &["resume"]);
+    let header = resume["kickoff"]["header"]["text"].as_str().expect("header");
+    assert!(header.contains(note), "{resume}");
+}

@@ -58,6 +58,15 @@ pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
                 bundle.summary.lines().next().unwrap_or("")
             );
         }
+        if !bundle.note.is_empty() {
+            // The note is free text: every line indented under the summary.
+            if bundle.summary.is_empty() {
+                human.push('\n');
+            }
+            for line in bundle.note.lines() {
+                let _ = writeln!(human, "    Note: {line}");
+            }
+        }
         human.push('\n');
         for parent in &bundle.parents {
             if !queued.contains_key(parent) {

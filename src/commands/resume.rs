@@ -89,6 +89,7 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         from: bundle.from.clone(),
         to: bundle.to.clone(),
         summary: bundle.summary.clone(),
+        note: bundle.note.clone(),
         next_steps: section("Next Steps"),
         current_state: section("Current State"),
         objective: section("Objective"),

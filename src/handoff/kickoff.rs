@@ -25,6 +25,8 @@ pub struct KickoffInput {
     pub from: String,
     pub to: String,
     pub summary: String,
+    /// The save's `--note`, shown in the header.
+    pub note: String,
     pub next_steps: Option<String>,
     pub current_state: Option<String>,
     pub objective: Option<String>,
@@ -144,6 +146,9 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
             "Summary: {}\n",
             input.summary.lines().next().unwrap_or("")
         ));
+    }
+    for line in input.note.lines().filter(|l| !l.trim().is_empty()) {
+        header_text.push_str(&format!("Note: {line}\n"));
     }
     let (header_text, header_cut) = truncate(
         &header_text,
@@ -290,6 +295,7 @@ mod tests {
             from: "claude".into(),
             to: "codex".into(),
             summary: "Ship the parser".into(),
+            note: String::new(),
             next_steps: Some("1. Write the grammar.\n".repeat(long)),
             current_state: Some("Tokenizer done and tested.\n".repeat(long)),
             objective: Some("A parser for the config language.\n".repeat(long)),
