@@ -189,7 +189,7 @@ pub struct SaveArgs {
 pub struct ResumeArgs {
     /// The handoff to resume [default: current], or a target name: pull it first
     pub rev: Option<String>,
-    /// Token budget of the kickoff (estimated: 4 characters per token)
+    /// Token budget of the kickoff (estimated: 4 characters per token; at least 100)
     #[arg(long, value_name = "TOKENS", default_value_t = 2000)]
     pub budget: usize,
     /// The live workspace to compare with the captured one [default: .]

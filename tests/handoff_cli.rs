@@ -3151,3 +3151,25 @@ fn the_note_is_shown_by_log_and_resume() {
     let header = resume["kickoff"]["header"]["text"].as_str().expect("header");
     assert!(header.contains(note), "{resume}");
 }
+
+#[test]
+fn a_budget_below_the_floor_is_refused() {
+    let (env, ws, _) = budget_fixture();
+    let before = snapshot_files(&env.store());
+    for budget in ["0", "10", "99"] {
+        let out = baton_in(&env, &ws, &["resume", "--budget", budget]);
+        assert_eq!(code(&out), 2, "budget {budget}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("below the floor of 100"), "{err}");
+        assert!(stdout(&out).is_empty(), "nothing printed: {}", stdout(&out));
+    }
+    let err = common::json_err(&env, &["resume", "--budget", "50"], 2);
+    assert_eq!(err["code"], "usage", "{err}");
+    assert_eq!(snapshot_files(&env.store()), before, "the store is unchanged");
+    // The floor itself renders the header and a Next Steps line ending in its pointer.
+    let k = json_in(&env, &ws, &["resume", "--budget", "100"]);
+    assert!(k["kickoff"]["tokens"].as_u64().unwrap() <= 100, "{k}");
+    let text = kickoff_text(&k);
+    assert!(text.starts_with("# Handoff "), "{text}");
+    assert!(text.contains("## Next Steps\n1. Step 1"), "{text}");
+}

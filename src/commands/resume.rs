@@ -36,6 +36,14 @@ fn read_text(store: &Store, tree: &ObjectId, path: &str) -> Result<Option<String
 }
 
 pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
+    if args.budget < kickoff::MIN_BUDGET {
+        return Err(Error::usage(format!(
+            "--budget {} is below the floor of {} tokens (the header and a Next Steps line)",
+            args.budget,
+            kickoff::MIN_BUDGET
+        ))
+        .with_hint(format!("give --budget {} or more", kickoff::MIN_BUDGET)));
+    }
     // A target name: pull it first, then resume what it holds. A lost race (diverged)
     // still resumes the target's handoff, with the conflict said in the output.
     let mut pulled = None;

@@ -16,6 +16,9 @@ pub use super::transcript::estimate_tokens;
 pub const CUT: &str = "…";
 /// Paths longer than this many characters are cut in the middle.
 pub const MAX_PATH_CHARS: usize = 72;
+/// The smallest budget a kickoff is rendered for: room for the header and a Next Steps
+/// line ending in its pointer. `resume` refuses less (exit 2).
+pub const MIN_BUDGET: usize = 100;
 /// Every shrunk section keeps at least its title and this many tokens of body.
 const MIN_BODY_TOKENS: usize = 12;
 
