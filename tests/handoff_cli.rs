@@ -3148,7 +3148,9 @@ fn the_note_is_shown_by_log_and_resume() {
     let header = kickoff.split("\n## ").next().unwrap_or("");
     assert!(header.contains(&format!("Note: {note}")), "{kickoff}");
     let resume = json_ok(&env, &["resume"]);
-    let header = resume["kickoff"]["header"]["text"].as_str().expect("header");
+    let header = resume["kickoff"]["header"]["text"]
+        .as_str()
+        .expect("header");
     assert!(header.contains(note), "{resume}");
 }
 
@@ -3165,11 +3167,46 @@ fn a_budget_below_the_floor_is_refused() {
     }
     let err = common::json_err(&env, &["resume", "--budget", "50"], 2);
     assert_eq!(err["code"], "usage", "{err}");
-    assert_eq!(snapshot_files(&env.store()), before, "the store is unchanged");
+    assert_eq!(
+        snapshot_files(&env.store()),
+        before,
+        "the store is unchanged"
+    );
     // The floor itself renders the header and a Next Steps line ending in its pointer.
     let k = json_in(&env, &ws, &["resume", "--budget", "100"]);
     assert!(k["kickoff"]["tokens"].as_u64().unwrap() <= 100, "{k}");
     let text = kickoff_text(&k);
     assert!(text.starts_with("# Handoff "), "{text}");
     assert!(text.contains("## Next Steps\n1. Step 1"), "{text}");
+}
+
+#[test]
+fn a_no_brief_kickoff_points_at_the_last_briefing() {
+    let env = Env::new();
+    env.init();
+    let repo = git_init(&env.path().join("repo"));
+    commit(&repo, "f.txt", "f\n", "one");
+    let brief = env.path().join("brief.md");
+    fs::write(&brief, VALID_BRIEF).expect("write");
+    let first = ok(
+        baton_in(&env, &repo, &["save", "--brief", &s(&brief)]),
+        "save",
+    )
+    .trim()
+    .to_string();
+    ok(baton_in(&env, &repo, &["save", "--no-brief"]), "save");
+    ok(baton_in(&env, &repo, &["save", "--no-brief"]), "save");
+    let kickoff = ok(baton_in(&env, &repo, &["resume"]), "resume");
+    let rev = &first[..12];
+    let expected = format!(
+        "## Next Steps\n(no briefing in this handoff; the last one is in {rev}: baton cat {rev}:handoff.md)\nFrom {rev}:\n1. Finish it.\n"
+    );
+    assert!(kickoff.contains(&expected), "{kickoff}");
+    assert!(!kickoff.contains("(not in this handoff)"), "{kickoff}");
+    assert!(
+        kickoff.contains(&format!("## Current State\nFrom {rev}:\nHalf done.")),
+        "{kickoff}"
+    );
+    // The pointer can be run as printed.
+    assert_eq!(cat(&env, &format!("{rev}:handoff.md")), VALID_BRIEF);
 }

@@ -31,6 +31,9 @@ pub struct KickoffInput {
     /// The save's `--note`, shown in the header.
     pub note: String,
     pub next_steps: Option<String>,
+    /// When this handoff has no briefing: the nearest first-parent ancestor that has one
+    /// (its id); the briefing sections above are then that ancestor's.
+    pub briefing_from: Option<String>,
     pub current_state: Option<String>,
     pub objective: Option<String>,
     pub risks: Option<String>,
@@ -170,6 +173,38 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
         s.clone()
             .unwrap_or_else(|| "(not in this handoff)\n".to_string())
     };
+    // No briefing here: the briefing sections come from the nearest ancestor that has
+    // one, said first and labelled with its id.
+    let inherited = input.briefing_from.as_ref().map(|id| {
+        let rev: String = id.chars().take(12).collect();
+        (
+            format!("(no briefing in this handoff; the last one is in {rev}: baton cat {rev}:handoff.md)\n"),
+            format!("baton cat {rev}:handoff.md"),
+            rev,
+        )
+    });
+    let handoff_ptr = match &inherited {
+        Some((_, ptr, _)) => ptr.clone(),
+        None => handoff_ptr,
+    };
+    let next_steps = match (&inherited, &input.next_steps) {
+        (Some((line, _, rev)), Some(steps)) => format!("{line}From {rev}:\n{steps}"),
+        (Some((line, _, _)), None) => line.clone(),
+        (None, steps) => missing(steps),
+    };
+    let from_ancestor = |text: &Option<String>| match (&inherited, text) {
+        (Some((_, _, rev)), Some(t)) => Some(format!("From {rev}:\n{t}")),
+        (_, t) => t.clone(),
+    };
+    let (risks, open_questions, suggested_prompt) = (
+        from_ancestor(&input.risks),
+        from_ancestor(&input.open_questions),
+        from_ancestor(&input.suggested_prompt),
+    );
+    let (current_state, objective) = (
+        missing(&from_ancestor(&input.current_state)),
+        missing(&from_ancestor(&input.objective)),
+    );
     let mut pointers = String::new();
     for (path, size) in &input.files {
         // The listed path may be cut in the middle; the command keeps the whole path so
@@ -195,33 +230,18 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
             .map(|t| (title, t, priority, pointer.to_string()))
     };
     let parts: Vec<(&str, String, usize, String)> = [
-        Some((
-            "Next Steps",
-            missing(&input.next_steps),
-            0,
-            handoff_ptr.clone(),
-        )),
-        optional("Risks / Watch Out", &input.risks, 1, &handoff_ptr),
-        optional("Open Questions", &input.open_questions, 2, &handoff_ptr),
+        Some(("Next Steps", next_steps, 0, handoff_ptr.clone())),
+        optional("Risks / Watch Out", &risks, 1, &handoff_ptr),
+        optional("Open Questions", &open_questions, 2, &handoff_ptr),
         optional(
             "Suggested Prompt For Next Agent",
-            &input.suggested_prompt,
+            &suggested_prompt,
             3,
             &handoff_ptr,
         ),
         optional("Recent turns", &input.recent_turns, 4, &search_ptr),
-        Some((
-            "Current State",
-            missing(&input.current_state),
-            5,
-            handoff_ptr.clone(),
-        )),
-        Some((
-            "Objective",
-            missing(&input.objective),
-            6,
-            handoff_ptr.clone(),
-        )),
+        Some(("Current State", current_state, 5, handoff_ptr.clone())),
+        Some(("Objective", objective, 6, handoff_ptr.clone())),
         Some((
             "Workspace",
             workspace,
@@ -300,6 +320,7 @@ mod tests {
             summary: "Ship the parser".into(),
             note: String::new(),
             next_steps: Some("1. Write the grammar.\n".repeat(long)),
+            briefing_from: None,
             current_state: Some("Tokenizer done and tested.\n".repeat(long)),
             objective: Some("A parser for the config language.\n".repeat(long)),
             risks: None,
