@@ -77,11 +77,11 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         read_text(&store, &bundle.tree, "handoff.md")?.and_then(|t| Briefing::parse(&t).ok());
     // A handoff saved with --no-brief: the briefing in force is the nearest ancestor's.
     let mut briefing_from = None;
-    if briefing.is_none() {
-        if let Some((ancestor, found)) = ancestor_briefing(&store, &bundle)? {
-            briefing = Some(found);
-            briefing_from = Some(ancestor.to_hex());
-        }
+    if briefing.is_none()
+        && let Some((ancestor, found)) = ancestor_briefing(&store, &bundle)?
+    {
+        briefing = Some(found);
+        briefing_from = Some(ancestor.to_hex());
     }
     let evidence: Option<Evidence> = read_text(&store, &bundle.tree, "evidence/evidence.json")?
         .and_then(|t| serde_json::from_str(&t).ok());
