@@ -2288,7 +2288,7 @@ fn import_hangs_under_the_existing_current() {
     // the text output names the format as the metadata does.
     let human = env.ok(&["import-handoff", &fixture("agent-bundle")]);
     assert!(
-        human.starts_with("Imported 1 handoffs (agent-bundle); current is "),
+        human.starts_with("Imported 1 handoff (agent-bundle); current is "),
         "{human}"
     );
     let show = json_ok(&env, &["show", "current"]);
