@@ -46,7 +46,8 @@ pub struct Cli {
 pub enum Command {
     /// Create a store (./.baton, or the --store path)
     Init(InitArgs),
-    /// Snapshot DIR as a new bundle on top of `current`; prints the bundle id
+    /// Snapshot DIR, or save a handoff (--brief/--no-brief), as a new bundle on top of
+    /// `current`; prints the bundle id
     Save(SaveArgs),
     /// Save a handoff and push it in one step; prints the line the receiver runs
     Handoff(HandoffArgs),
@@ -174,7 +175,8 @@ pub struct MergeArgs {
 
 #[derive(Debug, Args)]
 pub struct SaveArgs {
-    /// The directory to snapshot; with --brief or --no-brief, the workspace [default: .]
+    /// The directory to snapshot (required without --brief/--no-brief); with --brief or
+    /// --no-brief, the workspace [default: .]
     pub dir: Option<PathBuf>,
     /// Save a handoff: the briefing (handoff.md) from FILE, or - for stdin
     #[arg(long, value_name = "FILE", conflicts_with = "no_brief")]
@@ -182,27 +184,49 @@ pub struct SaveArgs {
     /// Save a handoff with workspace evidence only, no briefing
     #[arg(long)]
     pub no_brief: bool,
-    /// Attach a file or directory to the handoff (repeatable)
+    /// Attach a file or directory to the handoff (repeatable; handoffs only)
     #[arg(long, value_name = "PATH")]
     pub attach: Vec<PathBuf>,
-    /// The session transcript: claude-code[:SESSION|latest], codex[:SESSION|latest], or a
-    /// JSON-lines FILE (./codex for a file of that name); stored as transcript.jsonl
+    /// The session transcript (handoffs only): claude-code[:SESSION|latest],
+    /// codex[:SESSION|latest], or a JSON-lines FILE (./codex for a file of that name);
+    /// stored as transcript.jsonl
     #[arg(long, value_name = "SRC")]
     pub transcript: Option<String>,
     /// What to do with secrets found in a handoff
     #[arg(long, value_enum, default_value = "redact")]
     pub secrets: crate::handoff::capture::SecretsMode,
     /// The agent or person handing off
-    #[arg(long, value_name = "AGENT", env = "BATON_FROM", default_value = "")]
+    #[arg(
+        long,
+        value_name = "AGENT",
+        env = "BATON_FROM",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub from: String,
     /// The agent or person receiving
-    #[arg(long, value_name = "AGENT", default_value = "")]
+    #[arg(
+        long,
+        value_name = "AGENT",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub to: String,
     /// One line saying what this handoff is [default for handoffs: from the Objective]
-    #[arg(long, value_name = "TEXT", default_value = "")]
+    #[arg(
+        long,
+        value_name = "TEXT",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub summary: String,
     /// Free text
-    #[arg(long, value_name = "TEXT", default_value = "")]
+    #[arg(
+        long,
+        value_name = "TEXT",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub note: String,
     /// Metadata, repeatable
     #[arg(long = "meta", value_name = "KEY=VALUE")]
@@ -213,7 +237,7 @@ pub struct SaveArgs {
 pub struct ResumeArgs {
     /// The handoff to resume [default: current], or a target name: pull it first
     pub rev: Option<String>,
-    /// Token budget of the kickoff (estimated: 4 characters per token)
+    /// Token budget of the kickoff (estimated: 4 characters per token; at least 100)
     #[arg(long, value_name = "TOKENS", default_value_t = 2000)]
     pub budget: usize,
     /// The live workspace to compare with the captured one [default: .]
@@ -298,7 +322,7 @@ pub struct SearchArgs {
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
-    /// Where to start (default: current)
+    /// Where to start (default: current; ignored with --audit)
     pub rev: Option<String>,
     /// Show at most N bundles
     #[arg(short = 'n', long = "max-count", value_name = "N")]
@@ -320,7 +344,8 @@ pub struct GcArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum TargetCommand {
-    /// Add a target: ssh://[user@]host[:port]/path, [user@]host:path, /abs/path, file:///abs/path
+    /// Add a target: ssh://[user@]host[:port]/path, [user@]host:path, /abs/path, file:///abs/path,
+    /// or a relative path (stored absolute)
     Add {
         name: String,
         url: String,

@@ -48,7 +48,15 @@ pub fn run() -> i32 {
                 .next()
                 .unwrap_or("invalid arguments")
                 .trim_start_matches("error: ");
-            let err = error::Error::usage(first.to_string()).with_hint("see 'baton --help'");
+            // One line of message and one of hint for a JSON consumer, never clap's
+            // multi-line blob: the hint is clap's usage line for the command.
+            let hint = message
+                .lines()
+                .map(str::trim)
+                .find(|l| l.starts_with("Usage: "))
+                .map(|usage| format!("{usage} (see --help)"))
+                .unwrap_or_else(|| "see 'baton --help'".to_string());
+            let err = error::Error::usage(first.to_string()).with_hint(hint);
             return output::finish(true, Err(err));
         }
     };

@@ -89,17 +89,46 @@ impl Ctx {
         if self.json || self.quiet || !std::io::stderr().is_terminal() {
             return ProgressBar::hidden();
         }
-        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-        let template = if bytes {
-            "{spinner} {bytes}/{total_bytes} {bytes_per_sec} {wide_bar} {eta}"
-        } else {
-            "{spinner} {pos}/{len} objects {wide_bar} {eta}"
-        };
-        if let Ok(style) = ProgressStyle::with_template(template) {
-            bar.set_style(style);
-        }
-        bar
+        styled_progress(total, bytes, ProgressDrawTarget::stderr())
     }
+}
+
+/// The bar itself. The total is shown only once it is known (a command may set it
+/// later): until then a spinner and the count, never `214/0`.
+fn styled_progress(total: u64, bytes: bool, target: ProgressDrawTarget) -> ProgressBar {
+    use indicatif::{HumanBytes, ProgressState};
+    let bar = ProgressBar::with_draw_target((total > 0).then_some(total), target);
+    let known = |state: &ProgressState| state.len().filter(|&len| len > 0);
+    let template = if bytes {
+        "{spinner} {bytes}{of_total} {bytes_per_sec} {wide_bar} {eta_known}"
+    } else {
+        "{spinner} {pos}{of_total} objects {wide_bar} {eta_known}"
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        let style = style
+            .with_key(
+                "of_total",
+                move |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    if let Some(len) = known(state) {
+                        let _ = if bytes {
+                            write!(w, "/{}", HumanBytes(len))
+                        } else {
+                            write!(w, "/{len}")
+                        };
+                    }
+                },
+            )
+            .with_key(
+                "eta_known",
+                move |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    if known(state).is_some() {
+                        let _ = write!(w, "{}", indicatif::HumanDuration(state.eta()));
+                    }
+                },
+            );
+        bar.set_style(style);
+    }
+    bar
 }
 
 /// Print the outcome or the error and return the process exit code.
@@ -202,5 +231,23 @@ mod tests {
             terminal_safe("a\u{1b}]0;pwned\u{7}b\u{1b}[2J\r\u{7f}\u{9b}\u{202e}"),
             "a\\x1b]0;pwned\\x07b\\x1b[2J\\x0d\\x7f\\u{9b}\\u{202e}"
         );
+    }
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_total_is_a_spinner_not_a_fraction_of_zero() {
+        for bytes in [false, true] {
+            let bar = styled_progress(0, bytes, ProgressDrawTarget::hidden());
+            bar.inc(214);
+            assert_eq!(bar.length(), None, "no total to count towards");
+            let shown = bar.style().get_tick_str(0).to_string();
+            assert!(!shown.is_empty(), "a spinner");
+            let bar = styled_progress(10, bytes, ProgressDrawTarget::hidden());
+            assert_eq!(bar.length(), Some(10));
+        }
     }
 }

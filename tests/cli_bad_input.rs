@@ -1126,3 +1126,29 @@ fn stored_symlink_target_with_nul_is_an_integrity_error() {
     assert!(!env.path().join("out").exists());
     assert_eq!(snapshot_files(&env.store()), before);
 }
+
+#[test]
+fn target_names_that_shadow_a_rev_are_refused() {
+    let env = populated();
+    for name in ["current", "targets", "deadbeef00"] {
+        refuse(
+            &env,
+            &["target", "add", name, "/tmp/baton-shadow-target"],
+            2,
+            "usage",
+            "would shadow it",
+        );
+    }
+}
+
+#[test]
+fn json_usage_errors_are_one_message_line_and_the_usage_as_hint() {
+    let env = populated();
+    let (code, doc) = env.json(&["save", "--bogus"]);
+    assert_eq!(code, 2, "{doc}");
+    let message = doc["error"]["message"].as_str().expect("message");
+    assert_eq!(message, "unexpected argument '--bogus' found", "{doc}");
+    let hint = doc["error"]["hint"].as_str().expect("hint");
+    assert!(hint.starts_with("Usage: baton save "), "{doc}");
+    assert!(!hint.contains('\n') && !message.contains('\n'), "{doc}");
+}

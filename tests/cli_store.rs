@@ -1520,3 +1520,67 @@ fn verify_rev_checks_the_bundle_and_history_on_request() {
     // --history needs a REV.
     assert_eq!(env.run(&["verify", "--history"]).status.code(), Some(2));
 }
+
+#[test]
+fn log_audit_ignores_a_rev_with_a_note() {
+    let env = Env::new();
+    env.init();
+    env.write_tree("d", &[("a", b"a")]);
+    env.save("d", &[]);
+    let plain = env.run(&["log", "--audit"]);
+    let with_rev = env.run(&["log", "--audit", "current"]);
+    assert!(with_rev.status.success(), "{with_rev:?}");
+    assert_eq!(with_rev.stdout, plain.stdout);
+    let err = String::from_utf8_lossy(&with_rev.stderr);
+    assert!(
+        err.contains("note: --audit shows every ref move; 'current' is ignored"),
+        "{err}"
+    );
+    let (code, doc) = env.json(&["log", "--audit", "current"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["entries"].as_array().map(Vec::len), Some(1), "{doc}");
+}
+
+#[test]
+fn relative_local_target_paths_are_stored_absolute() {
+    let env = Env::new();
+    env.init();
+    let work = env.path().join("work");
+    fs::create_dir_all(&work).unwrap();
+    let out = env
+        .cmd()
+        .current_dir(&work)
+        .args(["target", "add", "up", "../hub"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let (_, list) = env.json(&["target", "list"]);
+    let expected = env.path().join("hub");
+    assert_eq!(
+        list["targets"][0]["url"],
+        expected.to_str().unwrap(),
+        "{list}"
+    );
+    // The stored path works from anywhere: a push creates the store there.
+    env.write_tree("d", &[("a", b"a")]);
+    env.save("d", &[]);
+    let push = env.run(&["push", "up"]);
+    assert!(push.status.success(), "{push:?}");
+    assert!(expected.join("config.toml").exists() || expected.is_dir());
+}
+
+#[test]
+fn save_help_says_what_save_does() {
+    let env = Env::new();
+    let help = String::from_utf8_lossy(&env.run(&["save", "--help"]).stdout).into_owned();
+    assert!(!help.contains("[default: \"\"]"), "{help}");
+    assert!(
+        help.contains("(required without --brief/--no-brief)"),
+        "{help}"
+    );
+    assert!(help.contains("repeatable; handoffs only"), "{help}");
+    // What it says is what it does: DIR is required for a plain snapshot, --attach is
+    // refused without a handoff.
+    let out = env.run(&["save"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1708,6 +1708,7 @@ fn kickoff_degrades_by_budget_like_the_snapshots() {
         "Objective",
         "Workspace",
         "Files",
+        "Left out to fit the budget",
     ];
     let ws_arg = s(&ws);
     let mut previous_tokens = 0;
@@ -1754,18 +1755,28 @@ fn kickoff_degrades_by_budget_like_the_snapshots() {
             .collect();
         assert!(positions.windows(2).all(|w| w[0] < w[1]), "{titles:?}");
         assert_eq!(titles.first(), Some(&"Next Steps"), "budget {budget}");
-        // Lower-priority sections are cut before higher ones: once a section is cut,
-        // every section after it on the page is cut or gone.
+        // Sections are dropped whole from the bottom of the page before Next Steps is cut:
+        // at most one section is cut, the last one kept, and Next Steps only when it is
+        // the only one left. What was dropped is named, with a pointer, in "Left out".
         let truncated: Vec<bool> = sections
             .iter()
             .map(|s| s["truncated"].as_bool().expect("truncated"))
             .collect();
-        // (A section already within its floor, like a one-line Open Questions, stays.)
+        let content = titles
+            .iter()
+            .filter(|t| **t != "Left out to fit the budget")
+            .count();
         if let Some(first_cut) = truncated.iter().position(|t| *t) {
-            let small = |s: &Value| s["tokens"].as_u64().unwrap_or(0) <= 24;
-            assert!(
-                (first_cut..sections.len()).all(|i| truncated[i] || small(&sections[i])),
+            assert_eq!(
+                first_cut,
+                content - 1,
                 "budget {budget}: {titles:?} {truncated:?}"
+            );
+        }
+        if truncated[0] {
+            assert_eq!(
+                content, 1,
+                "budget {budget}: Next Steps cut before {titles:?}"
             );
         }
         // This briefing has no Risks, Suggested Prompt or transcript: the sections it
@@ -1776,19 +1787,53 @@ fn kickoff_degrades_by_budget_like_the_snapshots() {
             .filter(|t| {
                 !matches!(
                     *t,
-                    "Risks / Watch Out" | "Suggested Prompt For Next Agent" | "Recent turns"
+                    "Risks / Watch Out"
+                        | "Suggested Prompt For Next Agent"
+                        | "Recent turns"
+                        | "Left out to fit the budget"
                 )
             })
             .collect();
         assert!(
-            titles[..] == present[..titles.len()],
+            titles[..content] == present[..content],
             "sections are dropped from the end first: {titles:?}"
         );
+        if content < present.len() {
+            assert_eq!(titles.last(), Some(&"Left out to fit the budget"));
+            let left = sections.last().unwrap()["text"].as_str().unwrap();
+            for t in &present[content..] {
+                assert!(
+                    left.contains(t),
+                    "budget {budget}: {t} not named in {left:?}"
+                );
+            }
+        } else {
+            assert_eq!(titles.len(), content, "nothing left out at {budget}");
+        }
+        // Every cut ends in a pointer to the full text, and every pointer resolves.
         for s in sections {
             let t = s["text"].as_str().unwrap();
-            if s["truncated"] == true && !t.is_empty() {
-                assert!(t.contains('…'), "a cut ends in a marker: {t:?}");
+            if s["truncated"] == true {
+                assert!(
+                    t.trim_end().ends_with(']'),
+                    "a cut ends in a pointer: {t:?}"
+                );
+                assert!(t.contains("full text: baton "), "{t:?}");
             }
+        }
+        if k["header"]["truncated"] == true {
+            let h = k["header"]["text"].as_str().unwrap();
+            assert!(h.contains("full text: baton show "), "{h:?}");
+        }
+        for rev in text
+            .split("baton cat ")
+            .skip(1)
+            .chain(text.split("baton show ").skip(1))
+            .chain(text.split("baton search ").skip(1))
+            .map(|rest| rest.split([':', ' ', ']', '\n']).next().unwrap_or(""))
+        {
+            assert!(rev.len() >= 8, "a pointer's REV is short: {rev:?}");
+            ok(baton_in(&env, env.path(), &["show", rev]), rev);
         }
         match budget {
             2000 => {
@@ -1800,7 +1845,10 @@ fn kickoff_degrades_by_budget_like_the_snapshots() {
             }
             600 => {
                 assert!(!truncated[0], "Next Steps is whole at 600");
-                assert!(truncated.last() == Some(&true), "Files is cut at 600");
+                assert!(
+                    titles.last() == Some(&"Left out to fit the budget"),
+                    "{titles:?}"
+                );
             }
             _ => {}
         }
@@ -2240,7 +2288,7 @@ fn import_hangs_under_the_existing_current() {
     // the text output names the format as the metadata does.
     let human = env.ok(&["import-handoff", &fixture("agent-bundle")]);
     assert!(
-        human.starts_with("Imported 1 handoffs (agent-bundle); current is "),
+        human.starts_with("Imported 1 handoff (agent-bundle); current is "),
         "{human}"
     );
     let show = json_ok(&env, &["show", "current"]);
@@ -3118,4 +3166,96 @@ fn mcp_server_serves_a_real_client_save_resume_search_and_tool_errors() {
     // The refused save wrote nothing: one bundle in the log.
     let log = json_ok(&env, &["--store", &s(&ws.join(".baton")), "log"]);
     assert_eq!(log["bundles"].as_array().unwrap().len(), 1, "{log}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 12: a kickoff that keeps its promises
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn the_note_is_shown_by_log_and_resume() {
+    let env = Env::new();
+    env.init();
+    let ws = env.write_tree("ws", &[("a.txt", b"a\n")]);
+    let brief = env.path().join("brief.md");
+    fs::write(&brief, VALID_BRIEF).expect("write");
+    let note = "ran the suite twice; second run flaky";
+    ok(
+        baton_in(
+            &env,
+            &ws,
+            &["save", "--brief", &s(&brief), "--note", note, &s(&ws)],
+        ),
+        "save",
+    );
+    let log = ok(baton_in(&env, env.path(), &["log"]), "log");
+    assert!(log.contains(&format!("Note: {note}")), "{log}");
+    let log = json_ok(&env, &["log"]);
+    assert_eq!(log["bundles"][0]["note"], note, "{log}");
+    let kickoff = ok(baton_in(&env, &ws, &["resume"]), "resume");
+    let header = kickoff.split("\n## ").next().unwrap_or("");
+    assert!(header.contains(&format!("Note: {note}")), "{kickoff}");
+    let resume = json_ok(&env, &["resume"]);
+    let header = resume["kickoff"]["header"]["text"]
+        .as_str()
+        .expect("header");
+    assert!(header.contains(note), "{resume}");
+}
+
+#[test]
+fn a_budget_below_the_floor_is_refused() {
+    let (env, ws, _) = budget_fixture();
+    let before = snapshot_files(&env.store());
+    for budget in ["0", "10", "99"] {
+        let out = baton_in(&env, &ws, &["resume", "--budget", budget]);
+        assert_eq!(code(&out), 2, "budget {budget}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("below the floor of 100"), "{err}");
+        assert!(stdout(&out).is_empty(), "nothing printed: {}", stdout(&out));
+    }
+    let err = common::json_err(&env, &["resume", "--budget", "50"], 2);
+    assert_eq!(err["code"], "usage", "{err}");
+    assert_eq!(
+        snapshot_files(&env.store()),
+        before,
+        "the store is unchanged"
+    );
+    // The floor itself renders the header and a Next Steps line ending in its pointer.
+    let k = json_in(&env, &ws, &["resume", "--budget", "100"]);
+    assert!(k["kickoff"]["tokens"].as_u64().unwrap() <= 100, "{k}");
+    let text = kickoff_text(&k);
+    assert!(text.starts_with("# Handoff "), "{text}");
+    assert!(text.contains("## Next Steps\n1. Step 1"), "{text}");
+    assert!(text.contains("full text: baton cat "), "{text}");
+}
+
+#[test]
+fn a_no_brief_kickoff_points_at_the_last_briefing() {
+    let env = Env::new();
+    env.init();
+    let repo = git_init(&env.path().join("repo"));
+    commit(&repo, "f.txt", "f\n", "one");
+    let brief = env.path().join("brief.md");
+    fs::write(&brief, VALID_BRIEF).expect("write");
+    let first = ok(
+        baton_in(&env, &repo, &["save", "--brief", &s(&brief)]),
+        "save",
+    )
+    .trim()
+    .to_string();
+    ok(baton_in(&env, &repo, &["save", "--no-brief"]), "save");
+    ok(baton_in(&env, &repo, &["save", "--no-brief"]), "save");
+    let kickoff = ok(baton_in(&env, &repo, &["resume"]), "resume");
+    let rev = &first[..12];
+    let expected = format!(
+        "## Next Steps\n(no briefing in this handoff; the last one is in {rev}: baton cat {rev}:handoff.md)\nFrom {rev}:\n1. Finish it.\n"
+    );
+    assert!(kickoff.contains(&expected), "{kickoff}");
+    assert!(!kickoff.contains("(not in this handoff)"), "{kickoff}");
+    assert!(
+        kickoff.contains(&format!("## Current State\nFrom {rev}:\nHalf done.")),
+        "{kickoff}"
+    );
+    // The pointer can be run as printed.
+    assert_eq!(cat(&env, &format!("{rev}:handoff.md")), VALID_BRIEF);
 }

@@ -79,8 +79,9 @@ pub fn run(ctx: &Ctx, path: &Path, secrets_mode: SecretsMode) -> Result<Outcome>
         String::new()
     } else {
         format!(
-            "Imported {} handoffs ({}); current is {}",
+            "Imported {} handoff{} ({}); current is {}",
             imported.len(),
+            if imported.len() == 1 { "" } else { "s" },
             plan.format.name(),
             show_short(current)
         )

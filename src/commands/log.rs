@@ -15,6 +15,16 @@ use crate::output::{Ctx, Outcome};
 
 pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
     if args.audit {
+        // The audit log is the store's, not a bundle's: a REV given with it is ignored.
+        if let Some(rev) = &args.rev
+            && !ctx.json
+            && !ctx.quiet
+        {
+            eprintln!(
+                "note: --audit shows every ref move; '{}' is ignored",
+                rev.escape_debug()
+            );
+        }
         return audit(&ctx.open_store_locked()?, args.max);
     }
     let store = ctx.open_store()?;
@@ -57,6 +67,15 @@ pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
                 "\n    {}",
                 bundle.summary.lines().next().unwrap_or("")
             );
+        }
+        if !bundle.note.is_empty() {
+            // The note is free text: every line indented under the summary.
+            if bundle.summary.is_empty() {
+                human.push('\n');
+            }
+            for line in bundle.note.lines() {
+                let _ = writeln!(human, "    Note: {line}");
+            }
         }
         human.push('\n');
         for parent in &bundle.parents {

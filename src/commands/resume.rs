@@ -36,6 +36,14 @@ fn read_text(store: &Store, tree: &ObjectId, path: &str) -> Result<Option<String
 }
 
 pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
+    if args.budget < kickoff::MIN_BUDGET {
+        return Err(Error::usage(format!(
+            "--budget {} is below the floor of {} tokens (the header and a Next Steps line)",
+            args.budget,
+            kickoff::MIN_BUDGET
+        ))
+        .with_hint(format!("give --budget {} or more", kickoff::MIN_BUDGET)));
+    }
     // A target name: pull it first, then resume what it holds. A lost race (diverged)
     // still resumes the target's handoff, with the conflict said in the output.
     let mut pulled = None;
@@ -65,8 +73,16 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         .with_hint("pull it again from its target, or run 'baton verify'"));
     }
     let bundle = store.read_bundle(&id)?;
-    let briefing =
+    let mut briefing =
         read_text(&store, &bundle.tree, "handoff.md")?.and_then(|t| Briefing::parse(&t).ok());
+    // A handoff saved with --no-brief: the briefing in force is the nearest ancestor's.
+    let mut briefing_from = None;
+    if briefing.is_none()
+        && let Some((ancestor, found)) = ancestor_briefing(&store, &bundle)?
+    {
+        briefing = Some(found);
+        briefing_from = Some(ancestor.to_hex());
+    }
     let evidence: Option<Evidence> = read_text(&store, &bundle.tree, "evidence/evidence.json")?
         .and_then(|t| serde_json::from_str(&t).ok());
     let workspace = args.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -90,7 +106,9 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         from: bundle.from.clone(),
         to: bundle.to.clone(),
         summary: bundle.summary.clone(),
+        note: bundle.note.clone(),
         next_steps: section("Next Steps"),
+        briefing_from,
         current_state: section("Current State"),
         objective: section("Objective"),
         risks: section("Risks / Watch Out"),
@@ -123,6 +141,33 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
             "pulled": pulled,
         }),
     ))
+}
+
+/// How many first parents resume walks back looking for a briefing.
+const MAX_BRIEFING_WALK: usize = 1000;
+
+/// The nearest first-parent ancestor with a briefing (handoff.md), and that briefing.
+/// A parent missing from this store ends the walk.
+fn ancestor_briefing(
+    store: &Store,
+    bundle: &crate::format::Bundle,
+) -> Result<Option<(ObjectId, Briefing)>> {
+    let mut next = bundle.parents.first().copied();
+    for _ in 0..MAX_BRIEFING_WALK {
+        let Some(id) = next else { break };
+        let parent = match store.read_bundle(&id) {
+            Ok(parent) => parent,
+            Err(e) if e.kind == ErrorKind::NotFound => break,
+            Err(e) => return Err(e),
+        };
+        if let Some(b) =
+            read_text(store, &parent.tree, "handoff.md")?.and_then(|t| Briefing::parse(&t).ok())
+        {
+            return Ok(Some((id, b)));
+        }
+        next = parent.parents.first().copied();
+    }
+    Ok(None)
 }
 
 /// What to paste into a fresh chat: where to work, then the kickoff without the file

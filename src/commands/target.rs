@@ -12,6 +12,53 @@ use crate::output::{Ctx, Outcome};
 use crate::store::refs::{Expect, MoveReason};
 use crate::transport::url::TargetUrl;
 
+/// A target name is also a REV (`baton resume NAME` pulls it): refuse the names that
+/// would shadow a REV keyword or an id prefix.
+fn refuse_rev_names(name: &str) -> Result<()> {
+    let keyword = matches!(name, "current" | "targets");
+    let id_like = name.len() >= 8 && name.bytes().all(|b| b.is_ascii_hexdigit());
+    if keyword || id_like {
+        let what = if keyword {
+            "a revision keyword"
+        } else {
+            "an id prefix"
+        };
+        return Err(Error::usage(format!(
+            "target name '{name}' is {what} and would shadow it"
+        ))
+        .with_hint("choose another name, e.g. origin or backup"));
+    }
+    Ok(())
+}
+
+/// A relative local path (`../store`, `store`, `./x`) made absolute against the current
+/// directory, as git does for a remote; `..` and `.` are resolved lexically, since the
+/// target may not exist yet. URLs, scp-like `host:path` and absolute paths are unchanged.
+fn absolute_local(url: &str) -> Result<String> {
+    let scp_like = url
+        .split_once(':')
+        .is_some_and(|(authority, _)| !authority.contains('/'));
+    if url.is_empty() || url.starts_with('/') || url.contains("://") || scp_like {
+        return Ok(url.to_string());
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::other(format!("cannot read the current directory: {e}")))?;
+    let mut path = std::path::PathBuf::new();
+    for part in cwd.join(url).components() {
+        match part {
+            std::path::Component::ParentDir => {
+                path.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => path.push(other),
+        }
+    }
+    path.into_os_string().into_string().map_err(|_| {
+        Error::usage(format!("target path '{url}' is not valid UTF-8"))
+            .with_hint("use a UTF-8 path")
+    })
+}
+
 pub fn run(ctx: &Ctx, command: TargetCommand) -> Result<Outcome> {
     // Listing reads only the plain config and ref files, so it works on a locked
     // encrypted store. Every change needs the keys, the same for add, default and
@@ -24,7 +71,8 @@ pub fn run(ctx: &Ctx, command: TargetCommand) -> Result<Outcome> {
     match command {
         TargetCommand::Add { name, url, default } => {
             validate_target_name(&name)?;
-            let parsed = TargetUrl::parse(&url)?;
+            refuse_rev_names(&name)?;
+            let parsed = TargetUrl::parse(&absolute_local(&url)?)?;
             let lock = store.lock()?;
             let mut config = store.config.clone();
             if config.targets.contains_key(&name) {

@@ -57,7 +57,10 @@ impl Briefing {
         let mut problems = Vec::new();
         for required in REQUIRED_SECTIONS {
             match find(&sections, required) {
-                None => problems.push(format!("## {required}")),
+                None => problems.push(match wrong_level(&text, required) {
+                    Some(found) => format!("## {required} (found `{found}`: use `## {required}`)"),
+                    None => format!("## {required}"),
+                }),
                 Some(s) if s.body.trim().is_empty() => {
                     problems.push(format!("## {required} (empty)"))
                 }
@@ -109,6 +112,20 @@ Where things stand: what works, what is broken, what is not committed yet.
 
 1. The first concrete thing the next agent should do.
 "
+}
+
+/// A heading titled `title` at another level than 2 (`# Objective`, `### Objective`):
+/// the line as written, for the hint that names the fix.
+fn wrong_level(text: &str, title: &str) -> Option<String> {
+    let key = title_key(title);
+    text.lines()
+        .filter(|l| is_heading(l))
+        .map(str::trim)
+        .find(|l| {
+            let hashes = l.chars().take_while(|&c| c == '#').count();
+            hashes != 2 && title_key(l[hashes..].trim().trim_end_matches(':')) == key
+        })
+        .map(str::to_string)
 }
 
 pub fn invalid(message: String) -> Error {
@@ -541,7 +558,20 @@ Lexer done, parser half done.
         );
         // A level-3 heading is not a section.
         let e = err(&GOOD.replace("## Next Steps", "### Next Steps"));
-        assert_eq!(e.message, "briefing is missing sections: ## Next Steps");
+        assert_eq!(
+            e.message,
+            "briefing is missing sections: ## Next Steps (found `### Next Steps`: use `## Next Steps`)"
+        );
+    }
+
+    #[test]
+    fn a_level_one_heading_gets_the_fix_in_the_message() {
+        let e = err(&GOOD.replace("## Objective", "# Objective"));
+        assert_eq!(
+            e.message,
+            "briefing is missing sections: ## Objective (found `# Objective`: use `## Objective`)"
+        );
+        assert!(!e.message.contains('\n'));
     }
 
     #[test]

@@ -4,9 +4,11 @@
 //! Out, Open Questions and Suggested Prompt For Next Agent (when it has them), Recent
 //! turns of the session, Current State, Objective, the workspace comparison, pointers to
 //! the full files. Page order is priority order: when the whole does not fit, sections
-//! shrink from the bottom of the page up (Next Steps last), the header never takes more
-//! than a quarter of the budget, and long paths are cut in the middle. Pure function of
-//! its input: same input, same output.
+//! are dropped whole from the bottom of the page up and named, with the commands that
+//! print them, in a last "Left out" section; only the last section kept may be cut, Next
+//! Steps only once it is alone; every cut ends in a pointer to the full text; the header
+//! never takes more than a quarter of the budget, and long paths are cut in the middle.
+//! Pure function of its input: same input, same output.
 
 use serde::Serialize;
 
@@ -16,6 +18,11 @@ pub use super::transcript::estimate_tokens;
 pub const CUT: &str = "…";
 /// Paths longer than this many characters are cut in the middle.
 pub const MAX_PATH_CHARS: usize = 72;
+/// The smallest budget a kickoff is rendered for: room for the header and a Next Steps
+/// line ending in its pointer. `resume` refuses less (exit 2).
+pub const MIN_BUDGET: usize = 100;
+/// The title of the section that names the sections dropped to fit the budget.
+pub const LEFT_OUT: &str = "Left out to fit the budget";
 /// Every shrunk section keeps at least its title and this many tokens of body.
 const MIN_BODY_TOKENS: usize = 12;
 
@@ -27,7 +34,12 @@ pub struct KickoffInput {
     pub from: String,
     pub to: String,
     pub summary: String,
+    /// The save's `--note`, shown in the header.
+    pub note: String,
     pub next_steps: Option<String>,
+    /// When this handoff has no briefing: the nearest first-parent ancestor that has one
+    /// (its id); the briefing sections above are then that ancestor's.
+    pub briefing_from: Option<String>,
     pub current_state: Option<String>,
     pub objective: Option<String>,
     pub risks: Option<String>,
@@ -83,19 +95,19 @@ pub fn shorten_path(path: &str, max: usize) -> String {
 }
 
 /// Keep whole lines of `text` while they fit in `tokens`, then part of the next line,
-/// then a marker saying how much was left out.
-fn truncate(text: &str, tokens: usize, pointer: &str) -> (String, bool) {
+/// then a marker pointing at the full text. `None` when not even the marker fits.
+fn truncate(text: &str, tokens: usize, pointer: &str) -> Option<(String, bool)> {
     if estimate_tokens(text) <= tokens {
-        return (text.to_string(), false);
+        return Some((text.to_string(), false));
     }
     let long = format!("\n{CUT} [cut to fit the budget; full text: {pointer}]\n");
     let marker = if estimate_tokens(&long) * 2 <= tokens {
         long
     } else {
-        format!("{CUT}\n")
+        format!("\n{CUT} [full text: {pointer}]\n")
     };
     if estimate_tokens(&marker) > tokens {
-        return (String::new(), true);
+        return None;
     }
     // Characters of kept text plus the marker's rounded-up share never exceed the budget.
     let room = (tokens - estimate_tokens(&marker)) * 4;
@@ -117,11 +129,32 @@ fn truncate(text: &str, tokens: usize, pointer: &str) -> (String, bool) {
         }
     }
     let kept = out.trim_end();
-    // A line cut in the middle already ends in the marker; do not print it twice.
-    if kept.ends_with(CUT) && marker.trim_end() == CUT {
-        return (format!("{kept}\n"), true);
+    // A line cut in the middle already ends in the marker's `…`: the pointer follows it.
+    if let Some(cut) = kept.strip_suffix(CUT)
+        && !marker.contains("cut to fit")
+    {
+        return Some((format!("{cut}{}", &marker[1..]), true));
     }
-    (format!("{kept}{marker}"), true)
+    if kept.is_empty() {
+        return Some((marker[1..].to_string(), true));
+    }
+    Some((format!("{kept}{marker}"), true))
+}
+
+/// The "Left out" section: the sections dropped to fit, grouped by the command that
+/// prints them in full, in page order.
+fn left_out(dropped: &[(&str, String, String)]) -> String {
+    let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
+    for (title, _, pointer) in dropped {
+        match groups.iter_mut().find(|(_, p)| p == pointer) {
+            Some((titles, _)) => titles.push(title),
+            None => groups.push((vec![title], pointer)),
+        }
+    }
+    groups
+        .iter()
+        .map(|(titles, pointer)| format!("- {}: {pointer}\n", titles.join(", ")))
+        .collect()
 }
 
 /// The transcript and the raw session files behind it: pointed at by search.
@@ -153,11 +186,15 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
             input.summary.lines().next().unwrap_or("")
         ));
     }
+    for line in input.note.lines().filter(|l| !l.trim().is_empty()) {
+        header_text.push_str(&format!("Note: {line}\n"));
+    }
     let (header_text, header_cut) = truncate(
         &header_text,
         (budget / 4).max(8),
         &format!("baton show {short}"),
-    );
+    )
+    .unwrap_or_default();
     let header = KickoffSection {
         title: "header".into(),
         tokens: estimate_tokens(&header_text),
@@ -170,6 +207,38 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
         s.clone()
             .unwrap_or_else(|| "(not in this handoff)\n".to_string())
     };
+    // No briefing here: the briefing sections come from the nearest ancestor that has
+    // one, said first and labelled with its id.
+    let inherited = input.briefing_from.as_ref().map(|id| {
+        let rev: String = id.chars().take(12).collect();
+        (
+            format!("(no briefing in this handoff; the last one is in {rev}: baton cat {rev}:handoff.md)\n"),
+            format!("baton cat {rev}:handoff.md"),
+            rev,
+        )
+    });
+    let handoff_ptr = match &inherited {
+        Some((_, ptr, _)) => ptr.clone(),
+        None => handoff_ptr,
+    };
+    let next_steps = match (&inherited, &input.next_steps) {
+        (Some((line, _, rev)), Some(steps)) => format!("{line}From {rev}:\n{steps}"),
+        (Some((line, _, _)), None) => line.clone(),
+        (None, steps) => missing(steps),
+    };
+    let from_ancestor = |text: &Option<String>| match (&inherited, text) {
+        (Some((_, _, rev)), Some(t)) => Some(format!("From {rev}:\n{t}")),
+        (_, t) => t.clone(),
+    };
+    let (risks, open_questions, suggested_prompt) = (
+        from_ancestor(&input.risks),
+        from_ancestor(&input.open_questions),
+        from_ancestor(&input.suggested_prompt),
+    );
+    let (current_state, objective) = (
+        missing(&from_ancestor(&input.current_state)),
+        missing(&from_ancestor(&input.objective)),
+    );
     let mut pointers = String::new();
     for (path, size) in &input.files {
         // The listed path may be cut in the middle; the command keeps the whole path so
@@ -190,93 +259,80 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
         input.workspace.iter().map(|l| format!("- {l}\n")).collect()
     };
     let search_ptr = format!("baton search {short} QUERY");
-    let optional = |title: &'static str, text: &Option<String>, priority: usize, pointer: &str| {
-        text.clone()
-            .map(|t| (title, t, priority, pointer.to_string()))
+    let optional = |title: &'static str, text: &Option<String>, pointer: &str| {
+        text.clone().map(|t| (title, t, pointer.to_string()))
     };
-    let parts: Vec<(&str, String, usize, String)> = [
-        Some((
-            "Next Steps",
-            missing(&input.next_steps),
-            0,
-            handoff_ptr.clone(),
-        )),
-        optional("Risks / Watch Out", &input.risks, 1, &handoff_ptr),
-        optional("Open Questions", &input.open_questions, 2, &handoff_ptr),
+    let parts: Vec<(&str, String, String)> = [
+        Some(("Next Steps", next_steps, handoff_ptr.clone())),
+        optional("Risks / Watch Out", &risks, &handoff_ptr),
+        optional("Open Questions", &open_questions, &handoff_ptr),
         optional(
             "Suggested Prompt For Next Agent",
-            &input.suggested_prompt,
-            3,
+            &suggested_prompt,
             &handoff_ptr,
         ),
-        optional("Recent turns", &input.recent_turns, 4, &search_ptr),
-        Some((
-            "Current State",
-            missing(&input.current_state),
-            5,
-            handoff_ptr.clone(),
-        )),
-        Some((
-            "Objective",
-            missing(&input.objective),
-            6,
-            handoff_ptr.clone(),
-        )),
+        optional("Recent turns", &input.recent_turns, &search_ptr),
+        Some(("Current State", current_state, handoff_ptr.clone())),
+        Some(("Objective", objective, handoff_ptr.clone())),
         Some((
             "Workspace",
             workspace,
-            7,
             format!("baton cat {short}:context.md"),
         )),
-        Some(("Files", pointers, 8, format!("baton show {short}"))),
+        Some(("Files", pointers, format!("baton show {short}"))),
     ]
     .into_iter()
     .flatten()
     .collect();
 
-    // Give every section what it needs; if that is too much, take the excess from the
-    // lowest priority first, down to a floor, then drop bodies entirely in the same order.
+    // Keep the longest run of sections from the top of the page that fits, the last of
+    // them possibly cut; the ones below are dropped whole and named in "Left out" with
+    // the commands that print them. Next Steps is cut only when it is the only one left.
     let title_cost = |t: &str| estimate_tokens(&format!("\n## {t}\n"));
     let available = budget.saturating_sub(header.tokens);
     let needs: Vec<usize> = parts
         .iter()
-        .map(|(t, body, _, _)| title_cost(t) + estimate_tokens(body))
+        .map(|(t, body, _)| title_cost(t) + estimate_tokens(body))
         .collect();
-    let mut grants = needs.clone();
-    let mut excess = needs.iter().sum::<usize>().saturating_sub(available);
-    let mut by_priority: Vec<usize> = (0..parts.len()).collect();
-    by_priority.sort_by_key(|&i| std::cmp::Reverse(parts[i].2));
-    for &i in &by_priority {
-        if excess == 0 {
-            break;
-        }
-        let floor = title_cost(parts[i].0) + MIN_BODY_TOKENS;
-        let cut = grants[i].saturating_sub(floor).min(excess);
-        grants[i] -= cut;
-        excess -= cut;
-    }
-    for &i in &by_priority {
-        if excess == 0 {
-            break;
-        }
-        let cut = grants[i].min(excess);
-        grants[i] -= cut;
-        excess -= cut;
-    }
-
+    let section = |title: &str, text: String, truncated: bool| KickoffSection {
+        title: title.into(),
+        tokens: estimate_tokens(&text) + title_cost(title),
+        text,
+        truncated,
+    };
     let mut sections = Vec::new();
-    for ((title, body, _, pointer), grant) in parts.into_iter().zip(grants) {
-        let body_budget = grant.saturating_sub(title_cost(title));
-        if body_budget == 0 {
-            continue;
+    for keep in (1..=parts.len()).rev() {
+        let omitted = left_out(&parts[keep..]);
+        let omit_cost = if omitted.is_empty() {
+            0
+        } else {
+            title_cost(LEFT_OUT) + estimate_tokens(&omitted)
+        };
+        let room = available.saturating_sub(omit_cost);
+        let before: usize = needs[..keep - 1].iter().sum();
+        let (title, body, pointer) = &parts[keep - 1];
+        let last = if before + needs[keep - 1] <= room {
+            Some((body.clone(), false))
+        } else {
+            let body_room = room.saturating_sub(before + title_cost(title));
+            // A lower section is kept cut only with some of its text besides the pointer.
+            let enough = keep == 1 || body_room >= MIN_BODY_TOKENS + estimate_tokens(pointer) + 8;
+            truncate(body, body_room, pointer).filter(|_| enough)
+        };
+        let Some((text, truncated)) = last else {
+            if keep > 1 {
+                continue;
+            }
+            break;
+        };
+        for (title, body, _) in &parts[..keep - 1] {
+            sections.push(section(title, body.clone(), false));
         }
-        let (text, truncated) = truncate(&body, body_budget, &pointer);
-        sections.push(KickoffSection {
-            title: title.into(),
-            tokens: estimate_tokens(&text) + title_cost(title),
-            text,
-            truncated,
-        });
+        sections.push(section(title, text, truncated));
+        if !omitted.is_empty() {
+            sections.push(section(LEFT_OUT, omitted, false));
+        }
+        break;
     }
     let tokens = header.tokens + sections.iter().map(|s| s.tokens).sum::<usize>();
     Kickoff {
@@ -299,7 +355,9 @@ mod tests {
             from: "claude".into(),
             to: "codex".into(),
             summary: "Ship the parser".into(),
+            note: String::new(),
             next_steps: Some("1. Write the grammar.\n".repeat(long)),
+            briefing_from: None,
             current_state: Some("Tokenizer done and tested.\n".repeat(long)),
             objective: Some("A parser for the config language.\n".repeat(long)),
             risks: None,
@@ -350,22 +408,19 @@ mod tests {
                 .iter()
                 .find(|s| s.title == "Next Steps")
                 .expect("next steps kept");
-            // A higher-priority section is cut only once every lower one is at its floor.
+            // Next Steps is cut only once every other section is dropped whole.
             if next.truncated {
-                for s in k.sections.iter().filter(|s| s.title != "Next Steps") {
-                    assert!(
-                        s.tokens <= MIN_BODY_TOKENS + 8,
-                        "{} not at its floor at {budget}",
-                        s.title
-                    );
-                }
+                assert!(
+                    k.sections
+                        .iter()
+                        .all(|s| s.title == "Next Steps" || s.title == LEFT_OUT),
+                    "budget {budget}"
+                );
             }
-            if !k
-                .sections
-                .iter()
-                .any(|s| s.title == "Objective" && s.truncated)
-            {
-                assert!(!next.truncated);
+            // At most one section is cut, the last one kept before "Left out".
+            let content: Vec<_> = k.sections.iter().filter(|s| s.title != LEFT_OUT).collect();
+            for s in &content[..content.len() - 1] {
+                assert!(!s.truncated, "{} cut at {budget}", s.title);
             }
         }
     }
