@@ -192,9 +192,14 @@ pub struct SaveArgs {
     /// stored as transcript.jsonl
     #[arg(long, value_name = "SRC")]
     pub transcript: Option<String>,
-    /// What to do with secrets found in a handoff
-    #[arg(long, value_enum, default_value = "redact")]
-    pub secrets: crate::handoff::capture::SecretsMode,
+    /// What to do with secrets found: block refuses the save, redact stores placeholders,
+    /// allow (snapshots only) stores them as they are [default: block for a directory
+    /// snapshot, redact for a handoff]
+    #[arg(long, value_enum)]
+    pub secrets: Option<crate::handoff::capture::SecretsMode>,
+    /// Snapshot everything, also .git and what .gitignore and .batonignore exclude
+    #[arg(long)]
+    pub no_ignore: bool,
     /// The agent or person handing off
     #[arg(
         long,

@@ -1584,3 +1584,133 @@ fn save_help_says_what_save_does() {
     let out = env.run(&["save"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The names in `show REV`'s listing (its last column).
+fn listed_paths(env: &Env, rev: &str) -> BTreeSet<String> {
+    env.ok(&["show", rev])
+        .lines()
+        .filter(|l| l.starts_with("file ") || l.starts_with("dir ") || l.starts_with("exec "))
+        .filter_map(|l| l.split_whitespace().last().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn a_plain_snapshot_skips_git_and_ignored_files_unless_no_ignore() {
+    let env = Env::new();
+    env.init();
+    env.write_tree(
+        "proj",
+        &[
+            (".git/HEAD", b"ref: refs/heads/main\n"),
+            (".git/info/exclude", b"excluded.log\n"),
+            (".gitignore", b"target/\n"),
+            ("target/debug/app", b"binary"),
+            ("web/.gitignore", b"node_modules/\n"),
+            (
+                "web/node_modules/left-pad/index.js",
+                b"module.exports = 1;\n",
+            ),
+            ("web/app.js", b"app\n"),
+            (".batonignore", b"scratch.txt\n"),
+            ("scratch.txt", b"notes\n"),
+            ("excluded.log", b"log\n"),
+            ("vendor/.git", b"gitdir: ../.git/modules/vendor\n"),
+            ("vendor/lib.rs", b"lib\n"),
+            ("src/main.rs", b"fn main() {}\n"),
+        ],
+    );
+    env.save("proj", &[]);
+    let kept = listed_paths(&env, "current");
+    for path in [
+        ".gitignore",
+        ".batonignore",
+        "web/app.js",
+        "vendor/lib.rs",
+        "src/main.rs",
+    ] {
+        assert!(kept.contains(path), "{path} missing from {kept:?}");
+    }
+    for path in [
+        ".git",
+        "target",
+        "web/node_modules",
+        "scratch.txt",
+        "excluded.log",
+        "vendor/.git",
+    ] {
+        assert!(!kept.contains(path), "{path} was stored: {kept:?}");
+    }
+    env.save("proj", &["--no-ignore"]);
+    let all = listed_paths(&env, "current");
+    for path in [
+        ".git/HEAD",
+        "target/debug/app",
+        "web/node_modules/left-pad/index.js",
+        "scratch.txt",
+        "excluded.log",
+        "vendor/.git",
+    ] {
+        assert!(all.contains(path), "--no-ignore left out {path}: {all:?}");
+    }
+    // The store itself is never taken, even with --no-ignore.
+    env.write_tree("here", &[("a.txt", b"a\n")]);
+    let out = env.ok(&["save", ".", "--no-ignore"]);
+    assert_eq!(out.trim().len(), 64);
+    assert!(!listed_paths(&env, "current").contains(".baton"));
+}
+
+#[test]
+fn a_plain_snapshot_with_a_secret_is_refused_unless_redact_or_allow() {
+    let env = Env::new();
+    env.init();
+    let token = format!("ghp_{}", "A1b2C3d4E5".repeat(4));
+    env.write_tree(
+        "proj",
+        &[
+            (".env", format!("GITHUB_TOKEN={token}\n").as_bytes()),
+            ("src/main.rs", b"fn main() {}\n"),
+        ],
+    );
+    let before = snapshot_files(&env.store());
+    let out = env.run(&["save", "proj"]);
+    assert_eq!(out.status.code(), Some(6), "{}", common::text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("github_token"), "{err}");
+    assert!(err.contains(".env"), "{err}");
+    assert!(!err.contains(&token), "the value is never shown: {err}");
+    assert_eq!(snapshot_files(&env.store()), before, "nothing written");
+
+    let out = env.run(&["save", "proj", "--secrets", "redact"]);
+    assert!(out.status.success(), "{}", common::text(&out));
+    let stored = env.ok(&["cat", "current:.env"]);
+    assert_eq!(stored, "GITHUB_TOKEN=[REDACTED:github_token]\n");
+    assert!(
+        env.ok(&["show", "current"])
+            .contains(&format!("{} ", stored.len()))
+    );
+
+    let out = env.run(&["save", "proj", "--secrets", "allow"]);
+    assert!(out.status.success(), "{}", common::text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("github_token"));
+    assert_eq!(
+        env.ok(&["cat", "current:.env"]),
+        format!("GITHUB_TOKEN={token}\n")
+    );
+    // Many files: the list stops at ten.
+    for i in 0..13 {
+        env.write_tree(
+            "many",
+            &[(&format!("f{i:02}.env"), format!("T={token}\n").as_bytes())],
+        );
+    }
+    let out = env.run(&["save", "many"]);
+    assert_eq!(out.status.code(), Some(6));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("13 files hold secrets") && err.contains("and 3 more"),
+        "{err}"
+    );
+    // A handoff keeps redact as the default and refuses allow.
+    let out = env.run(&["save", "--no-brief", "--secrets", "allow"]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::text(&out));
+}

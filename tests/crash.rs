@@ -229,7 +229,10 @@ impl World {
     }
 
     fn save(&self, dir: &str) -> String {
-        let id = self.ok(&["save", dir]).trim().to_string();
+        let id = self
+            .ok(&["save", dir, "--secrets", "allow"])
+            .trim()
+            .to_string();
         assert_eq!(id.len(), 64, "save printed {id:?}");
         id
     }
@@ -678,7 +681,7 @@ impl Scenario for SaveCase {
         mutate(&src, rng, scaled(8 * MIB), 9999);
         let d = tree_digest(&src);
         let mut cmd = self.w().cmd();
-        cmd.args(["save", "src"]);
+        cmd.args(["save", "src", "--secrets", "allow"]);
         self.duration = timed(cmd, "save");
         let id = disk_current(&self.w().store()).unwrap();
         self.expected.insert(id, d);
@@ -696,7 +699,7 @@ impl Scenario for SaveCase {
 
     fn command(&self) -> Command {
         let mut cmd = self.w().cmd();
-        cmd.args(["save", "src"]);
+        cmd.args(["save", "src", "--secrets", "allow"]);
         cmd
     }
 
@@ -727,7 +730,7 @@ impl Scenario for SaveCase {
     }
 
     fn recover(&mut self, problems: &mut Vec<String>) {
-        let out = self.w().run(&["save", "src"]);
+        let out = self.w().run(&["save", "src", "--secrets", "allow"]);
         if !out.status.success() {
             problems.push(format!("recovery save failed\n{}", text(&out)));
             return;

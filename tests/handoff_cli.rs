@@ -2514,7 +2514,8 @@ fn handoff_options_without_a_handoff_are_refused() {
     for extra in [
         vec!["--transcript", "t.jsonl"],
         vec!["--attach", "f.txt"],
-        vec!["--secrets", "block"],
+        // --secrets now applies to plain snapshots too; --no-ignore is a snapshot's only.
+        vec!["--no-brief", "--no-ignore"],
     ] {
         let mut args = vec!["save", "."];
         args.extend(extra);

@@ -1555,3 +1555,53 @@ fn a_handoff_that_loses_the_push_race_is_offered_merge_and_converges() {
     );
     assert_eq!(json_ok(&a, &["pull"])["report"]["outcome"], "fast-forward");
 }
+
+#[test]
+fn push_and_clone_into_a_non_empty_directory_that_is_not_a_store_are_refused() {
+    let remote_env = Env::new();
+    let full = remote_env.path().join("project");
+    fs::create_dir_all(full.join("src")).unwrap();
+    fs::write(full.join("notes.txt"), b"mine\n").unwrap();
+    fs::write(full.join("src/lib.rs"), b"// mine\n").unwrap();
+    let before = snapshot_files(&full);
+    let (env, id) = store_with_target(&full, 61);
+    let err = json_err(&env, &["push"], 2);
+    let message = err["message"].as_str().unwrap();
+    assert!(message.contains("not a baton store"), "{err}");
+    assert!(message.contains("notes.txt"), "{err}");
+    assert!(
+        err["hint"]
+            .as_str()
+            .unwrap()
+            .contains("empty or new directory"),
+        "{err}"
+    );
+    assert_eq!(
+        snapshot_files(&full),
+        before,
+        "nothing written beside the files"
+    );
+    assert_eq!(fs::read_dir(&full).unwrap().count(), 2);
+
+    // An existing empty directory is fine, and so is pushing to it again.
+    let empty = remote_env.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    env.ok(&["target", "add", "e", s(&empty)]);
+    env.ok(&["push", "e"]);
+    assert_eq!(disk_current(&empty).as_deref(), Some(id.as_str()));
+    env.ok(&["push", "e"]);
+
+    // clone never writes into a non-empty directory either.
+    let dest = Env::new();
+    fs::write(dest.path().join("keep.txt"), b"keep\n").unwrap();
+    let target = dest.path().join("dest");
+    fs::create_dir(&target).unwrap();
+    fs::write(target.join("keep.txt"), b"keep\n").unwrap();
+    let out = dest.run(&["clone", s(&empty), s(&target)]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(
+        fs::read_dir(&target).unwrap().count(),
+        1,
+        "nothing written into the directory"
+    );
+}

@@ -207,7 +207,7 @@ fn big_bundle(env: &Env, seed: u64, mib: usize) -> String {
         random_bytes(seed, mib << 20),
     )
     .unwrap();
-    env.save("work", &["--summary", "big"])
+    env.save("work", &["--summary", "big", "--secrets", "allow"])
 }
 
 // ---------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ use crate::store::memtree::MemFile;
 use crate::store::refs::{Expect, MoveReason};
 
 pub fn run(ctx: &Ctx, path: &Path, secrets_mode: SecretsMode) -> Result<Outcome> {
+    let secrets_mode = secrets_mode.for_handoff()?;
     let store = ctx.open_store()?;
     // The whole input is parsed and checked first: malformed input imports nothing.
     let mut plan = import::plan(path)?;

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use crate::cli::SaveArgs;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::format::names::RefName;
-use crate::handoff::capture::{self, HandoffRequest};
+use crate::handoff::capture::{self, HandoffRequest, SecretsMode};
 use crate::handoff::sessions;
-use crate::output::{Ctx, Outcome};
+use crate::output::{Ctx, Outcome, terminal_safe};
 use crate::store::snapshot;
 
 pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
@@ -21,12 +21,9 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     if args.brief.is_some() || args.no_brief {
         return save_handoff(ctx, args, metadata).map(|(outcome, _)| outcome);
     }
-    if !args.attach.is_empty()
-        || args.transcript.is_some()
-        || args.secrets != capture::SecretsMode::Redact
-    {
+    if !args.attach.is_empty() || args.transcript.is_some() {
         return Err(
-            Error::usage("--attach, --transcript and --secrets belong to a handoff")
+            Error::usage("--attach and --transcript belong to a handoff")
                 .with_hint("add --brief FILE (or --no-brief) to save a handoff of the workspace"),
         );
     }
@@ -35,15 +32,69 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
             "give DIR to snapshot a directory, or --brief FILE (or --no-brief) to save a handoff of this workspace",
         ));
     };
+    let mode = args.secrets.unwrap_or(SecretsMode::Block);
     let store = ctx.open_store()?;
     let skip = std::fs::metadata(store.root())
         .ok()
         .map(|m| (m.dev(), m.ino()));
-    let node = snapshot::scan(dir, skip)?;
+    let ignores = if args.no_ignore {
+        snapshot::Ignores::Off
+    } else {
+        snapshot::Ignores::Respect
+    };
+    let node = snapshot::scan(dir, skip, ignores)?;
     check_refs_readable(&store)?;
+    // Every file is scanned before a single object is written.
+    let found = scan_files(&node)?;
+    if !found.is_empty() {
+        match mode {
+            SecretsMode::Block => return Err(snapshot_refusal(dir, &found)),
+            SecretsMode::Redact => {
+                if let Some(big) = found.iter().find(|f| f.counts.is_none()) {
+                    return Err(Error::new(
+                        ErrorKind::Security,
+                        format!(
+                            "refusing to save: {} holds secrets ({}) and is too large to redact (over {} MiB)",
+                            terminal_safe(&show_path(dir, &big.path)),
+                            big.kinds().join(", "),
+                            REDACT_LIMIT >> 20
+                        ),
+                    )
+                    .with_hint(format!(
+                        "remove it or list it in {}, or save with --secrets allow to store it as it is",
+                        snapshot::IGNORE_FILE
+                    )));
+                }
+            }
+            SecretsMode::Allow => {}
+        }
+    }
+    let redact: std::collections::HashSet<&Path> = match mode {
+        SecretsMode::Redact => found.iter().map(|f| f.path.as_path()).collect(),
+        _ => Default::default(),
+    };
+    let replace = |path: &Path| -> Result<Option<Vec<u8>>> {
+        if !redact.contains(path) {
+            return Ok(None);
+        }
+        let mut bytes = Vec::new();
+        crate::store::objects::open_regular(path)?
+            .take(REDACT_LIMIT + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io("cannot read", path, e))?;
+        Ok(Some(crate::handoff::secrets::redact(&bytes).bytes))
+    };
     let bar = ctx.progress(node.total_bytes(), true);
-    let (tree, stats) = snapshot::write(&store, &node, &|n| bar.inc(n))?;
+    let (tree, stats) = snapshot::write(&store, &node, &|n| bar.inc(n), &replace)?;
     bar.finish_and_clear();
+    let mut metadata = metadata;
+    let secrets_key = match mode {
+        SecretsMode::Redact => "secrets.redacted",
+        _ => "secrets.allowed",
+    };
+    if !found.is_empty() {
+        metadata.insert(secrets_key.into(), describe_files(&found));
+    }
     let (id, bundle) = store.commit_bundle(tree, "save", |b| {
         b.from = args.from.clone();
         b.to = args.to.clone();
@@ -51,6 +102,21 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
         b.note = args.note.clone();
         b.metadata = metadata;
     })?;
+    if !ctx.quiet && !ctx.json && !found.is_empty() {
+        let what = match mode {
+            SecretsMode::Redact => "redacted secrets",
+            _ => "stored secrets as they are",
+        };
+        eprintln!(
+            "note: {what} ({}) in {}",
+            describe_files(&found),
+            list_paths(dir, &found)
+        );
+    }
+    let secrets: Vec<_> = found
+        .iter()
+        .map(|f| json!({ "path": show_path(dir, &f.path), "kinds": f.kinds() }))
+        .collect();
     Ok(Outcome::new(
         id.to_hex(),
         json!({
@@ -61,8 +127,139 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
             "bytes": stats.bytes,
             "objects_written": stats.objects_written,
             "bytes_written": stats.bytes_written,
+            "secrets": secrets,
+            "secrets_mode": match mode {
+                SecretsMode::Block => "block",
+                SecretsMode::Redact => "redact",
+                SecretsMode::Allow => "allow",
+            },
         }),
     ))
+}
+
+/// Files up to this size are scanned (and redacted) in memory; larger ones are scanned
+/// in chunks and cannot be redacted.
+const REDACT_LIMIT: u64 = 16 << 20;
+
+/// At most this many paths are named in a refusal or note.
+const MAX_LISTED: usize = 10;
+
+/// A snapshot file that holds secrets.
+struct Found {
+    path: PathBuf,
+    /// Counts by kind, or `None` with `big_kinds` for a file scanned in chunks.
+    counts: Option<BTreeMap<&'static str, u64>>,
+    big_kinds: std::collections::BTreeSet<&'static str>,
+}
+
+impl Found {
+    fn kinds(&self) -> Vec<&'static str> {
+        match &self.counts {
+            Some(counts) => counts.keys().copied().collect(),
+            None => self.big_kinds.iter().copied().collect(),
+        }
+    }
+}
+
+/// Scan every file of a snapshot for secrets (in parallel), in tree order.
+fn scan_files(node: &snapshot::Node) -> Result<Vec<Found>> {
+    use rayon::prelude::*;
+    let found: Vec<Option<Found>> = node
+        .files()
+        .par_iter()
+        .map(|path| {
+            let mut file = crate::store::objects::open_regular(path)?;
+            let len = file
+                .metadata()
+                .map_err(|e| Error::io("cannot stat", path, e))?
+                .len();
+            let (counts, big_kinds) = if len <= REDACT_LIMIT {
+                let mut bytes = Vec::with_capacity(len as usize);
+                (&mut file)
+                    .take(REDACT_LIMIT + 1)
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| Error::io("cannot read", path, e))?;
+                let counts = crate::handoff::secrets::scan(&bytes);
+                if counts.is_empty() {
+                    return Ok(None);
+                }
+                (Some(counts), Default::default())
+            } else {
+                let kinds = crate::handoff::secrets::scan_reader(&mut file)
+                    .map_err(|e| Error::io("cannot read", path, e))?;
+                if kinds.is_empty() {
+                    return Ok(None);
+                }
+                (None, kinds)
+            };
+            Ok(Some(Found {
+                path: path.to_path_buf(),
+                counts,
+                big_kinds,
+            }))
+        })
+        .collect::<Result<_>>()?;
+    Ok(found.into_iter().flatten().collect())
+}
+
+/// The refusal of a snapshot that holds secrets: kinds and paths, never values.
+fn snapshot_refusal(dir: &Path, found: &[Found]) -> Error {
+    let files = if found.len() == 1 {
+        "file holds"
+    } else {
+        "files hold"
+    };
+    Error::new(
+        ErrorKind::Security,
+        format!(
+            "refusing to save: {} {files} secrets ({}): {}",
+            found.len(),
+            all_kinds(found).join(", "),
+            list_paths(dir, found)
+        ),
+    )
+    .with_hint(format!(
+        "remove them or list them in {}, or save with --secrets redact (placeholders) or --secrets allow (as they are)",
+        snapshot::IGNORE_FILE
+    ))
+}
+
+fn all_kinds(found: &[Found]) -> Vec<&'static str> {
+    let kinds: std::collections::BTreeSet<_> = found.iter().flat_map(|f| f.kinds()).collect();
+    kinds.into_iter().collect()
+}
+
+/// "github_token (1 file), password_assignment (2 files)".
+fn describe_files(found: &[Found]) -> String {
+    let mut files: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for f in found {
+        for kind in f.kinds() {
+            *files.entry(kind).or_default() += 1;
+        }
+    }
+    files
+        .iter()
+        .map(|(k, n)| format!("{k} ({n} file{})", if *n == 1 { "" } else { "s" }))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Up to [`MAX_LISTED`] paths relative to `dir`, then "and N more".
+fn list_paths(dir: &Path, found: &[Found]) -> String {
+    let mut text = found
+        .iter()
+        .take(MAX_LISTED)
+        .map(|f| terminal_safe(&show_path(dir, &f.path)).into_owned())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if found.len() > MAX_LISTED {
+        text.push_str(&format!(" and {} more", found.len() - MAX_LISTED));
+    }
+    text
+}
+
+fn show_path(dir: &Path, path: &Path) -> String {
+    path.strip_prefix(dir).unwrap_or(path).display().to_string()
 }
 
 /// A damaged ref or log stops a save before a single object is written, so a refused
@@ -108,6 +305,11 @@ pub(super) fn save_handoff_with(
     brief: Option<Vec<u8>>,
     mut metadata: BTreeMap<String, String>,
 ) -> Result<(Outcome, crate::format::ObjectId)> {
+    if args.no_ignore {
+        return Err(Error::usage("--no-ignore belongs to a directory snapshot")
+            .with_hint("a handoff stores evidence and attachments, not the directory"));
+    }
+    let mode = args.secrets.unwrap_or(SecretsMode::Redact).for_handoff()?;
     let store = ctx.open_store()?;
     let workspace = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let workspace = std::fs::canonicalize(&workspace)
@@ -137,7 +339,7 @@ pub(super) fn save_handoff_with(
         transcript,
         raw_transcript,
         attachments: args.attach.clone(),
-        secrets: args.secrets,
+        secrets: mode,
     };
     // Everything is assembled, validated and scanned before the store is touched; the
     // manifest's own text fields are scanned like the files.
@@ -156,7 +358,7 @@ pub(super) fn save_handoff_with(
     for value in metadata.values_mut() {
         *value = scrub(value);
     }
-    if args.secrets == capture::SecretsMode::Block && !assembled.secrets.is_empty() {
+    if mode == SecretsMode::Block && !assembled.secrets.is_empty() {
         return Err(capture::secrets_refusal(&assembled.secrets));
     }
     check_refs_readable(&store)?;

@@ -22,6 +22,21 @@ pub enum SecretsMode {
     Redact,
     /// Refuse the save if any secret is found.
     Block,
+    /// Store secrets as they are and report them (directory snapshots only).
+    Allow,
+}
+
+impl SecretsMode {
+    /// Handoffs redact or refuse; keeping secrets as they are is for snapshots only.
+    pub fn for_handoff(self) -> Result<SecretsMode> {
+        if self == SecretsMode::Allow {
+            return Err(
+                Error::usage("--secrets allow is for directory snapshots, not handoffs")
+                    .with_hint("use --secrets redact (the default) or --secrets block"),
+            );
+        }
+        Ok(self)
+    }
 }
 
 pub struct HandoffRequest<'a> {

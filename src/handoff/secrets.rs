@@ -73,6 +73,9 @@ use std::collections::BTreeMap;
 
 mod json;
 mod rules;
+mod stream;
+
+pub use stream::{CHUNK as STREAM_CHUNK, scan_reader};
 
 use rules::{PEM_ANY_END, PEM_BEGIN, PLACEHOLDER, RULE_SET, RULES};
 

@@ -2,7 +2,17 @@
 //!
 //! The scan validates the whole input before a single object is written, so bad input
 //! (a FIFO, a device, a non-UTF-8 name, an unreadable file) leaves the store untouched.
+//!
+//! The directory is listed with the `ignore` crate (ripgrep's walker). By default the
+//! listing leaves out `.git` (a directory or a gitlink file, at every level) and what
+//! `.gitignore` files (at every level below DIR and in DIR's parents, as git applies a
+//! parent's rules to a subdirectory), the repository's `.git/info/exclude` and
+//! `.batonignore` files exclude. `.gitignore` applies outside a git repository too; the
+//! user's global excludes file does not (a snapshot must not depend on who takes it), nor
+//! do ripgrep's own `.ignore` files. Symlinks are never followed: they are stored as
+//! symlinks. [`Ignores::Off`] (`--no-ignore`) lists everything but the store itself.
 
+use std::collections::HashMap;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -40,9 +50,21 @@ pub struct SnapshotStats {
     pub bytes_written: u64,
 }
 
+/// Whether [`scan`] leaves out what ignore files exclude.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ignores {
+    /// Leave out `.git`, and what `.gitignore`, `.git/info/exclude` and `.batonignore` exclude.
+    Respect,
+    /// Take everything (`--no-ignore`), still never the store itself.
+    Off,
+}
+
+/// The name of baton's own ignore files (gitignore syntax).
+pub const IGNORE_FILE: &str = ".batonignore";
+
 /// Walk `dir` without following symlinks and without opening anything but regular files.
 /// `skip` is a directory (the store itself) to leave out, identified by device and inode.
-pub fn scan(dir: &Path, skip: Option<(u64, u64)>) -> Result<Node> {
+pub fn scan(dir: &Path, skip: Option<(u64, u64)>, ignores: Ignores) -> Result<Node> {
     let meta = match fs::metadata(dir) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -59,10 +81,85 @@ pub fn scan(dir: &Path, skip: Option<(u64, u64)>) -> Result<Node> {
                 .with_hint("give the path of a directory to save"),
         );
     }
-    scan_dir(dir, skip, 0)
+    let listing = list(dir, skip, ignores)?;
+    scan_dir(dir, skip, &listing, 0)
 }
 
-fn scan_dir(dir: &Path, skip: Option<(u64, u64)>, depth: u32) -> Result<Node> {
+/// Every directory's kept entries (paths), by the directory's path.
+type Listing = HashMap<PathBuf, Vec<PathBuf>>;
+
+/// List the whole tree under `dir` once, with the ignore rules applied.
+fn list(dir: &Path, skip: Option<(u64, u64)>, ignores: Ignores) -> Result<Listing> {
+    let respect = ignores == Ignores::Respect;
+    let mut builder = ignore::WalkBuilder::new(dir);
+    builder
+        .standard_filters(false)
+        .hidden(false)
+        .follow_links(false)
+        // One level past the limit is enough for scan_dir to refuse a deeper tree.
+        .max_depth(Some(MAX_TREE_DEPTH as usize + 1));
+    if respect {
+        builder
+            .git_ignore(true)
+            .git_exclude(true)
+            .git_global(false)
+            .ignore(false)
+            .parents(true)
+            .require_git(false)
+            .add_custom_ignore_filename(IGNORE_FILE);
+    }
+    builder.filter_entry(move |entry| {
+        if entry.depth() == 0 {
+            return true;
+        }
+        if respect && entry.file_name() == ".git" {
+            return false;
+        }
+        if entry.file_type().is_some_and(|t| t.is_dir())
+            && let Some(skip) = skip
+            && let Ok(meta) = fs::symlink_metadata(entry.path())
+            && (meta.dev(), meta.ino()) == skip
+        {
+            return false;
+        }
+        true
+    });
+    let mut listing = Listing::new();
+    for entry in builder.build() {
+        let entry = entry.map_err(|e| walk_error(e, dir))?;
+        if entry.depth() == 0 {
+            continue;
+        }
+        let path = entry.into_path();
+        let parent = path.parent().unwrap_or(dir).to_path_buf();
+        listing.entry(parent).or_default().push(path);
+    }
+    Ok(listing)
+}
+
+/// A walk error as baton's: an unreadable directory as before, a bad ignore file by name.
+fn walk_error(err: ignore::Error, dir: &Path) -> Error {
+    fn path_of(err: &ignore::Error) -> Option<&Path> {
+        match err {
+            ignore::Error::WithPath { path, .. } => Some(path),
+            ignore::Error::WithLineNumber { err, .. } | ignore::Error::WithDepth { err, .. } => {
+                path_of(err)
+            }
+            ignore::Error::Partial(errs) => errs.iter().find_map(path_of),
+            _ => None,
+        }
+    }
+    let path = path_of(&err).unwrap_or(dir).to_path_buf();
+    let text = err.to_string();
+    match err.into_io_error() {
+        Some(io) => Error::io("cannot read directory", &path, io),
+        None => Error::usage(format!("bad ignore rule: {text}")).with_hint(format!(
+            "fix the pattern in that .gitignore or {IGNORE_FILE}, or save with --no-ignore"
+        )),
+    }
+}
+
+fn scan_dir(dir: &Path, skip: Option<(u64, u64)>, listing: &Listing, depth: u32) -> Result<Node> {
     // Readers refuse deeper trees (and this scan and the writer recurse per level).
     if depth >= MAX_TREE_DEPTH {
         return Err(Error::usage(format!(
@@ -72,11 +169,9 @@ fn scan_dir(dir: &Path, skip: Option<(u64, u64)>, depth: u32) -> Result<Node> {
         .with_hint("baton stores trees up to that depth; save a shallower directory"));
     }
     let mut children = Vec::new();
-    let reader = fs::read_dir(dir).ctx("cannot read directory", dir)?;
-    for entry in reader {
-        let entry = entry.ctx("cannot read directory", dir)?;
-        let path = entry.path();
-        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+    for path in listing.get(dir).into_iter().flatten() {
+        let path = path.clone();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
             return Err(
                 Error::usage(format!("file name {} is not valid UTF-8", path.display())).with_hint(
                     "rename it (baton stores UTF-8 names only) or move it out of the directory",
@@ -94,7 +189,7 @@ fn scan_dir(dir: &Path, skip: Option<(u64, u64)>, depth: u32) -> Result<Node> {
             if skip == Some((meta.dev(), meta.ino())) {
                 continue;
             }
-            scan_dir(&path, skip, depth + 1)?
+            scan_dir(&path, skip, listing, depth + 1)?
         } else if kind.is_file() {
             // Opening proves the file is readable now, before anything is written.
             open_regular(&path)?;
@@ -135,6 +230,13 @@ impl Node {
         }
     }
 
+    /// The regular files below this node, in tree order.
+    pub fn files(&self) -> Vec<&Path> {
+        let mut out = Vec::new();
+        self.collect_files(&mut out);
+        out
+    }
+
     fn collect_files<'a>(&'a self, out: &mut Vec<&'a Path>) {
         match self {
             Node::File { path, .. } => out.push(path),
@@ -145,11 +247,14 @@ impl Node {
 }
 
 /// Store every file (in parallel), then the trees bottom-up; returns the root tree id.
-/// All new objects are durable (directories fsynced) when this returns.
+/// All new objects are durable (directories fsynced) when this returns. `replace` may
+/// give the bytes to store instead of a file's own (a redacted copy); size and id are
+/// those of the bytes stored.
 pub fn write(
     store: &Store,
     root: &Node,
     progress: &(dyn Fn(u64) + Sync),
+    replace: &(dyn Fn(&Path) -> Result<Option<Vec<u8>>> + Sync),
 ) -> Result<(ObjectId, SnapshotStats)> {
     let mut files = Vec::new();
     root.collect_files(&mut files);
@@ -157,7 +262,10 @@ pub fn write(
     let stored: Vec<Stored> = files
         .par_iter()
         .map(|path| {
-            let stored = store.objects.put_file(path, &pending)?;
+            let stored = match replace(path)? {
+                Some(bytes) => store.objects.put_bytes(&bytes, &pending)?,
+                None => store.objects.put_file(path, &pending)?,
+            };
             progress(stored.size);
             Ok(stored)
         })

@@ -238,6 +238,7 @@ fn decode_generation(remote: &dyn Remote, path: &str, bytes: &[u8]) -> Result<Lo
 /// The remote gets the local store's format, features and encryption (never its
 /// targets), so an encrypted store stays the same encrypted store over there.
 pub fn create_store(remote: &mut dyn Remote, local: &StoreConfig) -> Result<()> {
+    check_room_for_store(remote)?;
     let dirs: Vec<String> = [
         "",
         "objects",
@@ -284,6 +285,45 @@ pub fn create_store(remote: &mut dyn Remote, local: &StoreConfig) -> Result<()> 
     }
     let _ = remote.remove_dir_all(&staging);
     Ok(())
+}
+
+/// What a store's top directory holds (a store being created by a twin holds some).
+const STORE_NAMES: &[&str] = &[
+    "objects",
+    "packs",
+    "refs",
+    STAGING_DIR,
+    ".gitignore",
+    "log",
+    "lock",
+    "config",
+];
+
+/// A store is created only in a new or empty directory (or over a half-made store):
+/// never beside someone's files.
+fn check_room_for_store(remote: &mut dyn Remote) -> Result<()> {
+    let (_, mut listings) = remote.read_many(&[], &[String::new()], 1 << 20)?;
+    let entries = listings.pop().flatten().unwrap_or_default();
+    let foreign: Vec<&str> = entries
+        .iter()
+        .map(|e| e.name.as_str())
+        .filter(|name| !STORE_NAMES.contains(name))
+        .collect();
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "{} is a directory that is not empty and not a baton store (it holds {}{})",
+        remote.describe(),
+        foreign
+            .iter()
+            .take(3)
+            .map(|n| n.escape_debug().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        if foreign.len() > 3 { ", ..." } else { "" }
+    ))
+    .with_hint("choose an empty or new directory for the target"))
 }
 
 /// A fresh, unique staging directory name: host, pid and time.
