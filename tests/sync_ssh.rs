@@ -867,6 +867,15 @@ fn handoff_workspace(env: &Env) -> PathBuf {
     ws
 }
 
+/// `baton ARGS` in `ws`, reaching `server`.
+fn run_in(env: &Env, server: &Sshd, ws: &Path, args: &[&str]) -> Output {
+    cmd(env, server)
+        .current_dir(ws)
+        .args(args)
+        .output()
+        .expect("run baton")
+}
+
 fn handoff_in(env: &Env, server: &Sshd, ws: &Path, extra: &[&str]) -> Output {
     let brief = env.path().join("brief.md");
     let mut args = vec![
@@ -897,13 +906,7 @@ fn handoff_push_then_resume_target_on_another_home() {
     let server = Sshd::start();
     let sender = Env::new();
     let ws = handoff_workspace(&sender);
-    let in_ws = |args: &[&str]| {
-        cmd(&sender, &server)
-            .current_dir(&ws)
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let in_ws = |args: &[&str]| run_in(&sender, &server, &ws, args);
     assert!(in_ws(&["init"]).status.success());
     assert!(
         in_ws(&["target", "add", "devbox", &scp_url(&server)])
@@ -1018,13 +1021,7 @@ fn a_refused_handoff_push_keeps_the_saved_bundle_and_says_how_to_retry() {
     let server = Sshd::start();
     let sender = Env::new();
     let ws = handoff_workspace(&sender);
-    let in_ws = |args: &[&str]| {
-        cmd(&sender, &server)
-            .current_dir(&ws)
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let in_ws = |args: &[&str]| run_in(&sender, &server, &ws, args);
     assert!(in_ws(&["init"]).status.success());
     assert!(
         in_ws(&["target", "add", "devbox", &scp_url(&server)])
