@@ -346,6 +346,17 @@ impl SftpRemote {
         }
     }
 
+    /// The handle of a file just created at `path`; a missing directory is not_found.
+    fn created_handle(&self, packet: Packet, path: &str) -> Result<String> {
+        self.expect_handle(packet, &format!("create {path}"))?
+            .ok_or_else(|| {
+                Error::not_found(format!(
+                    "cannot create {path} on {}: no such directory",
+                    self.describe
+                ))
+            })
+    }
+
     fn open(&mut self, rel: &str, flags: OpenFlags, mode: Option<u32>) -> Result<u32> {
         let filename = self.path(rel);
         let attrs = FileAttributes {
@@ -529,14 +540,7 @@ impl Remote for SftpRemote {
         let flags = OpenFlags::READ | OpenFlags::WRITE | OpenFlags::CREATE | OpenFlags::EXCLUDE;
         let id = self.open(path, flags, Some(0o600))?;
         let reply = self.wait(id)?;
-        let handle = self
-            .expect_handle(reply, &format!("create {path}"))?
-            .ok_or_else(|| {
-                Error::not_found(format!(
-                    "cannot create {path} on {}: no such directory",
-                    self.describe
-                ))
-            })?;
+        let handle = self.created_handle(reply, path)?;
         Ok(Box::new(upload::SftpUpload {
             remote: self,
             handle,

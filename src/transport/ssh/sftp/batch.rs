@@ -215,14 +215,7 @@ impl SftpRemote {
             let reply = self.wait(id)?;
             match step {
                 Step::Open => {
-                    let handle = self
-                        .expect_handle(reply, &format!("create {path}"))?
-                        .ok_or_else(|| {
-                            Error::not_found(format!(
-                                "cannot create {path} on {}: no such directory",
-                                self.describe
-                            ))
-                        })?;
+                    let handle = self.created_handle(reply, path)?;
                     let (h, data) = (handle.clone(), bytes.clone());
                     let write = self.request(|id| {
                         Packet::Write(WriteReq {
