@@ -2140,7 +2140,15 @@ fn import_prowl() {
         .iter()
         .map(|(_, _, s)| (field(s, "from"), field(s, "to")))
         .collect();
-    assert_eq!(who, [("claude", "codex"), ("codex", "claude"), ("", "")]);
+    // current.md's from/to are the last transition of log.md.
+    assert_eq!(
+        who,
+        [
+            ("claude", "codex"),
+            ("codex", "claude"),
+            ("claude", "codex")
+        ]
+    );
     assert_eq!(
         field(&bundles[0].2, "summary"),
         "Add idempotency keys to the `POST /transfers` endpoint."
@@ -2159,16 +2167,13 @@ fn import_prowl() {
         meta(&bundles[0].2, "import.source"),
         "archive/2024-05-01T09-15-00-claude-to-codex.md"
     );
-    // The last bundle carries the context, log and sessions too.
+    // The last bundle carries the context and log too; the session excerpt goes to the
+    // transition whose window it falls in (14:25 is before the 14:30 handoff).
     let last = files_of(&bundles[2].2);
-    for path in [
-        "handoff.md",
-        "context.md",
-        "log.md",
-        "sessions/2024-05-02T14-25-10-pane-2.md",
-    ] {
+    for path in ["handoff.md", "context.md", "log.md"] {
         assert!(last.contains_key(path), "{path}: {last:?}");
     }
+    assert!(files_of(&bundles[1].2).contains_key("sessions/2024-05-02T14-25-10-pane-2.md"));
     assert_eq!(
         cat(&env, "current:handoff.md").as_bytes(),
         fs::read(fixture("prowl/.prowl/handoff/current.md")).expect("read")
@@ -3259,4 +3264,61 @@ fn a_no_brief_kickoff_points_at_the_last_briefing() {
     );
     // The pointer can be run as printed.
     assert_eq!(cat(&env, &format!("{rev}:handoff.md")), VALID_BRIEF);
+}
+
+#[test]
+fn importing_the_same_directory_twice_adds_nothing() {
+    for rel in ["prowl", "frontmatter", "agent-bundles"] {
+        let env = Env::new();
+        env.init();
+        let first = json_ok(&env, &["import-handoff", &fixture(rel)]);
+        let count = first["bundles"].as_array().map(Vec::len);
+        let head = json_ok(&env, &["show", "current"])["id"].clone();
+        let log = json_ok(&env, &["log"])["bundles"].as_array().map(Vec::len);
+        let out = baton_in(&env, env.path(), &["import-handoff", &fixture(rel)]);
+        let text = ok(out, "second import");
+        assert!(
+            text.starts_with("0 handoffs imported (already imported: "),
+            "{rel}: {text}"
+        );
+        let again = json_ok(&env, &["import-handoff", &fixture(rel)]);
+        assert_eq!(again["bundles"].as_array().map(Vec::len), Some(0), "{rel}");
+        assert_eq!(
+            again["already_imported"].as_array().map(Vec::len),
+            count,
+            "{rel}"
+        );
+        assert_eq!(json_ok(&env, &["show", "current"])["id"], head, "{rel}");
+        assert_eq!(
+            json_ok(&env, &["log"])["bundles"].as_array().map(Vec::len),
+            log,
+            "{rel}"
+        );
+    }
+}
+
+#[test]
+fn a_replaced_prowl_briefing_is_not_an_agent() {
+    let env = Env::new();
+    env.init();
+    let dir = env.path().join("proj/.prowl/handoff");
+    fs::create_dir_all(dir.join("archive")).expect("mkdir");
+    fs::write(
+        dir.join("log.md"),
+        "2024-05-01T09:00:00Z handoff ann -> bob (current.md)\n\
+         2024-05-01T12:00:00Z handoff bob -> cy (current.md)\n",
+    )
+    .expect("write");
+    fs::write(
+        dir.join("archive/2024-05-01T12-00-00Z-replaced-current.md"),
+        "## Objective\nold\n",
+    )
+    .expect("write");
+    fs::write(dir.join("current.md"), "## Objective\nnew\n").expect("write");
+    json_ok(&env, &["import-handoff", &s(&env.path().join("proj"))]);
+    let old = json_ok(&env, &["show", "current~1"]);
+    assert_eq!((field(&old, "from"), field(&old, "to")), ("ann", "bob"));
+    let new = json_ok(&env, &["show", "current"]);
+    assert_eq!((field(&new, "from"), field(&new, "to")), ("bob", "cy"));
+    assert_eq!(field(&new, "created"), "2024-05-01T12:00:00Z");
 }

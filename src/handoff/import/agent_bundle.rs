@@ -353,6 +353,7 @@ pub(super) fn json_parents(v: &serde_json::Value) -> Option<Vec<String>> {
 mod tests {
     use super::*;
     use crate::handoff::import::test_util::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn agent_bundle_single() {
@@ -444,7 +445,17 @@ mod tests {
         // The single bundle alone: same content, no parent inside the plan.
         let alone = super::plan(&dir.join("ah-1c9e")).unwrap();
         assert!(alone.bundles[0].parents.is_empty());
-        assert_eq!(alone.bundles[0].metadata, second.metadata);
+        // Same metadata but the fingerprint, which covers the parent too.
+        let without = |m: &BTreeMap<String, String>| {
+            let mut m = m.clone();
+            m.remove(FINGERPRINT);
+            m
+        };
+        assert_eq!(
+            without(&alone.bundles[0].metadata),
+            without(&second.metadata)
+        );
+        assert_ne!(alone.bundles[0].metadata, second.metadata);
     }
 
     #[test]

@@ -347,7 +347,7 @@ mod tests {
         assert_eq!(m["frontmatter.next_agent"], "backend");
         assert!(m.contains_key("frontmatter.next_task"));
         assert!(m.contains_key("frontmatter.summary"));
-        assert_eq!(m.len(), 9);
+        assert_eq!(m.len(), 10, "frontmatter keys, import.*");
         assert_eq!(plan1.metadata["frontmatter.parent"], "");
     }
 

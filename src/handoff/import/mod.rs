@@ -59,7 +59,7 @@ mod order;
 mod prowl;
 mod timestamp;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -138,11 +138,49 @@ pub fn detect(path: &Path) -> Result<Format> {
 
 /// Read `path` and plan its bundles; nothing is written.
 pub fn plan(path: &Path) -> Result<Plan> {
-    match locate(path)? {
-        Layout::Prowl(dir) => plan_prowl(&dir),
-        Layout::Frontmatter(dir) => plan_frontmatter(&dir),
-        Layout::AgentBundle(dir) => plan_agent_bundles(path, &[dir], false),
-        Layout::AgentBundles(dirs) => plan_agent_bundles(path, &dirs, true),
+    let mut plan = match locate(path)? {
+        Layout::Prowl(dir) => plan_prowl(&dir)?,
+        Layout::Frontmatter(dir) => plan_frontmatter(&dir)?,
+        Layout::AgentBundle(dir) => plan_agent_bundles(path, &[dir], false)?,
+        Layout::AgentBundles(dirs) => plan_agent_bundles(path, &dirs, true)?,
+    };
+    add_fingerprints(&mut plan);
+    Ok(plan)
+}
+
+/// Metadata key of a bundle's source fingerprint: a digest of everything the plan took
+/// from the input for it (and its parents' fingerprints), so a second import of the same
+/// input can be recognised whatever the store's state.
+pub const FINGERPRINT: &str = "import.fingerprint";
+
+fn add_fingerprints(plan: &mut Plan) {
+    let mut done: HashMap<String, String> = HashMap::new();
+    for b in &mut plan.bundles {
+        let mut bytes = Vec::new();
+        let mut field = |part: &[u8]| {
+            bytes.extend_from_slice(&(part.len() as u64).to_le_bytes());
+            bytes.extend_from_slice(part);
+        };
+        field(plan.format.name().as_bytes());
+        for text in [&b.key, &b.from, &b.to, &b.summary, &b.note] {
+            field(text.as_bytes());
+        }
+        let created = b.created.map(crate::format::bundle::format_time);
+        field(created.unwrap_or_default().as_bytes());
+        for (k, v) in &b.metadata {
+            field(k.as_bytes());
+            field(v.as_bytes());
+        }
+        for (path, content) in &b.files {
+            field(path.as_bytes());
+            field(content);
+        }
+        for p in &b.parents {
+            field(done.get(p).map_or(p.as_bytes(), |f| f.as_bytes()));
+        }
+        let fp = crate::format::ObjectId::of(&bytes).to_string();
+        done.insert(b.key.clone(), fp.clone());
+        b.metadata.insert(FINGERPRINT.to_string(), fp);
     }
 }
 
