@@ -3322,3 +3322,43 @@ fn a_replaced_prowl_briefing_is_not_an_agent() {
     assert_eq!((field(&new, "from"), field(&new, "to")), ("bob", "cy"));
     assert_eq!(field(&new, "created"), "2024-05-01T12:00:00Z");
 }
+
+#[test]
+fn frontmatter_status_and_next_task_lead_the_kickoff() {
+    let (env, _, _) = import_fixture("frontmatter");
+    // review-4: `status: blocked`, a `## Blockers` section, a `next_task`.
+    let text = ok(baton_in(&env, env.path(), &["resume"]), "resume");
+    assert!(text.contains("\nStatus: blocked\n"), "{text}");
+    let blockers = text.find("## Blockers\n- The CSV puts `memo` last");
+    let next = text.find(
+        "## Next Steps\nEmit columns in the on-screen order (date, account, memo, debit, credit)\n",
+    );
+    assert!(blockers.is_some() && next.is_some(), "{text}");
+    assert!(blockers < next, "Blockers first: {text}");
+    assert!(text.find("\n## ") == blockers.map(|b| b - 1), "{text}");
+    assert!(!text.contains("(no briefing in this handoff"), "{text}");
+    assert!(!text.contains("Note: Emit columns"), "said once: {text}");
+    let log = ok(baton_in(&env, env.path(), &["log"]), "log");
+    assert!(log.contains("Status:  blocked"), "{log}");
+    let json = json_ok(&env, &["log"]);
+    assert_eq!(json["bundles"][0]["status"], "blocked");
+
+    // needs_discussion: the open question comes first.
+    let env = Env::new();
+    env.init();
+    let dir = env.path().join("handoffs");
+    fs::create_dir_all(&dir).expect("mkdir");
+    fs::write(
+        dir.join("2024-06-03T09-00-00-planner.md"),
+        "---\nid: q1\nstatus: needs_discussion\nquestion: Keep the v1 API or break it?\n\
+         next_task: Decide with the team\n---\n\n## Context\nTwo options.\n",
+    )
+    .expect("write");
+    json_ok(&env, &["import-handoff", &s(&dir)]);
+    let text = ok(baton_in(&env, env.path(), &["resume"]), "resume");
+    assert!(text.contains("\nStatus: needs_discussion\n"), "{text}");
+    let question = text.find("## Open Questions\nKeep the v1 API or break it?\n");
+    let next = text.find("## Next Steps\nDecide with the team\n");
+    assert!(question.is_some() && next.is_some(), "{text}");
+    assert!(question < next, "question first: {text}");
+}

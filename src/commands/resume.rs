@@ -10,6 +10,7 @@ use crate::format::{EntryKind, ObjectId};
 use crate::handoff::briefing::Briefing;
 use crate::handoff::compare::{self, Comparison};
 use crate::handoff::evidence::Evidence;
+use crate::handoff::import;
 use crate::handoff::kickoff::{self, Kickoff, KickoffInput};
 use crate::handoff::turns;
 use crate::output::{Ctx, Outcome};
@@ -77,7 +78,10 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         read_text(&store, &bundle.tree, "handoff.md")?.and_then(|t| Briefing::parse(&t).ok());
     // A handoff saved with --no-brief: the briefing in force is the nearest ancestor's.
     let mut briefing_from = None;
+    // An imported handoff's own file is its briefing, in its own format: never inherited.
+    let imported = bundle.metadata.contains_key("import.format");
     if briefing.is_none()
+        && !imported
         && let Some((ancestor, found)) = ancestor_briefing(&store, &bundle)?
     {
         briefing = Some(found);
@@ -99,6 +103,25 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
             .and_then(|b| b.section(name))
             .map(|s| format!("{}\n", s.trim_end()))
     };
+    // What an imported handoff says about itself (see `import::STATUS`).
+    let meta = |key: &str| {
+        bundle
+            .metadata
+            .get(key)
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| format!("{}\n", v.trim_end()))
+    };
+    let mut note = bundle.note.clone();
+    let mut next_steps = section("Next Steps");
+    if next_steps.is_none()
+        && let Some(task) = meta(import::NEXT_TASK)
+    {
+        // The task is the Next Steps now; the header need not repeat it as a note.
+        if note.trim() == task.trim() {
+            note.clear();
+        }
+        next_steps = Some(task);
+    }
     let input = KickoffInput {
         bundle: id.to_hex(),
         created: bundle.created.clone(),
@@ -106,13 +129,19 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         from: bundle.from.clone(),
         to: bundle.to.clone(),
         summary: bundle.summary.clone(),
-        note: bundle.note.clone(),
-        next_steps: section("Next Steps"),
+        note,
+        status: bundle
+            .metadata
+            .get(import::STATUS)
+            .cloned()
+            .unwrap_or_default(),
+        blockers: section("Blockers").or_else(|| meta(import::BLOCKER)),
+        next_steps,
         briefing_from,
         current_state: section("Current State"),
         objective: section("Objective"),
         risks: section("Risks / Watch Out"),
-        open_questions: section("Open Questions"),
+        open_questions: section("Open Questions").or_else(|| meta(import::QUESTION)),
         suggested_prompt: section("Suggested Prompt For Next Agent"),
         recent_turns: recent_turns(&store, &bundle.tree, &id)?,
         workspace: comparison

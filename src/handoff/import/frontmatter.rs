@@ -11,6 +11,17 @@ use serde_yaml_ng::Value as Yaml;
 
 use crate::error::{Error, Result};
 
+/// Frontmatter keys naming what blocks the work, first found wins.
+const BLOCKER_KEYS: &[&str] = &[
+    "blocker",
+    "blockers",
+    "blocked_by",
+    "blocked_reason",
+    "blocking_reason",
+];
+/// Frontmatter keys naming the question to discuss, first found wins.
+const QUESTION_KEYS: &[&str] = &["question", "open_question", "open_questions", "discussion"];
+
 /// The parsed frontmatter of one handoff file, with what ordering needs.
 pub(super) struct FrontmatterFile {
     pub(super) node: Node,
@@ -185,6 +196,35 @@ pub(super) fn parse_frontmatter_file(
     let Some(id) = id else {
         return Err(line_error(path, 1, "frontmatter has no `id`"));
     };
+    // What the handoff says about itself, for the kickoff: the frontmatter's own keys,
+    // else the body's `## Blockers` / `## Open Questions`.
+    let body = lines[close + 1..].join("\n");
+    let first_key = |names: &[&str]| {
+        names.iter().find_map(|n| {
+            metadata
+                .get(&format!("frontmatter.{n}"))
+                .filter(|v| !v.trim().is_empty())
+                .cloned()
+        })
+    };
+    let fields = [
+        (STATUS, first_key(&["status"])),
+        (NEXT_TASK, first_key(&["next_task"])),
+        (
+            BLOCKER,
+            first_key(BLOCKER_KEYS).or_else(|| markdown_section(&body, &["Blockers", "Blocker"])),
+        ),
+        (
+            QUESTION,
+            first_key(QUESTION_KEYS)
+                .or_else(|| markdown_section(&body, &["Open Questions", "Questions"])),
+        ),
+    ];
+    for (key, value) in fields {
+        if let Some(value) = value {
+            metadata.insert(key.to_string(), value);
+        }
+    }
     let (created, name_agent) = named.map_or((None, String::new()), |(t, a)| (Some(t), a));
     let from: String = if agent.is_empty() { name_agent } else { agent };
     let node = Node {

@@ -148,6 +148,47 @@ pub fn plan(path: &Path) -> Result<Plan> {
     Ok(plan)
 }
 
+/// Metadata keys of what an imported handoff says about itself, whatever its format:
+/// `resume` and `log` read them (status shown; `blocked` puts the blocker first,
+/// `needs_discussion` the open question; the next task is the kickoff's Next Steps when
+/// the handoff has no `## Next Steps`).
+pub const STATUS: &str = "handoff.status";
+pub const NEXT_TASK: &str = "handoff.next_task";
+pub const BLOCKER: &str = "handoff.blocker";
+pub const QUESTION: &str = "handoff.question";
+
+/// The body of the first `##`-or-deeper Markdown section titled one of `titles`
+/// (case-insensitive), up to the next heading of the same or a higher level; trimmed,
+/// `None` when absent or blank.
+pub(crate) fn markdown_section(text: &str, titles: &[&str]) -> Option<String> {
+    let mut lines = text.lines();
+    let mut level = 0;
+    for line in lines.by_ref() {
+        let hashes = line.chars().take_while(|&c| c == '#').count();
+        if hashes >= 2
+            && titles
+                .iter()
+                .any(|t| line[hashes..].trim().eq_ignore_ascii_case(t))
+        {
+            level = hashes;
+            break;
+        }
+    }
+    if level == 0 {
+        return None;
+    }
+    let mut body = Vec::new();
+    for line in lines {
+        let hashes = line.chars().take_while(|&c| c == '#').count();
+        if hashes > 0 && hashes <= level && line[hashes..].starts_with(' ') {
+            break;
+        }
+        body.push(line);
+    }
+    let body = body.join("\n").trim().to_string();
+    (!body.is_empty()).then_some(body)
+}
+
 /// Metadata key of a bundle's source fingerprint: a digest of everything the plan took
 /// from the input for it (and its parents' fingerprints), so a second import of the same
 /// input can be recognised whatever the store's state.
