@@ -3362,3 +3362,55 @@ fn frontmatter_status_and_next_task_lead_the_kickoff() {
     assert!(question.is_some() && next.is_some(), "{text}");
     assert!(question < next, "question first: {text}");
 }
+
+#[test]
+fn a_nested_agent_bundle_manifest_maps_to_the_bundle_and_its_state_to_evidence() {
+    let env = Env::new();
+    env.init();
+    let dir = env.path().join("bundle");
+    fs::create_dir_all(&dir).expect("mkdir");
+    fs::write(
+        dir.join("manifest.json"),
+        r#"{"handoff_id": "h-42", "source": {"harness": "claude-code"},
+            "target_harness": "codex", "capture": {"status": "partial"},
+            "created_at": "2024-07-10T09:30:12Z"}"#,
+    )
+    .expect("write");
+    fs::write(
+        dir.join("handoff.md"),
+        "# Handoff\n\n## Objective\nShip the exporter.\n\n## Next Steps\n1. Test it.\n",
+    )
+    .expect("write");
+    fs::write(
+        dir.join("state.json"),
+        r#"{"git": {"branch": "feat/export", "head": "abc1234", "dirty": ["src/a.rs"]}}"#,
+    )
+    .expect("write");
+    json_ok(&env, &["import-handoff", &s(&dir)]);
+    let show = json_ok(&env, &["show", "current"]);
+    assert_eq!(
+        (field(&show, "from"), field(&show, "to")),
+        ("claude-code", "codex")
+    );
+    assert_eq!(
+        field(&show, "summary"),
+        "Ship the exporter.",
+        "the Objective"
+    );
+    assert_eq!(meta(&show, "handoff.status"), "partial");
+    assert_eq!(meta(&show, "handoff.partial"), "true");
+    assert_eq!(meta(&show, "manifest.handoff_id"), "h-42");
+
+    let repo = git_init(&env.path().join("repo"));
+    commit(&repo, "f.txt", "f\n", "one");
+    let resume = json_in(&env, &repo, &["resume"]);
+    let ws = &resume["workspace"];
+    assert_eq!(ws["captured_branch"], "feat/export", "{ws}");
+    assert_eq!(ws["captured_uncommitted"], true, "{ws}");
+    let text = kickoff_text(&resume);
+    assert!(text.contains("Status: partial"), "{text}");
+    assert!(
+        !text.contains("no workspace evidence in this handoff"),
+        "{text}"
+    );
+}

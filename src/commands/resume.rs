@@ -87,8 +87,16 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         briefing = Some(found);
         briefing_from = Some(ancestor.to_hex());
     }
-    let evidence: Option<Evidence> = read_text(&store, &bundle.tree, "evidence/evidence.json")?
+    let mut evidence: Option<Evidence> = read_text(&store, &bundle.tree, "evidence/evidence.json")?
         .and_then(|t| serde_json::from_str(&t).ok());
+    // An imported agent-handoff bundle recorded its git state in `state.json`.
+    if evidence.is_none()
+        && bundle.metadata.get("import.format").map(String::as_str) == Some("agent-bundle")
+        && let Some(state) = read_text(&store, &bundle.tree, "state.json")?
+    {
+        let manifest = read_text(&store, &bundle.tree, "manifest.json")?;
+        evidence = import::state::evidence_from_state(&state, manifest.as_deref());
+    }
     let workspace = args.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
     let comparison = evidence.as_ref().map(|e| compare::compare(e, &workspace));
     let files: Vec<(String, u64)> = store

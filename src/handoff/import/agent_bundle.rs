@@ -26,8 +26,22 @@ pub const MANIFEST_FIELDS: &[(&str, &[&str])] = &[
 ];
 pub(super) const ID_KEYS: &[&str] = &["id", "bundle_id", "handoff_id"];
 pub(super) const PARENT_KEYS: &[&str] = &["parent", "parents", "parent_id"];
-pub(super) const FROM_KEYS: &[&str] = &["from", "from_agent", "source_agent", "agent"];
-pub(super) const TO_KEYS: &[&str] = &["to", "to_agent", "target_agent", "next_agent"];
+pub(super) const FROM_KEYS: &[&str] = &[
+    "from",
+    "from_agent",
+    "source_agent",
+    "agent",
+    "source.harness",
+    "source.agent",
+];
+pub(super) const TO_KEYS: &[&str] = &[
+    "to",
+    "to_agent",
+    "target_agent",
+    "next_agent",
+    "target_harness",
+    "target.harness",
+];
 pub(super) const SUMMARY_KEYS: &[&str] = &["summary", "title"];
 pub(super) const NOTE_KEYS: &[&str] = &["note"];
 pub(super) const CREATED_KEYS: &[&str] = &["created", "created_at", "timestamp"];
@@ -174,6 +188,29 @@ pub(super) fn plan_agent_bundle(input: &Path, dir: &Path) -> Result<(Node, Plann
             _ => {}
         }
     }
+    // The bundle's own status and completeness: `capture.status` (else `status`);
+    // `partial: true` or a `partial` status marks an incomplete capture.
+    let status = match manifest.first(&["capture.status", "status"]) {
+        None => String::new(),
+        Some((_, value, _)) => json_scalar(value).unwrap_or_default(),
+    };
+    let partial = manifest
+        .first(&["partial", "capture.partial"])
+        .and_then(|(_, v, _)| v.as_bool())
+        .unwrap_or(false)
+        || status.eq_ignore_ascii_case("partial");
+    if !status.is_empty() {
+        metadata.insert(STATUS.to_string(), status);
+    }
+    if partial {
+        metadata.insert(PARTIAL.to_string(), "true".to_string());
+    }
+    let mut summary = string(SUMMARY_KEYS)?;
+    if summary.is_empty()
+        && let Some((_, bytes)) = files.iter().find(|(p, _)| p == "handoff.md")
+    {
+        summary = objective_line(text(&dir.join("handoff.md"), bytes)?);
+    }
     let has_parent = !parents.is_empty();
     let node = Node {
         key: key.clone(),
@@ -191,7 +228,7 @@ pub(super) fn plan_agent_bundle(input: &Path, dir: &Path) -> Result<(Node, Plann
         created,
         from: string(FROM_KEYS)?,
         to: string(TO_KEYS)?,
-        summary: string(SUMMARY_KEYS)?,
+        summary,
         note: string(NOTE_KEYS)?,
         metadata,
     };
@@ -226,16 +263,18 @@ impl Manifest {
         Ok(Manifest { entries })
     }
 
-    /// The first of `keys` present with a non-null value.
-    pub(super) fn first<'a>(
+    /// The first of `keys` present with a non-null value; `a.b` names the member `b` of
+    /// the object `a` (its line is that of `a`).
+    pub(super) fn first<'a, 'k>(
         &'a self,
-        keys: &[&str],
-    ) -> Option<(&'a str, &'a serde_json::Value, usize)> {
+        keys: &[&'k str],
+    ) -> Option<(&'k str, &'a serde_json::Value, usize)> {
         keys.iter().find_map(|want| {
-            self.entries
-                .iter()
-                .find(|(k, v, _)| k == want && !v.is_null())
-                .map(|(k, v, l)| (k.as_str(), v, *l))
+            let mut path = want.split('.');
+            let top = path.next()?;
+            let (_, value, line) = self.entries.iter().find(|(k, _, _)| k == top)?;
+            let value = path.try_fold(value, |v, member| v.get(member))?;
+            (!value.is_null()).then_some((*want, value, *line))
         })
     }
 }

@@ -389,7 +389,10 @@ mod tests {
         assert!(m.contains_key("frontmatter.summary"));
         assert_eq!(m.len(), 13, "frontmatter keys, import.*, handoff.*: {m:?}");
         assert_eq!(m[STATUS], "blocked");
-        assert!(m[BLOCKER].starts_with("- The CSV puts `memo` last"), "{m:?}");
+        assert!(
+            m[BLOCKER].starts_with("- The CSV puts `memo` last"),
+            "{m:?}"
+        );
         assert!(m[NEXT_TASK].starts_with("Emit columns"), "{m:?}");
         assert_eq!(plan1.metadata["frontmatter.parent"], "");
     }

@@ -57,6 +57,7 @@ mod frontmatter;
 mod fsread;
 mod order;
 mod prowl;
+pub mod state;
 mod timestamp;
 
 use std::collections::{BTreeMap, HashMap};
@@ -156,6 +157,9 @@ pub const STATUS: &str = "handoff.status";
 pub const NEXT_TASK: &str = "handoff.next_task";
 pub const BLOCKER: &str = "handoff.blocker";
 pub const QUESTION: &str = "handoff.question";
+/// `true` when the source says its capture is incomplete (an agent-handoff manifest's
+/// `partial`, or a `partial` capture status).
+pub const PARTIAL: &str = "handoff.partial";
 
 /// The body of the first `##`-or-deeper Markdown section titled one of `titles`
 /// (case-insensitive), up to the next heading of the same or a higher level; trimmed,
