@@ -3414,3 +3414,89 @@ fn a_nested_agent_bundle_manifest_maps_to_the_bundle_and_its_state_to_evidence()
         "{text}"
     );
 }
+
+/// (from, to, status, created, handoff.md body without any frontmatter) of each bundle of
+/// a store's first-parent history, oldest first.
+fn chain_summary(env: &Env) -> Vec<(String, String, String, String, String)> {
+    let mut out = Vec::new();
+    let mut rev = json_ok(env, &["show", "current"])["id"]
+        .as_str()
+        .map(str::to_string);
+    while let Some(id) = rev {
+        let show = json_ok(env, &["show", &id]);
+        let text = cat(env, &format!("{id}:handoff.md"));
+        let body = match text
+            .strip_prefix("---\n")
+            .and_then(|t| t.split_once("\n---\n"))
+        {
+            Some((_, rest)) => rest.trim_start_matches('\n').to_string(),
+            None => text,
+        };
+        out.push((
+            field(&show, "from").to_string(),
+            field(&show, "to").to_string(),
+            meta(&show, "handoff.status").to_string(),
+            field(&show, "created").to_string(),
+            body,
+        ));
+        rev = show["parents"][0].as_str().map(str::to_string);
+    }
+    out.reverse();
+    out
+}
+
+#[test]
+fn export_handoff_round_trips_through_import() {
+    for (rel, format, length) in [("prowl", "prowl", 3), ("frontmatter", "frontmatter", 3)] {
+        let (env, _, _) = import_fixture(rel);
+        let before = chain_summary(&env);
+        assert_eq!(before.len(), length, "{rel}");
+        let dir = env.path().join(format!("out-{format}"));
+        let out = json_ok(
+            &env,
+            &[
+                "export-handoff",
+                "current",
+                "--format",
+                format,
+                &s(&dir),
+                "--history",
+            ],
+        );
+        assert_eq!(
+            out["bundles"].as_array().map(Vec::len),
+            Some(length),
+            "{out}"
+        );
+        let fresh = Env::new();
+        fresh.init();
+        json_ok(&fresh, &["import-handoff", &s(&dir)]);
+        assert_eq!(chain_summary(&fresh), before, "{rel} as {format}");
+
+        // Without --history: the one bundle.
+        let one = env.path().join(format!("one-{format}"));
+        let out = json_ok(
+            &env,
+            &["export-handoff", "current", "--format", format, &s(&one)],
+        );
+        assert_eq!(out["bundles"].as_array().map(Vec::len), Some(1), "{out}");
+        // A non-empty directory is refused, and left as it was.
+        let again = baton_in(
+            &env,
+            env.path(),
+            &["export-handoff", "current", "--format", format, &s(&one)],
+        );
+        assert_eq!(code(&again), 2, "{}", stderr(&again));
+        assert!(
+            stderr(&again).contains("directory is not empty"),
+            "{}",
+            stderr(&again)
+        );
+    }
+    // The blocked status survives the frontmatter round trip.
+    let (env, _, _) = import_fixture("frontmatter");
+    assert_eq!(
+        chain_summary(&env).last().map(|c| c.2.as_str()),
+        Some("blocked")
+    );
+}
