@@ -4,20 +4,22 @@
 //!
 //! - **prowl**: a `.prowl/handoff/` directory (PATH is the project root holding it, or the
 //!   directory itself). Each `archive/<ts>-<from>-to-<to>.md` briefing becomes a bundle, in
-//!   timestamp order, then `current.md`; each bundle's parent is the one before it. Every
-//!   bundle holds its briefing as `handoff.md`; the last one also holds `context.md`,
-//!   `log.md` and `sessions/*`. `from`/`to` come from the archive file name (`current.md`
-//!   has no name to take them from, so they stay empty), the summary is the first line of
-//!   the `## Objective` section, and `created` is the file-name timestamp (for
-//!   `current.md`: its modification time when that is later than the last archived
-//!   briefing, else none).
+//!   timestamp order, then `current.md`; each bundle's parent is the one before it. An
+//!   `archive/<ts>-replaced-current.md` is the briefing `current.md` held until the
+//!   transition at `<ts>` (it sorts before it; from/to/created from the `log.md` line
+//!   before `<ts>`). Every bundle holds its briefing as `handoff.md`; the last one also
+//!   `context.md` and `log.md`; a `sessions/<ts>-*` excerpt goes to the first bundle
+//!   created at or after `<ts>` (else the last). `from`/`to` come from the archive file
+//!   name, for `current.md` from the last `log.md` line; the summary is the first line of
+//!   the `## Objective` section; `created` is the file-name (or log line) timestamp.
 //! - **frontmatter**: a folder of `<TS>-<agent>.md` files with flat YAML frontmatter
 //!   (PATH is the folder, or a project holding `.local/handoff/`). Each file is a bundle
 //!   whose `handoff.md` is the whole file; parents come from `parent` (an id, a list of ids
 //!   in the given order, or null); `from` = `agent` (else the agent in the file name),
 //!   `to` = `next_agent`, `summary` = `summary`, `note` = `next_task`, `created` = the file
 //!   name's timestamp. Every frontmatter key is kept as `frontmatter.<key>` (lists joined
-//!   with `,`, null as the empty string). `status` is kept as given, not checked.
+//!   with `,`, null as the empty string). `status` is kept as given, not checked; it and
+//!   the next task, blocker and question are also kept under [`STATUS`] and friends.
 //! - **agent-bundle**: a bundle directory with `manifest.json` (plus `handoff.md`,
 //!   `state.json`, `transcript.jsonl`, `artifacts/`), or a directory of such bundle
 //!   directories. The bundle's files are every regular file of its directory, at the same
