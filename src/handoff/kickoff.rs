@@ -489,4 +489,32 @@ mod tests {
         assert!(s.starts_with("a/") && s.ends_with("z.txt") && s.contains(CUT));
         assert_eq!(shorten_path("short", 20), "short");
     }
+
+    #[test]
+    fn a_status_puts_its_section_first() {
+        let mut blocked = input(1);
+        blocked.status = "blocked".into();
+        let k = render(&blocked, 4000);
+        assert!(
+            k.header.text.contains("Status: blocked\n"),
+            "{}",
+            k.header.text
+        );
+        assert_eq!(k.sections[0].title, "Blockers");
+        assert!(k.sections[0].text.contains("names no blocker"));
+        assert_eq!(k.sections[1].title, "Next Steps");
+
+        let mut discuss = input(1);
+        discuss.status = "needs-discussion".into();
+        discuss.open_questions = Some("Keep v1?\n".into());
+        let k = render(&discuss, 4000);
+        let titles: Vec<&str> = k.sections.iter().map(|s| s.title.as_str()).collect();
+        assert_eq!(&titles[..2], ["Open Questions", "Next Steps"]);
+        assert_eq!(titles.iter().filter(|t| **t == "Open Questions").count(), 1);
+
+        // No status: the page order is unchanged.
+        let k = render(&input(1), 4000);
+        assert_eq!(k.sections[0].title, "Next Steps");
+        assert!(!k.header.text.contains("Status:"));
+    }
 }
