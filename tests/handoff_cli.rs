@@ -3409,10 +3409,31 @@ fn a_nested_agent_bundle_manifest_maps_to_the_bundle_and_its_state_to_evidence()
     assert_eq!(ws["captured_uncommitted"], true, "{ws}");
     let text = kickoff_text(&resume);
     assert!(text.contains("Status: partial"), "{text}");
+    // The imported briefing's sections are read even though it lacks baton's required ones.
+    assert!(text.contains("## Next Steps\n1. Test it.\n"), "{text}");
     assert!(
         !text.contains("no workspace evidence in this handoff"),
         "{text}"
     );
+
+    // `partial: true` beside a status: both shown, and a blocked status still leads.
+    fs::write(
+        dir.join("manifest.json"),
+        r#"{"id": "h-43", "status": "blocked", "partial": true}"#,
+    )
+    .expect("write");
+    fs::write(
+        dir.join("handoff.md"),
+        "## Objective\nShip it.\n\n## Blockers\nNo credentials.\n",
+    )
+    .expect("write");
+    json_ok(&env, &["import-handoff", &s(&dir)]);
+    let text = kickoff_text(&json_in(&env, &repo, &["resume"]));
+    assert!(
+        text.contains("Status: blocked (partial capture)\n"),
+        "{text}"
+    );
+    assert!(text.contains("## Blockers\nNo credentials.\n"), "{text}");
 }
 
 /// (from, to, status, created, handoff.md body without any frontmatter) of each bundle of

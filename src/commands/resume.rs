@@ -74,8 +74,8 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         .with_hint("pull it again from its target, or run 'baton verify'"));
     }
     let bundle = store.read_bundle(&id)?;
-    let mut briefing =
-        read_text(&store, &bundle.tree, "handoff.md")?.and_then(|t| Briefing::parse(&t).ok());
+    let own_text = read_text(&store, &bundle.tree, "handoff.md")?;
+    let mut briefing = own_text.as_deref().and_then(|t| Briefing::parse(t).ok());
     // A handoff saved with --no-brief: the briefing in force is the nearest ancestor's.
     let mut briefing_from = None;
     // An imported handoff's own file is its briefing, in its own format: never inherited.
@@ -105,10 +105,15 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         .filter(|(_, e)| e.kind != EntryKind::Dir)
         .map(|(p, e)| (p, e.size))
         .collect();
+    // An imported briefing need not have baton's required sections: read what it has.
+    let loose = own_text
+        .as_deref()
+        .filter(|_| imported && briefing.is_none());
     let section = |name: &str| {
         briefing
             .as_ref()
-            .and_then(|b| b.section(name))
+            .and_then(|b| b.section(name).map(str::to_string))
+            .or_else(|| loose.and_then(|t| import::markdown_section(t, &[name])))
             .map(|s| format!("{}\n", s.trim_end()))
     };
     // What an imported handoff says about itself (see `import::STATUS`).
@@ -130,6 +135,20 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         }
         next_steps = Some(task);
     }
+    // A capture the source calls incomplete says so beside its status.
+    let mut status = bundle
+        .metadata
+        .get(import::STATUS)
+        .cloned()
+        .unwrap_or_default();
+    if bundle.metadata.get(import::PARTIAL).map(String::as_str) == Some("true")
+        && !status.contains("partial")
+    {
+        status = match status.as_str() {
+            "" => "partial capture".to_string(),
+            s => format!("{s} (partial capture)"),
+        };
+    }
     let input = KickoffInput {
         bundle: id.to_hex(),
         created: bundle.created.clone(),
@@ -138,11 +157,7 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         to: bundle.to.clone(),
         summary: bundle.summary.clone(),
         note,
-        status: bundle
-            .metadata
-            .get(import::STATUS)
-            .cloned()
-            .unwrap_or_default(),
+        status,
         blockers: section("Blockers").or_else(|| meta(import::BLOCKER)),
         next_steps,
         briefing_from,

@@ -274,7 +274,14 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
     };
     // A blocked handoff says what blocks it first; one that needs discussion, the
     // question. Either leads the page, so it is the last thing cut.
-    let status = input.status.trim().to_ascii_lowercase().replace('-', "_");
+    // The first word: `blocked (partial capture)` is blocked.
+    let status = input
+        .status
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase()
+        .replace('-', "_");
     let blocked = (status == "blocked").then(|| {
         let text = input
             .blockers
