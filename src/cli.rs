@@ -65,6 +65,8 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "redact")]
         secrets: crate::handoff::capture::SecretsMode,
     },
+    /// Write a handoff (with --history, its first-parent chain) as frontmatter or prowl files
+    ExportHandoff(ExportHandoffArgs),
     /// Show history from REV (default: current), newest first
     Log(LogArgs),
     /// Show a bundle's manifest and files
@@ -478,4 +480,18 @@ pub struct ImportArgs {
     /// Let an object expand to RATIO times its stored size [default: 1024]
     #[arg(long, value_name = "RATIO")]
     pub max_expansion: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportHandoffArgs {
+    /// The handoff to export: id, unique prefix, current, current~N, targets/NAME
+    pub rev: String,
+    /// The layout to write (the ones `import-handoff` reads)
+    #[arg(long, value_enum)]
+    pub format: crate::handoff::export::ExportFormat,
+    /// The directory to write into: absent or empty
+    pub dir: PathBuf,
+    /// Also every first-parent ancestor, oldest first
+    #[arg(long)]
+    pub history: bool,
 }

@@ -31,7 +31,20 @@ pub fn run(ctx: &Ctx, path: &Path, secrets_mode: SecretsMode) -> Result<Outcome>
     let mut ids: HashMap<String, ObjectId> = HashMap::new();
     let mut current = start;
     let mut imported = Vec::new();
+    // A bundle imported before (same source fingerprint in current's history) is reused,
+    // not written again: importing the same input twice adds nothing.
+    let known = imported_fingerprints(&store, start)?;
+    let mut skipped = Vec::new();
     for planned in &plan.bundles {
+        if let Some(id) = planned
+            .metadata
+            .get(import::FINGERPRINT)
+            .and_then(|fp| known.get(fp))
+        {
+            ids.insert(planned.key.clone(), *id);
+            skipped.push(json!({ "key": planned.key, "bundle": id }));
+            continue;
+        }
         let files: Vec<MemFile> = planned
             .files
             .iter()
@@ -78,9 +91,22 @@ pub fn run(ctx: &Ctx, path: &Path, secrets_mode: SecretsMode) -> Result<Outcome>
     }
     let human = if ctx.quiet {
         String::new()
-    } else {
+    } else if imported.is_empty() {
         format!(
-            "Imported {} handoff{} ({}); current is {}",
+            "0 handoffs imported (already imported: {} {} handoff{}); current is {}",
+            skipped.len(),
+            plan.format.name(),
+            if skipped.len() == 1 { "" } else { "s" },
+            show_short(current)
+        )
+    } else {
+        let again = if skipped.is_empty() {
+            String::new()
+        } else {
+            format!("; {} already imported", skipped.len())
+        };
+        format!(
+            "Imported {} handoff{} ({}{again}); current is {}",
             imported.len(),
             if imported.len() == 1 { "" } else { "s" },
             plan.format.name(),
@@ -97,8 +123,31 @@ pub fn run(ctx: &Ctx, path: &Path, secrets_mode: SecretsMode) -> Result<Outcome>
     };
     Ok(Outcome::new(
         human,
-        json!({ "format": plan.format.name(), "bundles": imported, "secrets": found }),
+        json!({
+            "format": plan.format.name(),
+            "bundles": imported,
+            "already_imported": skipped,
+            "secrets": found,
+        }),
     ))
+}
+
+/// The `import.fingerprint` of every bundle in `start`'s history, to its bundle id.
+fn imported_fingerprints(
+    store: &crate::store::Store,
+    start: Option<ObjectId>,
+) -> Result<HashMap<String, ObjectId>> {
+    let mut out = HashMap::new();
+    let Some(start) = start else {
+        return Ok(out);
+    };
+    for id in store.history(&start)? {
+        let bundle = store.read_bundle(&id)?;
+        if let Some(fp) = bundle.metadata.get(import::FINGERPRINT) {
+            out.entry(fp.clone()).or_insert(id);
+        }
+    }
+    Ok(out)
 }
 
 /// Redact every text of the plan in place; returns the kinds and counts found.

@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::format::bundle::unix_seconds;
 use crate::format::id::show_short;
 use crate::format::names::RefName;
+use crate::handoff::import;
 use crate::output::{Ctx, Outcome};
 
 pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
@@ -57,6 +58,9 @@ pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
             let _ = writeln!(human, "Handoff: {who}");
         }
         let _ = writeln!(human, "Date:    {}", bundle.created);
+        if let Some(status) = bundle.metadata.get(import::STATUS) {
+            let _ = writeln!(human, "Status:  {status}");
+        }
         if bundle.parents.len() > 1 {
             let parents: Vec<String> = bundle.parents.iter().map(|p| p.short()).collect();
             let _ = writeln!(human, "Merge:   {}", parents.join(" "));
@@ -85,7 +89,11 @@ pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
                 queued.insert(*parent, p);
             }
         }
-        bundles.push(bundle_json(&id, &bundle));
+        let mut doc = bundle_json(&id, &bundle);
+        if let Some(status) = bundle.metadata.get(import::STATUS) {
+            doc["status"] = json!(status);
+        }
+        bundles.push(doc);
     }
     Ok(Outcome::new(
         human.trim_end().to_string(),

@@ -6,6 +6,7 @@ mod clone;
 mod completions;
 mod diff;
 mod export;
+mod export_handoff;
 mod gc;
 mod handoff;
 mod import;
@@ -47,6 +48,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Handoff(args) => handoff::run(ctx, &args),
         Command::Resume(args) => resume::run(ctx, &args),
         Command::Search(args) => search::run(ctx, &args),
+        Command::ExportHandoff(args) => export_handoff::run(ctx, &args),
         Command::ImportHandoff { path, secrets } => import_handoff::run(ctx, &path, secrets),
         Command::Push(args) => push::run(ctx, &args),
         Command::Pull(args) => pull::run(ctx, &args),

@@ -10,6 +10,7 @@ use crate::format::{EntryKind, ObjectId};
 use crate::handoff::briefing::Briefing;
 use crate::handoff::compare::{self, Comparison};
 use crate::handoff::evidence::Evidence;
+use crate::handoff::import;
 use crate::handoff::kickoff::{self, Kickoff, KickoffInput};
 use crate::handoff::turns;
 use crate::output::{Ctx, Outcome};
@@ -73,18 +74,29 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         .with_hint("pull it again from its target, or run 'baton verify'"));
     }
     let bundle = store.read_bundle(&id)?;
-    let mut briefing =
-        read_text(&store, &bundle.tree, "handoff.md")?.and_then(|t| Briefing::parse(&t).ok());
+    let own_text = read_text(&store, &bundle.tree, "handoff.md")?;
+    let mut briefing = own_text.as_deref().and_then(|t| Briefing::parse(t).ok());
     // A handoff saved with --no-brief: the briefing in force is the nearest ancestor's.
     let mut briefing_from = None;
+    // An imported handoff's own file is its briefing, in its own format: never inherited.
+    let imported = bundle.metadata.contains_key("import.format");
     if briefing.is_none()
+        && !imported
         && let Some((ancestor, found)) = ancestor_briefing(&store, &bundle)?
     {
         briefing = Some(found);
         briefing_from = Some(ancestor.to_hex());
     }
-    let evidence: Option<Evidence> = read_text(&store, &bundle.tree, "evidence/evidence.json")?
+    let mut evidence: Option<Evidence> = read_text(&store, &bundle.tree, "evidence/evidence.json")?
         .and_then(|t| serde_json::from_str(&t).ok());
+    // An imported agent-handoff bundle recorded its git state in `state.json`.
+    if evidence.is_none()
+        && bundle.metadata.get("import.format").map(String::as_str) == Some("agent-bundle")
+        && let Some(state) = read_text(&store, &bundle.tree, "state.json")?
+    {
+        let manifest = read_text(&store, &bundle.tree, "manifest.json")?;
+        evidence = import::state::evidence_from_state(&state, manifest.as_deref());
+    }
     let workspace = args.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
     let comparison = evidence.as_ref().map(|e| compare::compare(e, &workspace));
     let files: Vec<(String, u64)> = store
@@ -93,12 +105,50 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         .filter(|(_, e)| e.kind != EntryKind::Dir)
         .map(|(p, e)| (p, e.size))
         .collect();
+    // An imported briefing need not have baton's required sections: read what it has.
+    let loose = own_text
+        .as_deref()
+        .filter(|_| imported && briefing.is_none());
     let section = |name: &str| {
         briefing
             .as_ref()
-            .and_then(|b| b.section(name))
+            .and_then(|b| b.section(name).map(str::to_string))
+            .or_else(|| loose.and_then(|t| import::markdown_section(t, &[name])))
             .map(|s| format!("{}\n", s.trim_end()))
     };
+    // What an imported handoff says about itself (see `import::STATUS`).
+    let meta = |key: &str| {
+        bundle
+            .metadata
+            .get(key)
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| format!("{}\n", v.trim_end()))
+    };
+    let mut note = bundle.note.clone();
+    let mut next_steps = section("Next Steps");
+    if next_steps.is_none()
+        && let Some(task) = meta(import::NEXT_TASK)
+    {
+        // The task is the Next Steps now; the header need not repeat it as a note.
+        if note.trim() == task.trim() {
+            note.clear();
+        }
+        next_steps = Some(task);
+    }
+    // A capture the source calls incomplete says so beside its status.
+    let mut status = bundle
+        .metadata
+        .get(import::STATUS)
+        .cloned()
+        .unwrap_or_default();
+    if bundle.metadata.get(import::PARTIAL).map(String::as_str) == Some("true")
+        && !status.contains("partial")
+    {
+        status = match status.as_str() {
+            "" => "partial capture".to_string(),
+            s => format!("{s} (partial capture)"),
+        };
+    }
     let input = KickoffInput {
         bundle: id.to_hex(),
         created: bundle.created.clone(),
@@ -106,13 +156,15 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         from: bundle.from.clone(),
         to: bundle.to.clone(),
         summary: bundle.summary.clone(),
-        note: bundle.note.clone(),
-        next_steps: section("Next Steps"),
+        note,
+        status,
+        blockers: section("Blockers").or_else(|| meta(import::BLOCKER)),
+        next_steps,
         briefing_from,
         current_state: section("Current State"),
         objective: section("Objective"),
         risks: section("Risks / Watch Out"),
-        open_questions: section("Open Questions"),
+        open_questions: section("Open Questions").or_else(|| meta(import::QUESTION)),
         suggested_prompt: section("Suggested Prompt For Next Agent"),
         recent_turns: recent_turns(&store, &bundle.tree, &id)?,
         workspace: comparison

@@ -1,6 +1,8 @@
 //! The kickoff: what the receiving agent reads first, fitted to a token budget.
 //!
-//! Order on the page: header (provenance), Next Steps, then the briefing's Risks / Watch
+//! Order on the page: header (provenance, and the handoff's status when it has one),
+//! Blockers when the status is `blocked` / Open Questions when it is `needs_discussion`,
+//! Next Steps, then the briefing's Risks / Watch
 //! Out, Open Questions and Suggested Prompt For Next Agent (when it has them), Recent
 //! turns of the session, Current State, Objective, the workspace comparison, pointers to
 //! the full files. Page order is priority order: when the whole does not fit, sections
@@ -36,6 +38,11 @@ pub struct KickoffInput {
     pub summary: String,
     /// The save's `--note`, shown in the header.
     pub note: String,
+    /// The handoff's own status (an imported `status`), shown in the header; `blocked`
+    /// puts Blockers first on the page, `needs_discussion` the Open Questions.
+    pub status: String,
+    /// What blocks the work, shown (first) when the status is `blocked`.
+    pub blockers: Option<String>,
     pub next_steps: Option<String>,
     /// When this handoff has no briefing: the nearest first-parent ancestor that has one
     /// (its id); the briefing sections above are then that ancestor's.
@@ -186,6 +193,9 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
             input.summary.lines().next().unwrap_or("")
         ));
     }
+    if !input.status.is_empty() {
+        header_text.push_str(&format!("Status: {}\n", input.status));
+    }
     for line in input.note.lines().filter(|l| !l.trim().is_empty()) {
         header_text.push_str(&format!("Note: {line}\n"));
     }
@@ -262,10 +272,39 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
     let optional = |title: &'static str, text: &Option<String>, pointer: &str| {
         text.clone().map(|t| (title, t, pointer.to_string()))
     };
+    // A blocked handoff says what blocks it first; one that needs discussion, the
+    // question. Either leads the page, so it is the last thing cut.
+    // The first word: `blocked (partial capture)` is blocked.
+    let status = input
+        .status
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase()
+        .replace('-', "_");
+    let blocked = (status == "blocked").then(|| {
+        let text = input
+            .blockers
+            .clone()
+            .unwrap_or_else(|| "(status: blocked; this handoff names no blocker)\n".to_string());
+        ("Blockers", text, handoff_ptr.clone())
+    });
+    let discuss = status == "needs_discussion";
+    let question = |first: bool| {
+        if first != discuss {
+            return None;
+        }
+        let text = open_questions.clone().or_else(|| {
+            first.then(|| "(status: needs_discussion; this handoff names no question)\n".into())
+        });
+        text.map(|t| ("Open Questions", t, handoff_ptr.clone()))
+    };
     let parts: Vec<(&str, String, String)> = [
+        blocked,
+        question(true),
         Some(("Next Steps", next_steps, handoff_ptr.clone())),
         optional("Risks / Watch Out", &risks, &handoff_ptr),
-        optional("Open Questions", &open_questions, &handoff_ptr),
+        question(false),
         optional(
             "Suggested Prompt For Next Agent",
             &suggested_prompt,
@@ -356,6 +395,8 @@ mod tests {
             to: "codex".into(),
             summary: "Ship the parser".into(),
             note: String::new(),
+            status: String::new(),
+            blockers: None,
             next_steps: Some("1. Write the grammar.\n".repeat(long)),
             briefing_from: None,
             current_state: Some("Tokenizer done and tested.\n".repeat(long)),
@@ -454,5 +495,33 @@ mod tests {
         assert_eq!(s.chars().count(), 20);
         assert!(s.starts_with("a/") && s.ends_with("z.txt") && s.contains(CUT));
         assert_eq!(shorten_path("short", 20), "short");
+    }
+
+    #[test]
+    fn a_status_puts_its_section_first() {
+        let mut blocked = input(1);
+        blocked.status = "blocked".into();
+        let k = render(&blocked, 4000);
+        assert!(
+            k.header.text.contains("Status: blocked\n"),
+            "{}",
+            k.header.text
+        );
+        assert_eq!(k.sections[0].title, "Blockers");
+        assert!(k.sections[0].text.contains("names no blocker"));
+        assert_eq!(k.sections[1].title, "Next Steps");
+
+        let mut discuss = input(1);
+        discuss.status = "needs-discussion".into();
+        discuss.open_questions = Some("Keep v1?\n".into());
+        let k = render(&discuss, 4000);
+        let titles: Vec<&str> = k.sections.iter().map(|s| s.title.as_str()).collect();
+        assert_eq!(&titles[..2], ["Open Questions", "Next Steps"]);
+        assert_eq!(titles.iter().filter(|t| **t == "Open Questions").count(), 1);
+
+        // No status: the page order is unchanged.
+        let k = render(&input(1), 4000);
+        assert_eq!(k.sections[0].title, "Next Steps");
+        assert!(!k.header.text.contains("Status:"));
     }
 }

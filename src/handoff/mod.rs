@@ -10,6 +10,7 @@ pub mod compare;
 pub mod context;
 pub mod events;
 pub mod evidence;
+pub mod export;
 pub mod import;
 pub mod kickoff;
 pub mod merge;
