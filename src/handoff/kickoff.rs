@@ -36,6 +36,10 @@ pub struct KickoffInput {
     pub summary: String,
     /// The save's `--note`, shown in the header.
     pub note: String,
+    /// Warning lines put at the top of the header (an unrelated or diverged workspace).
+    pub warnings: Vec<String>,
+    /// The operation the captured workspace was in the middle of, described.
+    pub in_progress: Option<String>,
     pub next_steps: Option<String>,
     /// When this handoff has no briefing: the nearest first-parent ancestor that has one
     /// (its id); the briefing sections above are then that ancestor's.
@@ -173,12 +177,19 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
         ("", t) => format!("to {t}"),
         (f, t) => format!("from {f} to {t}"),
     };
-    let mut header_text = format!("# Handoff {short}\n{who}, saved {}\n", input.created);
+    let mut header_text = format!("# Handoff {short}\n");
+    for line in &input.warnings {
+        header_text.push_str(&format!("{line}\n"));
+    }
+    header_text.push_str(&format!("{who}, saved {}\n", input.created));
     if input.merge_parents.len() > 1 {
         header_text.push_str(&format!(
             "Merge of: {}\n",
             input.merge_parents.join(" and ")
         ));
+    }
+    if let Some(op) = &input.in_progress {
+        header_text.push_str(&format!("In progress: {op}\n"));
     }
     if !input.summary.is_empty() {
         header_text.push_str(&format!(
@@ -356,6 +367,8 @@ mod tests {
             to: "codex".into(),
             summary: "Ship the parser".into(),
             note: String::new(),
+            warnings: Vec::new(),
+            in_progress: None,
             next_steps: Some("1. Write the grammar.\n".repeat(long)),
             briefing_from: None,
             current_state: Some("Tokenizer done and tested.\n".repeat(long)),

@@ -10,11 +10,15 @@
 //! list says why.
 
 mod git;
+mod history;
+mod patches;
 mod status;
 mod untracked;
 
 pub use git::git_available;
 pub(crate) use git::{Git, GitError, absolute, is_object_id};
+pub use history::{FIRST_PARENTS_CAP, Operation};
+pub use patches::{PatchHash, hash_patch};
 
 use std::path::Path;
 
@@ -79,6 +83,17 @@ pub struct GitEvidence {
     pub staged_patch_bytes: u64,
     /// The size of `git diff --binary`.
     pub unstaged_patch_bytes: u64,
+    /// The first-parent ids of HEAD, newest (HEAD) first, at most [`FIRST_PARENTS_CAP`]:
+    /// a receiver that has not fetched finds its own HEAD here. Empty in older evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_parents: Vec<String>,
+    /// A merge, rebase, cherry-pick, revert, am or bisect in progress.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_progress: Option<Operation>,
+    /// Each file's change in the staged and unstaged patches, hashed. Empty in older
+    /// evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patch_hashes: Vec<PatchHash>,
 }
 
 /// A configured remote.
@@ -317,10 +332,19 @@ pub(crate) fn inspect(dir: &Path, git_program: &Path, full: bool) -> Capture {
         }
     }
 
+    let mut first_parents = Vec::new();
+    if full && status.head.is_some() {
+        first_parents = history::read_first_parents(&git, partial);
+    }
+    let in_progress = history::read_operation(&git, &root);
+
     let mut untracked = Vec::new();
+    let mut patch_hashes = Vec::new();
     if full {
         capture.staged_patch = read_patch(&git, true, status.head.is_some(), partial);
         capture.unstaged_patch = read_patch(&git, false, status.head.is_some(), partial);
+        patch_hashes = hash_patch(&capture.staged_patch, "staged");
+        patch_hashes.extend(hash_patch(&capture.unstaged_patch, "unstaged"));
         let total = status.untracked.len();
         let mut unreadable = 0usize;
         for path in status.untracked.iter().take(UNTRACKED_CAP) {
@@ -366,8 +390,22 @@ pub(crate) fn inspect(dir: &Path, git_program: &Path, full: bool) -> Capture {
         untracked,
         staged_patch_bytes: capture.staged_patch.len() as u64,
         unstaged_patch_bytes: capture.unstaged_patch.len() as u64,
+        first_parents,
+        in_progress,
+        patch_hashes,
     });
     capture
+}
+
+/// The per-file hashes of the live staged and unstaged patches (for a comparison).
+pub(crate) fn read_patch_hashes(git: &Git, has_head: bool) -> Vec<PatchHash> {
+    let mut ignored = Vec::new();
+    let mut hashes = hash_patch(&read_patch(git, true, has_head, &mut ignored), "staged");
+    hashes.extend(hash_patch(
+        &read_patch(git, false, has_head, &mut ignored),
+        "unstaged",
+    ));
+    hashes
 }
 
 fn read_remotes(git: &Git, partial: &mut Vec<String>) -> Vec<Remote> {
