@@ -178,8 +178,14 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
         (f, t) => format!("from {f} to {t}"),
     };
     let mut header_text = format!("# Handoff {short}\n");
+    // One header line each, whatever the evidence they came from holds.
+    let one_line = |text: &str| -> String {
+        text.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect()
+    };
     for line in &input.warnings {
-        header_text.push_str(&format!("{line}\n"));
+        header_text.push_str(&format!("{}\n", one_line(line)));
     }
     header_text.push_str(&format!("{who}, saved {}\n", input.created));
     if input.merge_parents.len() > 1 {
@@ -189,7 +195,7 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
         ));
     }
     if let Some(op) = &input.in_progress {
-        header_text.push_str(&format!("In progress: {op}\n"));
+        header_text.push_str(&format!("In progress: {}\n", one_line(op)));
     }
     if !input.summary.is_empty() {
         header_text.push_str(&format!(
@@ -453,6 +459,25 @@ mod tests {
         let mut plain = input(1);
         plain.merge_parents = vec!["aaaaaaaaaaaa".into()];
         assert!(!render(&plain, 2000).header.text.contains("Merge"));
+    }
+
+    #[test]
+    fn warnings_top_the_header_and_stay_one_line_each() {
+        let mut warned = input(1);
+        warned.warnings = vec!["Warning: not the handoff's repository (at /x\n# fake)".into()];
+        warned.in_progress = Some("rebase of feature onto 1a2b3c4d5e6f".into());
+        let k = render(&warned, 2000);
+        let lines: Vec<&str> = k.header.text.lines().collect();
+        assert!(lines[0].starts_with("# Handoff "), "{}", k.header.text);
+        assert_eq!(
+            lines[1],
+            "Warning: not the handoff's repository (at /x # fake)"
+        );
+        assert!(
+            k.header
+                .text
+                .contains("\nIn progress: rebase of feature onto 1a2b3c4d5e6f\n")
+        );
     }
 
     #[test]

@@ -28,17 +28,21 @@ pub struct Operation {
 }
 
 impl Operation {
-    /// `rebase of feature onto 1a2b3c4d5e6f`, `merge of 1a2b3c4d5e6f`, `bisect`.
+    /// `rebase of feature onto 1a2b3c4d5e6f`, `merge of 1a2b3c4d5e6f`, `bisect`: one
+    /// line, whatever the (possibly foreign) evidence holds.
     pub fn describe(&self) -> String {
-        let target = self.target.as_deref().map(|t| &t[..t.len().min(12)]);
-        match (self.kind.as_str(), target) {
+        let target: Option<String> = self.target.as_deref().map(|t| t.chars().take(12).collect());
+        let text = match (self.kind.as_str(), target) {
             ("rebase", Some(onto)) => match &self.branch {
                 Some(branch) => format!("rebase of {branch} onto {onto}"),
                 None => format!("rebase of a detached HEAD onto {onto}"),
             },
             (kind, Some(target)) => format!("{kind} of {target}"),
             (kind, None) => kind.to_string(),
-        }
+        };
+        text.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect()
     }
 }
 
