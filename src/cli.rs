@@ -253,6 +253,10 @@ pub struct ResumeArgs {
     /// text: the kickoff; prompt: a fenced prompt to paste into a fresh chat; json: as --json
     #[arg(long, value_enum, default_value = "text")]
     pub format: ResumeFormat,
+    /// Refuse (exit 5, store_conflict) unless the workspace is the handoff's repository
+    /// and has not diverged from its HEAD
+    #[arg(long)]
+    pub require_same_repo: bool,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }

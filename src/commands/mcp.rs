@@ -263,6 +263,7 @@ impl BatonServer {
                     budget: p.budget.unwrap_or(2000),
                     workspace: Some(base.workspace.clone()),
                     format: ResumeFormat::Json,
+                    require_same_repo: false,
                     connect: no_connect(),
                 };
                 super::resume::run(&base.ctx(), &args)

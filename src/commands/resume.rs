@@ -8,7 +8,7 @@ use crate::cli::{PullArgs, ResumeArgs, ResumeFormat};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{EntryKind, ObjectId};
 use crate::handoff::briefing::Briefing;
-use crate::handoff::compare::{self, Comparison};
+use crate::handoff::compare::{self, CapturedChanges, Comparison, Presence};
 use crate::handoff::evidence::Evidence;
 use crate::handoff::import;
 use crate::handoff::kickoff::{self, Kickoff, KickoffInput};
@@ -99,6 +99,9 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
     }
     let workspace = args.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
     let comparison = evidence.as_ref().map(|e| compare::compare(e, &workspace));
+    if args.require_same_repo {
+        require_same_repo(comparison.as_ref())?;
+    }
     let files: Vec<(String, u64)> = store
         .list_tree(&bundle.tree)?
         .into_iter()
@@ -159,6 +162,15 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         note,
         status,
         blockers: section("Blockers").or_else(|| meta(import::BLOCKER)),
+        warnings: comparison
+            .iter()
+            .filter_map(|c| c.warning.clone())
+            .collect(),
+        in_progress: evidence
+            .as_ref()
+            .and_then(|e| e.git.as_ref())
+            .and_then(|g| g.in_progress.as_ref())
+            .map(|op| op.describe()),
         next_steps,
         briefing_from,
         current_state: section("Current State"),
@@ -262,6 +274,28 @@ fn recent_turns(store: &Store, tree: &ObjectId, id: &ObjectId) -> Result<Option<
     Ok(turns::render(&events, turns::MAX_BYTES, &id.short()))
 }
 
+/// `--require-same-repo`: an unrelated or diverged workspace, or one that cannot be
+/// placed, is a `store_conflict` (exit 5), like a diverged push.
+fn require_same_repo(c: Option<&Comparison>) -> Result<()> {
+    let problem = match c {
+        None => "the handoff has no workspace evidence to compare this workspace with".into(),
+        Some(c) => match (&c.warning, c.same_repository) {
+            (Some(warning), _) => warning
+                .strip_prefix("Warning: ")
+                .unwrap_or(warning)
+                .to_string(),
+            (None, Some(true)) => return Ok(()),
+            (None, _) => {
+                "cannot tell whether this is the handoff's repository (no git state on one side)"
+                    .to_string()
+            }
+        },
+    };
+    Err(Error::conflict(format!("--require-same-repo: {problem}")).with_hint(
+        "resume in a checkout of the handoff's repository (--workspace DIR), fetch and merge or rebase onto its HEAD, or drop --require-same-repo",
+    ))
+}
+
 /// The comparison as short sentences for the kickoff.
 fn describe(c: &Comparison) -> Vec<String> {
     let mut lines = Vec::new();
@@ -290,15 +324,44 @@ fn describe(c: &Comparison) -> Vec<String> {
             c.live_branch.as_deref().unwrap_or("(none)")
         ));
     }
-    lines.push(format!(
-        "uncommitted changes: captured {}, live {}",
-        if c.captured_uncommitted { "yes" } else { "no" },
-        match c.live_uncommitted {
-            Some(true) => "yes",
-            Some(false) => "no",
-            None => "unknown",
-        }
-    ));
+    if let Some(changes) = &c.captured_changes {
+        lines.push(describe_changes(changes, c.live_uncommitted));
+    } else {
+        lines.push(format!(
+            "uncommitted changes: captured {}, live {}",
+            if c.captured_uncommitted { "yes" } else { "no" },
+            match c.live_uncommitted {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "unknown",
+            }
+        ));
+    }
     lines.extend(c.notes.iter().cloned());
     lines
+}
+
+/// `uncommitted changes: the captured ones are partly present here (1 of 2 files; not
+/// here or different: b.txt)`.
+fn describe_changes(changes: &CapturedChanges, live: Option<bool>) -> String {
+    let (k, n) = (changes.files_present, changes.files);
+    let state = match changes.presence {
+        Presence::Present => "present",
+        Presence::Absent => "absent",
+        Presence::Partly => "partly present",
+    };
+    let mut line =
+        format!("uncommitted changes: the captured ones are {state} here ({k} of {n} files");
+    if !changes.differing.is_empty() {
+        line.push_str("; not here or different: ");
+        line.push_str(&changes.differing.join(", "));
+        if (n - k) as usize > changes.differing.len() {
+            line.push_str(", …");
+        }
+    }
+    line.push(')');
+    if live == Some(true) && changes.presence != Presence::Present {
+        line.push_str("; this workspace has other uncommitted changes");
+    }
+    line
 }

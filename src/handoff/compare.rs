@@ -3,14 +3,16 @@
 //!
 //! This only informs. It runs read-only git queries (`status`, `cat-file -e`,
 //! `merge-base --is-ancestor`, `rev-list --count`) in the live workspace, never fetches and
-//! never changes anything. Commit ids taken from the evidence are checked to be hex ids
+//! never changes anything. A captured HEAD that is not here is still placed, offline, by
+//! the first-parent ids the evidence lists; the captured uncommitted changes are looked
+//! for here by the hash of each file's change. Commit ids taken from the evidence are checked to be hex ids
 //! before they reach a git command line, since evidence may come from elsewhere.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::evidence::{self, Evidence, Git, GitEvidence};
+use super::evidence::{self, Evidence, Git, GitEvidence, Operation, PatchHash};
 
 /// How the live HEAD relates to the captured HEAD.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -30,6 +32,45 @@ pub enum HeadRelation {
     Unknown,
 }
 
+/// Whether the captured uncommitted changes are in the live work tree.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Presence {
+    /// Every captured file's change is here, byte for byte.
+    Present,
+    /// None of them is.
+    Absent,
+    /// Some files' changes are here, others not (or differ).
+    Partly,
+}
+
+/// The captured uncommitted changes, looked for in the live work tree file by file.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct CapturedChanges {
+    pub presence: Presence,
+    /// Files whose captured change (staged and unstaged) is here.
+    pub files_present: u64,
+    /// Files with a captured change.
+    pub files: u64,
+    /// Up to [`MAX_NAMED`] files whose change is not here or differs.
+    pub differing: Vec<String>,
+}
+
+/// Why the live workspace is not a place to carry on the handoff as it is.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Mismatch {
+    /// Another repository: no shared root commit, remote URL, path or commit.
+    Unrelated,
+    /// The same repository, but both HEADs have commits the other lacks.
+    Diverged,
+}
+
+/// How many differing files a comparison names.
+pub const MAX_NAMED: usize = 5;
+/// How many commits of the live history are searched for the captured first parents.
+const LIVE_HISTORY_CAP: usize = 10_000;
+
 /// The result of a comparison; `notes` explains it in sentences.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Comparison {
@@ -48,6 +89,19 @@ pub struct Comparison {
     pub live_uncommitted: Option<bool>,
     /// The same for the captured workspace.
     pub captured_uncommitted: bool,
+    /// The captured staged and unstaged changes, looked for here (`None` for evidence
+    /// without patch hashes or without such changes).
+    #[serde(default)]
+    pub captured_changes: Option<CapturedChanges>,
+    /// The operation in progress in the captured workspace.
+    #[serde(default)]
+    pub in_progress: Option<Operation>,
+    /// Set when the workspace is unrelated or has diverged.
+    #[serde(default)]
+    pub mismatch: Option<Mismatch>,
+    /// The kickoff's warning line for a mismatch.
+    #[serde(default)]
+    pub warning: Option<String>,
     pub notes: Vec<String>,
 }
 
@@ -72,6 +126,10 @@ pub fn compare_with_git(captured: &Evidence, live_dir: &Path, git_program: &Path
             .git
             .as_ref()
             .is_some_and(GitEvidence::has_uncommitted),
+        captured_changes: None,
+        in_progress: captured.git.as_ref().and_then(|g| g.in_progress.clone()),
+        mismatch: None,
+        warning: None,
         notes: Vec::new(),
     };
     let same_path = live.workspace == captured.workspace;
@@ -175,6 +233,14 @@ pub fn compare_with_git(captured: &Evidence, live_dir: &Path, git_program: &Path
             "the captured workspace {captured}; this workspace {live}"
         ));
     }
+    if let Some(op) = &c.in_progress {
+        c.notes.push(format!(
+            "the captured workspace was in the middle of a {}",
+            op.describe()
+        ));
+    }
+    c.captured_changes = captured_changes(cap, lg, &git);
+    set_mismatch(&mut c, cap);
     if c.captured_uncommitted {
         c.notes.push(format!(
             "the captured workspace had uncommitted changes ({})",
@@ -218,7 +284,7 @@ fn relate_heads(
         return;
     }
     if !head_present {
-        let remote = fetch_from
+        let mut fetch = fetch_from
             .or_else(|| {
                 lg.remotes
                     .iter()
@@ -230,14 +296,17 @@ fn relate_heads(
                 || "fetch it from the captured workspace's repository".to_string(),
                 |name| format!("fetch from {name}"),
             );
-        let mut note = format!("the captured HEAD {short} is not in this repository: {remote}");
         if let (Some(ahead @ 1..), Some(upstream)) = (cap.ahead, &cap.upstream) {
-            note.push_str(&format!(
+            fetch.push_str(&format!(
                 " (the captured branch had {ahead} commit{} not pushed to {upstream})",
                 plural(ahead)
             ));
         }
-        c.notes.push(note);
+        if !relate_offline(c, cap, lg, git, short, &fetch) {
+            c.notes.push(format!(
+                "the captured HEAD {short} is not in this repository: {fetch}"
+            ));
+        }
         return;
     }
     let Some(live_head) = lg.head.as_deref() else {
@@ -280,6 +349,113 @@ fn relate_heads(
             "this workspace has diverged from the captured HEAD {short}: {ahead} commit{} here and {behind} commit{} there since they split",
             plural(ahead),
             plural(behind)
+        ));
+    }
+}
+
+/// Place the live HEAD by the captured first-parent ids when the captured HEAD is not
+/// here: the live HEAD among them is behind; a listed id in the live history (but not
+/// HEAD) means both sides moved on. `false` when neither can be told.
+fn relate_offline(
+    c: &mut Comparison,
+    cap: &GitEvidence,
+    lg: &GitEvidence,
+    git: &Git,
+    short: &str,
+    fetch: &str,
+) -> bool {
+    let (Some(live_head), false) = (lg.head.as_deref(), cap.first_parents.is_empty()) else {
+        return false;
+    };
+    if let Some(n) = cap.first_parents.iter().position(|id| id == live_head) {
+        let n = n as u64;
+        c.head = HeadRelation::Behind;
+        c.commits_ahead = Some(0);
+        c.commits_behind = Some(n);
+        c.notes.push(format!(
+            "this workspace is {n} commit{} behind the captured HEAD {short} (by the handoff's first-parent history; those commits are not here: {fetch})",
+            plural(n)
+        ));
+        return true;
+    }
+    let cap_arg = format!("--max-count={LIVE_HISTORY_CAP}");
+    let Ok(out) = git.run(&["rev-list", &cap_arg, live_head, "--"]) else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&out);
+    let live: std::collections::HashSet<&str> = text.lines().collect();
+    let Some((i, base)) = cap
+        .first_parents
+        .iter()
+        .enumerate()
+        .find(|(_, id)| evidence::is_object_id(id) && live.contains(id.as_str()))
+    else {
+        return false;
+    };
+    let behind = i as u64;
+    let ahead = count(git, base, live_head);
+    c.head = HeadRelation::Diverged;
+    c.commits_behind = Some(behind);
+    c.commits_ahead = ahead;
+    let here = ahead.map_or_else(|| "some here".to_string(), |a| format!("{a} here"));
+    c.notes.push(format!(
+        "this workspace has diverged from the captured HEAD {short}: {behind} captured commit{} not here, {here} not in the handoff, since {} ({fetch})",
+        plural(behind),
+        &base[..12]
+    ));
+    true
+}
+
+/// Look for each captured file's change in the live patches by its hash.
+fn captured_changes(cap: &GitEvidence, lg: &GitEvidence, git: &Git) -> Option<CapturedChanges> {
+    if cap.patch_hashes.is_empty() {
+        return None;
+    }
+    let live = evidence::read_patch_hashes(git, lg.head.is_some());
+    let here = |h: &PatchHash| {
+        live.iter()
+            .any(|l| l.path == h.path && l.blake3 == h.blake3)
+    };
+    let mut files: std::collections::BTreeMap<&str, bool> = std::collections::BTreeMap::new();
+    for h in &cap.patch_hashes {
+        let ok = files.entry(h.path.as_str()).or_insert(true);
+        *ok = *ok && here(h);
+    }
+    let present = files.values().filter(|p| **p).count() as u64;
+    let total = files.len() as u64;
+    Some(CapturedChanges {
+        presence: match present {
+            0 => Presence::Absent,
+            p if p == total => Presence::Present,
+            _ => Presence::Partly,
+        },
+        files_present: present,
+        files: total,
+        differing: files
+            .iter()
+            .filter(|(_, p)| !**p)
+            .take(MAX_NAMED)
+            .map(|(path, _)| path.to_string())
+            .collect(),
+    })
+}
+
+/// An unrelated repository or a diverged HEAD: the fact and its warning line.
+fn set_mismatch(c: &mut Comparison, cap: &GitEvidence) {
+    if c.same_repository == Some(false) {
+        c.mismatch = Some(Mismatch::Unrelated);
+        c.warning = Some(format!(
+            "Warning: this directory is not the handoff's repository (no shared root commit, remote URL, path or commit; captured at {})",
+            cap.root
+        ));
+    } else if c.head == HeadRelation::Diverged {
+        let short: String = cap.head.as_deref().unwrap_or("").chars().take(12).collect();
+        let n = |v: Option<u64>| v.map_or_else(|| "some".to_string(), |v| v.to_string());
+        c.mismatch = Some(Mismatch::Diverged);
+        c.warning = Some(format!(
+            "Warning: this workspace has diverged from the handoff's HEAD {short} ({} captured commits not here, {} here not in the handoff)",
+            n(c.commits_behind),
+            n(c.commits_ahead)
         ));
     }
 }

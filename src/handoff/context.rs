@@ -69,6 +69,9 @@ pub fn render(evidence: &Evidence, captured_at: &str, patches: &[PatchNote]) -> 
             let _ = writeln!(out, "- upstream: none");
         }
     }
+    if let Some(op) = &git.in_progress {
+        let _ = writeln!(out, "- in progress: {}", op.describe());
+    }
     for remote in &git.remotes {
         let _ = writeln!(out, "- remote {}: {}", remote.name, remote.url);
     }

@@ -43,6 +43,10 @@ pub struct KickoffInput {
     pub status: String,
     /// What blocks the work, shown (first) when the status is `blocked`.
     pub blockers: Option<String>,
+    /// Warning lines put at the top of the header (an unrelated or diverged workspace).
+    pub warnings: Vec<String>,
+    /// The operation the captured workspace was in the middle of, described.
+    pub in_progress: Option<String>,
     pub next_steps: Option<String>,
     /// When this handoff has no briefing: the nearest first-parent ancestor that has one
     /// (its id); the briefing sections above are then that ancestor's.
@@ -180,12 +184,25 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
         ("", t) => format!("to {t}"),
         (f, t) => format!("from {f} to {t}"),
     };
-    let mut header_text = format!("# Handoff {short}\n{who}, saved {}\n", input.created);
+    let mut header_text = format!("# Handoff {short}\n");
+    // One header line each, whatever the evidence they came from holds.
+    let one_line = |text: &str| -> String {
+        text.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect()
+    };
+    for line in &input.warnings {
+        header_text.push_str(&format!("{}\n", one_line(line)));
+    }
+    header_text.push_str(&format!("{who}, saved {}\n", input.created));
     if input.merge_parents.len() > 1 {
         header_text.push_str(&format!(
             "Merge of: {}\n",
             input.merge_parents.join(" and ")
         ));
+    }
+    if let Some(op) = &input.in_progress {
+        header_text.push_str(&format!("In progress: {}\n", one_line(op)));
     }
     if !input.summary.is_empty() {
         header_text.push_str(&format!(
@@ -397,6 +414,8 @@ mod tests {
             note: String::new(),
             status: String::new(),
             blockers: None,
+            warnings: Vec::new(),
+            in_progress: None,
             next_steps: Some("1. Write the grammar.\n".repeat(long)),
             briefing_from: None,
             current_state: Some("Tokenizer done and tested.\n".repeat(long)),
@@ -481,6 +500,25 @@ mod tests {
         let mut plain = input(1);
         plain.merge_parents = vec!["aaaaaaaaaaaa".into()];
         assert!(!render(&plain, 2000).header.text.contains("Merge"));
+    }
+
+    #[test]
+    fn warnings_top_the_header_and_stay_one_line_each() {
+        let mut warned = input(1);
+        warned.warnings = vec!["Warning: not the handoff's repository (at /x\n# fake)".into()];
+        warned.in_progress = Some("rebase of feature onto 1a2b3c4d5e6f".into());
+        let k = render(&warned, 2000);
+        let lines: Vec<&str> = k.header.text.lines().collect();
+        assert!(lines[0].starts_with("# Handoff "), "{}", k.header.text);
+        assert_eq!(
+            lines[1],
+            "Warning: not the handoff's repository (at /x # fake)"
+        );
+        assert!(
+            k.header
+                .text
+                .contains("\nIn progress: rebase of feature onto 1a2b3c4d5e6f\n")
+        );
     }
 
     #[test]

@@ -9,12 +9,24 @@
 //! tree, or a machine without `git`, gives an explicitly partial capture whose `partial`
 //! list says why.
 
-use std::fs::File;
-use std::io;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+mod git;
+mod history;
+mod patches;
+mod status;
+mod untracked;
+
+pub use git::git_available;
+pub(crate) use git::{Git, GitError, absolute, is_object_id};
+pub use history::{FIRST_PARENTS_CAP, Operation};
+pub use patches::{PatchHash, hash_patch};
+
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+
+use git::{bytes_to_path, lossy, trim_newline};
+use status::{fallback_status, parse_status};
+use untracked::describe_untracked;
 
 /// The version of the evidence document written by this code.
 pub const EVIDENCE_VERSION: u32 = 1;
@@ -71,6 +83,17 @@ pub struct GitEvidence {
     pub staged_patch_bytes: u64,
     /// The size of `git diff --binary`.
     pub unstaged_patch_bytes: u64,
+    /// The first-parent ids of HEAD, newest (HEAD) first, at most [`FIRST_PARENTS_CAP`]:
+    /// a receiver that has not fetched finds its own HEAD here. Empty in older evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_parents: Vec<String>,
+    /// A merge, rebase, cherry-pick, revert, am or bisect in progress.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_progress: Option<Operation>,
+    /// Each file's change in the staged and unstaged patches, hashed. Empty in older
+    /// evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patch_hashes: Vec<PatchHash>,
 }
 
 /// A configured remote.
@@ -166,13 +189,6 @@ pub fn capture_with_git(dir: &Path, git_program: &Path) -> Capture {
     inspect(dir, git_program, true)
 }
 
-/// Whether `git` can be run.
-pub fn git_available() -> bool {
-    Git::new(Path::new("git"), Path::new("."))
-        .run_plain(&["--version"])
-        .is_ok()
-}
-
 /// Replace credentials in a URL with [`REDACTED_URL_CREDENTIALS`]: a password anywhere,
 /// and any user name of an http(s)/ftp(s) URL (tokens are often sent as user names). An
 /// ssh user such as `git@` is kept.
@@ -204,165 +220,6 @@ pub fn redact_url_credentials(url: &str) -> String {
     }
     url.to_string()
 }
-
-// ---------------------------------------------------------------------------------------
-// Running git
-// ---------------------------------------------------------------------------------------
-
-/// Why a git invocation gave no output.
-#[derive(Debug)]
-pub(crate) enum GitError {
-    /// The program could not be found.
-    Missing,
-    /// The program could not be started for another reason.
-    Spawn(String),
-    /// git ran and exited unsuccessfully.
-    Failed { code: Option<i32>, message: String },
-}
-
-impl GitError {
-    pub(crate) fn describe(&self) -> String {
-        match self {
-            GitError::Missing => "git not found".to_string(),
-            GitError::Spawn(m) => format!("git could not be run: {m}"),
-            GitError::Failed { message, .. } => message.clone(),
-        }
-    }
-}
-
-/// Environment variables that would point git somewhere other than `-C DIR`.
-const REDIRECTING_ENV: &[&str] = &[
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-    "GIT_EXTERNAL_DIFF",
-    "GIT_DIFF_OPTS",
-];
-
-/// A git program bound to a directory; every call is read-only.
-pub(crate) struct Git {
-    program: PathBuf,
-    dir: PathBuf,
-}
-
-impl Git {
-    pub(crate) fn new(program: &Path, dir: &Path) -> Self {
-        Git {
-            program: program.to_path_buf(),
-            dir: dir.to_path_buf(),
-        }
-    }
-
-    fn command(&self, args: &[&str], in_dir: bool) -> Command {
-        let mut cmd = Command::new(&self.program);
-        if in_dir {
-            cmd.arg("-C").arg(&self.dir);
-        }
-        cmd.args([
-            "-c",
-            "core.quotepath=false",
-            "-c",
-            "core.fsmonitor=false",
-            "-c",
-            "color.ui=false",
-            "-c",
-            "log.showSignature=false",
-        ]);
-        cmd.args(args);
-        for var in REDIRECTING_ENV {
-            cmd.env_remove(var);
-        }
-        cmd.env("GIT_OPTIONAL_LOCKS", "0")
-            .env("LC_ALL", "C")
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .stdin(Stdio::null());
-        cmd
-    }
-
-    fn exec(&self, args: &[&str], in_dir: bool) -> Result<Vec<u8>, GitError> {
-        let output = match self.command(args, in_dir).output() {
-            Ok(output) => output,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(GitError::Missing),
-            Err(e) => return Err(GitError::Spawn(e.to_string())),
-        };
-        if output.status.success() {
-            return Ok(output.stdout);
-        }
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let first = stderr
-            .lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .map(|l| {
-                l.trim_start_matches("fatal: ")
-                    .trim_start_matches("error: ")
-            })
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("git {} exited with {}", args.join(" "), output.status));
-        Err(GitError::Failed {
-            code: output.status.code(),
-            message: first,
-        })
-    }
-
-    /// Run `git -C DIR ARGS...` and return its standard output.
-    pub(crate) fn run(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
-        self.exec(args, true)
-    }
-
-    /// Run without `-C` (for `--version`).
-    fn run_plain(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
-        self.exec(args, false)
-    }
-
-    /// Run a yes/no query: exit 0 is yes, exit 1 is no, anything else an error.
-    pub(crate) fn test(&self, args: &[&str]) -> Result<bool, GitError> {
-        match self.run(args) {
-            Ok(_) => Ok(true),
-            Err(GitError::Failed { code: Some(1), .. }) => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-}
-
-/// Whether `text` looks like a full git object id (SHA-1 or SHA-256 hex). Ids taken from
-/// evidence are checked with this before they reach a git command line.
-pub(crate) fn is_object_id(text: &str) -> bool {
-    (text.len() == 40 || text.len() == 64) && text.bytes().all(|b| b.is_ascii_hexdigit())
-}
-
-fn lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn trim_newline(bytes: &[u8]) -> &[u8] {
-    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-    bytes.strip_suffix(b"\r").unwrap_or(bytes)
-}
-
-#[cfg(unix)]
-fn bytes_to_path(bytes: &[u8]) -> PathBuf {
-    use std::os::unix::ffi::OsStrExt;
-    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
-}
-
-#[cfg(not(unix))]
-fn bytes_to_path(bytes: &[u8]) -> PathBuf {
-    PathBuf::from(lossy(bytes))
-}
-
-/// The absolute, symlink-resolved form of `dir` when it exists.
-pub(crate) fn absolute(dir: &Path) -> PathBuf {
-    std::fs::canonicalize(dir)
-        .or_else(|_| std::path::absolute(dir))
-        .unwrap_or_else(|_| dir.to_path_buf())
-}
-
 // ---------------------------------------------------------------------------------------
 // Capture
 // ---------------------------------------------------------------------------------------
@@ -475,10 +332,19 @@ pub(crate) fn inspect(dir: &Path, git_program: &Path, full: bool) -> Capture {
         }
     }
 
+    let mut first_parents = Vec::new();
+    if full && status.head.is_some() {
+        first_parents = history::read_first_parents(&git, partial);
+    }
+    let in_progress = history::read_operation(&git, &root);
+
     let mut untracked = Vec::new();
+    let mut patch_hashes = Vec::new();
     if full {
         capture.staged_patch = read_patch(&git, true, status.head.is_some(), partial);
         capture.unstaged_patch = read_patch(&git, false, status.head.is_some(), partial);
+        patch_hashes = hash_patch(&capture.staged_patch, "staged");
+        patch_hashes.extend(hash_patch(&capture.unstaged_patch, "unstaged"));
         let total = status.untracked.len();
         let mut unreadable = 0usize;
         for path in status.untracked.iter().take(UNTRACKED_CAP) {
@@ -524,152 +390,22 @@ pub(crate) fn inspect(dir: &Path, git_program: &Path, full: bool) -> Capture {
         untracked,
         staged_patch_bytes: capture.staged_patch.len() as u64,
         unstaged_patch_bytes: capture.unstaged_patch.len() as u64,
+        first_parents,
+        in_progress,
+        patch_hashes,
     });
     capture
 }
 
-/// What `git status --porcelain=v2 --branch -z` said.
-#[derive(Debug, Default)]
-struct Status {
-    head: Option<String>,
-    branch: Option<String>,
-    detached: bool,
-    upstream: Option<String>,
-    ahead_behind: Option<(u64, u64)>,
-    staged: Vec<Change>,
-    unstaged: Vec<Change>,
-    conflicted: Vec<String>,
-    untracked: Vec<Vec<u8>>,
-}
-
-/// Parse porcelain v2 with `-z`: NUL-terminated records; a rename or copy record is
-/// followed by one more NUL-terminated field, the original path.
-fn parse_status(out: &[u8]) -> Status {
-    let mut status = Status::default();
-    let mut records = out.split(|b| *b == 0).filter(|r| !r.is_empty());
-    while let Some(record) = records.next() {
-        match record.first() {
-            Some(b'#') => parse_header(record, &mut status),
-            Some(b'1') => {
-                let fields: Vec<&[u8]> = record.splitn(9, |b| *b == b' ').collect();
-                if let [_, xy, sub, _, _, _, _, _, path] = fields[..] {
-                    push_changes(&mut status, xy, sub, path, None);
-                }
-            }
-            Some(b'2') => {
-                let fields: Vec<&[u8]> = record.splitn(10, |b| *b == b' ').collect();
-                let original = records.next().unwrap_or_default();
-                if let [_, xy, sub, _, _, _, _, _, _, path] = fields[..] {
-                    push_changes(&mut status, xy, sub, path, Some(original));
-                }
-            }
-            Some(b'u') => {
-                let fields: Vec<&[u8]> = record.splitn(11, |b| *b == b' ').collect();
-                if let Some(path) = fields.get(10) {
-                    status.conflicted.push(lossy(path));
-                }
-            }
-            Some(b'?') => {
-                if let Some(path) = record.get(2..) {
-                    status.untracked.push(path.to_vec());
-                }
-            }
-            _ => {} // `!` ignored entries, and anything a later git adds
-        }
-    }
-    status
-}
-
-fn parse_header(record: &[u8], status: &mut Status) {
-    let text = lossy(record);
-    let Some(rest) = text.strip_prefix("# ") else {
-        return;
-    };
-    let (key, value) = rest.split_once(' ').unwrap_or((rest, ""));
-    match key {
-        "branch.oid" if value != "(initial)" => status.head = Some(value.to_string()),
-        "branch.head" if value == "(detached)" => status.detached = true,
-        "branch.head" => status.branch = Some(value.to_string()),
-        "branch.upstream" => status.upstream = Some(value.to_string()),
-        "branch.ab" => {
-            let mut parts = value.split(' ');
-            let ahead = parts.next().and_then(|a| a.strip_prefix('+'));
-            let behind = parts.next().and_then(|b| b.strip_prefix('-'));
-            if let (Some(Ok(a)), Some(Ok(b))) =
-                (ahead.map(str::parse::<u64>), behind.map(str::parse::<u64>))
-            {
-                status.ahead_behind = Some((a, b));
-            }
-        }
-        _ => {}
-    }
-}
-
-fn push_changes(status: &mut Status, xy: &[u8], sub: &[u8], path: &[u8], original: Option<&[u8]>) {
-    let [x, y] = xy else {
-        return;
-    };
-    let submodule = describe_submodule(sub);
-    let path = lossy(path);
-    let original = original.map(lossy);
-    for (code, list) in [(*x, &mut status.staged), (*y, &mut status.unstaged)] {
-        if code == b'.' {
-            continue;
-        }
-        let mut text = match code {
-            b'M' => "modified".to_string(),
-            b'T' => "type changed".to_string(),
-            b'A' => "added".to_string(),
-            b'D' => "deleted".to_string(),
-            b'R' => format!("renamed from {}", original.as_deref().unwrap_or("?")),
-            b'C' => format!("copied from {}", original.as_deref().unwrap_or("?")),
-            b'U' => "unmerged".to_string(),
-            other => format!("status {}", char::from(other)),
-        };
-        if let Some(sub) = &submodule {
-            text.push_str(sub);
-        }
-        list.push(Change {
-            path: path.clone(),
-            status: text,
-        });
-    }
-}
-
-/// ` (submodule)` or ` (submodule: new commits, modified content)` from the `S<c><m><u>`
-/// field; `None` for an ordinary path (`N...`).
-fn describe_submodule(sub: &[u8]) -> Option<String> {
-    let [b'S', c, m, u] = sub else {
-        return None;
-    };
-    let what: Vec<&str> = [
-        (*c, b'C', "new commits"),
-        (*m, b'M', "modified content"),
-        (*u, b'U', "untracked content"),
-    ]
-    .iter()
-    .filter(|(flag, set, _)| flag == set)
-    .map(|(_, _, what)| *what)
-    .collect();
-    if what.is_empty() {
-        Some(" (submodule)".to_string())
-    } else {
-        Some(format!(" (submodule: {})", what.join(", ")))
-    }
-}
-
-/// When `git status` fails: HEAD and branch from plumbing, nothing else.
-fn fallback_status(git: &Git) -> Status {
-    let mut status = Status::default();
-    if let Ok(out) = git.run(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]) {
-        status.head = Some(lossy(trim_newline(&out)));
-    }
-    match git.run(&["symbolic-ref", "--quiet", "--short", "HEAD"]) {
-        Ok(out) => status.branch = Some(lossy(trim_newline(&out))),
-        Err(GitError::Failed { code: Some(1), .. }) => status.detached = true,
-        Err(_) => {}
-    }
-    status
+/// The per-file hashes of the live staged and unstaged patches (for a comparison).
+pub(crate) fn read_patch_hashes(git: &Git, has_head: bool) -> Vec<PatchHash> {
+    let mut ignored = Vec::new();
+    let mut hashes = hash_patch(&read_patch(git, true, has_head, &mut ignored), "staged");
+    hashes.extend(hash_patch(
+        &read_patch(git, false, has_head, &mut ignored),
+        "unstaged",
+    ));
+    hashes
 }
 
 fn read_remotes(git: &Git, partial: &mut Vec<String>) -> Vec<Remote> {
@@ -791,71 +527,6 @@ fn read_patch(git: &Git, staged: bool, has_head: bool, partial: &mut Vec<String>
     }
 }
 
-/// Size and BLAKE3 of one untracked path, read without following symlinks and without
-/// opening anything but a regular file.
-fn describe_untracked(root: &Path, rel: &[u8]) -> Untracked {
-    let mut entry = Untracked {
-        path: lossy(rel),
-        size: 0,
-        id: None,
-    };
-    if rel.ends_with(b"/") {
-        return entry; // a nested repository: git does not look inside
-    }
-    let full = root.join(bytes_to_path(rel));
-    let Ok(meta) = std::fs::symlink_metadata(&full) else {
-        return entry;
-    };
-    if meta.file_type().is_symlink() {
-        if let Ok(target) = std::fs::read_link(&full) {
-            let bytes = path_bytes(&target);
-            entry.size = bytes.len() as u64;
-            entry.id = Some(blake3::hash(&bytes).to_hex().to_string());
-        }
-        return entry;
-    }
-    if !meta.is_file() {
-        return entry;
-    }
-    entry.size = meta.len();
-    if let Ok(mut file) = open_regular(&full) {
-        let mut hasher = blake3::Hasher::new();
-        if let Ok(n) = io::copy(&mut file, &mut hasher) {
-            entry.size = n;
-            entry.id = Some(hasher.finalize().to_hex().to_string());
-        }
-    }
-    entry
-}
-
-#[cfg(unix)]
-fn path_bytes(path: &Path) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt;
-    path.as_os_str().as_bytes().to_vec()
-}
-
-#[cfg(not(unix))]
-fn path_bytes(path: &Path) -> Vec<u8> {
-    path.to_string_lossy().into_owned().into_bytes()
-}
-
-/// Open a file for reading only if it is (still) a regular file: no symlink is followed
-/// and a FIFO swapped in cannot block the capture.
-fn open_regular(path: &Path) -> io::Result<File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
-    }
-    let file = options.open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::other("not a regular file"));
-    }
-    Ok(file)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -888,72 +559,5 @@ mod tests {
             redact_url_credentials("user:pw@host:path"),
             "[REDACTED:url_credentials]@host:path"
         );
-    }
-
-    #[test]
-    fn parses_porcelain_v2() {
-        let out = b"# branch.oid 0123\0# branch.head main\0# branch.upstream origin/main\0\
-# branch.ab +2 -1\0\
-1 M. N... 100644 100644 100644 aa bb a file\0\
-1 .D N... 100644 100644 000000 aa bb gone\0\
-2 R. N... 100644 100644 100644 aa bb R100 new name\0old\nname\0\
-1 .M SC.. 160000 160000 160000 aa bb sub\0\
-u UU N... 100644 100644 100644 100644 a b c both\0\
-? un tracked\0? dir/\0! ignored\0";
-        let s = parse_status(out);
-        assert_eq!(s.head.as_deref(), Some("0123"));
-        assert_eq!(s.branch.as_deref(), Some("main"));
-        assert_eq!(s.upstream.as_deref(), Some("origin/main"));
-        assert_eq!(s.ahead_behind, Some((2, 1)));
-        assert_eq!(
-            s.staged,
-            vec![
-                Change {
-                    path: "a file".into(),
-                    status: "modified".into()
-                },
-                Change {
-                    path: "new name".into(),
-                    status: "renamed from old\nname".into()
-                },
-            ]
-        );
-        assert_eq!(
-            s.unstaged,
-            vec![
-                Change {
-                    path: "gone".into(),
-                    status: "deleted".into()
-                },
-                Change {
-                    path: "sub".into(),
-                    status: "modified (submodule: new commits)".into()
-                },
-            ]
-        );
-        assert_eq!(s.conflicted, vec!["both".to_string()]);
-        assert_eq!(s.untracked, vec![b"un tracked".to_vec(), b"dir/".to_vec()]);
-    }
-
-    #[test]
-    fn parses_initial_and_detached_headers() {
-        let s = parse_status(b"# branch.oid (initial)\0# branch.head main\0");
-        assert_eq!(
-            (s.head, s.branch, s.detached),
-            (None, Some("main".into()), false)
-        );
-        let s = parse_status(b"# branch.oid abc\0# branch.head (detached)\0");
-        assert_eq!(
-            (s.head, s.branch, s.detached),
-            (Some("abc".into()), None, true)
-        );
-    }
-
-    #[test]
-    fn object_ids_are_checked() {
-        assert!(is_object_id(&"a".repeat(40)));
-        assert!(is_object_id(&"0".repeat(64)));
-        assert!(!is_object_id("--output=/tmp/x"));
-        assert!(!is_object_id(&"g".repeat(40)));
     }
 }
