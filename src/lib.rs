@@ -4,6 +4,7 @@
 //! (one file per command) -> `store` (objects, refs, log, locks) -> `format` (pure
 //! encodings and hashing). `output` turns results and errors into text, JSON and exit codes.
 
+pub mod archive;
 pub mod cli;
 pub mod commands;
 pub mod error;

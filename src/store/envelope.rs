@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use age::secrecy::{ExposeSecret, SecretString};
 
-use super::key_wrap::StoreKeyWrap;
+use super::key_wrap::{StoreKeyWrap, random_bytes};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::ObjectId;
 use crate::format::config::EncryptionConfig;
@@ -222,13 +222,6 @@ pub fn parse_recipients(list: &[String]) -> Result<Vec<age::x25519::Recipient>> 
 }
 
 /// `N` bytes from the operating system's random source.
-pub(super) fn random_bytes<const N: usize>() -> Result<[u8; N]> {
-    let mut out = [0u8; N];
-    getrandom::fill(&mut out)
-        .map_err(|e| Error::other(format!("cannot read random bytes: {e}")))?;
-    Ok(out)
-}
-
 fn encrypt_armored(recipients: &[&dyn age::Recipient], plaintext: &[u8]) -> Result<String> {
     use age::armor::{ArmoredWriter, Format};
     let fail = |e: String| Error::other(format!("age encryption failed: {e}"));

@@ -3,11 +3,13 @@
 //! Layout (store-format/SPEC.md): `config`, `.gitignore`, `lock`, `log`, `objects/`,
 //! `refs/current`, `refs/targets/<name>`.
 
+pub mod codec;
 pub mod commit;
 pub mod envelope;
 pub mod fsutil;
 pub mod gc;
 pub mod key_wrap;
+pub mod leftovers;
 pub mod memtree;
 pub mod objects;
 pub mod packs;
@@ -17,6 +19,7 @@ pub mod restore;
 pub mod rev;
 pub mod shape;
 pub mod snapshot;
+pub mod streams;
 pub mod verify;
 pub mod walk;
 

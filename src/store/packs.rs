@@ -551,7 +551,7 @@ pub fn verify_pack(pack: &PackIndex, envelope: &super::envelope::Envelope) -> Pa
             let mut file = File::open(&pack.path).ctx("cannot open pack", &pack.path)?;
             file.seek(SeekFrom::Start(entry.offset))
                 .ctx("cannot read pack", &pack.path)?;
-            super::objects::decode_named(
+            super::codec::decode_named(
                 envelope,
                 &entry.id,
                 file.take(entry.length),

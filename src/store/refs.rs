@@ -115,7 +115,7 @@ impl Store {
         }
         let mut out = Vec::new();
         let mut previous: Option<u64> = None;
-        for file in super::objects::read_dir_sorted(&dir)? {
+        for file in super::fsutil::read_dir_sorted(&dir)? {
             if fsutil::is_temp_name(&file) {
                 continue;
             }
@@ -191,7 +191,7 @@ impl Store {
     pub fn target_refs(&self) -> Result<Vec<(RefName, Option<ObjectId>)>> {
         let dir = self.root.join("refs").join("targets");
         let mut out = Vec::new();
-        for name in super::objects::read_dir_sorted(&dir)? {
+        for name in super::fsutil::read_dir_sorted(&dir)? {
             if fsutil::is_temp_name(&name) {
                 continue;
             }
@@ -450,7 +450,7 @@ fn probe_newest(dir: &Path) -> Result<Option<u64>> {
 /// generation 1. Reports stray entries, as `ref_history` (and so `verify`) does.
 fn newest_listed(name: &RefName, dir: &Path) -> Result<Option<u64>> {
     let mut newest = None;
-    for file in super::objects::read_dir_sorted(dir)? {
+    for file in super::fsutil::read_dir_sorted(dir)? {
         if fsutil::is_temp_name(&file) {
             continue;
         }

@@ -1,7 +1,6 @@
 //! Sync: moving bundles between this store and a remote one (push, pull, clone), through
 //! the `Remote` trait only, so local paths and SSH share every line of protocol code.
 
-pub mod archive;
 pub mod pack_stream;
 pub mod pull;
 pub mod push;

@@ -1,258 +1,9 @@
-//! Archives: bundles and their objects written to, and read back from, one tar file.
-//!
-//! Format and checks: docs/archives.md. Export copies each object's stored bytes (its
-//! zstd frame) verified, into a temp file beside the destination that is renamed into
-//! place at the end. Import reads the tar as a stream into a private staging directory
-//! inside the store, checks every entry, every object hash, every manifest and tree and
-//! the completeness of the history, and only then publishes objects and fast-forwards
-//! `current` by compare-and-swap (the same order as a pull).
+//! Import: the tar read as a stream into private staging, every entry and object checked,
+//! the history complete, then objects published and `current` fast-forwarded.
 
-use std::cell::Cell;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::fs::{self, File};
-use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
-use std::rc::Rc;
-use std::time::{SystemTime, UNIX_EPOCH};
-
-use serde::{Deserialize, Serialize};
-
-use super::remote_store::STALE_STAGING_SECS;
-use crate::error::{Error, IoContext, Result};
-use crate::format::names::RefName;
-use crate::format::{Bundle, LogEntry, MAX_METADATA_OBJECT, ObjectId};
-use crate::store::receive::{Incoming, TreeCheck};
-use crate::store::refs::{Expect, MoveReason};
-use crate::store::shape::{MAX_TREE_DEPTH, too_deep};
-use crate::store::{Store, fsutil};
-
-/// The first entry of every archive.
-pub const MANIFEST_NAME: &str = "baton-archive.json";
-/// The store's log, in archives made with `--history`.
-pub const LOG_NAME: &str = "log";
-pub const FORMAT: &str = "baton-archive";
-pub const VERSION: u64 = 1;
-
-/// Default bound on an object's expansion: its content may be at most this many times
-/// its stored size (or `MIN_OBJECT_BOUND`, whichever is larger).
-pub const DEFAULT_MAX_EXPANSION: u64 = 1024;
-/// Every object may expand to this much, whatever its stored size.
-pub const MIN_OBJECT_BOUND: u64 = 64 << 20;
-/// The whole archive may expand to this much, whatever its size.
-pub const MIN_TOTAL_BOUND: u64 = 1 << 30;
-/// Largest `baton-archive.json` and `log` entries accepted.
-const MAX_MANIFEST: u64 = 16 << 20;
-const MAX_LOG: u64 = 256 << 20;
-const BLOCK: u64 = 512;
-
-/// The `baton-archive.json` entry.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ArchiveManifest {
-    pub format: String,
-    pub version: u64,
-    pub bundles: Vec<String>,
-    pub history: bool,
-    pub current: String,
-}
-
-#[derive(Debug, Default, Serialize)]
-pub struct ExportReport {
-    pub file: PathBuf,
-    pub bundles: Vec<ObjectId>,
-    pub current: Option<ObjectId>,
-    pub history: bool,
-    pub objects: u64,
-    /// Stored (compressed) bytes of the objects.
-    pub object_bytes: u64,
-    /// Size of the archive file.
-    pub bytes: u64,
-    pub log_bytes: u64,
-}
-
-#[derive(Debug, Default, Serialize)]
-pub struct ImportReport {
-    pub file: PathBuf,
-    pub bundles: Vec<ObjectId>,
-    pub history: bool,
-    pub archive_current: Option<ObjectId>,
-    pub current_before: Option<ObjectId>,
-    pub current_after: Option<ObjectId>,
-    /// `initial`, `fast-forward`, `up-to-date`, `local-ahead`.
-    pub outcome: String,
-    /// Objects in the archive.
-    pub objects: u64,
-    /// Objects this store lacked and now holds.
-    pub objects_published: u64,
-    /// Stored bytes of the objects published.
-    pub bytes_published: u64,
-    /// Lines of the archive's log (checked, not merged into this store's log).
-    pub log_lines: u64,
-}
-
-// ---------------------------------------------------------------------------------------
-// Export
-// ---------------------------------------------------------------------------------------
-
-/// Write `bundles` (the first is the archive's `current`) and everything below their
-/// trees, plus with `history` every ancestor and the log, to the tar file `dest`.
-pub fn export(
-    store: &Store,
-    bundles: &[ObjectId],
-    history: bool,
-    dest: &Path,
-) -> Result<ExportReport> {
-    let mut listed = Vec::new();
-    for id in bundles {
-        if !listed.contains(id) {
-            listed.push(*id);
-        }
-    }
-    let Some(current) = listed.first().copied() else {
-        return Err(Error::usage("nothing to export: no revision given"));
-    };
-    let reach = if history {
-        store.reachable(&listed)?
-    } else {
-        let mut reach = store.below(&listed)?;
-        reach.objects.extend(listed.iter().copied());
-        reach
-    };
-    // An archive that import would refuse is not written.
-    if let Some((tree, depth)) = reach.deepest
-        && depth > MAX_TREE_DEPTH
-    {
-        return Err(too_deep(&tree));
-    }
-    let objects: BTreeSet<ObjectId> = reach.objects.into_iter().collect();
-    let log = if history {
-        let path = store.root().join("log");
-        let mut bytes = fsutil::read_limited(&path, MAX_LOG)?;
-        // Only committed lines: a torn last line is an append that never happened.
-        let committed = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        bytes.truncate(committed);
-        Some(bytes)
-    } else {
-        None
-    };
-    let manifest = ArchiveManifest {
-        format: FORMAT.into(),
-        version: VERSION,
-        bundles: listed.iter().map(|i| i.to_hex()).collect(),
-        history,
-        current: current.to_hex(),
-    };
-    let manifest_bytes = serde_json::to_vec(&manifest)
-        .map_err(|e| Error::other(format!("cannot encode the archive manifest: {e}")))?;
-
-    let parent = match dest.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let temp = tempfile::Builder::new()
-        .prefix(".baton-export-")
-        .tempfile_in(&parent)
-        .ctx("cannot create a temp file in", &parent)?;
-    let mut spool = tempfile::tempfile_in(&parent).ctx("cannot create a temp file in", &parent)?;
-    let mut builder = tar::Builder::new(io::BufWriter::new(temp));
-    let mut report = ExportReport {
-        file: dest.to_path_buf(),
-        bundles: listed.clone(),
-        current: Some(current),
-        history,
-        ..ExportReport::default()
-    };
-    let werr = |e: io::Error| Error::io("cannot write", dest, e);
-    builder
-        .append(
-            &header(MANIFEST_NAME, manifest_bytes.len() as u64)?,
-            &manifest_bytes[..],
-        )
-        .map_err(werr)?;
-    for id in &objects {
-        // Each object's stored bytes, checked on the way through, spooled so that the
-        // header can carry their length.
-        spool.set_len(0).map_err(werr)?;
-        spool.seek(SeekFrom::Start(0)).map_err(werr)?;
-        let len = {
-            let mut sink = io::BufWriter::new(&mut spool);
-            let len = store.objects.copy_stored_verified(id, &mut sink)?;
-            sink.flush().map_err(werr)?;
-            len
-        };
-        spool.seek(SeekFrom::Start(0)).map_err(werr)?;
-        // The storage name: in an encrypted store the archive, like the store, does not
-        // reveal which known files it holds.
-        let name = format!("objects/{}", store.objects.name_of(id));
-        builder
-            .append(&header(&name, len)?, (&mut spool).take(len))
-            .map_err(werr)?;
-        report.objects += 1;
-        report.object_bytes += len;
-    }
-    if let Some(log) = &log {
-        builder
-            .append(&header(LOG_NAME, log.len() as u64)?, &log[..])
-            .map_err(werr)?;
-        report.log_bytes = log.len() as u64;
-    }
-    let temp = builder
-        .into_inner()
-        .map_err(werr)?
-        .into_inner()
-        .map_err(|e| werr(e.into_error()))?;
-    temp.as_file().sync_all().map_err(werr)?;
-    report.bytes = temp.as_file().metadata().map_err(werr)?.len();
-    temp.persist(dest)
-        .map_err(|e| Error::io("cannot rename into", dest, e.error))?;
-    fsutil::fsync_dir(&parent)?;
-    Ok(report)
-}
-
-/// A regular-file header: fixed mode 0600, owner 0, mtime 0, so that the same objects
-/// always give the same archive.
-fn header(name: &str, size: u64) -> Result<tar::Header> {
-    let mut header = tar::Header::new_ustar();
-    header
-        .set_path(name)
-        .map_err(|e| Error::other(format!("cannot name archive entry {name}: {e}")))?;
-    header.set_entry_type(tar::EntryType::Regular);
-    header.set_size(size);
-    header.set_mode(0o600);
-    header.set_uid(0);
-    header.set_gid(0);
-    header.set_mtime(0);
-    header.set_cksum();
-    Ok(header)
-}
-
-// ---------------------------------------------------------------------------------------
-// Import
-// ---------------------------------------------------------------------------------------
-
-/// An object received from the archive, verified, waiting in staging.
-struct Staged {
-    path: tempfile::TempPath,
-    stored_hash: blake3::Hash,
-    stored_len: u64,
-    content_len: u64,
-}
-
-/// Everything read from the archive, before anything is published.
-struct Received {
-    manifest: ArchiveManifest,
-    staged: BTreeMap<ObjectId, Staged>,
-    log_lines: u64,
-}
-
-/// A malformed archive: its structure is not that of a baton archive (exit 2).
-fn malformed(file: &Path, why: impl std::fmt::Display) -> Error {
-    Error::usage(format!(
-        "{} is not a valid baton archive: {why}",
-        file.display()
-    ))
-    .with_hint("nothing was imported; export it again with 'baton export'")
-}
+use super::checks::*;
+use super::*;
+use crate::store::streams::{Bounded, HashingWriter, LimitedVec};
 
 /// Import the archive `file`: verify everything, publish the objects, then fast-forward
 /// `current` to the archive's. `max_expansion` bounds decompression (docs/archives.md).
@@ -335,7 +86,7 @@ pub fn import(store: &Store, file: &Path, max_expansion: Option<u64>) -> Result<
 }
 
 /// Read the whole archive as a stream, staging and verifying every object.
-fn receive(store: &Store, file: &Path, stage: &Path, ratio: u64) -> Result<Received> {
+pub(super) fn receive(store: &Store, file: &Path, stage: &Path, ratio: u64) -> Result<Received> {
     let handle = File::open(file).ctx("cannot open", file)?;
     let file_len = handle.metadata().ctx("cannot stat", file)?.len();
     let padding = Rc::new(Cell::new((0u64, 0u64)));
@@ -562,158 +313,8 @@ fn receive(store: &Store, file: &Path, stage: &Path, ratio: u64) -> Result<Recei
 }
 
 /// The only names allowed: `baton-archive.json`, `log`, `objects/<64 lowercase hex>`.
-fn check_name(file: &Path, name: &[u8]) -> Result<()> {
-    let shown = String::from_utf8_lossy(name).escape_debug().to_string();
-    if name.first() == Some(&b'/') {
-        return Err(malformed(
-            file,
-            format!("entry '{shown}' has an absolute path"),
-        ));
-    }
-    if name.split(|&b| b == b'/').any(|c| c == b"..") {
-        return Err(malformed(
-            file,
-            format!("entry '{shown}' has a '..' component"),
-        ));
-    }
-    let ok = match std::str::from_utf8(name) {
-        Ok(MANIFEST_NAME) | Ok(LOG_NAME) => true,
-        Ok(text) => text
-            .strip_prefix("objects/")
-            .is_some_and(|hex| hex.len() == 64 && crate::format::id::is_lower_hex(hex)),
-        Err(_) => false,
-    };
-    if !ok {
-        return Err(malformed(
-            file,
-            format!(
-                "unexpected entry '{shown}' (only {MANIFEST_NAME}, {LOG_NAME} and objects/<id> are allowed)"
-            ),
-        ));
-    }
-    Ok(())
-}
-
-fn describe_kind(kind: tar::EntryType) -> &'static str {
-    use tar::EntryType as T;
-    match kind {
-        T::Symlink => "symbolic link",
-        T::Link => "hard link",
-        T::Directory => "directory",
-        T::Char => "character device",
-        T::Block => "block device",
-        T::Fifo => "FIFO",
-        T::Continuous => "contiguous file",
-        T::GNUSparse => "sparse file",
-        T::XHeader | T::XGlobalHeader => "PAX extension header",
-        T::GNULongName | T::GNULongLink => "GNU long-name header",
-        _ => "entry of an unsupported type",
-    }
-}
-
-/// A tar reader error as one printable phrase (the tar crate quotes raw header bytes).
-fn tar_error(e: &io::Error) -> String {
-    let text = e.to_string();
-    let text = text.split(" when getting").next().unwrap_or_default();
-    let text: String = text.chars().take(200).collect();
-    text.trim_end_matches([':', ' ']).escape_debug().to_string()
-}
-
-fn short_entry(file: &Path, name: &str, got: u64, declared: u64) -> Error {
-    malformed(
-        file,
-        format!("entry {name} holds {got} bytes, its header declares {declared} (truncated)"),
-    )
-}
-
-fn duplicate(name: &str) -> Error {
-    Error::integrity(format!(
-        "the archive holds two entries {name} with different bytes"
-    ))
-    .with_hint("nothing was imported; the archive is damaged or forged")
-}
-
-/// Every log line must decode; a final line without its newline is refused.
-fn check_log(bytes: &[u8]) -> Result<u64> {
-    let mut rest = bytes;
-    let mut line_no = 0u64;
-    while !rest.is_empty() {
-        let Some(end) = rest.iter().position(|&b| b == b'\n') else {
-            return Err(Error::integrity(format!(
-                "the archive's log ends in a partial line (after line {line_no})"
-            )));
-        };
-        line_no += 1;
-        LogEntry::decode_line(&rest[..end], line_no as usize)
-            .map_err(|e| Error::integrity(format!("the archive's log: {}", e.message)))?;
-        rest = &rest[end + 1..];
-    }
-    Ok(line_no)
-}
-
-/// The manifest's bundles (deduplicated, in order) and its `current`, checked.
-fn check_manifest(file: &Path, received: &Received) -> Result<(Vec<ObjectId>, ObjectId)> {
-    let m = &received.manifest;
-    if m.format != FORMAT {
-        return Err(malformed(
-            file,
-            format!(
-                "{MANIFEST_NAME} has format '{}', not {FORMAT}",
-                m.format.escape_debug()
-            ),
-        ));
-    }
-    if m.version != VERSION {
-        return Err(Error::new(
-            crate::error::ErrorKind::Unsupported,
-            format!(
-                "{} is a baton archive version {}; this baton reads version {VERSION}",
-                file.display(),
-                m.version
-            ),
-        ));
-    }
-    let parse = |text: &str| {
-        ObjectId::parse(text).map_err(|_| {
-            malformed(
-                file,
-                format!(
-                    "{MANIFEST_NAME} names '{}', not a bundle id",
-                    text.escape_debug()
-                ),
-            )
-        })
-    };
-    let mut bundles = Vec::new();
-    for text in &m.bundles {
-        let id = parse(text)?;
-        if !bundles.contains(&id) {
-            bundles.push(id);
-        }
-    }
-    let current = parse(&m.current)?;
-    if bundles.is_empty() {
-        return Err(malformed(file, format!("{MANIFEST_NAME} lists no bundles")));
-    }
-    if !bundles.contains(&current) {
-        return Err(malformed(
-            file,
-            format!("{MANIFEST_NAME} names current {current}, which it does not list"),
-        ));
-    }
-    for id in &bundles {
-        if !received.staged.contains_key(id) {
-            return Err(Error::integrity(format!(
-                "the archive lists bundle {id} but does not hold it"
-            ))
-            .with_hint("nothing was imported; the archive is damaged or forged"));
-        }
-    }
-    Ok((bundles, current))
-}
-
 /// The archive's staging area in front of the store: what import's checks read.
-struct Staging<'a> {
+pub(super) struct Staging<'a> {
     store: &'a Store,
     staged: &'a BTreeMap<ObjectId, Staged>,
 }
@@ -723,20 +324,11 @@ impl Staging<'_> {
     /// from staging or the store.
     fn load(&self, id: &ObjectId) -> Result<Option<Vec<u8>>> {
         if let Some(s) = self.staged.get(id) {
-            let mut sink = Bounded {
-                limit: MAX_METADATA_OBJECT,
-                written: 0,
-                overflow: false,
-            };
-            let mut bytes = Vec::new();
+            let mut sink = LimitedVec::new(MAX_METADATA_OBJECT);
             let reader = File::open(&s.path).ctx("cannot read", &s.path)?;
-            let mut tee = TeeVec {
-                bytes: &mut bytes,
-                bound: &mut sink,
-            };
             self.store
                 .objects
-                .decode_stored(id, BufReader::new(reader), None, &mut tee)
+                .decode_stored(id, BufReader::new(reader), None, &mut sink)
                 .map_err(|e| {
                     if sink.overflow {
                         Error::integrity(format!(
@@ -746,6 +338,7 @@ impl Staging<'_> {
                         e
                     }
                 })?;
+            let bytes = sink.bytes;
             return Ok(Some(bytes));
         }
         self.store.tree_bytes(id)
@@ -771,7 +364,11 @@ impl Incoming for Staging<'_> {
 /// check that every object they name is at hand with the size its entry declares, and no
 /// tree is too deep (the store's receive check, as pull's); every staged object must be
 /// reached.
-fn check_reachable(store: &Store, received: &Received, bundles: &[ObjectId]) -> Result<()> {
+pub(super) fn check_reachable(
+    store: &Store,
+    received: &Received,
+    bundles: &[ObjectId],
+) -> Result<()> {
     let staged = &received.staged;
     let staging = Staging { store, staged };
     // Separate sets per role: the same bytes may be a blob in one place and a tree in
@@ -821,7 +418,7 @@ fn check_reachable(store: &Store, received: &Received, bundles: &[ObjectId]) -> 
     Ok(())
 }
 
-fn missing(id: ObjectId, what: &str, bundle: ObjectId) -> Error {
+pub(super) fn missing(id: ObjectId, what: &str, bundle: ObjectId) -> Error {
     Error::integrity(format!(
         "{what} object {id} of bundle {bundle} is neither in the archive nor in this store"
     ))
@@ -830,7 +427,7 @@ fn missing(id: ObjectId, what: &str, bundle: ObjectId) -> Error {
 
 /// Move verified objects from staging into `objects/` (no-clobber renames within the
 /// store), then fsync every directory that received one.
-fn publish(
+pub(super) fn publish(
     store: &Store,
     staged: BTreeMap<ObjectId, Staged>,
     report: &mut ImportReport,
@@ -868,27 +465,20 @@ fn publish(
 }
 
 /// Remove `staging/import-*` directories older than the stale age (interrupted imports).
-fn clean_stale_imports(staging: &Path) {
-    let Ok(entries) = fs::read_dir(staging) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let stale = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age.as_secs() > STALE_STAGING_SECS);
-        if name.starts_with("import-") && stale {
-            let _ = fs::remove_dir_all(entry.path());
-        }
-    }
+pub(super) fn clean_stale_imports(staging: &Path) {
+    leftovers::sweep(
+        staging,
+        &[leftovers::Rule {
+            prefix: "import-",
+            pid_after_prefix: false,
+            by_age: true,
+        }],
+    );
 }
 
 /// A reader that counts the bytes taken from it and checks that the bytes in `padding`
 /// (offsets from, to: the padding after an entry's data) are zero.
-struct Counting<R> {
+pub(super) struct Counting<R> {
     inner: R,
     count: u64,
     padding: Rc<Cell<(u64, u64)>>,
@@ -910,59 +500,5 @@ impl<R: Read> Read for Counting<R> {
         }
         self.count = end;
         Ok(n)
-    }
-}
-
-struct HashingWriter<W> {
-    inner: W,
-    hasher: blake3::Hasher,
-}
-
-impl<W: Write> Write for HashingWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hasher.update(&buf[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-/// A sink that discards bytes but fails once more than `limit` have passed.
-struct Bounded {
-    limit: u64,
-    written: u64,
-    overflow: bool,
-}
-
-impl Write for Bounded {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.written + buf.len() as u64 > self.limit {
-            self.overflow = true;
-            return Err(io::Error::other("expansion bound exceeded"));
-        }
-        self.written += buf.len() as u64;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Keeps the bytes, within a bound.
-struct TeeVec<'a> {
-    bytes: &'a mut Vec<u8>,
-    bound: &'a mut Bounded,
-}
-
-impl Write for TeeVec<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.bound.write(buf)?;
-        self.bytes.extend_from_slice(&buf[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
