@@ -198,9 +198,9 @@ impl Objects {
             Some(Location::Loose(file)) => Ok(Box::new(file)),
             Some(Location::Packed(path, entry)) => {
                 use std::io::Seek;
-                let mut file = File::open(&path).ctx("cannot open pack", &path)?;
+                let mut file = File::open(&path).ctx_in_store("cannot open pack", &path)?;
                 file.seek(io::SeekFrom::Start(entry.offset))
-                    .ctx("cannot read pack", &path)?;
+                    .ctx_in_store("cannot read pack", &path)?;
                 Ok(Box::new(file.take(entry.length)))
             }
             None => Err(
@@ -226,11 +226,7 @@ impl Objects {
             // A sink that fails with a baton error (an upload whose connection broke)
             // keeps its kind; a plain I/O failure is "other".
             if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
-                return Err(Error {
-                    kind: inner.kind,
-                    message: format!("cannot write object {id}: {}", inner.message),
-                    hint: inner.hint.clone(),
-                });
+                return Err(Error::rewrapped(inner, format!("cannot write object {id}")));
             }
             return Err(Error::other(format!("cannot write object {id}: {e}")));
         }
