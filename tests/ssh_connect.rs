@@ -28,6 +28,7 @@ fn options(server: &Sshd) -> ConnectOptions {
         timeout: Some(Duration::from_secs(10)),
         home: Some(server.home()),
         agent_socket: Some(server.agent_socket()),
+        key_passphrase: None,
     }
 }
 
@@ -473,6 +474,8 @@ fn terminal_child() {
         timeout: Some(Duration::from_secs(20)),
         home: Some(home.into()),
         agent_socket: Some(agent.into()),
+        // What every command passes: the terminal prompt (present: this runs on one).
+        key_passphrase: baton::commands::prompts::key_passphrase_prompt(),
     };
     match connect(&t, &opts) {
         Ok(conn) => {

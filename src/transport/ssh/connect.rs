@@ -9,7 +9,7 @@
 //! are handled where they bite.
 
 use std::fs;
-use std::io::{BufReader, IsTerminal};
+use std::io::BufReader;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -57,6 +57,21 @@ pub struct SshTarget {
     pub port: Option<u16>,
 }
 
+/// Asks for the passphrase of a key file: given the key's path and the attempt (0, 1, ...;
+/// a later attempt follows a wrong passphrase), returns the passphrase, or `None` to skip
+/// the key. The command layer supplies it (only on a terminal): below it nothing talks to
+/// the terminal.
+#[derive(Clone)]
+pub struct KeyPassphrasePrompt(
+    pub std::sync::Arc<dyn Fn(&Path, usize) -> Result<Option<String>> + Send + Sync>,
+);
+
+impl std::fmt::Debug for KeyPassphrasePrompt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyPassphrasePrompt")
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct ConnectOptions {
     /// Record an unknown host key instead of refusing it (StrictHostKeyChecking=accept-new).
@@ -70,6 +85,8 @@ pub struct ConnectOptions {
     /// The ssh-agent socket; `None` means `IdentityAgent` from the config, else
     /// `$SSH_AUTH_SOCK`.
     pub agent_socket: Option<PathBuf>,
+    /// How to ask for a key file's passphrase; `None`: a key that needs one is skipped.
+    pub key_passphrase: Option<KeyPassphrasePrompt>,
 }
 
 /// An authenticated session and what it was resolved to.

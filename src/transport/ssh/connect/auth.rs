@@ -73,7 +73,7 @@ pub(super) fn authenticate(
             }
             continue;
         }
-        match key_file_auth(session, &res.user, &path, &who, rejected, link)? {
+        match key_file_auth(session, res, &path, &who, rejected, link)? {
             KeyOutcome::Accepted => return Ok(()),
             KeyOutcome::Rejected => {
                 rejected += 1;
@@ -196,12 +196,13 @@ pub(super) fn agent_auth(
 
 pub(super) fn key_file_auth(
     session: &Session,
-    user: &str,
+    res: &Resolved,
     path: &Path,
     who: &str,
     rejected: usize,
     link: Option<&TcpStream>,
 ) -> Result<KeyOutcome> {
+    let user = res.user.as_str();
     match session.userauth_pubkey_file(user, None, path, None) {
         Ok(()) if session.authenticated() => return Ok(KeyOutcome::Accepted),
         Ok(()) => return Ok(KeyOutcome::Rejected),
@@ -213,15 +214,13 @@ pub(super) fn key_file_auth(
     }
     // libssh2 could not use the file without a passphrase (it cannot tell an encrypted
     // key from an unreadable one: both are LIBSSH2_ERROR_FILE).
-    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+    let Some(KeyPassphrasePrompt(ask)) = &res.key_passphrase else {
         return Ok(KeyOutcome::Locked);
-    }
+    };
     for attempt in 0..PASSPHRASE_TRIES {
-        let passphrase =
-            rpassword::prompt_password(format!("Enter passphrase for key {}: ", path.display()))
-                .map_err(|e| {
-                    Error::other(format!("cannot read the passphrase from the terminal: {e}"))
-                })?;
+        let Some(passphrase) = ask(path, attempt)? else {
+            return Ok(KeyOutcome::Locked);
+        };
         if passphrase.is_empty() {
             // An empty answer skips the key, as with OpenSSH.
             return Ok(KeyOutcome::Locked);
@@ -234,11 +233,8 @@ pub(super) fn key_file_auth(
             Err(e) if is_connection_error(&e) || link_closed(link) => {
                 return Err(auth_connection_lost(&e, who, rejected));
             }
-            Err(e) if is_key_file_error(&e) => {
-                if attempt + 1 < PASSPHRASE_TRIES {
-                    eprintln!("wrong passphrase for key {}", path.display());
-                }
-            }
+            // The prompt's next attempt says the last passphrase was wrong.
+            Err(e) if is_key_file_error(&e) => {}
             Err(_) => return Ok(KeyOutcome::Rejected),
         }
     }

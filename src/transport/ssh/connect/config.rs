@@ -27,6 +27,7 @@ pub(super) struct Resolved {
     pub(super) timeout: Duration,
     pub(super) keepalive_secs: Option<u32>,
     pub(super) agent: AgentSource,
+    pub(super) key_passphrase: Option<KeyPassphrasePrompt>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,6 +179,7 @@ pub(super) fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resol
         timeout,
         keepalive_secs,
         agent,
+        key_passphrase: opts.key_passphrase.clone(),
     })
 }
 
