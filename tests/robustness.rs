@@ -1121,10 +1121,7 @@ fn strace_usable() -> bool {
 #[test]
 fn save_orders_fsyncs_and_renames_durably() {
     let start = Instant::now();
-    if !strace_usable() {
-        println!(
-            "[robustness] SKIPPED save_orders_fsyncs_and_renames_durably: strace is not installed or cannot trace here (apt-get install -y strace)"
-        );
+    if !common::precondition(strace_usable(), "strace that can trace here (apt-get install -y strace)") {
         return;
     }
     let env = Env::new();
