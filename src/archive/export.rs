@@ -34,7 +34,7 @@ pub fn export(
     }
     let objects: BTreeSet<ObjectId> = reach.objects.into_iter().collect();
     let log = if history {
-        let path = store.root().join("log");
+        let path = store.root().join(crate::format::layout::LOG);
         let mut bytes = fsutil::read_limited(&path, MAX_LOG)?;
         // Only committed lines: a torn last line is an append that never happened.
         let committed = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);

@@ -3,13 +3,14 @@
 
 use super::checks::*;
 use super::*;
+use crate::store::ingest::{self, Forward};
 use crate::store::streams::{Bounded, HashingWriter, LimitedVec};
 
 /// Import the archive `file`: verify everything, publish the objects, then fast-forward
 /// `current` to the archive's. `max_expansion` bounds decompression (docs/archives.md).
 pub fn import(store: &Store, file: &Path, max_expansion: Option<u64>) -> Result<ImportReport> {
     let ratio = max_expansion.unwrap_or(DEFAULT_MAX_EXPANSION).max(1);
-    let staging_root = store.root().join("staging");
+    let staging_root = store.root().join(crate::format::layout::STAGING);
     fsutil::ensure_private_dir(&staging_root)?;
     clean_stale_imports(&staging_root);
     let nanos = SystemTime::now()
@@ -38,50 +39,25 @@ pub fn import(store: &Store, file: &Path, max_expansion: Option<u64>) -> Result<
     publish(store, received.staged, &mut report)?;
     drop(stage);
 
-    let lock = store.lock()?;
-    let ours = store.read_ref(&RefName::Current)?;
-    report.current_before = ours;
-    report.current_after = ours;
-    let fast_forward = match ours {
-        None => true,
-        Some(o) if o == current => {
-            report.outcome = "up-to-date".into();
-            false
-        }
-        Some(o) if store.is_ancestor(&current, &o)? => {
-            report.outcome = "local-ahead".into();
-            false
-        }
-        Some(o) if store.is_ancestor(&o, &current)? => true,
-        Some(o) => {
-            return Err(Error::conflict(format!(
-                "history diverged: local current is {o}, the archive's current is {current}"
-            ))
-            .with_hint(format!(
-                "the archive's objects were imported but no ref names them; inspect it with 'baton log {current}'"
-            )));
-        }
+    let reason = MoveReason {
+        action: "import".into(),
+        from: file.display().to_string(),
+        to: String::new(),
     };
-    if fast_forward {
-        let reason = MoveReason {
-            action: "import".into(),
-            from: file.display().to_string(),
-            to: String::new(),
-        };
-        store.update_ref_locked(
-            &lock,
-            &RefName::Current,
-            Expect::Value(ours),
-            Some(current),
-            &reason,
-        )?;
-        report.current_after = Some(current);
-        report.outcome = if ours.is_some() {
-            "fast-forward".into()
-        } else {
-            "initial".into()
-        };
-    }
+    let (ours, forward) = ingest::fast_forward(store, &RefName::Current, current, &reason, |o| {
+        Error::conflict(format!(
+            "history diverged: local current is {o}, the archive's current is {current}"
+        ))
+        .with_hint(format!(
+            "the archive's objects were imported but no ref names them; inspect it with 'baton log {current}'"
+        ))
+    })?;
+    report.current_before = ours;
+    report.current_after = match forward {
+        Forward::Initial | Forward::FastForward => Some(current),
+        Forward::UpToDate | Forward::LocalAhead => ours,
+    };
+    report.outcome = forward.as_str().into();
     Ok(report)
 }
 

@@ -29,7 +29,7 @@ use crate::format::names::RefName;
 use crate::format::{Bundle, LogEntry, MAX_METADATA_OBJECT, ObjectId};
 use crate::store::leftovers;
 use crate::store::receive::{Incoming, TreeCheck};
-use crate::store::refs::{Expect, MoveReason};
+use crate::store::refs::MoveReason;
 use crate::store::shape::{MAX_TREE_DEPTH, too_deep};
 use crate::store::{Store, fsutil};
 

@@ -6,6 +6,7 @@
 pub mod bundle;
 pub mod config;
 pub mod id;
+pub mod layout;
 pub mod log_entry;
 pub mod names;
 pub mod pack;

@@ -100,7 +100,7 @@ impl Store {
                 }
             }
         }
-        let staging = self.root().join("staging");
+        let staging = self.root().join(crate::format::layout::STAGING);
         if let Ok(names) = super::fsutil::read_dir_sorted(&staging) {
             for name in names {
                 let path = staging.join(name);

@@ -14,7 +14,7 @@ use crate::format::pack::{
     FOOTER_LEN, INDEX_ENTRY_LEN, PACK_MAGIC, PackEntry, decode_footer, decode_index, encode_index,
 };
 
-pub const PACK_SUFFIX: &str = ".pack";
+pub use crate::format::layout::{PACK_SUFFIX, pack_file_name, pack_name_id};
 
 /// The index of one pack, loaded in memory.
 pub struct PackIndex {
@@ -30,15 +30,6 @@ impl PackIndex {
             .ok()
             .map(|i| &self.entries[i])
     }
-}
-
-/// The pack id a file name claims (`<64 hex>.pack`), if it is one.
-pub fn pack_name_id(name: &str) -> Option<ObjectId> {
-    ObjectId::parse(name.strip_suffix(PACK_SUFFIX)?).ok()
-}
-
-pub fn pack_file_name(id: &ObjectId) -> String {
-    format!("{id}{PACK_SUFFIX}")
 }
 
 /// Read and check the index of the pack at `path` (not the objects: `verify` does that).

@@ -75,7 +75,7 @@ fn file_urls_with_non_utf8_paths_are_refused() {
 #[test]
 fn frame_declaring_another_content_size_is_refused() {
     use baton::format::ObjectId;
-    use baton::store::objects::decode_verified;
+    use baton::store::codec::decode_verified;
     let crash: &[u8] = b"\x28\xb5\x2f\xfd\x20\x31\x01\x00\x00";
     // The same with a raw block `hello` before the empty last block.
     let hello: &[u8] = b"\x28\xb5\x2f\xfd\x20\x31\x28\x00\x00hello\x01\x00\x00";

@@ -2,7 +2,7 @@
 //! one JSON document with --json), the documented exit code, and a store left exactly as
 //! it was, byte for byte and mode for mode.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::ffi::OsStr;

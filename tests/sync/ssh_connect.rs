@@ -3,8 +3,7 @@
 //! silent ports, an SFTP-only account. Nothing here touches the process environment:
 //! HOME and the agent socket are passed through `ConnectOptions`.
 
-#[path = "common/sshd.rs"]
-mod sshd;
+use crate::sshd;
 
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::Path;
@@ -499,7 +498,7 @@ fn passphrase_is_asked_on_a_terminal() {
     let server = Sshd::builder().passphrase("right one").start();
     let exe = std::env::current_exe().unwrap();
     let cmd = format!(
-        "'{}' --exact terminal_child --ignored --nocapture --test-threads=1",
+        "'{}' --exact ssh_connect::terminal_child --ignored --nocapture --test-threads=1",
         exe.display()
     );
     let mut child = Command::new("/usr/bin/script")
