@@ -34,32 +34,42 @@ impl Write for Replay {
 impl Channel for Replay {}
 
 /// Run a session whose server sends a VERSION (with the fsync and statvfs extensions),
-/// then `server`: a `read_many` of three files and two directories, a `read_file`, a
-/// `put_files` and a `publish_many`. Request ids start at 2 and count up by one.
+/// then `server`, through `operations`; which of them succeeded. Request ids start at 2
+/// and count up by one.
 #[doc(hidden)]
-pub fn session(server: &[u8]) {
+pub fn session(server: &[u8]) -> [bool; 4] {
     let mut version = Version::new();
-    version
-        .extensions
-        .insert(FSYNC_EXTENSION.into(), "1".into());
+    version.extensions.insert(FSYNC_EXTENSION.into(), "1".into());
     version
         .extensions
         .insert(STATVFS_EXTENSION.into(), "2".into());
     let Ok(greeting) = Bytes::try_from(Packet::Version(version)) else {
-        return;
+        return [false; 4];
     };
     let mut bytes = greeting.to_vec();
     bytes.extend_from_slice(server);
     let channel = Replay {
         bytes: io::Cursor::new(bytes),
     };
-    let Ok(mut remote) = SftpRemote::over(Box::new(channel), None, "s", "fuzz:s".into()) else {
-        return;
-    };
+    match SftpRemote::over(Box::new(channel), None, "s", "fuzz:s".into()) {
+        Ok(mut remote) => operations(&mut remote),
+        Err(_) => [false; 4],
+    }
+}
+
+/// A `read_many` of three files and two directories, a `read_file`, a `put_files` and a
+/// `publish_many`, in a store at `s`; which of them succeeded.
+pub(super) fn operations(remote: &mut SftpRemote) -> [bool; 4] {
     let files = ["config".to_string(), "refs/current".into(), "log".into()];
     let dirs = ["packs".to_string(), "objects/ab".into()];
-    let _ = remote.read_many(&files, &dirs, 1 << 16);
-    let _ = remote.read_file("packs/p.pack", &mut io::sink());
-    let _ = remote.put_files(&[("tmp/a".into(), b"abc".to_vec()), ("tmp/b".into(), vec![])]);
-    let _ = remote.publish_many(&[("tmp/a".into(), "packs/a".into())]);
+    [
+        remote.read_many(&files, &dirs, 1 << 16).is_ok(),
+        remote.read_file("packs/p.pack", &mut io::sink()).is_ok(),
+        remote
+            .put_files(&[("tmp/a".into(), b"abc".to_vec()), ("tmp/b".into(), vec![])])
+            .is_ok(),
+        remote
+            .publish_many(&[("tmp/a".into(), "packs/a".into())])
+            .is_ok(),
+    ]
 }

@@ -335,3 +335,36 @@ fn random_server_streams_never_panic_or_hang() {
         super::fuzzing::session(&input);
     }
 }
+
+#[test]
+fn the_fuzz_entry_point_replays_a_recorded_server() {
+    let (mut remote, fake) = fake(&[
+        ("config", b"c"),
+        ("refs/current", b"r"),
+        ("packs/p.pack", &[9; 1000]),
+    ]);
+    fake.with(|s| {
+        s.dirs
+            .extend(["s/packs".into(), "s/tmp".into(), "s/refs".into()])
+    });
+    assert_eq!(super::fuzzing::operations(&mut remote), [true; 4]);
+    // What the server said after its VERSION, replayed: the same requests, the same ids.
+    let said = fake.with(|s| s.output.clone());
+    let version = u32::from_be_bytes(said[..4].try_into().expect("4 bytes")) as usize + 4;
+    assert_eq!(super::fuzzing::session(&said[version..]), [true; 4]);
+    // It is the seed fuzz/seeds.py gives the sftp_session target (and that
+    // tests/fuzz_regressions.rs replays): BATON_UPDATE_SEEDS=1 writes it anew.
+    let seed = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/sftp_session.bin");
+    if std::env::var_os("BATON_UPDATE_SEEDS").is_some() {
+        std::fs::write(seed, &said[version..]).expect("write the seed");
+    }
+    let stored = std::fs::read(seed).expect("the stored seed");
+    assert!(
+        stored == said[version..],
+        "{seed} is out of date: run this test with BATON_UPDATE_SEEDS=1"
+    );
+    // Cut short anywhere, it fails (end of file) instead of hanging.
+    for cut in [version, version + 3, said.len() / 2] {
+        assert_ne!(super::fuzzing::session(&said[version..cut]), [true; 4]);
+    }
+}
