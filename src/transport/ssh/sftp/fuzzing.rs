@@ -39,7 +39,9 @@ impl Channel for Replay {}
 #[doc(hidden)]
 pub fn session(server: &[u8]) -> [bool; 4] {
     let mut version = Version::new();
-    version.extensions.insert(FSYNC_EXTENSION.into(), "1".into());
+    version
+        .extensions
+        .insert(FSYNC_EXTENSION.into(), "1".into());
     version
         .extensions
         .insert(STATVFS_EXTENSION.into(), "2".into());
