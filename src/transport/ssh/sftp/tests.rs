@@ -87,6 +87,21 @@ fn breaks_the_session(bytes: Vec<u8>, says: &str) {
     assert_eq!(err.kind, ErrorKind::Transport);
     assert!(err.message.contains("already failed"), "{}", err.message);
     assert_eq!(fake.with(|s| s.seen.len()), before, "nothing more was sent");
+    // Dropped broken, it does not wait on the server to finish (no end of input sent).
+    drop(remote);
+    assert!(!fake.with(|s| s.eof));
+}
+
+#[test]
+fn a_healthy_session_ends_its_input_when_dropped() {
+    let (mut remote, fake) = fake(&[("a", b"one")]);
+    remote.read_file("a", &mut Vec::new()).expect("read a");
+    assert!(!fake.with(|s| s.eof));
+    drop(remote);
+    assert!(
+        fake.with(|s| s.eof),
+        "the outstanding close is carried out before the end"
+    );
 }
 
 #[test]

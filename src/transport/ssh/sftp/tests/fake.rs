@@ -36,6 +36,8 @@ pub(super) struct Server {
     pub(super) held: Vec<Vec<u8>>,
     pub(super) output: Vec<u8>,
     pub(super) read_at: usize,
+    /// The client said no more requests follow (`Channel::send_eof`).
+    pub(super) eof: bool,
     /// Requests seen, by packet type name.
     pub(super) seen: Vec<String>,
 }
@@ -286,7 +288,12 @@ impl Read for Fake {
     }
 }
 
-impl Channel for Fake {}
+impl Channel for Fake {
+    fn send_eof(&mut self) -> io::Result<()> {
+        self.with(|s| s.eof = true);
+        Ok(())
+    }
+}
 
 /// A store `s` with `s/objects` and the given files (paths under `s/`).
 pub(super) fn fake(files: &[(&str, &[u8])]) -> (SftpRemote, Fake) {
