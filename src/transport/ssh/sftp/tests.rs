@@ -383,3 +383,29 @@ fn the_fuzz_entry_point_replays_a_recorded_server() {
         assert_ne!(super::fuzzing::session(&said[version..cut]), [true; 4]);
     }
 }
+
+#[test]
+fn deferred_replies_past_the_bound_are_read_and_checked() {
+    let (mut remote, fake) = fake(&[("a", b"one")]);
+    let dirs: Vec<String> = (0..200).map(|i| format!("objects/d{i}")).collect();
+    fake.hook(|p| match p {
+        Packet::SetStat(s) if s.path == "s/objects/d150" => {
+            Some(vec![frame(status(s.id, StatusCode::PermissionDenied))])
+        }
+        _ => None,
+    });
+    // 400 deferred requests (mkdir and chmod each): past MAX_DEFERRED the oldest replies
+    // are read as more are sent, and the failure among them is kept for the next wait.
+    remote.make_dirs(&dirs).expect("make_dirs defers");
+    assert!(remote.deferred.len() <= super::MAX_DEFERRED);
+    assert_eq!(fake.with(|s| s.dirs.len()), 202);
+    let err = remote
+        .read_file("a", &mut Vec::new())
+        .expect_err("the failed chmod");
+    assert!(
+        err.message.contains("chmod objects/d150"),
+        "{}",
+        err.message
+    );
+    assert_eq!(err.kind, ErrorKind::Security);
+}
