@@ -96,7 +96,7 @@ fn frame_declaring_another_content_size_is_refused() {
 #[test]
 fn sftp_session_seed_replays_and_every_prefix_ends() {
     use baton::transport::ssh::sftp::fuzzing::session;
-    let seed = include_bytes!("../fuzz/seeds/sftp_session.bin");
+    let seed = include_bytes!("../../fuzz/seeds/sftp_session.bin");
     assert_eq!(session(seed), [true; 4]);
     for cut in (0..seed.len()).step_by(5) {
         let ran = session(&seed[..cut]);

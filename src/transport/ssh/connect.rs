@@ -62,9 +62,10 @@ pub struct SshTarget {
 /// the key. The command layer supplies it (only on a terminal): below it nothing talks to
 /// the terminal.
 #[derive(Clone)]
-pub struct KeyPassphrasePrompt(
-    pub std::sync::Arc<dyn Fn(&Path, usize) -> Result<Option<String>> + Send + Sync>,
-);
+pub struct KeyPassphrasePrompt(pub std::sync::Arc<AskKeyPassphrase>);
+
+/// The question itself: (key path, attempt) -> passphrase, or `None` to skip the key.
+pub type AskKeyPassphrase = dyn Fn(&Path, usize) -> Result<Option<String>> + Send + Sync;
 
 impl std::fmt::Debug for KeyPassphrasePrompt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
