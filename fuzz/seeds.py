@@ -141,6 +141,28 @@ def sftp_packets():
         seed("sftp_packet", p)
 
 
+def sftp_sessions():
+    # What an in-memory server said to the target's operations (recorded by the unit test
+    # the_fuzz_entry_point_replays_a_recorded_server), whole, cut short, and reversed
+    # frame by frame; and a server that has none of the files.
+    recorded = (FUZZ / "seeds" / "sftp_session.bin").read_bytes()
+    frames, at = [], 0
+    while at + 4 <= len(recorded):
+        n = struct.unpack(">I", recorded[at:at + 4])[0]
+        frames.append(recorded[at:at + 4 + n])
+        at += 4 + n
+    seed("sftp_session", recorded)
+    seed("sftp_session", recorded[: len(recorded) // 2])
+    seed("sftp_session", b"".join(reversed(frames)))
+
+    def status(i, code):
+        body = bytes([101]) + struct.pack(">II", i, code) + struct.pack(">I", 0) + struct.pack(">I", 0)
+        return struct.pack(">I", len(body)) + body
+
+    seed("sftp_session", b"".join(status(i, 2) for i in range(2, 20)))
+    seed("sftp_session", b"".join(status(i, 4) for i in range(2, 20)))
+
+
 def baton_binary():
     env = os.environ.get("BATON")
     if env:
@@ -192,11 +214,12 @@ def main():
     if CORPUS.exists() and "--keep" not in sys.argv:
         for target in ("format_objects", "stored_object", "pack_index", "log_refs", "store_config",
                        "url_rev", "briefing_transcript", "handoff_import", "tar_import",
-                       "sftp_packet"):
+                       "sftp_packet", "sftp_session"):
             shutil.rmtree(CORPUS / target, ignore_errors=True)
     from_vectors()
     from_fixtures()
     sftp_packets()
+    sftp_sessions()
     from_store()
     for target in sorted(counts):
         print(f"{target}: {counts[target]} seeds")

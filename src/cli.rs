@@ -4,26 +4,12 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-pub const EXIT_CODES: &str = "\
-Exit codes:
-  0  ok
-  1  other failure
-  2  usage error (bad arguments or bad input)
-  3  not found (store, revision, path, target), or an ambiguous revision
-  4  integrity failure (corrupt or missing object, damaged ref or log)
-  5  store_conflict (a ref moved under us, or different bytes under one name)
-  6  refused for security (host key, authentication, permissions)
-  7  transport failure
-
-With --json every command prints one JSON document on stdout, errors included:
-{\"ok\":false,\"error\":{\"code\":\"not_found\",\"exit_code\":3,\"message\":...,\"hint\":...}}";
-
 #[derive(Debug, Parser)]
 #[command(
     name = "baton",
     version,
     about = "Content-addressed store and sync tool for agent handoff bundles",
-    after_help = EXIT_CODES
+    after_help = crate::error::exit_codes_help()
 )]
 pub struct Cli {
     /// The store to use [default: $BATON_STORE, else the nearest .baton/ upwards]

@@ -4,6 +4,7 @@
 //! (one file per command) -> `store` (objects, refs, log, locks) -> `format` (pure
 //! encodings and hashing). `output` turns results and errors into text, JSON and exit codes.
 
+pub mod archive;
 pub mod cli;
 pub mod commands;
 pub mod error;
@@ -66,6 +67,60 @@ pub fn run() -> i32 {
         store: cli.store.clone(),
         identity: cli.identity.clone(),
     };
-    let result = commands::dispatch(&ctx, cli.command);
+    let result = catch_bugs(|| commands::dispatch(&ctx, cli.command));
     output::finish(ctx.json, result)
+}
+
+/// Run `f`, turning a panic (a bug: an invariant that failed) into an internal error, so
+/// that even then the output is one error line, or one JSON document with `--json`.
+fn catch_bugs(
+    f: impl FnOnce() -> error::Result<output::Outcome>,
+) -> error::Result<output::Outcome> {
+    let message = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let seen = message.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = match info.payload().downcast_ref::<&str>() {
+            Some(s) => s.to_string(),
+            None => info
+                .payload()
+                .downcast_ref::<String>()
+                .cloned()
+                .unwrap_or_else(|| "panic".to_string()),
+        };
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        if let Ok(mut m) = seen.lock() {
+            *m = format!("{text}{place}");
+        }
+    }));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    let _ = std::panic::take_hook();
+    outcome.unwrap_or_else(|_| {
+        let text = message
+            .lock()
+            .map(|m| m.clone())
+            .unwrap_or_else(|_| "a panic".to_string());
+        Err(error::Error::internal(text))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_panic_becomes_an_internal_error() {
+        let result = super::catch_bugs(|| panic!("invariant broken"));
+        let err = result.err().expect("an error");
+        assert_eq!(err.kind, super::error::ErrorKind::Internal);
+        assert!(err.message.contains("invariant broken"), "{}", err.message);
+        assert!(err.message.contains("src/lib.rs"), "{}", err.message);
+        let fine = super::catch_bugs(|| {
+            Ok(super::output::Outcome::new(
+                String::new(),
+                serde_json::json!({}),
+            ))
+        });
+        assert!(fine.is_ok());
+    }
 }

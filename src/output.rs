@@ -81,6 +81,9 @@ impl Ctx {
     pub fn key_source(&self) -> crate::store::envelope::KeySource {
         crate::store::envelope::KeySource {
             identity: self.identity.clone(),
+            passphrase: Some(std::sync::Arc::new(|| {
+                crate::commands::prompts::read_passphrase(false)
+            })),
         }
     }
 

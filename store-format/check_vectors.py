@@ -4,7 +4,7 @@
 Nothing here uses baton's code: encodings are rebuilt with Python's json module, ids with
 the `blake3` package from PyPI (pip install blake3), loose objects are split into zstd
 frames by hand and decompressed with the `zstd` command-line tool (skipped if missing).
-The Rust test tests/format_vectors.rs checks the same files against baton itself, so
+The Rust test tests/cli/format_vectors.rs checks the same files against baton itself, so
 the two implementations agree with each other through the vectors.
 
 Usage: python3 store-format/check_vectors.py    (exit status 0 when every check passes)

@@ -3,7 +3,7 @@
 
 use baton::format::ObjectId;
 use baton::store::envelope::Envelope;
-use baton::store::objects::{decode_named, decode_verified};
+use baton::store::codec::{decode_named, decode_verified};
 use libfuzzer_sys::fuzz_target;
 
 /// Output beyond this is refused, so that a tiny frame declaring gigabytes (a zstd bomb)

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use baton::format::names::RefName;
 use baton::store::Store;
-use baton::sync::archive::import;
+use baton::archive::import;
 use libfuzzer_sys::fuzz_target;
 
 struct Fixture {

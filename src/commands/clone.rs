@@ -10,10 +10,10 @@ use crate::error::{Error, IoContext, Result};
 use crate::format::StoreConfig;
 use crate::format::config::TargetConfig;
 use crate::output::{Ctx, Outcome};
+use crate::store::leftovers;
 use crate::store::{DEFAULT_STORE_DIR, Store, fsutil};
 use crate::sync::open_remote;
 use crate::sync::pull::pull_from;
-use crate::sync::remote_store::process_alive;
 use crate::transport::url::TargetUrl;
 
 pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
@@ -108,18 +108,12 @@ const WORK_PREFIX: &str = ".baton-clone-";
 
 /// Remove the work directories of clones into `parent` whose process is gone (killed).
 fn remove_orphaned_work_dirs(parent: &std::path::Path) {
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let orphaned = name
-            .strip_prefix(WORK_PREFIX)
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<i32>().ok())
-            .is_some_and(|pid| pid > 0 && !process_alive(pid));
-        if orphaned {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
+    leftovers::sweep(
+        parent,
+        &[leftovers::Rule {
+            prefix: WORK_PREFIX,
+            pid_after_prefix: true,
+            by_age: false,
+        }],
+    );
 }

@@ -2,10 +2,10 @@
 
 use serde_json::json;
 
+use crate::archive::export;
 use crate::cli::ExportArgs;
 use crate::error::Result;
 use crate::output::{Ctx, Outcome};
-use crate::sync::archive::export;
 
 pub fn run(ctx: &Ctx, args: &ExportArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;

@@ -3,11 +3,11 @@
 
 use serde_json::json;
 
+use crate::archive::import;
 use crate::cli::ImportArgs;
 use crate::error::Result;
 use crate::format::id::show_short;
 use crate::output::{Ctx, Outcome};
-use crate::sync::archive::import;
 
 pub fn run(ctx: &Ctx, args: &ImportArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;

@@ -30,7 +30,7 @@ pub fn run(ctx: &Ctx, args: &InitArgs) -> Result<Outcome> {
             );
         }
         let passphrase = if args.passphrase {
-            Some(envelope::read_passphrase(true)?)
+            Some(super::prompts::read_passphrase(true)?)
         } else {
             if recipients.is_empty() {
                 return Err(Error::usage(

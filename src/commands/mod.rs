@@ -15,6 +15,7 @@ mod init;
 mod log;
 mod mcp;
 mod merge;
+pub mod prompts;
 mod pull;
 mod push;
 mod reset;
@@ -87,5 +88,6 @@ fn connect_settings(args: &crate::cli::ConnectArgs) -> crate::sync::ConnectSetti
     crate::sync::ConnectSettings {
         accept_new_host_key: args.accept_new_host_key,
         timeout: args.timeout.map(std::time::Duration::from_secs),
+        key_passphrase: prompts::key_passphrase_prompt(),
     }
 }

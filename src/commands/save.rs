@@ -78,7 +78,7 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
             return Ok(None);
         }
         let mut bytes = Vec::new();
-        crate::store::objects::open_regular(path)?
+        crate::store::fsutil::open_regular(path)?
             .take(REDACT_LIMIT + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| Error::io("cannot read", path, e))?;
@@ -168,7 +168,7 @@ fn scan_files(node: &snapshot::Node) -> Result<Vec<Found>> {
         .files()
         .par_iter()
         .map(|path| {
-            let mut file = crate::store::objects::open_regular(path)?;
+            let mut file = crate::store::fsutil::open_regular(path)?;
             let len = file
                 .metadata()
                 .map_err(|e| Error::io("cannot stat", path, e))?

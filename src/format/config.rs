@@ -66,7 +66,9 @@ impl Default for StoreConfig {
 
 impl StoreConfig {
     pub fn encode(&self) -> Vec<u8> {
-        let mut bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
+        // A struct of strings, integers and BTreeMaps always serializes; an empty config
+        // written in its place would lose the store's settings.
+        let mut bytes = serde_json::to_vec_pretty(self).expect("a store config always serializes");
         bytes.push(b'\n');
         bytes
     }

@@ -6,6 +6,7 @@
 pub mod bundle;
 pub mod config;
 pub mod id;
+pub mod layout;
 pub mod log_entry;
 pub mod names;
 pub mod pack;
@@ -26,8 +27,9 @@ pub const MAX_METADATA_OBJECT: u64 = 64 << 20;
 
 /// Encode a value as canonical JSON (compact, fields in declaration order).
 pub(crate) fn to_canonical_json<T: serde::Serialize>(value: &T) -> Vec<u8> {
-    // Serializing plain structs of strings, integers, vectors and BTreeMaps cannot fail.
-    serde_json::to_vec(value).unwrap_or_default()
+    // Serializing plain structs of strings, integers, vectors and BTreeMaps cannot fail;
+    // if it ever did, hashing empty bytes would give a wrong id, so stop instead.
+    serde_json::to_vec(value).expect("canonical JSON of a format struct cannot fail")
 }
 
 /// Decode canonical JSON: parse strictly, then require that re-encoding gives back exactly

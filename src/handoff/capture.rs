@@ -226,7 +226,7 @@ fn collect(path: &Path, rel: &str, out: &mut Vec<(String, Vec<u8>, bool)>) -> Re
             collect(&entry.path(), &format!("{rel}/{child}"), out)?;
         }
     } else if meta.is_file() {
-        let mut file = crate::store::objects::open_regular(path)?;
+        let mut file = crate::store::fsutil::open_regular(path)?;
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut file, &mut bytes).ctx("cannot read", path)?;
         out.push((

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use age::secrecy::{ExposeSecret, SecretString};
 
-use super::key_wrap::StoreKeyWrap;
+use super::key_wrap::{StoreKeyWrap, random_bytes};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::ObjectId;
 use crate::format::config::EncryptionConfig;
@@ -38,11 +38,29 @@ pub enum Envelope {
     Locked,
 }
 
-/// Where the keys come from.
-#[derive(Clone, Debug, Default)]
+/// Asks for a store's passphrase when one is needed (the command layer decides how: the
+/// environment, a terminal prompt); the store never talks to a terminal itself.
+pub type PassphraseSource = Arc<dyn Fn() -> Result<SecretString> + Send + Sync>;
+
+/// Where the keys come from, resolved by the command layer and handed down.
+#[derive(Clone, Default)]
 pub struct KeySource {
     /// An age identity file (`--identity` or `$BATON_IDENTITY`).
     pub identity: Option<std::path::PathBuf>,
+    /// Called only when a passphrase-protected store is unlocked.
+    pub passphrase: Option<PassphraseSource>,
+}
+
+impl std::fmt::Debug for KeySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeySource")
+            .field("identity", &self.identity)
+            .field(
+                "passphrase",
+                &self.passphrase.as_ref().map(|_| "(asked when needed)"),
+            )
+            .finish()
+    }
 }
 
 pub fn security(message: impl Into<String>) -> Error {
@@ -221,14 +239,6 @@ pub fn parse_recipients(list: &[String]) -> Result<Vec<age::x25519::Recipient>> 
         .collect()
 }
 
-/// `N` bytes from the operating system's random source.
-pub(super) fn random_bytes<const N: usize>() -> Result<[u8; N]> {
-    let mut out = [0u8; N];
-    getrandom::fill(&mut out)
-        .map_err(|e| Error::other(format!("cannot read random bytes: {e}")))?;
-    Ok(out)
-}
-
 fn encrypt_armored(recipients: &[&dyn age::Recipient], plaintext: &[u8]) -> Result<String> {
     use age::armor::{ArmoredWriter, Format};
     let fail = |e: String| Error::other(format!("age encryption failed: {e}"));
@@ -304,30 +314,6 @@ pub fn new_config(
     }
 }
 
-/// The passphrase: `$BATON_PASSPHRASE`, else a prompt on the terminal, else an error.
-pub fn read_passphrase(confirm: bool) -> Result<SecretString> {
-    if let Ok(p) = std::env::var("BATON_PASSPHRASE") {
-        return Ok(SecretString::from(p));
-    }
-    use std::io::IsTerminal;
-    if !std::io::stdin().is_terminal() {
-        return Err(
-            security("this store is protected by a passphrase and none was given")
-                .with_hint("set BATON_PASSPHRASE, or run on a terminal to be prompted"),
-        );
-    }
-    let first = rpassword::prompt_password("Passphrase: ")
-        .map_err(|e| security(format!("cannot read the passphrase: {e}")))?;
-    if confirm {
-        let again = rpassword::prompt_password("Passphrase (again): ")
-            .map_err(|e| security(format!("cannot read the passphrase: {e}")))?;
-        if again != first {
-            return Err(Error::usage("the passphrases do not match"));
-        }
-    }
-    Ok(SecretString::from(first))
-}
-
 /// Unlock a store's keys: load the identities, then unwrap the name key with them.
 pub fn unlock(config: &EncryptionConfig, source: &KeySource) -> Result<Envelope> {
     let recipients = parse_recipients(&config.recipients)
@@ -336,7 +322,15 @@ pub fn unlock(config: &EncryptionConfig, source: &KeySource) -> Result<Envelope>
         let sealed = config.identity.as_deref().ok_or_else(|| {
             Error::integrity("store config: passphrase store without an identity")
         })?;
-        let pass = read_passphrase(false)?;
+        let pass = match &source.passphrase {
+            Some(ask) => ask()?,
+            None => {
+                return Err(
+                    security("this store is protected by a passphrase and none was given")
+                        .with_hint("set BATON_PASSPHRASE, or run on a terminal to be prompted"),
+                );
+            }
+        };
         let scrypt = age::scrypt::Identity::new(pass);
         let secret =
             decrypt_armored(&[&scrypt as &dyn age::Identity], sealed).map_err(|e| match e {

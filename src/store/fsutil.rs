@@ -210,3 +210,31 @@ pub fn rename_noclobber(from: &Path, to: &Path) -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+pub fn read_dir_sorted(dir: &Path) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in fs::read_dir(dir).ctx("cannot list", dir)? {
+        let entry = entry.ctx("cannot list", dir)?;
+        names.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Open a path as a regular file without following a symlink and without blocking on a
+/// FIFO, then check the file type on the open descriptor.
+pub fn open_regular(path: &Path) -> Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ctx("cannot open", path)?;
+    let meta = file.metadata().ctx("cannot stat", path)?;
+    if !meta.is_file() {
+        return Err(Error::usage(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    Ok(file)
+}

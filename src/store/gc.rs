@@ -83,7 +83,7 @@ impl Store {
             temp_dirs.push(self.ref_dir(&name));
         }
         for dir in temp_dirs {
-            let Ok(names) = super::objects::read_dir_sorted(&dir) else {
+            let Ok(names) = super::fsutil::read_dir_sorted(&dir) else {
                 continue;
             };
             for name in names.into_iter().filter(|n| super::fsutil::is_temp_name(n)) {
@@ -100,8 +100,8 @@ impl Store {
                 }
             }
         }
-        let staging = self.root().join("staging");
-        if let Ok(names) = super::objects::read_dir_sorted(&staging) {
+        let staging = self.root().join(crate::format::layout::STAGING);
+        if let Ok(names) = super::fsutil::read_dir_sorted(&staging) {
             for name in names {
                 let path = staging.join(name);
                 let old = fs::symlink_metadata(&path)

@@ -48,8 +48,15 @@ impl StoreKeyWrap {
 }
 
 fn salt() -> Result<[u8; SALT_BYTES], age::EncryptError> {
-    super::envelope::random_bytes()
-        .map_err(|e| age::EncryptError::Io(std::io::Error::other(e.message)))
+    random_bytes().map_err(|e| age::EncryptError::Io(std::io::Error::other(e.message)))
+}
+
+/// Fresh bytes from the operating system (salts, keys).
+pub(super) fn random_bytes<const N: usize>() -> crate::error::Result<[u8; N]> {
+    let mut out = [0u8; N];
+    getrandom::fill(&mut out)
+        .map_err(|e| crate::error::Error::other(format!("cannot read random bytes: {e}")))?;
+    Ok(out)
 }
 
 impl age::Recipient for StoreKeyWrap {

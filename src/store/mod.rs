@@ -3,11 +3,14 @@
 //! Layout (store-format/SPEC.md): `config`, `.gitignore`, `lock`, `log`, `objects/`,
 //! `refs/current`, `refs/targets/<name>`.
 
+pub mod codec;
 pub mod commit;
 pub mod envelope;
 pub mod fsutil;
 pub mod gc;
+pub mod ingest;
 pub mod key_wrap;
+pub mod leftovers;
 pub mod memtree;
 pub mod objects;
 pub mod packs;
@@ -17,6 +20,7 @@ pub mod restore;
 pub mod rev;
 pub mod shape;
 pub mod snapshot;
+pub mod streams;
 pub mod verify;
 pub mod walk;
 
@@ -24,7 +28,7 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, IoContext, Result};
-use crate::format::{Bundle, MAX_METADATA_OBJECT, ObjectId, StoreConfig, Tree};
+use crate::format::{Bundle, MAX_METADATA_OBJECT, ObjectId, StoreConfig, Tree, layout};
 use objects::Objects;
 
 pub const DEFAULT_STORE_DIR: &str = ".baton";
@@ -81,7 +85,7 @@ impl Store {
                     .with_hint("pass --store the path of a baton store directory"),
             );
         }
-        let config_path = root.join("config");
+        let config_path = root.join(layout::CONFIG);
         if !config_path.exists() {
             return Err(Error::not_found(format!(
                 "{} is not a baton store (no config)",
@@ -96,7 +100,7 @@ impl Store {
                     ..e
                 }
             })?;
-        let mut objects = Objects::new(root.join("objects"), root.join("packs"));
+        let mut objects = Objects::new(root.join(layout::OBJECTS), root.join(layout::PACKS));
         if config.encryption.is_some() {
             objects.set_envelope(envelope::Envelope::Locked);
         }
@@ -130,7 +134,7 @@ impl Store {
     pub fn init_with(root: &Path, config: &StoreConfig) -> Result<Store> {
         match fs::symlink_metadata(root) {
             Ok(meta) if meta.is_dir() => {
-                if root.join("config").exists() {
+                if root.join(layout::CONFIG).exists() {
                     return Err(Error::new(
                         ErrorKind::Other,
                         format!("{} is already a baton store", root.display()),
@@ -165,16 +169,13 @@ impl Store {
         fsutil::create_dir_all_private(&parent)?;
         let staging = fsutil::private_temp_dir_in(&parent, ".baton-init-")?;
         let dir = staging.path();
-        fsutil::ensure_private_dir(&dir.join("objects"))?;
-        fsutil::ensure_private_dir(&dir.join("packs"))?;
-        fsutil::ensure_private_dir(&dir.join("staging"))?;
-        fsutil::ensure_private_dir(&dir.join("refs"))?;
-        fsutil::ensure_private_dir(&dir.join("refs").join("targets"))?;
-        fsutil::ensure_private_dir(&dir.join("refs").join("current"))?;
-        fsutil::create_new_private(&dir.join("log"), b"")?;
-        fsutil::create_new_private(&dir.join("lock"), b"")?;
-        fsutil::create_new_private(&dir.join(".gitignore"), b"*\n")?;
-        fsutil::create_new_private(&dir.join("config"), &config.encode())?;
+        for sub in layout::DIRS {
+            fsutil::ensure_private_dir(&dir.join(sub))?;
+        }
+        for (name, bytes) in layout::INITIAL_FILES {
+            fsutil::create_new_private(&dir.join(name), bytes)?;
+        }
+        fsutil::create_new_private(&dir.join(layout::CONFIG), &config.encode())?;
         fs::set_permissions(
             dir,
             std::os::unix::fs::PermissionsExt::from_mode(fsutil::DIR_MODE),
@@ -194,7 +195,7 @@ impl Store {
     }
 
     pub fn lock(&self) -> Result<StoreLock> {
-        let path = self.root.join("lock");
+        let path = self.root.join(layout::LOCK);
         let file = File::options()
             .read(true)
             .open(&path)
@@ -217,7 +218,7 @@ impl Store {
 impl Store {
     /// Replace the config (targets and settings), atomically, under the lock.
     pub fn write_config(&mut self, _lock: &StoreLock, config: StoreConfig) -> Result<()> {
-        fsutil::write_atomic(&self.root.join("config"), &config.encode())?;
+        fsutil::write_atomic(&self.root.join(layout::CONFIG), &config.encode())?;
         self.config = config;
         Ok(())
     }

@@ -4,9 +4,9 @@
 //! can change where and how bytes live without changing any id.
 
 use std::collections::BTreeSet;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -14,9 +14,11 @@ use std::time::SystemTime;
 use crate::error::{Error, IoContext, Result};
 use crate::format::ObjectId;
 use crate::format::pack::PackEntry;
+use crate::store::codec::{decode_named, decode_verified, hash_stream};
 use crate::store::envelope::Envelope;
-use crate::store::fsutil;
+use crate::store::fsutil::{self, open_regular, read_dir_sorted};
 use crate::store::packs::{self, PackIndex, PackSet};
+use crate::store::streams::{HashingReader, LimitedVec, TeeReader};
 
 /// zstd level for new objects: level 3 (zstd's default) balances speed and size.
 pub const ZSTD_LEVEL: i32 = 3;
@@ -196,9 +198,9 @@ impl Objects {
             Some(Location::Loose(file)) => Ok(Box::new(file)),
             Some(Location::Packed(path, entry)) => {
                 use std::io::Seek;
-                let mut file = File::open(&path).ctx("cannot open pack", &path)?;
+                let mut file = File::open(&path).ctx_in_store("cannot open pack", &path)?;
                 file.seek(io::SeekFrom::Start(entry.offset))
-                    .ctx("cannot read pack", &path)?;
+                    .ctx_in_store("cannot read pack", &path)?;
                 Ok(Box::new(file.take(entry.length)))
             }
             None => Err(
@@ -224,11 +226,7 @@ impl Objects {
             // A sink that fails with a baton error (an upload whose connection broke)
             // keeps its kind; a plain I/O failure is "other".
             if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
-                return Err(Error {
-                    kind: inner.kind,
-                    message: format!("cannot write object {id}: {}", inner.message),
-                    hint: inner.hint.clone(),
-                });
+                return Err(Error::rewrapped(inner, format!("cannot write object {id}")));
             }
             return Err(Error::other(format!("cannot write object {id}: {e}")));
         }
@@ -457,11 +455,7 @@ impl Objects {
 
     /// Read a whole small object (tree or manifest), verified, at most `limit` bytes.
     pub fn get_bytes(&self, id: &ObjectId, limit: u64) -> Result<Vec<u8>> {
-        let mut out = LimitedVec {
-            bytes: Vec::new(),
-            limit,
-            overflow: false,
-        };
+        let mut out = LimitedVec::new(limit);
         self.copy_to(id, None, &mut out).map_err(|e| {
             if out.overflow {
                 Error::integrity(format!("object {id} is larger than {limit} bytes"))
@@ -554,236 +548,4 @@ pub enum ListedObject {
     Object(ObjectId, PathBuf),
     Temp(PathBuf),
     Stray(PathBuf),
-}
-
-pub(crate) fn read_dir_sorted(dir: &Path) -> Result<Vec<String>> {
-    let mut names = Vec::new();
-    for entry in fs::read_dir(dir).ctx("cannot list", dir)? {
-        let entry = entry.ctx("cannot list", dir)?;
-        names.push(entry.file_name().to_string_lossy().into_owned());
-    }
-    names.sort();
-    Ok(names)
-}
-
-/// Open a path as a regular file without following a symlink and without blocking on a
-/// FIFO, then check the file type on the open descriptor.
-pub fn open_regular(path: &Path) -> Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ctx("cannot open", path)?;
-    let meta = file.metadata().ctx("cannot stat", path)?;
-    if !meta.is_file() {
-        return Err(Error::usage(format!(
-            "{} is not a regular file",
-            path.display()
-        )));
-    }
-    Ok(file)
-}
-
-fn hash_stream(reader: &mut impl Read) -> io::Result<(ObjectId, u64)> {
-    let mut hashing = HashingReader::new(reader);
-    io::copy(&mut hashing, &mut io::sink())?;
-    Ok(hashing.finish())
-}
-
-/// Decompress stored bytes into `sink`, checking the frame, the size (when known) and
-/// the hash. What reached `sink` is trustworthy only if this returns `Ok`.
-pub fn decode_verified(
-    id: &ObjectId,
-    file: impl Read,
-    expected_size: Option<u64>,
-    sink: &mut dyn Write,
-) -> Result<u64> {
-    decode_checked(id, Some(id), file, expected_size, sink).map(|(_, size)| size)
-}
-
-/// Open stored bytes found under storage name `name` with `envelope`, decode them and
-/// check that the content's id derives `name`. Returns the id and the content size.
-pub fn decode_named(
-    envelope: &Envelope,
-    name: &ObjectId,
-    stored: impl Read,
-    sink: &mut dyn Write,
-) -> Result<(ObjectId, u64)> {
-    if !envelope.is_encrypted() {
-        return decode_checked(name, Some(name), stored, None, sink);
-    }
-    let (id, size) = decode_checked(name, None, envelope.open(name, stored)?, None, sink)?;
-    if envelope.name_of(&id) != *name {
-        return Err(Error::integrity(format!(
-            "object stored as {name} is misnamed: its content {id} has another storage name"
-        ))
-        .with_hint("run 'baton verify' and restore the object from another store"));
-    }
-    Ok((id, size))
-}
-
-/// Decode one zstd frame, hashing it; with `expected`, the hash must equal it.
-fn decode_checked(
-    label: &ObjectId,
-    expected: Option<&ObjectId>,
-    file: impl Read,
-    expected_size: Option<u64>,
-    sink: &mut dyn Write,
-) -> Result<(ObjectId, u64)> {
-    let id = label;
-    let corrupt = |why: String| {
-        Error::integrity(format!("object {id} is corrupt: {why}"))
-            .with_hint("run 'baton verify' and restore the object from another store")
-    };
-    // Exactly one frame: stop at its end, then require that nothing follows it (no
-    // second frame, no skippable frame, no garbage).
-    let decoder = zstd::Decoder::new(FrameHead::new(file))
-        .map_err(|e| corrupt(e.to_string()))?
-        .single_frame();
-    let limit = expected_size.map(|s| s + 1).unwrap_or(u64::MAX);
-    let mut hashing = HashingReader::new(decoder.take(limit));
-    let mut buf = vec![0u8; BUF_SIZE];
-    loop {
-        let n = match hashing.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(corrupt(e.to_string())),
-        };
-        sink.write_all(&buf[..n])
-            .map_err(|e| Error::other(format!("cannot write output: {e}")))?;
-    }
-    // Checked after the size: a read cut short by `limit` stops inside the frame.
-    let trailing = {
-        use std::io::BufRead;
-        let reader = hashing.inner.get_mut().get_mut();
-        let rest = reader.fill_buf().map_err(|e| corrupt(e.to_string()))?;
-        !rest.is_empty()
-    };
-    let head = hashing.inner.get_ref().get_ref().get_ref().head.clone();
-    let (actual, size) = hashing.finish();
-    if let Some(expected) = expected_size
-        && size != expected
-    {
-        return Err(corrupt(format!("{size} bytes, expected {expected}")));
-    }
-    // zstd's streaming decoder skips its own check of the declared content size when the
-    // last block is empty (found by fuzzing), so a frame could read as valid on one path
-    // and corrupt on another; check the declaration here.
-    if let Ok(Some(declared)) = zstd::zstd_safe::get_frame_content_size(&head)
-        && declared != size
-    {
-        return Err(corrupt(format!(
-            "the zstd frame declares {declared} bytes and holds {size}"
-        )));
-    }
-    if trailing {
-        return Err(corrupt("bytes follow the zstd frame".to_string()));
-    }
-    if let Some(expected) = expected
-        && actual != *expected
-    {
-        return Err(corrupt(format!("content hashes to {actual}")));
-    }
-    Ok((actual, size))
-}
-
-/// Keeps the first bytes read through it: the zstd frame header, whose declared content
-/// size is checked after decoding.
-struct FrameHead<R> {
-    inner: R,
-    head: Vec<u8>,
-}
-
-/// The longest zstd frame header (magic, descriptor, window, dictionary id, size).
-const FRAME_HEADER_MAX: usize = 18;
-
-impl<R> FrameHead<R> {
-    fn new(inner: R) -> Self {
-        FrameHead {
-            inner,
-            head: Vec::with_capacity(FRAME_HEADER_MAX),
-        }
-    }
-}
-
-impl<R: Read> Read for FrameHead<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        let room = FRAME_HEADER_MAX - self.head.len();
-        self.head.extend_from_slice(&buf[..n.min(room)]);
-        Ok(n)
-    }
-}
-
-/// A reader that hashes and counts what passes through it.
-pub struct HashingReader<R> {
-    inner: R,
-    hasher: blake3::Hasher,
-    count: u64,
-}
-
-impl<R: Read> HashingReader<R> {
-    pub fn new(inner: R) -> Self {
-        HashingReader {
-            inner,
-            hasher: blake3::Hasher::new(),
-            count: 0,
-        }
-    }
-
-    pub fn finish(self) -> (ObjectId, u64) {
-        (ObjectId::from_hash(self.hasher.finalize()), self.count)
-    }
-}
-
-impl<R: Read> Read for HashingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.hasher.update(&buf[..n]);
-        self.count += n as u64;
-        Ok(n)
-    }
-}
-
-struct LimitedVec {
-    bytes: Vec<u8>,
-    limit: u64,
-    overflow: bool,
-}
-
-impl Write for LimitedVec {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if (self.bytes.len() + buf.len()) as u64 > self.limit {
-            self.overflow = true;
-            return Err(io::Error::other("object too large"));
-        }
-        self.bytes.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// A reader that copies what it reads to `sink` (stored bytes on their way into a pack).
-struct TeeReader<'a, R> {
-    inner: R,
-    sink: &'a mut dyn Write,
-    count: u64,
-    /// A write error, kept apart so that it is not mistaken for a corrupt object.
-    sink_error: Option<io::Error>,
-}
-
-impl<R: Read> Read for TeeReader<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if let Err(e) = self.sink.write_all(&buf[..n]) {
-            let message = e.to_string();
-            self.sink_error = Some(e);
-            return Err(io::Error::other(message));
-        }
-        self.count += n as u64;
-        Ok(n)
-    }
 }

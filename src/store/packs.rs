@@ -14,7 +14,7 @@ use crate::format::pack::{
     FOOTER_LEN, INDEX_ENTRY_LEN, PACK_MAGIC, PackEntry, decode_footer, decode_index, encode_index,
 };
 
-pub const PACK_SUFFIX: &str = ".pack";
+pub use crate::format::layout::{PACK_SUFFIX, pack_file_name, pack_name_id};
 
 /// The index of one pack, loaded in memory.
 pub struct PackIndex {
@@ -32,15 +32,6 @@ impl PackIndex {
     }
 }
 
-/// The pack id a file name claims (`<64 hex>.pack`), if it is one.
-pub fn pack_name_id(name: &str) -> Option<ObjectId> {
-    ObjectId::parse(name.strip_suffix(PACK_SUFFIX)?).ok()
-}
-
-pub fn pack_file_name(id: &ObjectId) -> String {
-    format!("{id}{PACK_SUFFIX}")
-}
-
 /// Read and check the index of the pack at `path` (not the objects: `verify` does that).
 pub fn load_index(path: &Path) -> Result<PackIndex> {
     let name = path
@@ -49,7 +40,7 @@ pub fn load_index(path: &Path) -> Result<PackIndex> {
         .unwrap_or_default();
     let id = pack_name_id(name)
         .ok_or_else(|| Error::integrity(format!("{} is not a pack name", path.display())))?;
-    let mut file = File::open(path).ctx("cannot open pack", path)?;
+    let mut file = File::open(path).ctx_in_store("cannot open pack", path)?;
     let len = file.metadata().ctx("cannot stat", path)?.len();
     let context = |e: Error| Error::integrity(format!("pack {id}: {}", e.message));
     let entries = read_index(&mut file, len).map_err(context)?;
@@ -136,19 +127,19 @@ impl LazyPack {
     /// Open the pack at `path`, `len` bytes long (from its listing).
     fn open(id: ObjectId, path: PathBuf, len: u64) -> Result<LazyPack> {
         let corrupt = |why: String| Error::integrity(format!("pack {id}: {why}"));
-        let file = File::open(&path).ctx("cannot open pack", &path)?;
+        let file = File::open(&path).ctx_in_store("cannot open pack", &path)?;
         if len < PACK_MAGIC.len() as u64 + FOOTER_LEN {
             return Err(corrupt("pack is too short".into()));
         }
         let mut magic = [0u8; 16];
         file.read_exact_at(&mut magic, 0)
-            .ctx("cannot read pack", &path)?;
+            .ctx_in_store("cannot read pack", &path)?;
         if &magic != PACK_MAGIC {
             return Err(corrupt("not a baton pack (bad magic)".into()));
         }
         let mut footer = [0u8; FOOTER_LEN as usize];
         file.read_exact_at(&mut footer, len - FOOTER_LEN)
-            .ctx("cannot read pack", &path)?;
+            .ctx_in_store("cannot read pack", &path)?;
         let (count, index_offset) = decode_footer(&footer, len).map_err(|e| corrupt(e.message))?;
         Ok(LazyPack {
             id,
@@ -171,7 +162,7 @@ impl LazyPack {
             .and_then(|file| {
                 file.read_exact_at(&mut bytes, self.index_offset + start * INDEX_ENTRY_LEN)
             })
-            .ctx("cannot read pack", &self.path)?;
+            .ctx_in_store("cannot read pack", &self.path)?;
         decode_index(&bytes, self.index_offset)
             .map_err(|e| Error::integrity(format!("pack {}: {}", self.id, e.message)))
     }
@@ -303,7 +294,7 @@ impl PackSet {
                     let name = entry.file_name().to_string_lossy().into_owned();
                     if let Some(id) = pack_name_id(&name) {
                         let path = entry.path();
-                        let meta = fs::metadata(&path).ctx("cannot stat", &path)?;
+                        let meta = fs::metadata(&path).ctx_in_store("cannot stat", &path)?;
                         let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
                         packs.push((mtime, id, path, meta.len()));
                     }
@@ -548,10 +539,10 @@ pub fn verify_pack(pack: &PackIndex, envelope: &super::envelope::Envelope) -> Pa
         .entries
         .par_iter()
         .map(|entry| {
-            let mut file = File::open(&pack.path).ctx("cannot open pack", &pack.path)?;
+            let mut file = File::open(&pack.path).ctx_in_store("cannot open pack", &pack.path)?;
             file.seek(SeekFrom::Start(entry.offset))
-                .ctx("cannot read pack", &pack.path)?;
-            super::objects::decode_named(
+                .ctx_in_store("cannot read pack", &pack.path)?;
+            super::codec::decode_named(
                 envelope,
                 &entry.id,
                 file.take(entry.length),

@@ -10,7 +10,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::format::bundle::format_time;
 use crate::format::id::show_full;
 use crate::format::names::{RefName, generation_name, parse_generation};
-use crate::format::{LogEntry, ObjectId};
+use crate::format::{LogEntry, ObjectId, layout};
 
 /// What a ref must hold for an update to proceed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,10 +37,7 @@ pub struct Generation {
 
 impl Store {
     pub fn ref_dir(&self, name: &RefName) -> PathBuf {
-        match name {
-            RefName::Current => self.root.join("refs").join("current"),
-            RefName::Target(t) => self.root.join("refs").join("targets").join(t),
-        }
+        self.root.join(layout::ref_dir(name))
     }
 
     /// The newest generation of `name`, if the ref exists. Found by probing for
@@ -115,7 +112,7 @@ impl Store {
         }
         let mut out = Vec::new();
         let mut previous: Option<u64> = None;
-        for file in super::objects::read_dir_sorted(&dir)? {
+        for file in super::fsutil::read_dir_sorted(&dir)? {
             if fsutil::is_temp_name(&file) {
                 continue;
             }
@@ -189,9 +186,9 @@ impl Store {
 
     /// Every target ref, sorted by name.
     pub fn target_refs(&self) -> Result<Vec<(RefName, Option<ObjectId>)>> {
-        let dir = self.root.join("refs").join("targets");
+        let dir = self.root.join(layout::TARGETS);
         let mut out = Vec::new();
-        for name in super::objects::read_dir_sorted(&dir)? {
+        for name in super::fsutil::read_dir_sorted(&dir)? {
             if fsutil::is_temp_name(&name) {
                 continue;
             }
@@ -269,7 +266,7 @@ impl Store {
     }
 
     fn log_path(&self) -> PathBuf {
-        self.root.join("log")
+        self.root.join(layout::LOG)
     }
 
     fn append_log(&self, entry: &LogEntry) -> Result<()> {
@@ -450,7 +447,7 @@ fn probe_newest(dir: &Path) -> Result<Option<u64>> {
 /// generation 1. Reports stray entries, as `ref_history` (and so `verify`) does.
 fn newest_listed(name: &RefName, dir: &Path) -> Result<Option<u64>> {
     let mut newest = None;
-    for file in super::objects::read_dir_sorted(dir)? {
+    for file in super::fsutil::read_dir_sorted(dir)? {
         if fsutil::is_temp_name(&file) {
             continue;
         }

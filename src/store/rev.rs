@@ -136,7 +136,7 @@ impl Store {
         let matches = |id: &ObjectId| id.to_hex().starts_with(prefix);
         let fanout = self.objects.dir().join(&prefix[..2]);
         if fanout.is_dir() {
-            for name in super::objects::read_dir_sorted(&fanout)? {
+            for name in super::fsutil::read_dir_sorted(&fanout)? {
                 if let Ok(id) = ObjectId::parse(&format!("{}{name}", &prefix[..2])) {
                     candidates.extend(Some(id).filter(matches));
                 }

@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use super::Store;
-use super::objects::{PendingDirs, Stored, open_regular};
+use super::fsutil::open_regular;
+use super::objects::{PendingDirs, Stored};
 use super::shape::MAX_TREE_DEPTH;
 use crate::error::{Error, IoContext, Result};
 use crate::format::{EntryKind, MAX_METADATA_OBJECT, ObjectId, Tree, TreeEntry};

@@ -134,7 +134,7 @@ impl Store {
 
     fn verify_packs(&self, report: &mut VerifyReport) {
         let dir = self.objects.packs_dir();
-        if let Ok(names) = super::objects::read_dir_sorted(dir) {
+        if let Ok(names) = super::fsutil::read_dir_sorted(dir) {
             for name in names {
                 if super::fsutil::is_temp_name(&name) {
                     report.temp_files += 1;

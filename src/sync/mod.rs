@@ -1,7 +1,6 @@
 //! Sync: moving bundles between this store and a remote one (push, pull, clone), through
 //! the `Remote` trait only, so local paths and SSH share every line of protocol code.
 
-pub mod archive;
 pub mod pack_stream;
 pub mod pull;
 pub mod push;
@@ -19,6 +18,8 @@ use crate::transport::{Remote, local::LocalRemote};
 pub struct ConnectSettings {
     pub accept_new_host_key: bool,
     pub timeout: Option<Duration>,
+    /// How to ask for an SSH key file's passphrase (the command layer's terminal prompt).
+    pub key_passphrase: Option<crate::transport::ssh::connect::KeyPassphrasePrompt>,
 }
 
 /// Connect to the store at `url`.
@@ -38,6 +39,7 @@ pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Remo
             let options = crate::transport::ssh::connect::ConnectOptions {
                 accept_new_host_key: settings.accept_new_host_key,
                 timeout: settings.timeout,
+                key_passphrase: settings.key_passphrase.clone(),
                 ..Default::default()
             };
             boxed(Box::new(crate::transport::ssh::SftpRemote::connect(

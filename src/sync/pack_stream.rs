@@ -9,8 +9,8 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use crate::error::{Error, Result};
 use crate::format::ObjectId;
 use crate::format::pack::{PACK_MAGIC, PackEntry};
+use crate::store::codec::decode_named;
 use crate::store::envelope::Envelope;
-use crate::store::objects::decode_named;
 
 /// Chunks in flight between the download and the verifier.
 const QUEUE: usize = 16;

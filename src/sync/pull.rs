@@ -15,8 +15,9 @@ use crate::format::names::RefName;
 use crate::format::pack::{FOOTER_LEN, PACK_MAGIC, PackEntry, decode_footer, decode_index};
 use crate::store::Store;
 use crate::store::fsutil;
+use crate::store::leftovers;
 use crate::store::objects::PendingDirs;
-use crate::store::packs::{PackIndex, pack_file_name, pack_name_id};
+use crate::store::packs::{PackIndex, pack_file_name};
 use crate::store::refs::{Expect, MoveReason};
 use crate::transport::Remote;
 
@@ -33,6 +34,9 @@ pub struct PullReport {
 }
 
 /// Loose objects up to this size travel in batched reads; larger ones are streamed.
+/// Prefix of a pull's pack download in `packs/`, followed by `<pid>-`.
+const PULL_TEMP_PREFIX: &str = ".tmp-pull-";
+
 const BATCHED_LOOSE_LIMIT: u64 = 4 << 20;
 
 pub fn pull(
@@ -245,11 +249,7 @@ fn download_pack(
     // Named after this process, so that the next pull can tell an interrupted download
     // (its process is gone) from one still running.
     let mut temp = tempfile::Builder::new()
-        .prefix(&format!(
-            "{}pull-{}-",
-            fsutil::TEMP_PREFIX,
-            std::process::id()
-        ))
+        .prefix(&format!("{PULL_TEMP_PREFIX}{}-", std::process::id()))
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(
             fsutil::FILE_MODE,
         ))
@@ -358,32 +358,23 @@ fn download_loose(
     Ok((count, bytes))
 }
 
-/// Temp files in `packs/` older than the stale age are leftovers of interrupted pulls.
+/// Temp files in `packs/` left by interrupted pulls (stale, or made by a dead process).
 fn clean_stale_local_temps(store: &Store) {
-    let dir = store.objects.packs_dir();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !fsutil::is_temp_name(&name) || pack_name_id(&name).is_some() {
-            continue;
-        }
-        let stale = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age.as_secs() > remote_store::STALE_STAGING_SECS);
-        let orphaned = name
-            .strip_prefix(&format!("{}pull-", fsutil::TEMP_PREFIX))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<i32>().ok())
-            .is_some_and(|pid| pid > 0 && !remote_store::process_alive(pid));
-        if stale || orphaned {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
+    leftovers::sweep(
+        store.objects.packs_dir(),
+        &[
+            leftovers::Rule {
+                prefix: PULL_TEMP_PREFIX,
+                pid_after_prefix: true,
+                by_age: true,
+            },
+            leftovers::Rule {
+                prefix: fsutil::TEMP_PREFIX,
+                pid_after_prefix: false,
+                by_age: true,
+            },
+        ],
+    );
 }
 
 struct ProgressWriter<'a, W: Write> {

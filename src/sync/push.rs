@@ -40,11 +40,7 @@ pub struct PushRequest<'a> {
 /// keeps its kind and hint; anything else is a transport failure.
 fn transport_err(what: &str, e: std::io::Error) -> Error {
     if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
-        return Error {
-            kind: inner.kind,
-            message: format!("{what}: {}", inner.message),
-            hint: inner.hint.clone(),
-        };
+        return Error::rewrapped(inner, what);
     }
     Error::new(ErrorKind::Transport, format!("{what}: {e}"))
 }

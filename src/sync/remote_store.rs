@@ -5,14 +5,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::names::{generation_name, parse_generation};
 use crate::format::{LogEntry, ObjectId, StoreConfig};
+use crate::store::leftovers;
 use crate::store::packs::pack_name_id;
 use crate::transport::{Published, Remote, RemoteEntry};
 
 pub const STAGING_DIR: &str = "staging";
 pub const CURRENT_DIR: &str = "refs/current";
-/// Staging directories older than this are leftovers of interrupted pushes. A live push
-/// never takes this long between creating its staging directory and publishing.
-pub const STALE_STAGING_SECS: u64 = 3600;
 
 /// What one look at a remote store found (one batch, plus one for the newest ref file).
 pub struct RemoteState {
@@ -328,7 +326,7 @@ fn check_room_for_store(remote: &mut dyn Remote) -> Result<()> {
 
 /// A fresh, unique staging directory name: host, pid and time.
 pub fn staging_name() -> String {
-    let host = this_host();
+    let host = leftovers::this_host();
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -342,44 +340,13 @@ pub fn clean_stale_staging(remote: &mut dyn Remote, staging: &[RemoteEntry]) {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let here = this_host();
+    let here = leftovers::this_host();
     for entry in staging {
-        let stale = now.saturating_sub(entry.mtime) > STALE_STAGING_SECS;
-        if entry.is_dir && (stale || left_by_dead_process_here(&entry.name, &here)) {
+        let stale = leftovers::is_stale_at(entry.mtime, now);
+        if entry.is_dir && (stale || leftovers::left_by_dead_process_here(&entry.name, &here)) {
             let _ = remote.remove_dir_all(&format!("{STAGING_DIR}/{}", entry.name));
         }
     }
-}
-
-fn this_host() -> String {
-    let host = hostname::get()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    host.chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
-        .take(32)
-        .collect()
-}
-
-/// Whether a staging name (`<host>-<pid>-<nanos>`, see `staging_name`) was made on this
-/// host by a process that no longer runs: an interrupted push, whose leftovers the next
-/// push can remove at once instead of after the stale age.
-pub fn left_by_dead_process_here(name: &str, here: &str) -> bool {
-    let mut parts = name.rsplitn(3, '-');
-    let (Some(_nanos), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
-        return false;
-    };
-    host == here
-        && pid
-            .parse::<i32>()
-            .is_ok_and(|pid| pid > 0 && !process_alive(pid))
-}
-
-/// kill(pid, 0): the process exists unless the answer is "no such process".
-pub fn process_alive(pid: i32) -> bool {
-    // SAFETY: signal 0 performs only the existence and permission check.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 #[cfg(test)]

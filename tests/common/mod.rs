@@ -364,3 +364,17 @@ pub fn capped_output(
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Whether a test's precondition holds here. When it does not, the test is skipped with a
+/// note, except under `CI=true`, where `.ci/run` provides every tool and runs as root: there
+/// a missing precondition fails the test instead of letting it pass untested.
+pub fn precondition(holds: bool, what: &str) -> bool {
+    if !holds {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "this test needs {what}, and CI must provide it"
+        );
+        eprintln!("SKIPPED: this test needs {what}");
+    }
+    holds
+}

@@ -1,31 +1,36 @@
-//! A pipelined SFTP v3 client over one libssh2 channel, implementing `Remote`.
+//! A pipelined SFTP v3 client over one packet stream (a libssh2 channel, or any
+//! `Channel`), implementing `Remote`.
 //!
 //! libssh2's own SFTP API waits for every reply, so each open, read or rename costs a full
 //! round trip. Here requests are written back to back and replies matched by id, so a
 //! batch of independent requests costs one round trip, and bulk data streams with many
 //! requests in flight. Packets are encoded and decoded by `russh_sftp::protocol`; only
-//! the framing (a big-endian length) is done here.
+//! the framing (a big-endian length) is done here, in `session`.
 //!
 //! Requests on one handle are processed in order (SFTP v3 requires it). Replies that must
 //! be checked but need not be waited for (close, mkdir) are "deferred": their ids are
 //! remembered and their status checked at the next point where we wait anyway.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 
-use bytes::Bytes;
 use russh_sftp::protocol::{
-    Close, Extended, FileAttributes, Init, MkDir, Open, OpenFlags, Packet, Read as ReadReq,
-    ReadDir, Remove, RmDir, SetStat, StatusCode,
+    FileAttributes, Init, MkDir, OpenFlags, Packet, Remove, RmDir, SetStat, StatusCode,
 };
 
 mod batch;
 mod download;
+#[doc(hidden)]
+pub mod fuzzing;
+mod session;
+#[cfg(test)]
+mod tests;
 mod upload;
 
 use super::connect::{ConnectOptions, Connection, SshTarget, connect};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::transport::{Published, Remote, RemoteEntry, Upload};
+use session::{lost, status_error};
 
 /// Data per READ/WRITE request: OpenSSH's sftp-server accepts packets up to 256 KiB.
 const CHUNK: usize = 255 * 1024 - 64;
@@ -42,9 +47,26 @@ const STATVFS_EXTENSION: &str = "statvfs@openssh.com";
 /// file system with less than this free is reported as a full disk.
 const NEARLY_FULL: u64 = 1 << 20;
 
+/// The byte stream SFTP packets travel over: the server's replies are read from it and
+/// requests written to it. A libssh2 channel in use; an in-memory one in tests.
+pub trait Channel: Read + Write + Send {
+    /// Tell the server no more requests follow (it still carries out those it has).
+    fn send_eof(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Channel for ssh2::Channel {
+    fn send_eof(&mut self) -> io::Result<()> {
+        ssh2::Channel::send_eof(self).map_err(io::Error::from)
+    }
+}
+
 pub struct SftpRemote {
-    channel: ssh2::Channel,
-    _conn: Connection,
+    channel: Box<dyn Channel>,
+    /// The SSH connection the channel runs over, kept alive as long as the channel (and
+    /// dropped after it); `None` for a channel of another kind.
+    conn: Option<Connection>,
     root: String,
     describe: String,
     next_id: u32,
@@ -72,11 +94,6 @@ enum Prepared {
     Ready(String),
 }
 
-fn lost(describe: &str, e: impl std::fmt::Display) -> Error {
-    Error::new(ErrorKind::Transport, format!("connection to {describe} failed: {e}"))
-        .with_hint("check the network and the server; nothing was published half-way, so run the command again")
-}
-
 impl SftpRemote {
     pub fn connect(target: &SshTarget, options: &ConnectOptions, root: &str) -> Result<SftpRemote> {
         let conn = connect(target, options)?;
@@ -92,9 +109,20 @@ impl SftpRemote {
             .channel_session()
             .map_err(|e| lost(&describe, e))?;
         channel.subsystem("sftp").map_err(|e| lost(&describe, e))?;
+        SftpRemote::over(Box::new(channel), Some(conn), root, describe)
+    }
+
+    /// Start an SFTP session on `channel` (INIT, then the server's VERSION and
+    /// extensions), for a store at `root` on the server; `describe` names it in messages.
+    fn over(
+        channel: Box<dyn Channel>,
+        conn: Option<Connection>,
+        root: &str,
+        describe: String,
+    ) -> Result<SftpRemote> {
         let mut remote = SftpRemote {
             channel,
-            _conn: conn,
+            conn,
             root: root.trim_end_matches('/').to_string(),
             describe,
             next_id: 1,
@@ -136,346 +164,6 @@ impl SftpRemote {
             (root, rel) => format!("{root}/{rel}"),
         }
     }
-
-    fn id(&mut self) -> u32 {
-        self.next_id = self.next_id.wrapping_add(1).max(1);
-        self.next_id
-    }
-
-    fn send(&mut self, packet: Packet) -> Result<()> {
-        if self.broken {
-            return Err(lost(&self.describe, "the connection already failed"));
-        }
-        let bytes = Bytes::try_from(packet).map_err(|e| lost(&self.describe, e))?;
-        if self.trace {
-            eprintln!(
-                "sftp: send {} bytes, type {}",
-                bytes.len(),
-                bytes.get(4).copied().unwrap_or(0)
-            );
-        }
-        if let Err(e) = self.channel.write_all(&bytes) {
-            self.broken = true;
-            return Err(lost(&self.describe, e));
-        }
-        Ok(())
-    }
-
-    fn recv(&mut self) -> Result<Packet> {
-        if self.broken {
-            return Err(lost(&self.describe, "the connection already failed"));
-        }
-        // Until the whole packet is in, a failure leaves the stream out of step.
-        self.broken = true;
-        let mut len = [0u8; 4];
-        self.channel
-            .read_exact(&mut len)
-            .map_err(|e| lost(&self.describe, e))?;
-        let len = u32::from_be_bytes(len);
-        if len == 0 || len > MAX_PACKET {
-            return Err(lost(&self.describe, format!("SFTP packet of {len} bytes")));
-        }
-        let mut body = vec![0u8; len as usize];
-        self.channel
-            .read_exact(&mut body)
-            .map_err(|e| lost(&self.describe, e))?;
-        self.broken = false;
-        let mut bytes = Bytes::from(body);
-        if self.trace {
-            eprintln!(
-                "sftp: recv {len} bytes, type {}",
-                bytes.first().copied().unwrap_or(0)
-            );
-        }
-        Packet::try_from(&mut bytes)
-            .map_err(|e| lost(&self.describe, format!("bad SFTP packet: {e}")))
-    }
-
-    /// Send a request and return its id without waiting.
-    fn request(&mut self, make: impl FnOnce(u32) -> Packet) -> Result<u32> {
-        let id = self.id();
-        self.send(make(id))?;
-        Ok(id)
-    }
-
-    fn defer(&mut self, id: u32, what: String, ignore_failure: bool) {
-        self.deferred.insert(id, (what, ignore_failure));
-        // Bound the requests in flight: a server whose replies nobody reads stops
-        // reading requests, and the next write would wait for ever.
-        while self.deferred.len() > MAX_DEFERRED {
-            let Ok(packet) = self.recv() else {
-                return; // the connection failed: the next request or wait says so
-            };
-            let got = packet.get_request_id_any();
-            match self.deferred.remove(&got) {
-                Some((what, ignore)) => self.check_deferred(packet, &what, ignore),
-                None => {
-                    self.stash.insert(got, packet);
-                }
-            }
-        }
-    }
-
-    /// Wait for the reply to `id`. Replies to deferred requests are checked on the way;
-    /// the first failure among them is returned instead of the reply.
-    fn wait(&mut self, id: u32) -> Result<Packet> {
-        let packet = loop {
-            if let Some(packet) = self.stash.remove(&id) {
-                break packet;
-            }
-            let packet = self.recv()?;
-            let got = packet.get_request_id_any();
-            if got == id {
-                break packet;
-            }
-            if let Some((what, ignore_failure)) = self.deferred.remove(&got) {
-                self.check_deferred(packet, &what, ignore_failure);
-            } else {
-                self.stash.insert(got, packet);
-            }
-        };
-        match self.deferred_error.take() {
-            Some(e) => Err(e),
-            None => Ok(packet),
-        }
-    }
-
-    fn check_deferred(&mut self, packet: Packet, what: &str, ignore_failure: bool) {
-        if let Packet::Status(s) = packet {
-            let failed = s.status_code != StatusCode::Ok
-                && !(ignore_failure && s.status_code == StatusCode::Failure);
-            if failed && self.deferred_error.is_none() {
-                self.deferred_error = Some(status_error(
-                    &self.describe,
-                    what,
-                    s.status_code,
-                    &s.error_message,
-                ));
-            }
-        }
-    }
-
-    fn expect_ok(&self, packet: Packet, what: &str) -> Result<()> {
-        match packet {
-            Packet::Status(s) if s.status_code == StatusCode::Ok => Ok(()),
-            other => Err(self.unexpected(what, other)),
-        }
-    }
-
-    /// `expect_ok` for a reply to a write (or the fsync after it) of `rel`: a plain
-    /// failure on a nearly full file system is reported as the full disk it is.
-    fn expect_written(&mut self, packet: Packet, what: &str, rel: &str) -> Result<()> {
-        match packet {
-            Packet::Status(s) if s.status_code == StatusCode::Failure => {
-                let err = status_error(&self.describe, what, s.status_code, &s.error_message);
-                Err(self.disk_full(what, rel).unwrap_or(err))
-            }
-            other => self.expect_ok(other, what),
-        }
-    }
-
-    /// `Some(error)` when the file system holding `rel` is (nearly) out of space or
-    /// inodes, asked with statvfs@openssh.com; `None` when it is not or we cannot tell.
-    fn disk_full(&mut self, what: &str, rel: &str) -> Option<Error> {
-        if !self.has_statvfs {
-            return None;
-        }
-        let data = russh_sftp::ser::to_bytes(&russh_sftp::extensions::StatvfsExtension {
-            path: self.path(rel),
-        })
-        .ok()?
-        .to_vec();
-        let id = self
-            .request(|id| {
-                Packet::Extended(Extended {
-                    id,
-                    request: STATVFS_EXTENSION.into(),
-                    data,
-                })
-            })
-            .ok()?;
-        let Packet::ExtendedReply(reply) = self.wait(id).ok()? else {
-            return None;
-        };
-        let fs: russh_sftp::extensions::Statvfs =
-            russh_sftp::de::from_bytes(&mut Bytes::from(reply.data)).ok()?;
-        let free = fs.blocks_avail.saturating_mul(fs.fragment_size);
-        if free >= NEARLY_FULL && fs.inodes_avail > 0 {
-            return None;
-        }
-        let left = if fs.inodes_avail == 0 {
-            "no free inodes".to_string()
-        } else {
-            format!("{free} bytes free")
-        };
-        Some(
-            Error::new(
-                ErrorKind::Other,
-                format!(
-                    "the remote disk is full: {what} on {} failed ({left} on its file system)",
-                    self.describe
-                ),
-            )
-            .with_hint(
-                "free space on the remote (or use another target), then run the command again; \
-                 nothing was published and the partial upload is removed",
-            ),
-        )
-    }
-
-    /// The error for a reply that is not the one `what` expects: a failure status as
-    /// itself, anything else as a broken conversation.
-    fn unexpected(&self, what: &str, packet: Packet) -> Error {
-        match packet {
-            Packet::Status(s) => {
-                status_error(&self.describe, what, s.status_code, &s.error_message)
-            }
-            other => lost(
-                &self.describe,
-                format!("unexpected reply to {what}: {other:?}"),
-            ),
-        }
-    }
-
-    /// `Some(handle)`, or `None` when the path does not exist.
-    fn expect_handle(&self, packet: Packet, what: &str) -> Result<Option<String>> {
-        match packet {
-            Packet::Handle(h) => Ok(Some(h.handle)),
-            Packet::Status(s) if s.status_code == StatusCode::NoSuchFile => Ok(None),
-            other => Err(self.unexpected(what, other)),
-        }
-    }
-
-    /// The handle of a file just created at `path`; a missing directory is not_found.
-    fn created_handle(&self, packet: Packet, path: &str) -> Result<String> {
-        self.expect_handle(packet, &format!("create {path}"))?
-            .ok_or_else(|| {
-                Error::not_found(format!(
-                    "cannot create {path} on {}: no such directory",
-                    self.describe
-                ))
-            })
-    }
-
-    fn open(&mut self, rel: &str, flags: OpenFlags, mode: Option<u32>) -> Result<u32> {
-        let filename = self.path(rel);
-        let attrs = FileAttributes {
-            permissions: mode,
-            ..FileAttributes::empty()
-        };
-        self.request(|id| {
-            Packet::Open(Open {
-                id,
-                filename,
-                pflags: flags,
-                attrs,
-            })
-        })
-    }
-
-    fn send_read(&mut self, handle: &str, offset: u64, len: u32) -> Result<u32> {
-        let handle = handle.to_string();
-        self.request(|id| {
-            Packet::Read(ReadReq {
-                id,
-                handle,
-                offset,
-                len,
-            })
-        })
-    }
-
-    /// The bytes of a READ reply, or `None` at end of file.
-    fn wait_data(&mut self, id: u32, what: &str) -> Result<Option<Vec<u8>>> {
-        match self.wait(id)? {
-            Packet::Data(d) => Ok(Some(d.data)),
-            Packet::Status(s) if s.status_code == StatusCode::Eof => Ok(None),
-            other => Err(self.unexpected(what, other)),
-        }
-    }
-
-    /// The handle of a directory opened by `prepare_publish`, once its reply is in.
-    fn prepared_handle(&mut self, dir: &str) -> Result<Option<String>> {
-        match self.prepared.remove(dir) {
-            Some(Prepared::Ready(handle)) => {
-                self.prepared
-                    .insert(dir.to_string(), Prepared::Ready(handle.clone()));
-                Ok(Some(handle))
-            }
-            Some(Prepared::Pending(id)) => {
-                let reply = self.wait(id)?;
-                // A directory that could not be opened is simply opened again later.
-                let handle = match reply {
-                    Packet::Handle(h) => h.handle,
-                    _ => return Ok(None),
-                };
-                self.prepared
-                    .insert(dir.to_string(), Prepared::Ready(handle.clone()));
-                Ok(Some(handle))
-            }
-            None => Ok(None),
-        }
-    }
-
-    fn send_readdir(&mut self, handle: &str) -> Result<u32> {
-        let handle = handle.to_string();
-        self.request(|id| Packet::ReadDir(ReadDir { id, handle }))
-    }
-
-    fn close_later(&mut self, handle: String, what: &str) -> Result<()> {
-        let id = self.request(|id| Packet::Close(Close { id, handle }))?;
-        self.defer(id, format!("close {what}"), false);
-        Ok(())
-    }
-
-    fn fsync(&mut self, handle: &str) -> Result<Option<u32>> {
-        if !self.has_fsync {
-            return Ok(None);
-        }
-        let data = russh_sftp::ser::to_bytes(&russh_sftp::extensions::FsyncExtension {
-            handle: handle.to_string(),
-        })
-        .map_err(|e| lost(&self.describe, e))?
-        .to_vec();
-        let id = self.request(|id| {
-            Packet::Extended(Extended {
-                id,
-                request: FSYNC_EXTENSION.into(),
-                data,
-            })
-        })?;
-        Ok(Some(id))
-    }
-}
-
-trait AnyId {
-    fn get_request_id_any(&self) -> u32;
-}
-
-impl AnyId for Packet {
-    fn get_request_id_any(&self) -> u32 {
-        match self {
-            Packet::Status(p) => p.id,
-            Packet::Handle(p) => p.id,
-            Packet::Data(p) => p.id,
-            Packet::Name(p) => p.id,
-            Packet::Attrs(p) => p.id,
-            Packet::ExtendedReply(p) => p.id,
-            other => other.get_request_id(),
-        }
-    }
-}
-
-fn status_error(describe: &str, what: &str, code: StatusCode, message: &str) -> Error {
-    let kind = match code {
-        StatusCode::NoSuchFile => ErrorKind::NotFound,
-        StatusCode::PermissionDenied => ErrorKind::Security,
-        _ => ErrorKind::Transport,
-    };
-    Error::new(
-        kind,
-        format!("{what} on {describe} failed: {code} ({message})"),
-    )
 }
 
 impl Remote for SftpRemote {
@@ -631,9 +319,11 @@ impl Drop for SftpRemote {
             // channel close that freeing the channel sends): cut the socket instead, so
             // that both fail at once.
             use std::os::unix::io::AsRawFd;
-            // SAFETY: shutdown(2) on the session's own socket; no memory is involved.
-            unsafe {
-                libc::shutdown(self._conn.session.as_raw_fd(), libc::SHUT_RDWR);
+            if let Some(conn) = &self.conn {
+                // SAFETY: shutdown(2) on the session's own socket; no memory is involved.
+                unsafe {
+                    libc::shutdown(conn.session.as_raw_fd(), libc::SHUT_RDWR);
+                }
             }
             return;
         }

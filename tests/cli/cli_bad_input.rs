@@ -2,7 +2,7 @@
 //! one JSON document with --json), the documented exit code, and a store left exactly as
 //! it was, byte for byte and mode for mode.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -228,11 +228,7 @@ fn save_of_a_dir_holding_a_device_file() {
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
     // SAFETY: a valid path; makedev only computes a number.
     let made = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o600, libc::makedev(1, 3)) };
-    if made != 0 {
-        eprintln!(
-            "skipped: cannot mknod here ({})",
-            std::io::Error::last_os_error()
-        );
+    if !common::precondition(made == 0, "mknod(2) of a device file (root)") {
         return;
     }
     refuse(&env, &["save", "d"], 2, "usage", "is a device file");
@@ -623,16 +619,12 @@ fn store_path_that_does_not_exist() {
 fn no_store_anywhere_upwards() {
     let env = Env::new();
     env.write_tree("d", &[("a", b"1")]);
-    if env
+    let store_above = env
         .path()
         .ancestors()
         .skip(1)
-        .any(|p| p.join(".baton").is_dir())
-    {
-        eprintln!(
-            "skipped: a .baton store exists above {}",
-            env.path().display()
-        );
+        .any(|p| p.join(".baton").is_dir());
+    if !common::precondition(!store_above, "no .baton store above the temp directory") {
         return;
     }
     refuse(&env, &["save", "d"], 3, "not_found", "no baton store in");

@@ -2,7 +2,7 @@
 //! modes, idempotence, compare-and-swap on the remote ref, tampered remotes, interrupted
 //! and concurrent pushes, stale staging, and the audit log — all through the real binary.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -1,6 +1,6 @@
 //! `baton export` / `baton import`: round trips, fast-forward rules and hostile archives.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::Read;

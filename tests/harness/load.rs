@@ -5,11 +5,10 @@
 //!
 //! `BATON_LOAD_SECS` sets how long each test keeps writing (default 6 s, so the whole
 //! file stays within a minute in a debug build on two cores). The full run:
-//! `BATON_LOAD_SECS=180 cargo test --release --test load -- --nocapture`.
+//! `BATON_LOAD_SECS=180 cargo test --release --test harness load:: -- --nocapture`.
 
-mod common;
-#[path = "common/sshd.rs"]
-mod sshd;
+use crate::common;
+use crate::sshd;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

@@ -1,7 +1,7 @@
 //! Happy paths of the local store, through the real binary: init, save, show, log, cat,
 //! checkout, diff, gc, revisions, JSON output, completions and the man page.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

@@ -11,11 +11,10 @@
 //!
 //! `BATON_CRASH_KILLS` sets the kills per command (default 8, which keeps the whole file
 //! well under a minute in a debug build). The full run:
-//! `BATON_CRASH_KILLS=200 cargo test --release --test crash -- --nocapture --test-threads=1`
+//! `BATON_CRASH_KILLS=200 cargo test --release --test harness crash:: -- --nocapture --test-threads=1`
 
-mod common;
-#[path = "common/sshd.rs"]
-mod sshd;
+use crate::common;
+use crate::sshd;
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs;

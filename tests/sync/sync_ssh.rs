@@ -5,9 +5,8 @@
 //!
 //! The server runs on this machine, so the remote store is inspected directly on disk.
 
-mod common;
-#[path = "common/sshd.rs"]
-mod sshd;
+use crate::common;
+use crate::sshd;
 
 use std::fs;
 use std::io::{Read, Write};

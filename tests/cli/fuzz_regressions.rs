@@ -75,7 +75,7 @@ fn file_urls_with_non_utf8_paths_are_refused() {
 #[test]
 fn frame_declaring_another_content_size_is_refused() {
     use baton::format::ObjectId;
-    use baton::store::objects::decode_verified;
+    use baton::store::codec::decode_verified;
     let crash: &[u8] = b"\x28\xb5\x2f\xfd\x20\x31\x01\x00\x00";
     // The same with a raw block `hello` before the empty last block.
     let hello: &[u8] = b"\x28\xb5\x2f\xfd\x20\x31\x28\x00\x00hello\x01\x00\x00";
@@ -86,5 +86,20 @@ fn frame_declaring_another_content_size_is_refused() {
             let result = decode_verified(&id, input, size, &mut out);
             assert!(result.is_err(), "{input:?} with size {size:?} was accepted");
         }
+    }
+}
+
+/// `sftp_session`: its seed (what a well-behaved server says to the target's operations)
+/// runs every operation to success through the target's entry point, and the seed cut
+/// short anywhere ends, never in a panic or a hang (end of input is end of file): in errors
+/// when cut in its first half (its end is the replies to closes nobody waits for).
+#[test]
+fn sftp_session_seed_replays_and_every_prefix_ends() {
+    use baton::transport::ssh::sftp::fuzzing::session;
+    let seed = include_bytes!("../../fuzz/seeds/sftp_session.bin");
+    assert_eq!(session(seed), [true; 4]);
+    for cut in (0..seed.len()).step_by(5) {
+        let ran = session(&seed[..cut]);
+        assert!(cut > seed.len() / 2 || ran != [true; 4], "cut at {cut}");
     }
 }

@@ -3,8 +3,7 @@
 //! silent ports, an SFTP-only account. Nothing here touches the process environment:
 //! HOME and the agent socket are passed through `ConnectOptions`.
 
-#[path = "common/sshd.rs"]
-mod sshd;
+use crate::sshd;
 
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::Path;
@@ -28,6 +27,7 @@ fn options(server: &Sshd) -> ConnectOptions {
         timeout: Some(Duration::from_secs(10)),
         home: Some(server.home()),
         agent_socket: Some(server.agent_socket()),
+        key_passphrase: None,
     }
 }
 
@@ -473,6 +473,8 @@ fn terminal_child() {
         timeout: Some(Duration::from_secs(20)),
         home: Some(home.into()),
         agent_socket: Some(agent.into()),
+        // What every command passes: the terminal prompt (present: this runs on one).
+        key_passphrase: baton::commands::prompts::key_passphrase_prompt(),
     };
     match connect(&t, &opts) {
         Ok(conn) => {
@@ -496,7 +498,7 @@ fn passphrase_is_asked_on_a_terminal() {
     let server = Sshd::builder().passphrase("right one").start();
     let exe = std::env::current_exe().unwrap();
     let cmd = format!(
-        "'{}' --exact terminal_child --ignored --nocapture --test-threads=1",
+        "'{}' --exact ssh_connect::terminal_child --ignored --nocapture --test-threads=1",
         exe.display()
     );
     let mut child = Command::new("/usr/bin/script")

@@ -14,13 +14,11 @@
 //! `BATON_FAULT_MIB=M` the size of the bundle moved in the drop rounds (default 1),
 //! `BATON_FAULT_TAIL=STEP` also cut at every STEP-th byte of the last kilobyte of each
 //! transfer, `BATON_FAULT_SWEEP=STEP` cut a clone at every STEP-th byte of its handshake.
-//! `cargo test --test faults -- --nocapture` prints one table row per faulted run.
+//! `cargo test --test harness faults:: -- --nocapture` prints one table row per faulted run.
 
-mod common;
-#[path = "common/faultproxy.rs"]
-mod faultproxy;
-#[path = "common/sshd.rs"]
-mod sshd;
+use crate::common;
+use crate::faultproxy;
+use crate::sshd;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -374,7 +372,7 @@ fn label(dir: Dir) -> &'static str {
     }
 }
 
-/// One row of the summary the tests print (`cargo test --test faults -- --nocapture`).
+/// One row of the summary the tests print (`cargo test --test harness faults:: -- --nocapture`).
 fn row(op: &str, dir: Dir, what: &str, at: u64, total: u64, run: &Run, result: &str) {
     eprintln!(
         "| {op} | {} | {what} | {at} / {total} | {} | {:.2} s | {result} | {} |",

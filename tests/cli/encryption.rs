@@ -1,9 +1,8 @@
 //! Encrypted stores (issue 5): nothing readable on disk, real `age` interop, keys
 //! required (exit 6, store untouched), encrypted sync and archives.
 
-mod common;
-#[path = "common/sshd.rs"]
-mod sshd;
+use crate::common;
+use crate::sshd;
 
 use std::fs;
 use std::path::{Path, PathBuf};

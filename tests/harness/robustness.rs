@@ -1,7 +1,7 @@
 //! Robustness: damaged objects, crashes mid-save, concurrent savers, bounded memory,
 //! write ordering (strace) and private modes, all through the real `baton` binary.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
@@ -789,7 +789,7 @@ fn peak_rss_kib(env: &Env, args: &[&str]) -> (i64, i32) {
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "rss_probe_helper",
+            "robustness::rss_probe_helper",
             "--ignored",
             "--nocapture",
             "--test-threads=1",
@@ -1121,10 +1121,10 @@ fn strace_usable() -> bool {
 #[test]
 fn save_orders_fsyncs_and_renames_durably() {
     let start = Instant::now();
-    if !strace_usable() {
-        println!(
-            "[robustness] SKIPPED save_orders_fsyncs_and_renames_durably: strace is not installed or cannot trace here (apt-get install -y strace)"
-        );
+    if !common::precondition(
+        strace_usable(),
+        "strace that can trace here (apt-get install -y strace)",
+    ) {
         return;
     }
     let env = Env::new();

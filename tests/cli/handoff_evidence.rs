@@ -3,7 +3,7 @@
 //! conflicted files, submodules, unborn and detached repositories, non-git directories, a
 //! missing git, and every HEAD relation — and proof that capture never writes.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -4,7 +4,7 @@
 //! secrets that must never reach the store, invalid briefings, kickoff budget snapshots,
 //! transcript search pages, and `import-handoff` of every fixture format.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

@@ -12,7 +12,8 @@ use baton::format::bundle::parse_time;
 use baton::format::names::{self, RefName};
 use baton::format::{Bundle, EntryKind, LogEntry, ObjectId, StoreConfig, Tree, TreeEntry};
 use baton::store::Store;
-use baton::store::objects::{Objects, decode_verified};
+use baton::store::codec::decode_verified;
+use baton::store::objects::Objects;
 use baton::store::packs::read_index;
 use serde_json::Value;
 

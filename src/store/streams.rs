@@ -1,0 +1,127 @@
+//! Small `Read`/`Write` adapters shared by the store, sync and archives: hashing,
+//! bounded collection and tees. They never interpret the bytes.
+
+use std::io::{self, Read, Write};
+
+use crate::format::ObjectId;
+
+/// A reader that hashes and counts what passes through it.
+pub struct HashingReader<R> {
+    pub(crate) inner: R,
+    pub(crate) hasher: blake3::Hasher,
+    pub(crate) count: u64,
+}
+
+impl<R: Read> HashingReader<R> {
+    pub fn new(inner: R) -> Self {
+        HashingReader {
+            inner,
+            hasher: blake3::Hasher::new(),
+            count: 0,
+        }
+    }
+
+    pub fn finish(self) -> (ObjectId, u64) {
+        (ObjectId::from_hash(self.hasher.finalize()), self.count)
+    }
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.count += n as u64;
+        Ok(n)
+    }
+}
+
+/// Collects the bytes written, failing (and setting `overflow`) past `limit`.
+pub(crate) struct LimitedVec {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) limit: u64,
+    pub(crate) overflow: bool,
+}
+
+impl LimitedVec {
+    pub(crate) fn new(limit: u64) -> Self {
+        LimitedVec {
+            bytes: Vec::new(),
+            limit,
+            overflow: false,
+        }
+    }
+}
+
+impl Write for LimitedVec {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if (self.bytes.len() + buf.len()) as u64 > self.limit {
+            self.overflow = true;
+            return Err(io::Error::other("object too large"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A reader that copies what it reads to `sink` (stored bytes on their way into a pack).
+pub(crate) struct TeeReader<'a, R> {
+    pub(crate) inner: R,
+    pub(crate) sink: &'a mut dyn Write,
+    pub(crate) count: u64,
+    /// A write error, kept apart so that it is not mistaken for a corrupt object.
+    pub(crate) sink_error: Option<io::Error>,
+}
+
+impl<R: Read> Read for TeeReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Err(e) = self.sink.write_all(&buf[..n]) {
+            let message = e.to_string();
+            self.sink_error = Some(e);
+            return Err(io::Error::other(message));
+        }
+        self.count += n as u64;
+        Ok(n)
+    }
+}
+
+/// A writer that hashes what passes through it on the way to `inner`.
+pub(crate) struct HashingWriter<W> {
+    pub(crate) inner: W,
+    pub(crate) hasher: blake3::Hasher,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A sink that discards bytes but fails once more than `limit` have passed.
+pub(crate) struct Bounded {
+    pub(crate) limit: u64,
+    pub(crate) written: u64,
+    pub(crate) overflow: bool,
+}
+
+impl Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.written + buf.len() as u64 > self.limit {
+            self.overflow = true;
+            return Err(io::Error::other("expansion bound exceeded"));
+        }
+        self.written += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

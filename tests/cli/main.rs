@@ -1,0 +1,19 @@
+//! The command-line tests: the real `baton` binary in isolated environments (stores,
+//! handoffs, git evidence, archives, encryption), the format vectors and fuzz regressions.
+//!
+//! One test binary of modules (one link step instead of one per file); each module is
+//! the file of the same name here.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../common/sshd.rs"]
+mod sshd;
+
+mod archive;
+mod cli_bad_input;
+mod cli_store;
+mod encryption;
+mod format_vectors;
+mod fuzz_regressions;
+mod handoff_cli;
+mod handoff_evidence;

@@ -1,0 +1,14 @@
+//! The sync tests: push, pull and clone over local paths and a real OpenSSH `sshd`
+//! started per test, and the SSH connection itself.
+//!
+//! One test binary of modules (one link step instead of one per file); each module is
+//! the file of the same name here.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../common/sshd.rs"]
+mod sshd;
+
+mod ssh_connect;
+mod sync_local;
+mod sync_ssh;
