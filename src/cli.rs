@@ -335,6 +335,11 @@ pub struct LogArgs {
     /// Show the audit log of ref moves instead of bundle history
     #[arg(long)]
     pub audit: bool,
+    /// With --audit: read the audit trail of this target over its transport
+    #[arg(long, value_name = "NAME", requires = "audit")]
+    pub target: Option<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
 }
 
 #[derive(Debug, Args)]

@@ -311,6 +311,11 @@ impl BatonServer {
                     rev: p.rev,
                     max: Some(p.max.unwrap_or(20)),
                     audit: false,
+                    target: None,
+                    connect: crate::cli::ConnectArgs {
+                        accept_new_host_key: false,
+                        timeout: None,
+                    },
                 };
                 super::log::run(&base.ctx(), &args)
             },

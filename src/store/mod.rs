@@ -3,6 +3,7 @@
 //! Layout (store-format/SPEC.md): `config`, `.gitignore`, `lock`, `log`, `objects/`,
 //! `refs/current`, `refs/targets/<name>`.
 
+pub mod audit;
 pub mod commit;
 pub mod envelope;
 pub mod fsutil;
