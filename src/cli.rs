@@ -450,6 +450,10 @@ pub struct PushArgs {
 pub struct PullArgs {
     /// Target name [default: the only or the default target]
     pub target: Option<String>,
+    /// Refetch every object missing or damaged here from the target (see `baton verify`),
+    /// instead of fetching its `current`
+    #[arg(long)]
+    pub repair: bool,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }

@@ -1753,3 +1753,164 @@ fn a_push_that_loses_the_race_leaves_no_move_in_the_hub_audit() {
         }
     }
 }
+
+/// Every loose object file of a store, sorted.
+fn loose_files(store: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for fanout in fs::read_dir(store.join("objects")).unwrap() {
+        let fanout = fanout.unwrap().path();
+        if fanout.is_dir() {
+            for f in fs::read_dir(&fanout).unwrap() {
+                out.push(f.unwrap().path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `verify` of the env's store fails with exit 4 and a hint that names the repair.
+fn assert_damaged(env: &Env, extra: &[&str]) -> Value {
+    let mut args = extra.to_vec();
+    args.push("verify");
+    let err = json_err(env, &args, 4);
+    let hint = err["hint"].as_str().unwrap_or("");
+    assert!(hint.contains("baton pull --repair"), "{err}");
+    err
+}
+
+#[test]
+fn pull_repair_refetches_a_deleted_loose_object_and_a_damaged_packed_one() {
+    let holder = Env::new();
+    let remote = holder.path().join("r");
+    let (a, _) = store_with_target(&remote, 43);
+    json_ok(&a, &["push"]);
+    let before = checkout(&a, "current");
+
+    // A deleted loose object: verify names it, the hint's command brings it back.
+    let big = random_bytes(43, 300_000);
+    let big_path = common::object_path(&a.store(), blake3::hash(&big).to_hex().as_str());
+    fs::remove_file(&big_path).unwrap();
+    let err = assert_damaged(&a, &[]);
+    assert!(
+        err["message"].as_str().unwrap().contains("missing"),
+        "{err}"
+    );
+    let doc = json_ok(&a, &["pull", "--repair"]);
+    assert_eq!(doc["repair"]["objects_received"], 1, "{doc}");
+    assert!(big_path.is_file());
+    verify(&a, &a.store());
+    assert_eq!(checkout(&a, "current"), before);
+
+    // A damaged loose object is replaced the same way.
+    let victim = loose_files(&a.store())[0].clone();
+    let mut bytes = fs::read(&victim).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x5a;
+    fs::write(&victim, &bytes).unwrap();
+    assert_damaged(&a, &[]);
+    json_ok(&a, &["pull", "--repair"]);
+    verify(&a, &a.store());
+
+    // A clone holds packs: a damaged pack is retired once its objects are loose.
+    let b = clone_env(&remote);
+    let packs = pack_files(&b.store());
+    assert_eq!(packs.len(), 1);
+    corrupt_pack_data(&packs[0]);
+    assert_damaged(&b, &[]);
+    let doc = json_ok(&b, &["pull", "--repair", "origin"]);
+    assert_eq!(doc["repair"]["packs_retired"], 1, "{doc}");
+    assert!(doc["repair"]["damaged"].as_u64().unwrap() >= 1, "{doc}");
+    assert!(!packs[0].exists());
+    verify(&b, &b.store());
+    assert_eq!(checkout(&b, "current"), before);
+    // Nothing left to do: a clean store is not changed.
+    let snap = snapshot_files(&b.store());
+    let doc = json_ok(&b, &["pull", "--repair"]);
+    assert_eq!(doc["repair"]["objects_received"], 0, "{doc}");
+    assert_eq!(snapshot_files(&b.store()), snap);
+}
+
+#[test]
+fn pull_repair_from_a_target_that_lacks_the_object_is_exit_4_and_changes_nothing() {
+    let holder = Env::new();
+    let remote = holder.path().join("r");
+    let (a, _) = store_with_target(&remote, 44);
+    json_ok(&a, &["push"]);
+    // A bundle the target never received, with one of its blobs lost here, and an
+    // object the target has, lost too.
+    let only_here = random_bytes(4400, 5000);
+    save_change(&a, "only-here.bin", &only_here);
+    let id = blake3::hash(&only_here).to_hex().to_string();
+    fs::remove_file(common::object_path(&a.store(), &id)).unwrap();
+    let big = random_bytes(44, 300_000);
+    fs::remove_file(common::object_path(
+        &a.store(),
+        blake3::hash(&big).to_hex().as_str(),
+    ))
+    .unwrap();
+    let snap = snapshot_files(&a.store());
+    let err = json_err(&a, &["pull", "--repair"], 4);
+    let message = err["message"].as_str().unwrap();
+    assert!(message.contains(&id), "{err}");
+    assert!(message.contains("lacks 1 object"), "{err}");
+    assert_eq!(snapshot_files(&a.store()), snap, "the store is unchanged");
+}
+
+/// A key pair from the real age-keygen: (identity file, public key).
+fn keygen(env: &Env, name: &str) -> (PathBuf, String) {
+    let path = env.path().join(name);
+    let out = Command::new("age-keygen")
+        .arg("-o")
+        .arg(&path)
+        .output()
+        .expect("age-keygen (apt package 'age') must be installed");
+    assert!(out.status.success(), "age-keygen failed");
+    let text = fs::read_to_string(&path).unwrap();
+    let public = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# public key: "))
+        .expect("public key line")
+        .trim()
+        .to_string();
+    (path, public)
+}
+
+#[test]
+fn pull_repair_refetches_ciphertext_into_an_encrypted_store() {
+    let holder = Env::new();
+    let remote = holder.path().join("r");
+    let a = Env::new();
+    let (_, public) = keygen(&a, "key.txt");
+    a.ok(&["init", "--encrypt", "--recipient", &public]);
+    rich_tree(&a, "work", 45);
+    a.save("work", &["--identity", "key.txt", "--summary", "base"]);
+    a.ok(&["--identity", "key.txt", "target", "add", "r", s(&remote)]);
+    a.ok(&["--identity", "key.txt", "push"]);
+    let key = ["--identity", "key.txt"];
+    // Lose every loose object but one, and damage that one.
+    let files = loose_files(&a.store());
+    assert!(files.len() > 3, "{files:?}");
+    let (last, rest) = files.split_last().unwrap();
+    let originals: Vec<Vec<u8>> = files.iter().map(|f| fs::read(f).unwrap()).collect();
+    for f in rest {
+        fs::remove_file(f).unwrap();
+    }
+    let mut bytes = fs::read(last).unwrap();
+    let end = bytes.len() - 1;
+    bytes[end] ^= 0x5a;
+    fs::write(last, &bytes).unwrap();
+    assert_damaged(&a, &key);
+    let doc = json_ok(&a, &["--identity", "key.txt", "pull", "--repair"]);
+    assert_eq!(
+        doc["repair"]["objects_received"],
+        files.len() as u64,
+        "{doc}"
+    );
+    // The same ciphertext as before, byte for byte.
+    for (f, original) in files.iter().zip(&originals) {
+        assert_eq!(&fs::read(f).unwrap(), original, "{}", f.display());
+    }
+    let out = a.ok(&["--identity", "key.txt", "verify"]);
+    assert!(out.contains(": ok"), "{out}");
+}

@@ -312,10 +312,7 @@ impl BatonServer {
                     max: Some(p.max.unwrap_or(20)),
                     audit: false,
                     target: None,
-                    connect: crate::cli::ConnectArgs {
-                        accept_new_host_key: false,
-                        timeout: None,
-                    },
+                    connect: no_connect(),
                 };
                 super::log::run(&base.ctx(), &args)
             },
@@ -371,6 +368,7 @@ impl BatonServer {
             move |base| {
                 let args = PullArgs {
                     target: p.target,
+                    repair: false,
                     connect: no_connect(),
                 };
                 super::pull::run(&base.ctx(), &args)

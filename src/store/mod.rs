@@ -14,6 +14,7 @@ pub mod objects;
 pub mod packs;
 pub mod receive;
 pub mod refs;
+pub mod repair;
 pub mod restore;
 pub mod rev;
 pub mod shape;

@@ -49,7 +49,7 @@ enum Location {
 pub struct PendingDirs(Mutex<BTreeSet<PathBuf>>);
 
 impl PendingDirs {
-    fn add(&self, dir: PathBuf) {
+    pub(crate) fn add(&self, dir: PathBuf) {
         if let Ok(mut set) = self.0.lock() {
             set.insert(dir);
         }
@@ -203,7 +203,7 @@ impl Objects {
             }
             None => Err(
                 Error::integrity(format!("object {id} is missing from the store"))
-                    .with_hint("run 'baton verify' and restore the object from another store"),
+                    .with_hint("run 'baton verify', then 'baton pull --repair [TARGET]' to refetch it from a target"),
             ),
         }
     }
@@ -617,7 +617,9 @@ pub fn decode_named(
         return Err(Error::integrity(format!(
             "object stored as {name} is misnamed: its content {id} has another storage name"
         ))
-        .with_hint("run 'baton verify' and restore the object from another store"));
+        .with_hint(
+            "run 'baton verify', then 'baton pull --repair [TARGET]' to refetch it from a target",
+        ));
     }
     Ok((id, size))
 }
@@ -632,8 +634,9 @@ fn decode_checked(
 ) -> Result<(ObjectId, u64)> {
     let id = label;
     let corrupt = |why: String| {
-        Error::integrity(format!("object {id} is corrupt: {why}"))
-            .with_hint("run 'baton verify' and restore the object from another store")
+        Error::integrity(format!("object {id} is corrupt: {why}")).with_hint(
+            "run 'baton verify', then 'baton pull --repair [TARGET]' to refetch it from a target",
+        )
     };
     // Exactly one frame: stop at its end, then require that nothing follows it (no
     // second frame, no skippable frame, no garbage).

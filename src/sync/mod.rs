@@ -7,6 +7,7 @@ pub mod pack_stream;
 pub mod pull;
 pub mod push;
 pub mod remote_store;
+pub mod repair;
 
 use std::time::Duration;
 
