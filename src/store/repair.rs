@@ -60,6 +60,12 @@ impl Store {
             .map(|(name, _)| *name)
             .collect();
         damage.damaged.extend(bad);
+        // A damaged pack entry with a healthy loose copy needs nothing fetched: lookups
+        // already read the loose copy, and retiring the pack keeps it.
+        let healthy_loose = |name: &ObjectId| {
+            !damage.damaged.contains(name) && self.objects.name_path(name).is_file()
+        };
+        let mut packed_bad = Vec::new();
         for pack in self.objects.packs()?.iter() {
             let check = super::packs::verify_pack(pack, self.objects.envelope());
             if check.problems.is_empty() {
@@ -72,8 +78,9 @@ impl Store {
                             .decode_named(&entry.id, &bytes[..], &mut std::io::sink())
                     })
                     .is_err()
+                    && !healthy_loose(&entry.id)
                 {
-                    damage.damaged.insert(entry.id);
+                    packed_bad.push(entry.id);
                 }
             }
             damage.packs.push(PackIndex {
@@ -82,6 +89,7 @@ impl Store {
                 entries: pack.entries.clone(),
             });
         }
+        damage.damaged.extend(packed_bad);
         Ok(damage)
     }
 
