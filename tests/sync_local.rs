@@ -1914,3 +1914,31 @@ fn pull_repair_refetches_ciphertext_into_an_encrypted_store() {
     let out = a.ok(&["--identity", "key.txt", "verify"]);
     assert!(out.contains(": ok"), "{out}");
 }
+
+#[test]
+fn pull_repair_removes_a_damaged_loose_file_that_shadows_a_healthy_packed_copy() {
+    let holder = Env::new();
+    let remote = holder.path().join("r");
+    let (a, _) = store_with_target(&remote, 46);
+    json_ok(&a, &["push"]);
+    let b = clone_env(&remote);
+    let before = checkout(&b, "current");
+    // The clone holds everything packed; a damaged loose file in front of one object.
+    let big = random_bytes(46, 300_000);
+    let path = common::object_path(&b.store(), blake3::hash(&big).to_hex().as_str());
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::set_permissions(path.parent().unwrap(), fs::Permissions::from_mode(0o700)).unwrap();
+    fs::write(&path, b"not an object").unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    assert_damaged(&b, &[]);
+    // An empty target suffices: nothing needs fetching.
+    let empty = holder.path().join("empty");
+    holder.ok(&["--store", s(&empty), "init"]);
+    b.ok(&["target", "add", "empty", s(&empty)]);
+    let doc = json_ok(&b, &["pull", "--repair", "empty"]);
+    assert_eq!(doc["repair"]["shadowed_removed"], 1, "{doc}");
+    assert_eq!(doc["repair"]["objects_received"], 0, "{doc}");
+    assert!(!path.exists());
+    verify(&b, &b.store());
+    assert_eq!(checkout(&b, "current"), before);
+}

@@ -53,11 +53,11 @@ fn repair(
     bar.finish_and_clear();
     let human = if ctx.quiet {
         String::new()
-    } else if report.objects_received == 0 {
+    } else if report.objects_received + report.packs_retired + report.shadowed_removed == 0 {
         format!("{name}: nothing to repair (no object is missing or damaged here)")
     } else {
         format!(
-            "{name}: repaired {} object(s) ({} damaged here, {} bytes received){}; run 'baton verify' to check",
+            "{name}: refetched {} object(s) ({} damaged here, {} bytes received){}; run 'baton verify' to check",
             report.objects_received,
             report.damaged,
             report.bytes_received,

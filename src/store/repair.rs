@@ -20,6 +20,9 @@ use crate::format::{Bundle, EntryKind, MAX_METADATA_OBJECT, ObjectId, Tree};
 pub struct Damage {
     pub damaged: BTreeSet<ObjectId>,
     pub packs: Vec<PackIndex>,
+    /// Damaged loose files with a healthy copy in a healthy pack: removing the file
+    /// (which lookups read first) is their repair.
+    pub shadowing: Vec<ObjectId>,
 }
 
 /// A verified replacement received for storage name `name`, not yet published.
@@ -90,6 +93,26 @@ impl Store {
             });
         }
         damage.damaged.extend(packed_bad);
+        let damaged_packs: BTreeSet<ObjectId> = damage.packs.iter().map(|p| p.id).collect();
+        let packs = self.objects.packs()?;
+        for name in damage.damaged.clone() {
+            let healthy_packed = packs
+                .iter()
+                .filter(|p| !damaged_packs.contains(&p.id))
+                .filter_map(|p| p.find(&name).map(|e| (p, *e)))
+                .any(|(p, e)| {
+                    read_entry(p, e.offset, e.length)
+                        .and_then(|b| {
+                            self.objects
+                                .decode_named(&name, &b[..], &mut std::io::sink())
+                        })
+                        .is_ok()
+                });
+            if healthy_packed && self.objects.name_path(&name).is_file() {
+                damage.damaged.remove(&name);
+                damage.shadowing.push(name);
+            }
+        }
         Ok(damage)
     }
 
@@ -170,6 +193,13 @@ impl Store {
     /// object is read from its good copy. Returns the number of packs retired.
     pub fn install_repairs(&self, received: Vec<Received>, damage: &Damage) -> Result<u64> {
         let pending = PendingDirs::default();
+        for name in &damage.shadowing {
+            let path = self.objects.name_path(name);
+            std::fs::remove_file(&path).ctx("cannot remove damaged object", &path)?;
+            if let Some(dir) = path.parent() {
+                pending.add(dir.to_path_buf());
+            }
+        }
         for got in received {
             let dest = self.objects.name_path(&got.name);
             fsutil::publish(got.temp, &dest, false)?;

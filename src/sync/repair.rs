@@ -26,6 +26,8 @@ pub struct RepairReport {
     pub bytes_received: u64,
     /// Damaged packs removed once every object they held was stored loose.
     pub packs_retired: u64,
+    /// Damaged loose files removed because a healthy pack holds the object.
+    pub shadowed_removed: u64,
     /// The storage names refetched.
     pub repaired: Vec<ObjectId>,
 }
@@ -54,7 +56,7 @@ pub fn repair(
     check_same_encryption(store, config, remote.describe().as_str())?;
     let damage = store.scan_damage()?;
     let mut report = RepairReport {
-        damaged: damage.damaged.len() as u64,
+        damaged: (damage.damaged.len() + damage.shadowing.len()) as u64,
         ..RepairReport::default()
     };
     let mut received: HashMap<ObjectId, Received> = HashMap::new();
@@ -88,6 +90,7 @@ pub fn repair(
     let mut repaired: Vec<ObjectId> = received.keys().copied().collect();
     repaired.sort();
     report.repaired = repaired;
+    report.shadowed_removed = damage.shadowing.len() as u64;
     report.packs_retired = store.install_repairs(received.into_values().collect(), &damage)?;
     Ok(report)
 }
