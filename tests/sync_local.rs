@@ -1930,15 +1930,26 @@ fn pull_repair_removes_a_damaged_loose_file_that_shadows_a_healthy_packed_copy()
     fs::set_permissions(path.parent().unwrap(), fs::Permissions::from_mode(0o700)).unwrap();
     fs::write(&path, b"not an object").unwrap();
     fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    // And in front of the bundle itself, which the repair walk must read (from the pack).
+    let bundle = disk_current(&b.store()).unwrap();
+    let bundle_path = common::object_path(&b.store(), &bundle);
+    fs::create_dir_all(bundle_path.parent().unwrap()).unwrap();
+    fs::set_permissions(
+        bundle_path.parent().unwrap(),
+        fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    fs::write(&bundle_path, b"not a bundle").unwrap();
+    fs::set_permissions(&bundle_path, fs::Permissions::from_mode(0o600)).unwrap();
     assert_damaged(&b, &[]);
     // An empty target suffices: nothing needs fetching.
     let empty = holder.path().join("empty");
     holder.ok(&["--store", s(&empty), "init"]);
     b.ok(&["target", "add", "empty", s(&empty)]);
     let doc = json_ok(&b, &["pull", "--repair", "empty"]);
-    assert_eq!(doc["repair"]["shadowed_removed"], 1, "{doc}");
+    assert_eq!(doc["repair"]["shadowed_removed"], 2, "{doc}");
     assert_eq!(doc["repair"]["objects_received"], 0, "{doc}");
-    assert!(!path.exists());
+    assert!(!path.exists() && !bundle_path.exists());
     verify(&b, &b.store());
     assert_eq!(checkout(&b, "current"), before);
 }

@@ -2,9 +2,10 @@
 //! verified replacements in place as loose objects (atomic renames over damaged files)
 //! and retire each damaged pack once every object it held is loose (SPEC 16.1).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
@@ -22,7 +23,8 @@ pub struct Damage {
     pub packs: Vec<PackIndex>,
     /// Damaged loose files with a healthy copy in a healthy pack: removing the file
     /// (which lookups read first) is their repair.
-    pub shadowing: Vec<ObjectId>,
+    /// Each maps to its healthy packed copy (pack file, offset, length).
+    pub shadowing: BTreeMap<ObjectId, (PathBuf, u64, u64)>,
 }
 
 /// A verified replacement received for storage name `name`, not yet published.
@@ -43,7 +45,7 @@ impl Store {
     /// fail, and the packs that hold them or fail their own hash.
     pub fn scan_damage(&self) -> Result<Damage> {
         let mut damage = Damage::default();
-        let loose: Vec<(ObjectId, std::path::PathBuf)> = self
+        let loose: Vec<(ObjectId, PathBuf)> = self
             .objects
             .list()?
             .into_iter()
@@ -75,7 +77,7 @@ impl Store {
                 continue;
             }
             for entry in &pack.entries {
-                if read_entry(pack, entry.offset, entry.length)
+                if read_entry(&pack.path, entry.offset, entry.length)
                     .and_then(|bytes| {
                         self.objects
                             .decode_named(&entry.id, &bytes[..], &mut std::io::sink())
@@ -100,17 +102,21 @@ impl Store {
                 .iter()
                 .filter(|p| !damaged_packs.contains(&p.id))
                 .filter_map(|p| p.find(&name).map(|e| (p, *e)))
-                .any(|(p, e)| {
-                    read_entry(p, e.offset, e.length)
+                .find(|(p, e)| {
+                    read_entry(&p.path, e.offset, e.length)
                         .and_then(|b| {
                             self.objects
                                 .decode_named(&name, &b[..], &mut std::io::sink())
                         })
                         .is_ok()
                 });
-            if healthy_packed && self.objects.name_path(&name).is_file() {
+            if let Some((pack, entry)) = healthy_packed
+                && self.objects.name_path(&name).is_file()
+            {
                 damage.damaged.remove(&name);
-                damage.shadowing.push(name);
+                damage
+                    .shadowing
+                    .insert(name, (pack.path.clone(), entry.offset, entry.length));
             }
         }
         Ok(damage)
@@ -143,7 +149,16 @@ impl Store {
             }
             let name = self.objects.name_of(&id);
             let here = !damage.damaged.contains(&name) && self.objects.contains_name(&name);
-            let bytes = if here {
+            let bytes = if let Some((pack, offset, length)) = damage.shadowing.get(&name) {
+                // Its loose file is damaged (removed on install): read the packed copy.
+                if kind == Kind::Blob {
+                    continue;
+                }
+                let stored = read_entry(pack, *offset, *length)?;
+                let mut bytes = Vec::new();
+                self.objects.decode_named(&name, &stored[..], &mut bytes)?;
+                bytes
+            } else if here {
                 if kind == Kind::Blob {
                     continue;
                 }
@@ -193,7 +208,7 @@ impl Store {
     /// object is read from its good copy. Returns the number of packs retired.
     pub fn install_repairs(&self, received: Vec<Received>, damage: &Damage) -> Result<u64> {
         let pending = PendingDirs::default();
-        for name in &damage.shadowing {
+        for name in damage.shadowing.keys() {
             let path = self.objects.name_path(name);
             std::fs::remove_file(&path).ctx("cannot remove damaged object", &path)?;
             if let Some(dir) = path.parent() {
@@ -216,7 +231,7 @@ impl Store {
                 }
                 // A healthy entry (every damaged one was received above): checked as
                 // every read checks it, then stored loose.
-                let bytes = read_entry(pack, entry.offset, entry.length)?;
+                let bytes = read_entry(&pack.path, entry.offset, entry.length)?;
                 self.objects
                     .decode_named(&entry.id, &bytes[..], &mut std::io::sink())?;
                 fsutil::publish(self.temp_with(&entry.id, &bytes)?, &dest, false)?;
@@ -232,7 +247,7 @@ impl Store {
                 if dest.is_file() {
                     continue;
                 }
-                let bytes = read_entry(pack, entry.offset, entry.length)?;
+                let bytes = read_entry(&pack.path, entry.offset, entry.length)?;
                 self.objects
                     .put_stored_file(&entry.id, self.temp_with(&entry.id, &bytes)?, &pending)
                     .and_then(|_| {
@@ -267,13 +282,13 @@ impl Store {
 }
 
 /// The stored bytes of one pack entry.
-fn read_entry(pack: &PackIndex, offset: u64, length: u64) -> Result<Vec<u8>> {
-    let mut file = File::open(&pack.path).ctx("cannot open pack", &pack.path)?;
+fn read_entry(pack: &Path, offset: u64, length: u64) -> Result<Vec<u8>> {
+    let mut file = File::open(pack).ctx("cannot open pack", pack)?;
     file.seek(SeekFrom::Start(offset))
-        .ctx("cannot read pack", &pack.path)?;
+        .ctx("cannot read pack", pack)?;
     let mut bytes = Vec::new();
     file.take(length)
         .read_to_end(&mut bytes)
-        .ctx("cannot read pack", &pack.path)?;
+        .ctx("cannot read pack", pack)?;
     Ok(bytes)
 }
