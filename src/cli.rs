@@ -327,6 +327,11 @@ pub struct LogArgs {
     /// Show the audit log of ref moves instead of bundle history
     #[arg(long)]
     pub audit: bool,
+    /// With --audit: read the audit trail of this target over its transport
+    #[arg(long, value_name = "NAME", requires = "audit")]
+    pub target: Option<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
 }
 
 #[derive(Debug, Args)]
@@ -437,6 +442,10 @@ pub struct PushArgs {
 pub struct PullArgs {
     /// Target name [default: the only or the default target]
     pub target: Option<String>,
+    /// Refetch every object missing or damaged here from the target (see `baton verify`),
+    /// instead of fetching its `current`
+    #[arg(long)]
+    pub repair: bool,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }

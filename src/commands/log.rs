@@ -13,6 +13,8 @@ use crate::format::id::show_short;
 use crate::format::names::RefName;
 use crate::handoff::import;
 use crate::output::{Ctx, Outcome};
+use crate::sync::audit::read_remote_audit;
+use crate::sync::{choose_target, open_remote};
 
 pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
     if args.audit {
@@ -26,7 +28,14 @@ pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
                 rev.escape_debug()
             );
         }
-        return audit(&ctx.open_store_locked()?, args.max);
+        let store = ctx.open_store_locked()?;
+        let Some(target) = &args.target else {
+            return audit(&store, store.audit_trail(args.max)?, None);
+        };
+        let (name, url) = choose_target(&store.config, Some(target))?;
+        let mut remote = open_remote(&url, &super::connect_settings(&args.connect))?;
+        let entries = read_remote_audit(remote.as_mut(), args.max)?;
+        return audit(&store, entries, Some((&name, &url)));
     }
     let store = ctx.open_store()?;
     let start = match &args.rev {
@@ -101,17 +110,16 @@ pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
     ))
 }
 
-fn audit(store: &crate::store::Store, max: Option<usize>) -> Result<Outcome> {
-    // With -n, only the tail of the log is read.
-    let entries = match max {
-        Some(max) => store.read_log_tail(max)?,
-        None => store.read_log()?,
-    };
-    let skip = entries.len().saturating_sub(max.unwrap_or(usize::MAX));
+/// Show audit entries (oldest first); a target's are labelled with its name and URL.
+fn audit(
+    store: &crate::store::Store,
+    entries: Vec<crate::format::LogEntry>,
+    target: Option<(&str, &str)>,
+) -> Result<Outcome> {
     // Sealed free text (encrypted stores) is opened when the store is unlocked.
     let env = store.objects.envelope();
     let open = |t: &str| env.open_text(t).unwrap_or_else(|| "(encrypted)".into());
-    let entries: Vec<crate::format::LogEntry> = entries[skip..]
+    let entries: Vec<crate::format::LogEntry> = entries
         .iter()
         .map(|e| crate::format::LogEntry {
             from: open(&e.from),
@@ -139,8 +147,10 @@ fn audit(store: &crate::store::Store, max: Option<usize>) -> Result<Outcome> {
         }
         let _ = writeln!(human, " by {}@{}", e.user, e.host);
     }
-    Ok(Outcome::new(
-        human.trim_end().to_string(),
-        json!({ "entries": entries }),
-    ))
+    let mut doc = json!({ "entries": entries });
+    if let Some((name, url)) = target {
+        doc["target"] = json!(name);
+        doc["url"] = json!(url);
+    }
+    Ok(Outcome::new(human.trim_end().to_string(), doc))
 }

@@ -312,6 +312,8 @@ impl BatonServer {
                     rev: p.rev,
                     max: Some(p.max.unwrap_or(20)),
                     audit: false,
+                    target: None,
+                    connect: no_connect(),
                 };
                 super::log::run(&base.ctx(), &args)
             },
@@ -367,6 +369,7 @@ impl BatonServer {
             move |base| {
                 let args = PullArgs {
                     target: p.target,
+                    repair: false,
                     connect: no_connect(),
                 };
                 super::pull::run(&base.ctx(), &args)

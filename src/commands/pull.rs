@@ -14,6 +14,9 @@ pub fn run(ctx: &Ctx, args: &PullArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;
     let (name, url) = choose_target(&store.config, args.target.as_deref())?;
     let mut remote = open_remote(&url, &connect_settings(&args.connect))?;
+    if args.repair {
+        return repair(ctx, &store, remote.as_mut(), &name, &url);
+    }
     let bar = ctx.progress(0, true);
     let report = pull(&store, remote.as_mut(), &name, &bar)?;
     bar.finish_and_clear();
@@ -33,5 +36,40 @@ pub fn run(ctx: &Ctx, args: &PullArgs) -> Result<Outcome> {
     Ok(Outcome::new(
         human,
         json!({ "target": name, "url": url, "report": report }),
+    ))
+}
+
+/// `pull --repair`: refetch what `verify` finds missing or damaged, under the store lock.
+fn repair(
+    ctx: &Ctx,
+    store: &crate::store::Store,
+    remote: &mut dyn crate::transport::Remote,
+    name: &str,
+    url: &str,
+) -> Result<Outcome> {
+    let _lock = store.lock()?;
+    let bar = ctx.progress(0, false);
+    let report = crate::sync::repair::repair(store, remote, &bar)?;
+    bar.finish_and_clear();
+    let human = if ctx.quiet {
+        String::new()
+    } else if report.objects_received + report.packs_retired + report.shadowed_removed == 0 {
+        format!("{name}: nothing to repair (no object is missing or damaged here)")
+    } else {
+        format!(
+            "{name}: refetched {} object(s) ({} damaged here, {} bytes received){}; run 'baton verify' to check",
+            report.objects_received,
+            report.damaged,
+            report.bytes_received,
+            if report.packs_retired > 0 {
+                format!(", {} damaged pack(s) retired", report.packs_retired)
+            } else {
+                String::new()
+            }
+        )
+    };
+    Ok(Outcome::new(
+        human,
+        json!({ "target": name, "url": url, "repair": report }),
     ))
 }

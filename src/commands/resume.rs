@@ -52,6 +52,7 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
     if ctx.open_store_locked()?.config.targets.contains_key(&rev) {
         let pull = PullArgs {
             target: Some(rev.clone()),
+            repair: false,
             connect: args.connect.clone(),
         };
         pulled = Some(match super::pull::run(ctx, &pull) {

@@ -62,7 +62,7 @@ pub fn run(ctx: &Ctx, rev: Option<&str>, history: bool) -> Result<Outcome> {
                 report.problems[0]
             ))
             .with_hint(
-                "restore the damaged objects from another copy (pull or checkout elsewhere)",
+                "refetch what is missing or damaged from a target that has it: 'baton pull --repair [TARGET]', then 'baton verify' again",
             ),
         );
     }

@@ -43,7 +43,7 @@ pub fn decode_named(
         return Err(Error::integrity(format!(
             "object stored as {name} is misnamed: its content {id} has another storage name"
         ))
-        .with_hint("run 'baton verify' and restore the object from another store"));
+        .with_hint("run 'baton verify', then 'baton pull --repair [TARGET]' to refetch it from a target"));
     }
     Ok((id, size))
 }
@@ -59,7 +59,7 @@ pub(crate) fn decode_checked(
     let id = label;
     let corrupt = |why: String| {
         Error::integrity(format!("object {id} is corrupt: {why}"))
-            .with_hint("run 'baton verify' and restore the object from another store")
+            .with_hint("run 'baton verify', then 'baton pull --repair [TARGET]' to refetch it from a target")
     };
     // Exactly one frame: stop at its end, then require that nothing follows it (no
     // second frame, no skippable frame, no garbage).

@@ -100,7 +100,7 @@ impl Envelope {
             Envelope::Locked => Err(locked()),
             Envelope::Age(keys) => keys.decrypt_reader(stored).map_err(|e| {
                 Error::integrity(format!("object {id} is corrupt: cannot decrypt: {e}"))
-                    .with_hint("run 'baton verify' and restore the object from another store")
+                    .with_hint("run 'baton verify', then 'baton pull --repair [TARGET]' to refetch it from a target")
             }),
         }
     }

@@ -34,7 +34,9 @@ impl Store {
                 "refusing to collect garbage in a damaged store: {}",
                 e.message
             ))
-            .with_hint("run 'baton verify' and repair the store first")
+            .with_hint(
+                "run 'baton verify' and repair the store first ('baton pull --repair [TARGET]')",
+            )
         })?;
         let cutoff = SystemTime::now()
             .checked_sub(grace)

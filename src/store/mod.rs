@@ -3,6 +3,7 @@
 //! Layout (store-format/SPEC.md): `config`, `.gitignore`, `lock`, `log`, `objects/`,
 //! `refs/current`, `refs/targets/<name>`.
 
+pub mod audit;
 pub mod codec;
 pub mod commit;
 pub mod envelope;
@@ -16,6 +17,7 @@ pub mod objects;
 pub mod packs;
 pub mod receive;
 pub mod refs;
+pub mod repair;
 pub mod restore;
 pub mod rev;
 pub mod shape;

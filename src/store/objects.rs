@@ -51,7 +51,7 @@ enum Location {
 pub struct PendingDirs(Mutex<BTreeSet<PathBuf>>);
 
 impl PendingDirs {
-    fn add(&self, dir: PathBuf) {
+    pub(crate) fn add(&self, dir: PathBuf) {
         if let Ok(mut set) = self.0.lock() {
             set.insert(dir);
         }
@@ -205,7 +205,7 @@ impl Objects {
             }
             None => Err(
                 Error::integrity(format!("object {id} is missing from the store"))
-                    .with_hint("run 'baton verify' and restore the object from another store"),
+                    .with_hint("run 'baton verify', then 'baton pull --repair [TARGET]' to refetch it from a target"),
             ),
         }
     }

@@ -1,10 +1,12 @@
 //! Sync: moving bundles between this store and a remote one (push, pull, clone), through
 //! the `Remote` trait only, so local paths and SSH share every line of protocol code.
 
+pub mod audit;
 pub mod pack_stream;
 pub mod pull;
 pub mod push;
 pub mod remote_store;
+pub mod repair;
 
 use std::time::Duration;
 

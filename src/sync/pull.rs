@@ -190,7 +190,11 @@ pub const MAX_REMOTE_PACK_INDEX: u64 = 256 << 20;
 /// the size its listing declared: the footer must place the index exactly at the end of
 /// a file of that size, and the entries must fill the object area, so that the size is
 /// what the index declares and nothing undeclared is ever downloaded.
-fn remote_pack_index(remote: &mut dyn Remote, name: &str, size: u64) -> Result<Vec<PackEntry>> {
+pub(crate) fn remote_pack_index(
+    remote: &mut dyn Remote,
+    name: &str,
+    size: u64,
+) -> Result<Vec<PackEntry>> {
     let described = remote.describe();
     let bad = |why: String| {
         Error::integrity(format!(

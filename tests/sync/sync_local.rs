@@ -1605,3 +1605,351 @@ fn push_and_clone_into_a_non_empty_directory_that_is_not_a_store_are_refused() {
         "nothing written into the directory"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Hub audit and repair (issue 12)
+// ---------------------------------------------------------------------------------------
+
+/// `log --audit` entries of the store at `store`, read by a fresh env.
+fn store_audit(store: &Path, extra: &[&str]) -> Vec<Value> {
+    let env = Env::new();
+    let mut args = vec!["--store", s(store), "log", "--audit"];
+    args.extend_from_slice(extra);
+    json_ok(&env, &args)["entries"].as_array().unwrap().clone()
+}
+
+fn pushes(entries: &[Value]) -> Vec<(String, String, String, String)> {
+    entries
+        .iter()
+        .filter(|e| e["action"] == "push" && e["ref"] == "current")
+        .map(|e| {
+            (
+                e["old"].as_str().unwrap_or("none").to_string(),
+                e["new"].as_str().unwrap().to_string(),
+                e["user"].as_str().unwrap().to_string(),
+                e["from"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_store_that_only_receives_pushes_shows_every_push_in_its_audit_log() {
+    let holder = Env::new();
+    let remote = holder.path().join("r");
+    let (a, base) = store_with_target(&remote, 41);
+    json_ok(&a, &["push"]);
+    let b = clone_env(&remote);
+    let a_id = save_handoff(&a, "alpha", "step a", "alice", "bob");
+    let out = a
+        .cmd()
+        .env("USER", "ann")
+        .args(["--json", "push"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    json_ok(&b, &["pull"]);
+    let b_id = save_handoff(&b, "beta", "step b", "carol", "dave");
+    let out = b
+        .cmd()
+        .env("USER", "cid")
+        .args(["--json", "push"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+
+    let entries = store_audit(&remote, &[]);
+    let want = vec![
+        (
+            "none".to_string(),
+            base.clone(),
+            "tester".to_string(),
+            String::new(),
+        ),
+        (base.clone(), a_id.clone(), "ann".into(), "alice".into()),
+        (a_id.clone(), b_id.clone(), "cid".into(), "carol".into()),
+    ];
+    assert_eq!(pushes(&entries), want, "{entries:#?}");
+    let host = hostname_of(&entries[0]);
+    assert!(!host.is_empty(), "{entries:#?}");
+    let times: Vec<&str> = entries
+        .iter()
+        .map(|e| e["time"].as_str().unwrap())
+        .collect();
+    let mut sorted = times.clone();
+    sorted.sort();
+    assert_eq!(times, sorted, "oldest first");
+    // -n keeps the newest; the human form names who, where, old..new.
+    assert_eq!(
+        pushes(&store_audit(&remote, &["-n", "2"])),
+        want[1..].to_vec()
+    );
+    let human = holder.ok(&["--store", s(&remote), "log", "--audit"]);
+    assert!(
+        human.contains(&format!(
+            "current {}..{} push alice",
+            &base[..12],
+            &a_id[..12]
+        )),
+        "{human}"
+    );
+    assert!(human.contains("by cid@"), "{human}");
+
+    // A pusher reads the same record from the target over its transport.
+    let doc = json_ok(&a, &["log", "--audit", "--target", "r"]);
+    assert_eq!(doc["target"], "r");
+    assert_eq!(pushes(doc["entries"].as_array().unwrap()), want, "{doc}");
+    let doc = json_ok(&a, &["log", "--audit", "--target", "r", "-n", "1"]);
+    assert_eq!(
+        pushes(doc["entries"].as_array().unwrap()),
+        want[2..].to_vec()
+    );
+    let err = json_err(&a, &["log", "--audit", "--target", "nope"], 3);
+    assert!(err["message"].as_str().unwrap().contains("nope"), "{err}");
+    // --target reads an audit trail only.
+    json_err(&a, &["log", "--target", "r"], 2);
+}
+
+fn hostname_of(entry: &Value) -> String {
+    entry["host"].as_str().unwrap_or("").to_string()
+}
+
+#[test]
+fn a_push_that_loses_the_race_leaves_no_move_in_the_hub_audit() {
+    let holder = Env::new();
+    let remote = holder.path().join("r");
+    let (a, _) = store_with_target(&remote, 42);
+    json_ok(&a, &["push"]);
+    for round in 0..2u64 {
+        let b = clone_env(&remote);
+        let c = clone_env(&remote);
+        let b_id = save_change(&b, "b.bin", &random_bytes(3000 + round, 2 << 20));
+        let c_id = save_change(&c, "c.bin", &random_bytes(4000 + round, 2 << 20));
+        let spawn = |env: &Env| {
+            env.cmd()
+                .args(["--json", "push"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (pb, pc) = (spawn(&b), spawn(&c));
+        let (ob, oc) = (
+            pb.wait_with_output().unwrap(),
+            pc.wait_with_output().unwrap(),
+        );
+        let (winner, loser) = match (ob.status.code(), oc.status.code()) {
+            (Some(0), Some(5)) => (b_id, c_id),
+            (Some(5), Some(0)) => (c_id, b_id),
+            other => panic!("exit codes {other:?}: {} {}", text(&ob), text(&oc)),
+        };
+        let moves = pushes(&store_audit(&remote, &[]));
+        assert_eq!(moves.len() as u64, round + 2, "{moves:#?}");
+        assert_eq!(moves.last().unwrap().1, winner);
+        assert!(moves.iter().all(|m| m.1 != loser), "{moves:#?}");
+        // Every move starts where the one before it ended.
+        for pair in moves.windows(2) {
+            assert_eq!(pair[0].1, pair[1].0, "{moves:#?}");
+        }
+    }
+}
+
+/// Every loose object file of a store, sorted.
+fn loose_files(store: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for fanout in fs::read_dir(store.join("objects")).unwrap() {
+        let fanout = fanout.unwrap().path();
+        if fanout.is_dir() {
+            for f in fs::read_dir(&fanout).unwrap() {
+                out.push(f.unwrap().path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `verify` of the env's store fails with exit 4 and a hint that names the repair.
+fn assert_damaged(env: &Env, extra: &[&str]) -> Value {
+    let mut args = extra.to_vec();
+    args.push("verify");
+    let err = json_err(env, &args, 4);
+    let hint = err["hint"].as_str().unwrap_or("");
+    assert!(hint.contains("baton pull --repair"), "{err}");
+    err
+}
+
+#[test]
+fn pull_repair_refetches_a_deleted_loose_object_and_a_damaged_packed_one() {
+    let holder = Env::new();
+    let remote = holder.path().join("r");
+    let (a, _) = store_with_target(&remote, 43);
+    json_ok(&a, &["push"]);
+    let before = checkout(&a, "current");
+
+    // A deleted loose object: verify names it, the hint's command brings it back.
+    let big = random_bytes(43, 300_000);
+    let big_path = common::object_path(&a.store(), blake3::hash(&big).to_hex().as_str());
+    fs::remove_file(&big_path).unwrap();
+    let err = assert_damaged(&a, &[]);
+    assert!(
+        err["message"].as_str().unwrap().contains("missing"),
+        "{err}"
+    );
+    let doc = json_ok(&a, &["pull", "--repair"]);
+    assert_eq!(doc["repair"]["objects_received"], 1, "{doc}");
+    assert!(big_path.is_file());
+    verify(&a, &a.store());
+    assert_eq!(checkout(&a, "current"), before);
+
+    // A damaged loose object is replaced the same way.
+    let victim = loose_files(&a.store())[0].clone();
+    let mut bytes = fs::read(&victim).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x5a;
+    fs::write(&victim, &bytes).unwrap();
+    assert_damaged(&a, &[]);
+    json_ok(&a, &["pull", "--repair"]);
+    verify(&a, &a.store());
+
+    // A clone holds packs: a damaged pack is retired once its objects are loose.
+    let b = clone_env(&remote);
+    let packs = pack_files(&b.store());
+    assert_eq!(packs.len(), 1);
+    corrupt_pack_data(&packs[0]);
+    assert_damaged(&b, &[]);
+    let doc = json_ok(&b, &["pull", "--repair", "origin"]);
+    assert_eq!(doc["repair"]["packs_retired"], 1, "{doc}");
+    assert!(doc["repair"]["damaged"].as_u64().unwrap() >= 1, "{doc}");
+    assert!(!packs[0].exists());
+    verify(&b, &b.store());
+    assert_eq!(checkout(&b, "current"), before);
+    // Nothing left to do: a clean store is not changed.
+    let snap = snapshot_files(&b.store());
+    let doc = json_ok(&b, &["pull", "--repair"]);
+    assert_eq!(doc["repair"]["objects_received"], 0, "{doc}");
+    assert_eq!(snapshot_files(&b.store()), snap);
+}
+
+#[test]
+fn pull_repair_from_a_target_that_lacks_the_object_is_exit_4_and_changes_nothing() {
+    let holder = Env::new();
+    let remote = holder.path().join("r");
+    let (a, _) = store_with_target(&remote, 44);
+    json_ok(&a, &["push"]);
+    // A bundle the target never received, with one of its blobs lost here, and an
+    // object the target has, lost too.
+    let only_here = random_bytes(4400, 5000);
+    save_change(&a, "only-here.bin", &only_here);
+    let id = blake3::hash(&only_here).to_hex().to_string();
+    fs::remove_file(common::object_path(&a.store(), &id)).unwrap();
+    let big = random_bytes(44, 300_000);
+    fs::remove_file(common::object_path(
+        &a.store(),
+        blake3::hash(&big).to_hex().as_str(),
+    ))
+    .unwrap();
+    let snap = snapshot_files(&a.store());
+    let err = json_err(&a, &["pull", "--repair"], 4);
+    let message = err["message"].as_str().unwrap();
+    assert!(message.contains(&id), "{err}");
+    assert!(message.contains("lacks 1 object"), "{err}");
+    assert_eq!(snapshot_files(&a.store()), snap, "the store is unchanged");
+}
+
+/// A key pair from the real age-keygen: (identity file, public key).
+fn keygen(env: &Env, name: &str) -> (PathBuf, String) {
+    let path = env.path().join(name);
+    let out = Command::new("age-keygen")
+        .arg("-o")
+        .arg(&path)
+        .output()
+        .expect("age-keygen (apt package 'age') must be installed");
+    assert!(out.status.success(), "age-keygen failed");
+    let text = fs::read_to_string(&path).unwrap();
+    let public = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# public key: "))
+        .expect("public key line")
+        .trim()
+        .to_string();
+    (path, public)
+}
+
+#[test]
+fn pull_repair_refetches_ciphertext_into_an_encrypted_store() {
+    let holder = Env::new();
+    let remote = holder.path().join("r");
+    let a = Env::new();
+    let (_, public) = keygen(&a, "key.txt");
+    a.ok(&["init", "--encrypt", "--recipient", &public]);
+    rich_tree(&a, "work", 45);
+    a.save("work", &["--identity", "key.txt", "--summary", "base"]);
+    a.ok(&["--identity", "key.txt", "target", "add", "r", s(&remote)]);
+    a.ok(&["--identity", "key.txt", "push"]);
+    let key = ["--identity", "key.txt"];
+    // Lose every loose object but one, and damage that one.
+    let files = loose_files(&a.store());
+    assert!(files.len() > 3, "{files:?}");
+    let (last, rest) = files.split_last().unwrap();
+    let originals: Vec<Vec<u8>> = files.iter().map(|f| fs::read(f).unwrap()).collect();
+    for f in rest {
+        fs::remove_file(f).unwrap();
+    }
+    let mut bytes = fs::read(last).unwrap();
+    let end = bytes.len() - 1;
+    bytes[end] ^= 0x5a;
+    fs::write(last, &bytes).unwrap();
+    assert_damaged(&a, &key);
+    let doc = json_ok(&a, &["--identity", "key.txt", "pull", "--repair"]);
+    assert_eq!(
+        doc["repair"]["objects_received"],
+        files.len() as u64,
+        "{doc}"
+    );
+    // The same ciphertext as before, byte for byte.
+    for (f, original) in files.iter().zip(&originals) {
+        assert_eq!(&fs::read(f).unwrap(), original, "{}", f.display());
+    }
+    let out = a.ok(&["--identity", "key.txt", "verify"]);
+    assert!(out.contains(": ok"), "{out}");
+}
+
+#[test]
+fn pull_repair_removes_a_damaged_loose_file_that_shadows_a_healthy_packed_copy() {
+    let holder = Env::new();
+    let remote = holder.path().join("r");
+    let (a, _) = store_with_target(&remote, 46);
+    json_ok(&a, &["push"]);
+    let b = clone_env(&remote);
+    let before = checkout(&b, "current");
+    // The clone holds everything packed; a damaged loose file in front of one object.
+    let big = random_bytes(46, 300_000);
+    let path = common::object_path(&b.store(), blake3::hash(&big).to_hex().as_str());
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::set_permissions(path.parent().unwrap(), fs::Permissions::from_mode(0o700)).unwrap();
+    fs::write(&path, b"not an object").unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    // And in front of the bundle itself, which the repair walk must read (from the pack).
+    let bundle = disk_current(&b.store()).unwrap();
+    let bundle_path = common::object_path(&b.store(), &bundle);
+    fs::create_dir_all(bundle_path.parent().unwrap()).unwrap();
+    fs::set_permissions(
+        bundle_path.parent().unwrap(),
+        fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    fs::write(&bundle_path, b"not a bundle").unwrap();
+    fs::set_permissions(&bundle_path, fs::Permissions::from_mode(0o600)).unwrap();
+    assert_damaged(&b, &[]);
+    // An empty target suffices: nothing needs fetching.
+    let empty = holder.path().join("empty");
+    holder.ok(&["--store", s(&empty), "init"]);
+    b.ok(&["target", "add", "empty", s(&empty)]);
+    let doc = json_ok(&b, &["pull", "--repair", "empty"]);
+    assert_eq!(doc["repair"]["shadowed_removed"], 2, "{doc}");
+    assert_eq!(doc["repair"]["objects_received"], 0, "{doc}");
+    assert!(!path.exists() && !bundle_path.exists());
+    verify(&b, &b.store());
+    assert_eq!(checkout(&b, "current"), before);
+}

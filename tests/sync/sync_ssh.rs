@@ -1052,3 +1052,70 @@ fn a_refused_handoff_push_keeps_the_saved_bundle_and_says_how_to_retry() {
     assert!(shown["id"].as_str().unwrap().starts_with(short), "{shown}");
     assert!(in_ws(&["verify"]).status.success());
 }
+
+#[test]
+fn log_audit_target_reads_every_push_over_ssh() {
+    let server = Sshd::start();
+    let remote = remote_dir(&server);
+    let (a, base) = store_with_target(&scp_url(&server), 61);
+    json_ok(&a, &server, &["push"]);
+    let next = save_change(&a, "n.txt", b"n\n");
+    json_ok(&a, &server, &["push"]);
+    let doc = json_ok(&a, &server, &["log", "--audit", "--target", "r"]);
+    assert_eq!(doc["target"], "r");
+    let moves: Vec<(Value, Value)> = doc["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ref"] == "current" && e["action"] == "push")
+        .map(|e| (e["old"].clone(), e["new"].clone()))
+        .collect();
+    assert_eq!(
+        moves,
+        vec![
+            (Value::Null, Value::from(base.as_str())),
+            (Value::from(base.as_str()), Value::from(next.as_str())),
+        ],
+        "{doc}"
+    );
+    assert!(doc["entries"][1]["user"].is_string(), "{doc}");
+    // The hub's own view is the same record.
+    let env = Env::new();
+    let (code, own) = env.json(&["--store", s(&remote), "log", "--audit"]);
+    assert_eq!(code, 0, "{own}");
+    assert_eq!(own["entries"], doc["entries"]);
+}
+
+#[test]
+fn pull_repair_over_ssh_refetches_a_lost_loose_object_and_a_damaged_pack() {
+    let server = Sshd::start();
+    let (a, _) = store_with_target(&scp_url(&server), 62);
+    json_ok(&a, &server, &["push"]);
+    let before = checkout(&a, "current");
+    let big = random_bytes(62, 600_000);
+    let path = common::object_path(&a.store(), blake3::hash(&big).to_hex().as_str());
+    fs::remove_file(&path).unwrap();
+    let env = Env::new();
+    let (code, doc) = env.json(&["--store", s(&a.store()), "verify"]);
+    assert_eq!(code, 4, "{doc}");
+    assert!(
+        doc["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("baton pull --repair"),
+        "{doc}"
+    );
+    let doc = json_ok(&a, &server, &["pull", "--repair"]);
+    assert_eq!(doc["repair"]["objects_received"], 1, "{doc}");
+    verify(&a.store());
+    assert_eq!(checkout(&a, "current"), before);
+
+    let b = clone_env(&server, &ssh_url(&server));
+    let packs = pack_files(&b.store());
+    assert_eq!(packs.len(), 1);
+    corrupt_pack_data(&packs[0]);
+    let doc = json_ok(&b, &server, &["pull", "--repair"]);
+    assert_eq!(doc["repair"]["packs_retired"], 1, "{doc}");
+    verify(&b.store());
+    assert_eq!(checkout(&b, "current"), before);
+}

@@ -1,0 +1,175 @@
+//! `pull --repair`: refetch every object that is missing or damaged here from a target
+//! that has it, each verified by its name as it arrives, published only once all of
+//! them have arrived (SPEC 16.1).
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use indicatif::ProgressBar;
+use serde::Serialize;
+
+use super::pull::{check_same_encryption, remote_pack_index};
+use super::remote_store;
+use crate::error::{Error, IoContext, Result};
+use crate::format::ObjectId;
+use crate::format::pack::PackEntry;
+use crate::store::Store;
+use crate::store::repair::Received;
+use crate::transport::Remote;
+
+#[derive(Debug, Default, Serialize)]
+pub struct RepairReport {
+    /// Objects whose stored bytes here failed their check.
+    pub damaged: u64,
+    /// Objects refetched (damaged or missing here).
+    pub objects_received: u64,
+    pub bytes_received: u64,
+    /// Damaged packs removed once every object they held was stored loose.
+    pub packs_retired: u64,
+    /// Damaged loose files removed because a healthy pack holds the object.
+    pub shadowed_removed: u64,
+    /// The storage names refetched.
+    pub repaired: Vec<ObjectId>,
+}
+
+/// Where the target keeps an object: a loose file of a size, or a range of a pack.
+enum Source {
+    Loose(String, u64),
+    Packed(String, PackEntry),
+}
+
+/// Repair this store from `remote`. Nothing here changes unless every object needed
+/// arrives and verifies; a target that lacks one (or holds it damaged) is an integrity
+/// error naming it.
+pub fn repair(
+    store: &Store,
+    remote: &mut dyn Remote,
+    progress: &ProgressBar,
+) -> Result<RepairReport> {
+    let state = remote_store::read_state(remote)?;
+    let Some(config) = &state.config else {
+        return Err(
+            Error::not_found(format!("no baton store at {}", remote.describe()))
+                .with_hint("check the target URL with 'baton target list'"),
+        );
+    };
+    check_same_encryption(store, config, remote.describe().as_str())?;
+    let damage = store.scan_damage()?;
+    let mut report = RepairReport {
+        damaged: (damage.damaged.len() + damage.shadowing.len()) as u64,
+        ..RepairReport::default()
+    };
+    let mut received: HashMap<ObjectId, Received> = HashMap::new();
+    let mut sources: Option<HashMap<ObjectId, Source>> = None;
+    loop {
+        let needs = store.repair_needs(&damage, &received)?;
+        if needs.is_empty() {
+            break;
+        }
+        if sources.is_none() {
+            sources = Some(remote_sources(remote, &state)?);
+        }
+        let known = sources
+            .as_ref()
+            .ok_or_else(|| Error::other("the target's objects could not be listed"))?;
+        let lacking: Vec<&ObjectId> = needs.iter().filter(|n| !known.contains_key(n)).collect();
+        if !lacking.is_empty() {
+            return Err(lacks(remote, &lacking));
+        }
+        for name in &needs {
+            let temp = fetch_one(store, remote, name, &known[name], progress)?;
+            report.bytes_received += temp
+                .as_file()
+                .metadata()
+                .ctx("cannot stat", temp.path())?
+                .len();
+            report.objects_received += 1;
+            received.insert(*name, Received { name: *name, temp });
+        }
+    }
+    let mut repaired: Vec<ObjectId> = received.keys().copied().collect();
+    repaired.sort();
+    report.repaired = repaired;
+    report.shadowed_removed = damage.shadowing.len() as u64;
+    report.packs_retired = store.install_repairs(received.into_values().collect(), &damage)?;
+    Ok(report)
+}
+
+fn lacks(remote: &dyn Remote, lacking: &[&ObjectId]) -> Error {
+    let shown: Vec<String> = lacking.iter().take(5).map(|n| n.to_string()).collect();
+    Error::integrity(format!(
+        "cannot repair: {} lacks {} object(s) missing or damaged here: {}{}",
+        remote.describe(),
+        lacking.len(),
+        shown.join(", "),
+        if lacking.len() > 5 { ", ..." } else { "" }
+    ))
+    .with_hint("nothing was changed; try another target with 'baton pull --repair NAME'")
+}
+
+/// Every object the target holds by storage name: its loose files (one listing of its
+/// fanout directories) and the entries of its packs' indexes.
+fn remote_sources(
+    remote: &mut dyn Remote,
+    state: &remote_store::RemoteState,
+) -> Result<HashMap<ObjectId, Source>> {
+    let mut sources = HashMap::new();
+    for (_, entry) in &state.packs {
+        let path = format!("packs/{}", entry.name);
+        for e in remote_pack_index(remote, &entry.name, entry.size)? {
+            sources
+                .entry(e.id)
+                .or_insert_with(|| Source::Packed(path.clone(), e));
+        }
+    }
+    if !state.fanouts.is_empty() {
+        let (_, listings) = remote.read_many(&[], &state.fanouts, 0)?;
+        for (fanout, listing) in state.fanouts.iter().zip(listings) {
+            for entry in listing.unwrap_or_default() {
+                let Ok(name) = ObjectId::parse(&format!("{}{}", &fanout[8..], entry.name)) else {
+                    continue;
+                };
+                // A loose copy is read before a packed one, as lookups do.
+                sources.insert(
+                    name,
+                    Source::Loose(format!("{fanout}/{}", entry.name), entry.size),
+                );
+            }
+        }
+    }
+    Ok(sources)
+}
+
+/// Receive one object into a temp file beside its final place and verify it there (it
+/// must open to content whose id derives `name`).
+fn fetch_one(
+    store: &Store,
+    remote: &mut dyn Remote,
+    name: &ObjectId,
+    source: &Source,
+    progress: &ProgressBar,
+) -> Result<tempfile::NamedTempFile> {
+    let mut temp = store.objects.temp_for_name(name)?;
+    match source {
+        Source::Loose(path, size) => remote.read_file_sized(path, *size, temp.as_file_mut())?,
+        Source::Packed(path, entry) => {
+            let bytes = remote.read_range(path, entry.offset, entry.length)?;
+            temp.write_all(&bytes).ctx("cannot write", temp.path())?;
+        }
+    }
+    temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
+    let file = std::fs::File::open(temp.path()).ctx("cannot read", temp.path())?;
+    store
+        .objects
+        .decode_named(name, file, &mut std::io::sink())
+        .map_err(|e| {
+            Error::integrity(format!(
+                "cannot repair: the copy of object {name} at {} is damaged too: {}",
+                remote.describe(),
+                e.message
+            ))
+            .with_hint("nothing was changed; try another target with 'baton pull --repair NAME'")
+        })?;
+    progress.inc(1);
+    Ok(temp)
+}
