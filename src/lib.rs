@@ -61,7 +61,7 @@ pub fn run() -> i32 {
             return output::finish(true, Err(err));
         }
     };
-    let ctx = output::Ctx {
+    let ctx = commands::Ctx {
         json: cli.json || cli.command.wants_json(),
         quiet: cli.quiet,
         store: cli.store.clone(),

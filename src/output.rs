@@ -8,22 +8,11 @@
 
 use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 
 use crate::error::Error;
-use crate::store::Store;
-
-/// What every command gets: global flags and the way to reach the store.
-pub struct Ctx {
-    pub json: bool,
-    pub quiet: bool,
-    pub store: Option<PathBuf>,
-    /// `--identity` / `$BATON_IDENTITY`: unlocks an encrypted store.
-    pub identity: Option<PathBuf>,
-}
 
 /// What a command produced: text for people, a JSON value for scripts, and optionally a
 /// failure to report after them (verify prints its report and still fails).
@@ -43,57 +32,12 @@ impl Outcome {
     }
 }
 
-impl Ctx {
-    pub fn store_path(&self) -> crate::error::Result<PathBuf> {
-        let cwd = std::env::current_dir()
-            .map_err(|e| Error::other(format!("cannot read the current directory: {e}")))?;
-        Store::discover(self.store.as_deref(), &cwd)
+/// A progress bar on stderr, drawn only on a terminal and never with --json or -q.
+pub fn progress_bar(json: bool, quiet: bool, total: u64, bytes: bool) -> ProgressBar {
+    if json || quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
     }
-
-    /// Open the store; an encrypted one is unlocked, or the command fails (exit 6)
-    /// before it writes anything.
-    pub fn open_store(&self) -> crate::error::Result<Store> {
-        let mut store = Store::open(&self.store_path()?)?;
-        store.unlock(&self.key_source())?;
-        Ok(store)
-    }
-
-    /// Open the store for commands that can work without keys (full verify, the audit
-    /// log, targets): an encrypted store is unlocked only when keys were given.
-    pub fn open_store_locked(&self) -> crate::error::Result<Store> {
-        let mut store = Store::open(&self.store_path()?)?;
-        let passphrase = store
-            .config
-            .encryption
-            .as_ref()
-            .is_some_and(|e| e.passphrase);
-        let have_keys = if passphrase {
-            std::env::var_os("BATON_PASSPHRASE").is_some()
-        } else {
-            self.identity.is_some()
-        };
-        if have_keys {
-            store.unlock(&self.key_source())?;
-        }
-        Ok(store)
-    }
-
-    pub fn key_source(&self) -> crate::store::envelope::KeySource {
-        crate::store::envelope::KeySource {
-            identity: self.identity.clone(),
-            passphrase: Some(std::sync::Arc::new(|| {
-                crate::commands::prompts::read_passphrase(false)
-            })),
-        }
-    }
-
-    /// A progress bar on stderr, drawn only on a terminal and never with --json or -q.
-    pub fn progress(&self, total: u64, bytes: bool) -> ProgressBar {
-        if self.json || self.quiet || !std::io::stderr().is_terminal() {
-            return ProgressBar::hidden();
-        }
-        styled_progress(total, bytes, ProgressDrawTarget::stderr())
-    }
+    styled_progress(total, bytes, ProgressDrawTarget::stderr())
 }
 
 /// The bar itself. The total is shown only once it is known (a command may set it

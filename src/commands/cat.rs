@@ -5,9 +5,10 @@ use std::io::{Seek, Write};
 use base64::Engine;
 use serde_json::json;
 
+use crate::commands::Ctx;
 use crate::error::{Error, IoContext, Result};
 use crate::format::EntryKind;
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 
 /// Files up to this size are verified in memory; larger ones in an unnamed temp file.
 const IN_MEMORY: u64 = 8 << 20;

@@ -4,8 +4,9 @@ use std::path::Path;
 
 use serde_json::json;
 
+use crate::commands::Ctx;
 use crate::error::Result;
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 
 pub fn run(ctx: &Ctx, rev: &str, dir: &Path) -> Result<Outcome> {
     let store = ctx.open_store()?;

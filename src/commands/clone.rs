@@ -6,10 +6,11 @@ use serde_json::json;
 
 use super::connect_settings;
 use crate::cli::CloneArgs;
+use crate::commands::Ctx;
 use crate::error::{Error, IoContext, Result};
 use crate::format::StoreConfig;
 use crate::format::config::TargetConfig;
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 use crate::store::leftovers;
 use crate::store::{DEFAULT_STORE_DIR, Store, fsutil};
 use crate::sync::open_remote;

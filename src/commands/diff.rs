@@ -5,9 +5,10 @@ use std::fmt::Write;
 
 use serde_json::json;
 
+use crate::commands::Ctx;
 use crate::error::{Error, Result};
 use crate::format::{EntryKind, ObjectId, TreeEntry};
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 use crate::store::Store;
 use crate::store::shape::{MAX_EXPANDED_ENTRIES, MAX_TREE_DEPTH, ReadSized, Shapes, too_deep};
 

@@ -4,8 +4,9 @@ use serde_json::json;
 
 use crate::archive::export;
 use crate::cli::ExportArgs;
+use crate::commands::Ctx;
 use crate::error::Result;
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 
 pub fn run(ctx: &Ctx, args: &ExportArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;

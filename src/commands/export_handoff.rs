@@ -6,10 +6,11 @@ use std::fs;
 use serde_json::json;
 
 use crate::cli::ExportHandoffArgs;
+use crate::commands::Ctx;
 use crate::error::{Error, IoContext, Result};
 use crate::format::EntryKind;
 use crate::handoff::export::{self, ExportBundle};
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 
 /// A briefing larger than this is not exported (a handoff.md is a few kilobytes).
 const MAX_BRIEFING: u64 = 16 << 20;

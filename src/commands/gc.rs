@@ -3,8 +3,9 @@
 use serde_json::json;
 
 use crate::cli::GcArgs;
+use crate::commands::Ctx;
 use crate::error::Result;
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 
 pub fn run(ctx: &Ctx, args: &GcArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use crate::cli::{HandoffArgs, PushArgs, SaveArgs};
+use crate::commands::Ctx;
 use crate::error::{Error, ErrorKind, Result};
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 
 pub fn run(ctx: &Ctx, args: &HandoffArgs) -> Result<Outcome> {
     let save = SaveArgs {

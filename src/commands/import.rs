@@ -5,9 +5,10 @@ use serde_json::json;
 
 use crate::archive::import;
 use crate::cli::ImportArgs;
+use crate::commands::Ctx;
 use crate::error::Result;
 use crate::format::id::show_short;
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 
 pub fn run(ctx: &Ctx, args: &ImportArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;

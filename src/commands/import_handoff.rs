@@ -1,18 +1,20 @@
 //! `baton import-handoff PATH`: turn handoffs written by other tools into bundles.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::SystemTime;
 
 use serde_json::json;
 
+use crate::commands::Ctx;
 use crate::error::{Error, Result};
 use crate::format::id::show_short;
 use crate::format::names::RefName;
 use crate::format::{Bundle, ObjectId};
 use crate::handoff::capture::{self, SecretsMode};
-use crate::handoff::{import, secrets};
-use crate::output::{Ctx, Outcome};
+use crate::handoff::import;
+use crate::handoff::secrets::Scrubber;
+use crate::output::Outcome;
 use crate::store::memtree::MemFile;
 use crate::store::refs::{Expect, MoveReason};
 
@@ -22,10 +24,9 @@ pub fn run(ctx: &Ctx, path: &Path, secrets_mode: SecretsMode) -> Result<Outcome>
     // The whole input is parsed and checked first: malformed input imports nothing.
     let mut plan = import::plan(path)?;
     // Imported text is scanned like a saved handoff: secrets never reach the store.
-    let found = scrub_plan(&mut plan);
-    if secrets_mode == SecretsMode::Block && !found.is_empty() {
-        return Err(capture::secrets_refusal(&found));
-    }
+    let scrubber = scrub_plan(&mut plan);
+    scrubber.refuse_if(secrets_mode == SecretsMode::Block)?;
+    let found = scrubber.found;
     let start = store.read_ref(&RefName::Current)?;
     store.check_log()?;
     let mut ids: HashMap<String, ObjectId> = HashMap::new();
@@ -151,19 +152,12 @@ fn imported_fingerprints(
 }
 
 /// Redact every text of the plan in place; returns the kinds and counts found.
-fn scrub_plan(plan: &mut import::Plan) -> BTreeMap<&'static str, u64> {
-    let mut found = BTreeMap::new();
-    let mut scrub = |bytes: &[u8]| -> Vec<u8> {
-        let redaction = secrets::redact(bytes);
-        for (kind, n) in redaction.counts {
-            *found.entry(kind).or_insert(0) += n;
-        }
-        redaction.bytes
-    };
+fn scrub_plan(plan: &mut import::Plan) -> Scrubber {
+    let mut scrubber = Scrubber::default();
     for bundle in &mut plan.bundles {
         for (path, bytes) in &mut bundle.files {
-            *bytes = scrub(bytes);
-            *path = String::from_utf8_lossy(&scrub(path.as_bytes())).into_owned();
+            *bytes = scrubber.bytes(bytes);
+            *path = scrubber.text(path);
         }
         for text in [
             &mut bundle.from,
@@ -171,11 +165,11 @@ fn scrub_plan(plan: &mut import::Plan) -> BTreeMap<&'static str, u64> {
             &mut bundle.summary,
             &mut bundle.note,
         ] {
-            *text = String::from_utf8_lossy(&scrub(text.as_bytes())).into_owned();
+            *text = scrubber.text(text);
         }
         for value in bundle.metadata.values_mut() {
-            *value = String::from_utf8_lossy(&scrub(value.as_bytes())).into_owned();
+            *value = scrubber.text(value);
         }
     }
-    found
+    scrubber
 }

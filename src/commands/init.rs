@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use crate::cli::InitArgs;
+use crate::commands::Ctx;
 use crate::error::{Error, Result};
 use crate::format::StoreConfig;
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 use crate::store::envelope;
 use crate::store::{DEFAULT_STORE_DIR, Store};
 

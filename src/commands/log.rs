@@ -7,12 +7,13 @@ use serde_json::json;
 
 use super::{bundle_json, handoff_line};
 use crate::cli::LogArgs;
+use crate::commands::Ctx;
 use crate::error::Result;
 use crate::format::bundle::unix_seconds;
 use crate::format::id::show_short;
 use crate::format::names::RefName;
 use crate::handoff::import;
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 use crate::sync::audit::read_remote_audit;
 use crate::sync::{choose_target, open_remote};
 

@@ -17,10 +17,11 @@ use serde_json::{Value, json};
 use crate::cli::{
     ConnectArgs, LogArgs, PullArgs, PushArgs, ResumeArgs, ResumeFormat, SaveArgs, SearchArgs,
 };
+use crate::commands::Ctx;
 use crate::error::{Error, Result};
 use crate::handoff::capture::SecretsMode;
 use crate::handoff::events::{Kind, Role};
-use crate::output::{Ctx, Outcome, error_json};
+use crate::output::{Outcome, error_json};
 
 /// What every tool call shares: where the store and the workspace are.
 struct Base {

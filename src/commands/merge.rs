@@ -2,20 +2,21 @@
 //! `current` and REV, instead of throwing one away with `reset`; `push` then
 //! fast-forwards the target.
 
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
 use serde_json::json;
 
 use crate::cli::MergeArgs;
+use crate::commands::Ctx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::names::RefName;
 use crate::format::{Bundle, EntryKind, ObjectId};
 use crate::handoff::briefing::Briefing;
 use crate::handoff::capture::{self, SecretsMode};
 use crate::handoff::merge::{self, Side};
-use crate::output::{Ctx, Outcome};
+use crate::handoff::secrets::Scrubber;
+use crate::output::Outcome;
 use crate::store::Store;
 use crate::store::memtree::MemFile;
 
@@ -65,7 +66,7 @@ pub fn run(ctx: &Ctx, args: &MergeArgs) -> Result<Outcome> {
     let ours_bundle = store.read_bundle(&ours)?;
     let theirs_bundle = store.read_bundle(&theirs)?;
 
-    let mut found: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut scrubber = Scrubber::default();
     let briefing = match new_brief {
         Some(b) => Some(b),
         None => {
@@ -79,25 +80,17 @@ pub fn run(ctx: &Ctx, args: &MergeArgs) -> Result<Outcome> {
         }
     };
     let briefing = briefing
-        .map(|b| merge::scrub(b, args.secrets, &mut found))
+        .map(|b| merge::scrub(b, args.secrets, &mut scrubber))
         .transpose()?;
-    let mut scrub = |text: &str| -> String {
-        let redaction = crate::handoff::secrets::redact(text.as_bytes());
-        for (kind, n) in redaction.counts {
-            *found.entry(kind).or_default() += n;
-        }
-        String::from_utf8_lossy(&redaction.bytes).into_owned()
-    };
-    let from = scrub(&args.from);
-    let to = scrub(&args.to);
+    let from = scrubber.text(&args.from);
+    let to = scrubber.text(&args.to);
     let summary = if args.summary.is_empty() {
         default_summary(&args.rev, &theirs, &ours)
     } else {
-        scrub(&args.summary)
+        scrubber.text(&args.summary)
     };
-    if args.secrets == SecretsMode::Block && !found.is_empty() {
-        return Err(capture::secrets_refusal(&found));
-    }
+    scrubber.refuse_if(args.secrets == SecretsMode::Block)?;
+    let found = scrubber.found;
 
     let tree = match &briefing {
         Some(b) => store.replace_root_file(

@@ -4,6 +4,7 @@ mod cat;
 mod checkout;
 mod clone;
 mod completions;
+mod ctx;
 mod diff;
 mod export;
 mod export_handoff;
@@ -28,9 +29,11 @@ mod target;
 mod transcript;
 mod verify;
 
+pub use ctx::Ctx;
+
 use crate::cli::Command;
 use crate::error::Result;
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 
 pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
     match command {

@@ -4,9 +4,10 @@ use serde_json::json;
 
 use super::connect_settings;
 use crate::cli::PullArgs;
+use crate::commands::Ctx;
 use crate::error::Result;
 use crate::format::id::show_short;
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 use crate::sync::pull::pull;
 use crate::sync::{choose_target, open_remote};
 

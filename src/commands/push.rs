@@ -4,9 +4,10 @@ use serde_json::json;
 
 use super::connect_settings;
 use crate::cli::PushArgs;
+use crate::commands::Ctx;
 use crate::error::{Error, Result};
 use crate::format::ObjectId;
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 use crate::sync::push::{PushRequest, push};
 use crate::sync::{choose_target, open_remote};
 

@@ -3,11 +3,12 @@
 
 use serde_json::json;
 
+use crate::commands::Ctx;
 use crate::error::{Error, Result};
 use crate::format::ObjectId;
 use crate::format::id::show_full;
 use crate::format::names::RefName;
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 use crate::store::Store;
 use crate::store::refs::{Expect, MoveReason};
 

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use crate::cli::{PullArgs, ResumeArgs, ResumeFormat};
+use crate::commands::Ctx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{EntryKind, ObjectId};
 use crate::handoff::briefing::Briefing;
@@ -13,7 +14,7 @@ use crate::handoff::evidence::Evidence;
 use crate::handoff::import;
 use crate::handoff::kickoff::{self, Kickoff, KickoffInput};
 use crate::handoff::turns;
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 use crate::store::Store;
 
 /// Largest briefing or evidence file resume reads into memory.

@@ -9,11 +9,13 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use crate::cli::SaveArgs;
+use crate::commands::Ctx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::names::RefName;
 use crate::handoff::capture::{self, HandoffRequest, SecretsMode};
+use crate::handoff::secrets::Scrubber;
 use crate::handoff::sessions;
-use crate::output::{Ctx, Outcome, terminal_safe};
+use crate::output::{Outcome, terminal_safe};
 use crate::store::snapshot;
 
 pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
@@ -344,23 +346,18 @@ pub(super) fn save_handoff_with(
     // Everything is assembled, validated and scanned before the store is touched; the
     // manifest's own text fields are scanned like the files.
     let mut assembled = capture::assemble(&request)?;
-    let mut scrub = |text: &str| -> String {
-        let redaction = crate::handoff::secrets::redact(text.as_bytes());
-        for (kind, n) in redaction.counts {
-            *assembled.secrets.entry(kind).or_default() += n;
-        }
-        String::from_utf8(redaction.bytes).unwrap_or_default()
+    let mut scrubber = Scrubber {
+        found: std::mem::take(&mut assembled.secrets),
     };
-    let summary_arg = scrub(&args.summary);
-    let note = scrub(&args.note);
-    let from = scrub(&args.from);
-    let to = scrub(&args.to);
+    let summary_arg = scrubber.text(&args.summary);
+    let note = scrubber.text(&args.note);
+    let from = scrubber.text(&args.from);
+    let to = scrubber.text(&args.to);
     for value in metadata.values_mut() {
-        *value = scrub(value);
+        *value = scrubber.text(value);
     }
-    if mode == SecretsMode::Block && !assembled.secrets.is_empty() {
-        return Err(capture::secrets_refusal(&assembled.secrets));
-    }
+    scrubber.refuse_if(mode == SecretsMode::Block)?;
+    assembled.secrets = scrubber.found;
     check_refs_readable(&store)?;
     metadata.insert("kind".into(), "handoff".into());
     metadata.insert("workspace".into(), workspace.display().to_string());

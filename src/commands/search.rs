@@ -5,9 +5,10 @@ use std::fmt::Write;
 use serde_json::json;
 
 use crate::cli::SearchArgs;
+use crate::commands::Ctx;
 use crate::error::{Error, Result};
 use crate::handoff::transcript;
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 
 pub fn run(ctx: &Ctx, args: &SearchArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;

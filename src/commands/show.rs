@@ -5,8 +5,9 @@ use std::fmt::Write;
 use serde_json::json;
 
 use super::bundle_json;
+use crate::commands::Ctx;
 use crate::error::Result;
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 
 pub fn run(ctx: &Ctx, rev: &str) -> Result<Outcome> {
     let store = ctx.open_store()?;

@@ -5,9 +5,10 @@ use std::fmt::Write;
 use serde_json::json;
 
 use crate::cli::SkillCommand;
+use crate::commands::Ctx;
 use crate::error::{Error, Result};
 use crate::handoff::skill::{self, Action, Change, FileState, Harness, Places, Scope};
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 
 pub fn run(ctx: &Ctx, command: SkillCommand) -> Result<Outcome> {
     let cwd = std::env::current_dir()

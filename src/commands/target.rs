@@ -5,10 +5,11 @@ use std::fmt::Write;
 use serde_json::json;
 
 use crate::cli::TargetCommand;
+use crate::commands::Ctx;
 use crate::error::{Error, Result};
 use crate::format::config::TargetConfig;
 use crate::format::names::{RefName, validate_target_name};
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 use crate::store::refs::{Expect, MoveReason};
 use crate::transport::url::TargetUrl;
 

@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use crate::cli::TranscriptCommand;
+use crate::commands::Ctx;
 use crate::error::{Error, Result};
 use crate::handoff::sessions::{self, Harness, Homes};
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 
 pub fn run(ctx: &Ctx, command: TranscriptCommand) -> Result<Outcome> {
     let TranscriptCommand::Sources { workspace } = command;

@@ -5,8 +5,9 @@ use std::fmt::Write;
 
 use serde_json::json;
 
+use crate::commands::Ctx;
 use crate::error::{Error, Result};
-use crate::output::{Ctx, Outcome};
+use crate::output::Outcome;
 
 pub fn run(ctx: &Ctx, rev: Option<&str>, history: bool) -> Result<Outcome> {
     // A full verify works without keys on an encrypted store (what it can check);

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use super::briefing::Briefing;
 use super::context::{self, PatchNote};
 use super::{evidence, secrets, transcript};
-use crate::error::{Error, ErrorKind, IoContext, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::store::memtree::MemFile;
 
 /// Patches up to this size are kept as evidence; larger ones become attachments and are
@@ -126,26 +126,13 @@ pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
 
     // Every byte that goes in is scanned, file names included; nothing is written
     // before this point.
-    let mut found: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut scrubber = secrets::Scrubber::default();
     for file in &mut files {
-        let redaction = secrets::redact(file.path.as_bytes());
-        if !redaction.counts.is_empty() {
-            for (kind, n) in &redaction.counts {
-                *found.entry(kind).or_default() += n;
-            }
-            file.path = String::from_utf8_lossy(&redaction.bytes).into_owned();
-        }
-        let redaction = secrets::redact(&file.bytes);
-        for (kind, n) in &redaction.counts {
-            *found.entry(kind).or_default() += n;
-        }
-        if !redaction.counts.is_empty() {
-            file.bytes = redaction.bytes;
-        }
+        file.path = scrubber.text(&file.path);
+        file.bytes = scrubber.bytes(&file.bytes);
     }
-    if request.secrets == SecretsMode::Block && !found.is_empty() {
-        return Err(secrets_refusal(&found));
-    }
+    scrubber.refuse_if(request.secrets == SecretsMode::Block)?;
+    let found = scrubber.found;
     // The briefing kept for the summary and kickoff must be the redacted one too.
     let briefing = match &briefing {
         Some(_) => files
@@ -164,26 +151,7 @@ pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
     })
 }
 
-/// The refusal of `--secrets block`: kinds and counts, never values.
-pub fn secrets_refusal(found: &BTreeMap<&'static str, u64>) -> Error {
-    Error::new(
-        ErrorKind::Security,
-        format!(
-            "refusing to save: the handoff contains secrets ({})",
-            describe_counts(found)
-        ),
-    )
-    .with_hint("remove them, or save with --secrets redact to replace them by placeholders")
-}
-
-/// "aws_access_key: 1, github_token: 2": kinds and counts, never values.
-pub fn describe_counts(counts: &BTreeMap<&'static str, u64>) -> String {
-    counts
-        .iter()
-        .map(|(k, n)| format!("{k}: {n}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
+pub use super::secrets::{describe_counts, refusal as secrets_refusal};
 
 /// Read attached files and directories (regular files only; symlinks are recorded by
 /// their target text, never followed). Returns (path under attachments/, bytes, exec).

@@ -4,11 +4,9 @@
 //! Pure functions of their input; `baton merge` reads the two bundles and writes the
 //! result into the tree of `current`.
 
-use std::collections::BTreeMap;
-
 use super::briefing::{self, Briefing};
-use super::capture::{self, SecretsMode};
-use super::secrets;
+use super::capture::SecretsMode;
+use super::secrets::Scrubber;
 use crate::error::Result;
 
 /// One line of history being merged: its bundle and handoff as `log` shows them.
@@ -106,23 +104,14 @@ pub fn parse_new(raw: &[u8]) -> Result<Briefing> {
 }
 
 /// The briefing with its secrets replaced by placeholders (re-validated: the stored text
-/// is the redacted one), or the refusal of `--secrets block`. Adds to `found`.
-pub fn scrub(
-    briefing: Briefing,
-    mode: SecretsMode,
-    found: &mut BTreeMap<&'static str, u64>,
-) -> Result<Briefing> {
-    let redaction = secrets::redact(briefing.text.as_bytes());
-    if redaction.counts.is_empty() {
+/// is the redacted one), or the refusal of `--secrets block`. Counts go to `scrubber`.
+pub fn scrub(briefing: Briefing, mode: SecretsMode, scrubber: &mut Scrubber) -> Result<Briefing> {
+    let before = scrubber.found.values().sum::<u64>();
+    let text = scrubber.text(&briefing.text);
+    if scrubber.found.values().sum::<u64>() == before {
         return Ok(briefing);
     }
-    for (kind, n) in redaction.counts {
-        *found.entry(kind).or_default() += n;
-    }
-    if mode == SecretsMode::Block {
-        return Err(capture::secrets_refusal(found));
-    }
-    let text = String::from_utf8_lossy(&redaction.bytes);
+    scrubber.refuse_if(mode == SecretsMode::Block)?;
     Briefing::parse(&text)
 }
 
@@ -223,7 +212,7 @@ mod tests {
         let key = "AKIA".to_string() + "Q7RZ3K5M2N8P4T6W";
         let raw =
             format!("## Objective\n\nx {key}\n\n## Current State\n\ny\n\n## Next Steps\n\nz\n");
-        let mut found = BTreeMap::new();
+        let mut found = Scrubber::default();
         let clean = scrub(
             parse_new(raw.as_bytes()).unwrap(),
             SecretsMode::Redact,
@@ -231,8 +220,8 @@ mod tests {
         )
         .unwrap();
         assert!(!clean.text.contains(&key), "{}", clean.text);
-        assert!(!found.is_empty());
-        let mut found = BTreeMap::new();
+        assert!(found.found_any());
+        let mut found = Scrubber::default();
         let refused = scrub(
             parse_new(raw.as_bytes()).unwrap(),
             SecretsMode::Block,

@@ -77,6 +77,70 @@ mod stream;
 
 pub use stream::{CHUNK as STREAM_CHUNK, scan_reader};
 
+/// Redacts everything one bundle is made of (file bytes, file names, manifest fields),
+/// adding up the kinds found, so that every writer scans the same way and reports (or
+/// refuses) once: the one scrub loop.
+#[derive(Debug, Default)]
+pub struct Scrubber {
+    /// Secrets found so far, by kind.
+    pub found: BTreeMap<&'static str, u64>,
+}
+
+impl Scrubber {
+    /// `input` with its secrets replaced by placeholders.
+    pub fn bytes(&mut self, input: &[u8]) -> Vec<u8> {
+        let redaction = redact(input);
+        for (kind, n) in redaction.counts {
+            *self.found.entry(kind).or_default() += n;
+        }
+        redaction.bytes
+    }
+
+    /// A text with its secrets replaced (placeholders are ASCII, so UTF-8 stays UTF-8;
+    /// a lossy decode only guards against a rule ever cutting inside a character).
+    pub fn text(&mut self, input: &str) -> String {
+        let bytes = self.bytes(input.as_bytes());
+        match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        }
+    }
+
+    /// Whether any secret was found.
+    pub fn found_any(&self) -> bool {
+        !self.found.is_empty()
+    }
+
+    /// With `block`, refuse (exit 6) when anything was found; kinds and counts, never values.
+    pub fn refuse_if(&self, block: bool) -> crate::error::Result<()> {
+        if block && self.found_any() {
+            return Err(refusal(&self.found));
+        }
+        Ok(())
+    }
+}
+
+/// The refusal of a write that found secrets under `--secrets block` (exit 6).
+pub fn refusal(found: &BTreeMap<&'static str, u64>) -> crate::error::Error {
+    crate::error::Error::new(
+        crate::error::ErrorKind::Security,
+        format!(
+            "refusing to save: the handoff contains secrets ({})",
+            describe_counts(found)
+        ),
+    )
+    .with_hint("remove them, or save with --secrets redact to replace them by placeholders")
+}
+
+/// "aws_access_key: 1, github_token: 2": kinds and counts, never values.
+pub fn describe_counts(counts: &BTreeMap<&'static str, u64>) -> String {
+    counts
+        .iter()
+        .map(|(k, n)| format!("{k}: {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 use rules::{PEM_ANY_END, PEM_BEGIN, PLACEHOLDER, RULE_SET, RULES};
 
 /// Every kind of secret this module finds, most specific first.

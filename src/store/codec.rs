@@ -43,7 +43,9 @@ pub fn decode_named(
         return Err(Error::integrity(format!(
             "object stored as {name} is misnamed: its content {id} has another storage name"
         ))
-        .with_hint("run 'baton verify', then 'baton pull --repair [TARGET]' to refetch it from a target"));
+        .with_hint(
+            "run 'baton verify', then 'baton pull --repair [TARGET]' to refetch it from a target",
+        ));
     }
     Ok((id, size))
 }
@@ -58,8 +60,9 @@ pub(crate) fn decode_checked(
 ) -> Result<(ObjectId, u64)> {
     let id = label;
     let corrupt = |why: String| {
-        Error::integrity(format!("object {id} is corrupt: {why}"))
-            .with_hint("run 'baton verify', then 'baton pull --repair [TARGET]' to refetch it from a target")
+        Error::integrity(format!("object {id} is corrupt: {why}")).with_hint(
+            "run 'baton verify', then 'baton pull --repair [TARGET]' to refetch it from a target",
+        )
     };
     // Exactly one frame: stop at its end, then require that nothing follows it (no
     // second frame, no skippable frame, no garbage).
