@@ -1,10 +1,11 @@
 //! A target's audit trail read over its transport: the generations of its `current` (one
 //! per push, SPEC 8.4) merged with its own log, as `log --audit` shows a local store's.
 
-use super::remote_store::{CURRENT_DIR, read_push_state};
+use super::remote_store::read_push_state;
 use crate::error::{Error, Result};
 use crate::format::LogEntry;
-use crate::format::names::{RefName, generation_name};
+use crate::format::layout;
+use crate::format::names::RefName;
 use crate::store::audit::{decode_generation, decode_log, merge_audit, newest};
 use crate::transport::Remote;
 
@@ -34,7 +35,7 @@ pub fn read_remote_audit(remote: &mut dyn Remote, max: Option<usize>) -> Result<
     while start <= newest_generation {
         let end = (start + GENERATIONS_PER_BATCH - 1).min(newest_generation);
         let paths: Vec<String> = (start..=end)
-            .map(|n| format!("{CURRENT_DIR}/{}", generation_name(n)))
+            .map(|n| layout::generation_path(&RefName::Current, n))
             .collect();
         let (read, _) = remote.read_many(&paths, &[], 64 << 10)?;
         for (path, bytes) in paths.iter().zip(read) {
@@ -47,7 +48,7 @@ pub fn read_remote_audit(remote: &mut dyn Remote, max: Option<usize>) -> Result<
         start = end + 1;
     }
     // An old or hand-made store without a log: its generations are the record.
-    let (mut read, _) = remote.read_many(&["log".to_string()], &[], MAX_REMOTE_LOG)?;
+    let (mut read, _) = remote.read_many(&[layout::LOG.to_string()], &[], MAX_REMOTE_LOG)?;
     let log = match read.pop().flatten() {
         Some(bytes) => decode_log(&bytes).map_err(|e| Error {
             message: format!("remote log at {}: {}", remote.describe(), e.message),

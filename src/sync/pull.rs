@@ -11,6 +11,7 @@ use super::pack_stream;
 use super::remote_store::{self};
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::format::ObjectId;
+use crate::format::layout::{self, Kind};
 use crate::format::names::RefName;
 use crate::format::pack::{FOOTER_LEN, PACK_MAGIC, PackEntry, decode_footer, decode_index};
 use crate::store::Store;
@@ -205,7 +206,7 @@ pub(crate) fn remote_pack_index(
     if size < PACK_MAGIC.len() as u64 + FOOTER_LEN {
         return Err(bad(format!("it is {size} bytes, too short for a pack")));
     }
-    let path = format!("packs/{name}");
+    let path = layout::path(&Kind::Pack, name);
     let footer = remote.read_range(&path, size - FOOTER_LEN, FOOTER_LEN)?;
     let (count, index_offset) = decode_footer(&footer, size).map_err(|e| bad(e.message))?;
     let index_len = size - FOOTER_LEN - index_offset;
@@ -265,7 +266,7 @@ fn download_pack(
             inner: temp.as_file_mut(),
             progress,
         };
-        let path = format!("packs/{name}");
+        let path = layout::path(&Kind::Pack, name);
         pack_stream::receive_verified(
             store.objects.envelope(),
             pack_id,

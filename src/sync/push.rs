@@ -8,11 +8,12 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 use serde::Serialize;
 
-use super::remote_store::{self, CURRENT_DIR, STAGING_DIR};
+use super::remote_store;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::ObjectId;
 use crate::format::id::show_full;
-use crate::format::names::{RefName, generation_name};
+use crate::format::layout::{self, Kind};
+use crate::format::names::RefName;
 use crate::store::Store;
 use crate::store::packs::{PackWriter, pack_file_name};
 use crate::store::refs::{Expect, MoveReason};
@@ -103,13 +104,13 @@ pub fn push(
     if !report.created_remote {
         // A store made by `baton init` or an older baton may lack some directories;
         // asking costs nothing (the requests ride along with the next batch).
-        let dirs: Vec<String> = ["packs", CURRENT_DIR, STAGING_DIR]
+        let dirs: Vec<String> = [layout::PACKS, layout::CURRENT, layout::STAGING]
             .iter()
             .map(|d| d.to_string())
             .collect();
         remote.make_dirs(&dirs)?;
     }
-    remote.prepare_publish(&["packs".to_string(), CURRENT_DIR.to_string()])?;
+    remote.prepare_publish(&[layout::PACKS.to_string(), layout::CURRENT.to_string()])?;
     let (objects, bundles) = missing_objects(store, bundle, state.current)?;
     progress.set_length(
         objects
@@ -117,7 +118,7 @@ pub fn push(
             .filter_map(|id| store.objects.stored_len(id))
             .sum(),
     );
-    let staging = format!("{STAGING_DIR}/{}", remote_store::staging_name());
+    let staging = layout::staging_dir(&remote_store::staging_name());
     remote.make_dirs(std::slice::from_ref(&staging))?;
     let result = upload_and_publish(
         store,
@@ -250,7 +251,7 @@ fn upload_and_publish(
     remote.put_files(&[(ref_path.clone(), line)])?;
 
     // 3. Publish: the pack (objects and manifests together), then the ref.
-    let pack_dest = format!("packs/{}", pack_file_name(&pack_id));
+    let pack_dest = layout::path(&Kind::Pack, &pack_file_name(&pack_id));
     if remote.publish(&pack_path, &pack_dest)? == Published::Exists {
         // Read no more than our pack's size: a file of another size is another file.
         let mut hasher = blake3::Hasher::new();
@@ -272,7 +273,7 @@ fn upload_and_publish(
             ));
         }
     }
-    let ref_dest = format!("{CURRENT_DIR}/{}", generation_name(state.generation + 1));
+    let ref_dest = layout::generation_path(&RefName::Current, state.generation + 1);
     if remote.publish(&ref_path, &ref_dest)? == Published::Exists {
         // The race is lost whatever the remote says now: a failure to read the winner's
         // ref (it may still be mid-publish) must not turn the conflict into another error.

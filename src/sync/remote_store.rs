@@ -3,14 +3,12 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::names::{generation_name, parse_generation};
+use crate::format::layout;
+use crate::format::names::{RefName, parse_generation};
 use crate::format::{LogEntry, ObjectId, StoreConfig};
 use crate::store::leftovers;
 use crate::store::packs::pack_name_id;
 use crate::transport::{Published, Remote, RemoteEntry};
-
-pub const STAGING_DIR: &str = "staging";
-pub const CURRENT_DIR: &str = "refs/current";
 
 /// What one look at a remote store found (one batch, plus one for the newest ref file).
 pub struct RemoteState {
@@ -70,12 +68,12 @@ pub fn read_state(remote: &mut dyn Remote) -> Result<RemoteState> {
 
 fn read_state_once(remote: &mut dyn Remote) -> Result<RemoteState> {
     let dirs = [
-        "objects".to_string(),
-        CURRENT_DIR.to_string(),
-        "packs".to_string(),
-        STAGING_DIR.to_string(),
+        layout::OBJECTS.to_string(),
+        layout::CURRENT.to_string(),
+        layout::PACKS.to_string(),
+        layout::STAGING.to_string(),
     ];
-    let (files, mut listings) = remote.read_many(&["config".to_string()], &dirs, 1 << 20)?;
+    let (files, mut listings) = remote.read_many(&[layout::CONFIG.to_string()], &dirs, 1 << 20)?;
     let config = decode_config(remote, files.into_iter().next().flatten())?;
     let staging = listings.pop().flatten().unwrap_or_default();
     let packs = listings
@@ -99,12 +97,12 @@ fn read_state_once(remote: &mut dyn Remote) -> Result<RemoteState> {
         .unwrap_or_default()
         .into_iter()
         .filter(|e| e.is_dir && e.name.len() == 2)
-        .map(|e| format!("objects/{}", e.name))
+        .map(|e| format!("{}/{}", layout::OBJECTS, e.name))
         .collect();
     let current = if generation == 0 {
         None
     } else {
-        let path = format!("{CURRENT_DIR}/{}", generation_name(generation));
+        let path = layout::generation_path(&RefName::Current, generation);
         let (files, _) = remote.read_many(std::slice::from_ref(&path), &[], 64 << 10)?;
         let bytes = files.into_iter().next().flatten().ok_or_else(|| {
             Error::integrity(format!(
@@ -141,11 +139,12 @@ pub fn read_push_state(remote: &mut dyn Remote) -> Result<RemoteState> {
 }
 
 fn read_push_state_once(remote: &mut dyn Remote) -> Result<RemoteState> {
-    let generation_path = |n: u64| format!("{CURRENT_DIR}/{}", generation_name(n));
-    let mut files = vec!["config".to_string()];
+    let generation_path = |n: u64| layout::generation_path(&RefName::Current, n);
+    let mut files = vec![layout::CONFIG.to_string()];
     let powers: Vec<u64> = (0..=MAX_DOUBLINGS).map(|k| 1u64 << k).collect();
     files.extend(powers.iter().map(|n| generation_path(*n)));
-    let (mut read, mut listings) = remote.read_many(&files, &[STAGING_DIR.to_string()], 1 << 20)?;
+    let (mut read, mut listings) =
+        remote.read_many(&files, &[layout::STAGING.to_string()], 1 << 20)?;
     let staging = listings.pop().flatten().unwrap_or_default();
     let config = decode_config(remote, read.first_mut().and_then(Option::take))?;
     let mut state = RemoteState {
@@ -237,20 +236,12 @@ fn decode_generation(remote: &dyn Remote, path: &str, bytes: &[u8]) -> Result<Lo
 /// targets), so an encrypted store stays the same encrypted store over there.
 pub fn create_store(remote: &mut dyn Remote, local: &StoreConfig) -> Result<()> {
     check_room_for_store(remote)?;
-    let dirs: Vec<String> = [
-        "",
-        "objects",
-        "packs",
-        "refs",
-        CURRENT_DIR,
-        "refs/targets",
-        STAGING_DIR,
-    ]
-    .iter()
-    .map(|d| d.to_string())
-    .collect();
+    let dirs: Vec<String> = std::iter::once("")
+        .chain(layout::DIRS)
+        .map(|d| d.to_string())
+        .collect();
     remote.make_dirs(&dirs)?;
-    let staging = format!("{STAGING_DIR}/{}", staging_name());
+    let staging = layout::staging_dir(&staging_name());
     remote.make_dirs(std::slice::from_ref(&staging))?;
     let config = StoreConfig {
         format: local.format.clone(),
@@ -260,42 +251,29 @@ pub fn create_store(remote: &mut dyn Remote, local: &StoreConfig) -> Result<()> 
         ..StoreConfig::default()
     }
     .encode();
-    let files: Vec<(String, Vec<u8>)> = [
-        (".gitignore", b"*\n".to_vec()),
-        ("log", vec![]),
-        ("lock", vec![]),
-        ("config", config),
-    ]
-    .into_iter()
-    .map(|(name, bytes)| (format!("{staging}/{name}"), bytes))
-    .collect();
-    remote.put_files(&files)?;
-    let moves: Vec<(String, String)> = [".gitignore", "log", "lock"]
+    let files: Vec<(String, Vec<u8>)> = layout::INITIAL_FILES
         .iter()
-        .map(|n| (format!("{staging}/{n}"), n.to_string()))
+        .map(|(name, bytes)| (name.to_string(), bytes.to_vec()))
+        .chain([(layout::CONFIG.to_string(), config)])
+        .map(|(name, bytes)| (format!("{staging}/{name}"), bytes))
+        .collect();
+    remote.put_files(&files)?;
+    let moves: Vec<(String, String)> = layout::INITIAL_FILES
+        .iter()
+        .map(|(n, _)| (format!("{staging}/{n}"), n.to_string()))
         .collect();
     remote.publish_many(&moves)?;
     // The config goes last: a store with a config is complete.
-    if remote.publish(&format!("{staging}/config"), "config")? == Published::Exists {
+    if remote.publish(&format!("{staging}/{}", layout::CONFIG), layout::CONFIG)?
+        == Published::Exists
+    {
         // Someone created the store at the same time; theirs must be a store we read.
-        let (files, _) = remote.read_many(&["config".to_string()], &[], 1 << 20)?;
+        let (files, _) = remote.read_many(&[layout::CONFIG.to_string()], &[], 1 << 20)?;
         StoreConfig::decode(&files.into_iter().next().flatten().unwrap_or_default())?;
     }
     let _ = remote.remove_dir_all(&staging);
     Ok(())
 }
-
-/// What a store's top directory holds (a store being created by a twin holds some).
-const STORE_NAMES: &[&str] = &[
-    "objects",
-    "packs",
-    "refs",
-    STAGING_DIR,
-    ".gitignore",
-    "log",
-    "lock",
-    "config",
-];
 
 /// A store is created only in a new or empty directory (or over a half-made store):
 /// never beside someone's files.
@@ -305,7 +283,7 @@ fn check_room_for_store(remote: &mut dyn Remote) -> Result<()> {
     let foreign: Vec<&str> = entries
         .iter()
         .map(|e| e.name.as_str())
-        .filter(|name| !STORE_NAMES.contains(name))
+        .filter(|name| !layout::TOP_NAMES.contains(name))
         .collect();
     if foreign.is_empty() {
         return Ok(());
@@ -344,7 +322,7 @@ pub fn clean_stale_staging(remote: &mut dyn Remote, staging: &[RemoteEntry]) {
     for entry in staging {
         let stale = leftovers::is_stale_at(entry.mtime, now);
         if entry.is_dir && (stale || leftovers::left_by_dead_process_here(&entry.name, &here)) {
-            let _ = remote.remove_dir_all(&format!("{STAGING_DIR}/{}", entry.name));
+            let _ = remote.remove_dir_all(&layout::staging_dir(&entry.name));
         }
     }
 }
@@ -450,7 +428,7 @@ mod tests {
                 host: "h".into(),
                 user: "u".into(),
             };
-            let path = dir.join(CURRENT_DIR).join(generation_name(n));
+            let path = dir.join(layout::generation_path(&RefName::Current, n));
             std::fs::write(path, entry.encode_line()).unwrap();
             old = Some(new);
         }
@@ -460,7 +438,7 @@ mod tests {
     fn racing(dir: &std::path::Path, left: u32, race: Race) -> Racing {
         Racing {
             inner: LocalRemote::new(dir.to_path_buf()),
-            path: format!("{CURRENT_DIR}/{}", generation_name(3)),
+            path: layout::generation_path(&RefName::Current, 3),
             left,
             race,
         }

@@ -12,6 +12,7 @@ use super::pull::{check_same_encryption, remote_pack_index};
 use super::remote_store;
 use crate::error::{Error, IoContext, Result};
 use crate::format::ObjectId;
+use crate::format::layout::{self, Kind};
 use crate::format::pack::PackEntry;
 use crate::store::Store;
 use crate::store::repair::Received;
@@ -115,7 +116,7 @@ fn remote_sources(
 ) -> Result<HashMap<ObjectId, Source>> {
     let mut sources = HashMap::new();
     for (_, entry) in &state.packs {
-        let path = format!("packs/{}", entry.name);
+        let path = layout::path(&Kind::Pack, &entry.name);
         for e in remote_pack_index(remote, &entry.name, entry.size)? {
             sources
                 .entry(e.id)
