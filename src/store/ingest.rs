@@ -1,18 +1,147 @@
-//! Receiving history from elsewhere (pull, clone, archive import; object storage next):
-//! the one rule for moving a ref onto what arrived, once it is complete and verified.
+//! Receiving history from elsewhere (pull, clone; object storage next): one `Ingest` takes
+//! packs and loose objects, each verified by its hash as it streams in and published only
+//! once whole (a temp file beside its final name, removed on drop), then `complete` checks
+//! that the tip's history is all here with the one walker and the receive-side limits
+//! (`store::receive`), and `fast_forward` moves a ref onto it by compare-and-swap.
 //!
-//! Objects themselves arrive verified by their hash as they stream (`sync::pack_stream`,
-//! `archive::import`) and are checked for completeness and shape by `store::receive`;
-//! what every receiver then does the same way is decide how the local ref relates to
-//! theirs and move it by compare-and-swap, which is `fast_forward`.
+//! Archive import stages everything before publishing anything (docs/archives.md) and so
+//! keeps its own staging, but ends in the same `fast_forward`.
+
+use std::io::Write;
 
 use serde::Serialize;
 
-use super::Store;
+use super::objects::PendingDirs;
+use super::packs::{PackIndex, pack_file_name};
 use super::refs::{Expect, MoveReason};
-use crate::error::{Error, Result};
+use super::{Store, fsutil, leftovers, pack_stream};
+use crate::error::{Error, IoContext, Result};
 use crate::format::ObjectId;
 use crate::format::names::RefName;
+use crate::format::pack::PackEntry;
+
+/// Prefix of a pack being received into `packs/`, followed by `<pid>-`.
+const PACK_TEMP_PREFIX: &str = ".tmp-pull-";
+
+/// Objects received into one store, published as they are verified.
+pub struct Ingest<'s> {
+    store: &'s Store,
+    pending: PendingDirs,
+    /// Objects received (in packs and loose) and their stored bytes.
+    pub objects: u64,
+    pub bytes: u64,
+}
+
+impl<'s> Ingest<'s> {
+    /// Start receiving; leftovers of interrupted receives are swept first.
+    pub fn new(store: &'s Store) -> Self {
+        leftovers::sweep(
+            store.objects.packs_dir(),
+            &[
+                leftovers::Rule {
+                    prefix: PACK_TEMP_PREFIX,
+                    pid_after_prefix: true,
+                    by_age: true,
+                },
+                leftovers::Rule {
+                    prefix: fsutil::TEMP_PREFIX,
+                    pid_after_prefix: false,
+                    by_age: true,
+                },
+            ],
+        );
+        Ingest {
+            store,
+            pending: PendingDirs::default(),
+            objects: 0,
+            bytes: 0,
+        }
+    }
+
+    /// Receive the pack `pack_id` of `size` bytes whose index (`entries`) was read and
+    /// checked first: `fill` writes its bytes in order; each object is decoded and rehashed
+    /// as it arrives and the whole file hashed against the name, and only then is it
+    /// published (never over an existing pack).
+    pub fn receive_pack(
+        &mut self,
+        pack_id: &ObjectId,
+        entries: Vec<PackEntry>,
+        size: u64,
+        fill: impl FnOnce(&mut dyn Write) -> Result<()>,
+    ) -> Result<PackIndex> {
+        let dir = self.store.objects.packs_dir().to_path_buf();
+        // Named after this process, so that the next receive can tell an interrupted one
+        // (its process is gone) from one still running.
+        let mut temp = tempfile::Builder::new()
+            .prefix(&format!("{PACK_TEMP_PREFIX}{}-", std::process::id()))
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(
+                fsutil::FILE_MODE,
+            ))
+            .tempfile_in(&dir)
+            .map_err(|e| Error::io("cannot create a temp file in", &dir, e))?;
+        pack_stream::receive_verified(
+            self.store.objects.envelope(),
+            pack_id,
+            &entries,
+            temp.as_file_mut(),
+            fill,
+        )?;
+        let dest = dir.join(pack_file_name(pack_id));
+        temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
+        match temp.persist_noclobber(&dest) {
+            Ok(_) => {}
+            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Error::io("cannot publish", &dest, e.error)),
+        }
+        fsutil::fsync_dir(&dir)?;
+        self.store.objects.refresh_packs();
+        self.objects += entries.len() as u64;
+        self.bytes += size;
+        Ok(PackIndex {
+            id: *pack_id,
+            path: dest,
+            entries,
+        })
+    }
+
+    /// Receive one small loose object by its storage name (verified before it is stored).
+    pub fn receive_loose(&mut self, name: &ObjectId, stored: &[u8]) -> Result<()> {
+        self.store.objects.put_stored(name, stored, &self.pending)?;
+        self.objects += 1;
+        self.bytes += stored.len() as u64;
+        Ok(())
+    }
+
+    /// Receive one large loose object of `len` stored bytes: `fill` streams it into a
+    /// temp file, which is verified and then published.
+    pub fn receive_loose_stream(
+        &mut self,
+        name: &ObjectId,
+        len: u64,
+        fill: impl FnOnce(&mut dyn Write) -> Result<()>,
+    ) -> Result<()> {
+        let mut temp = self.store.objects.temp_for_name(name)?;
+        fill(temp.as_file_mut())?;
+        self.store
+            .objects
+            .put_stored_file(name, temp, &self.pending)?;
+        self.objects += 1;
+        self.bytes += len;
+        Ok(())
+    }
+
+    /// Make what arrived durable, then check that `tip`'s whole history is here and within
+    /// the receive-side limits; `source` names where it came from, for the error.
+    pub fn complete(self, tip: &ObjectId, source: &str) -> Result<(u64, u64)> {
+        self.pending.sync()?;
+        self.store.reachable(&[*tip]).map_err(|e| {
+            Error::integrity(format!("{source} is incomplete: {}", e.message))
+                .with_hint("run 'baton verify' on the remote store")
+        })?;
+        self.store.check_received(tip)?; // sizes and depth (store/receive.rs)
+        Ok((self.objects, self.bytes))
+    }
+}
 
 /// How a local ref related to the received tip, and what `fast_forward` did about it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

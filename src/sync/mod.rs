@@ -2,7 +2,6 @@
 //! the `Remote` trait only, so local paths and SSH share every line of protocol code.
 
 pub mod audit;
-pub mod pack_stream;
 pub mod pull;
 pub mod push;
 pub mod remote_store;

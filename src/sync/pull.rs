@@ -7,17 +7,14 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 use serde::Serialize;
 
-use super::pack_stream;
 use super::remote_store::{self};
-use crate::error::{Error, ErrorKind, IoContext, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::format::ObjectId;
 use crate::format::layout::{self, Kind};
 use crate::format::names::RefName;
 use crate::format::pack::{FOOTER_LEN, PACK_MAGIC, PackEntry, decode_footer, decode_index};
 use crate::store::Store;
-use crate::store::fsutil;
-use crate::store::leftovers;
-use crate::store::objects::PendingDirs;
+use crate::store::ingest::{self, Forward, Ingest};
 use crate::store::packs::{PackIndex, pack_file_name};
 use crate::store::refs::{Expect, MoveReason};
 use crate::transport::Remote;
@@ -35,9 +32,6 @@ pub struct PullReport {
 }
 
 /// Loose objects up to this size travel in batched reads; larger ones are streamed.
-/// Prefix of a pull's pack download in `packs/`, followed by `<pid>-`.
-const PULL_TEMP_PREFIX: &str = ".tmp-pull-";
-
 const BATCHED_LOOSE_LIMIT: u64 = 4 << 20;
 
 pub fn pull(
@@ -68,35 +62,29 @@ pub fn pull_from(
         report.elapsed_ms = started.elapsed().as_millis() as u64;
         return Ok(report);
     };
-    report.outcome = match current {
-        Some(ours) if ours == theirs => "up-to-date".into(),
-        Some(ours) if store.is_ancestor(&theirs, &ours)? => "local-ahead".into(),
-        Some(ours) if !store.is_ancestor(&ours, &theirs)? => {
-            return Err(Error::conflict(format!(
-                "history diverged (store_conflict): local current is {ours}, remote current is {theirs}"
-            ))
-            .with_hint(format!("the remote bundle was fetched as targets/{target} (see 'baton log targets/{target}'): 'baton merge targets/{target}' to keep both lines, or 'baton reset targets/{target}' to take theirs and save your work again on top (the old bundle stays in 'baton log --audit')")));
-        }
-        _ => {
-            let reason = MoveReason {
-                action: "pull".into(),
-                from: target.into(),
-                to: String::new(),
-            };
-            store.update_ref(
-                &RefName::Current,
-                Expect::Value(current),
-                Some(theirs),
-                &reason,
-            )?;
-            report.current_after = Some(theirs);
-            if current.is_some() {
-                "fast-forward".into()
-            } else {
-                "initial".into()
-            }
-        }
+    let reason = MoveReason {
+        action: "pull".into(),
+        from: target.into(),
+        to: String::new(),
     };
+    let (before, forward) = ingest::fast_forward(
+        store,
+        &RefName::Current,
+        theirs,
+        &reason,
+        |ours| {
+            Error::conflict(format!(
+            "history diverged (store_conflict): local current is {ours}, remote current is {theirs}"
+        ))
+        .with_hint(format!("the remote bundle was fetched as targets/{target} (see 'baton log targets/{target}'): 'baton merge targets/{target}' to keep both lines, or 'baton reset targets/{target}' to take theirs and save your work again on top (the old bundle stays in 'baton log --audit')"))
+        },
+    )?;
+    report.current_before = before;
+    report.current_after = match forward {
+        Forward::Initial | Forward::FastForward => Some(theirs),
+        Forward::UpToDate | Forward::LocalAhead => before,
+    };
+    report.outcome = forward.as_str().into();
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
 }
@@ -136,8 +124,8 @@ fn fetch_from(
     let Some(theirs) = state.current else {
         return Ok(report);
     };
-    clean_stale_local_temps(store);
     if store.reachable(&[theirs]).is_err() {
+        let mut ingest = Ingest::new(store);
         // A store with no objects yet (a clone) lacks everything: reading each pack's
         // index first would only cost round trips.
         let empty = store.objects.is_empty()?;
@@ -154,23 +142,20 @@ fn fetch_from(
             if !empty && !lacks_any(store, remote, &entry.name, entry.size)? {
                 continue;
             }
-            let received =
-                download_pack(store, remote, pack_id, &entry.name, entry.size, progress)?;
-            report.objects_received += received.entries.len() as u64;
-            report.bytes_received += entry.size;
+            download_pack(
+                &mut ingest,
+                remote,
+                pack_id,
+                &entry.name,
+                entry.size,
+                progress,
+            )?;
         }
-        let (objects, bytes) = download_loose(store, remote, &state.fanouts, progress)?;
-        report.objects_received += objects;
-        report.bytes_received += bytes;
-        store.reachable(&[theirs]).map_err(|e| {
-            Error::integrity(format!(
-                "the remote store {} is incomplete: {}",
-                remote.describe(),
-                e.message
-            ))
-            .with_hint("run 'baton verify' on the remote store")
-        })?;
-        store.check_received(&theirs)?; // sizes and depth (store/receive.rs)
+        download_loose(store, &mut ingest, remote, &state.fanouts, progress)?;
+        let described = format!("the remote store {}", remote.describe());
+        let (objects, bytes) = ingest.complete(&theirs, &described)?;
+        report.objects_received = objects;
+        report.bytes_received = bytes;
     }
     let name = RefName::parse(&format!("targets/{target}"))?;
     if store.read_ref(&name)? != Some(theirs) {
@@ -237,10 +222,10 @@ fn lacks_any(store: &Store, remote: &mut dyn Remote, name: &str, size: u64) -> R
     Ok(entries.iter().any(|e| !store.objects.contains_name(&e.id)))
 }
 
-/// Download one pack into a temp file beside its final name, verify the whole pack and
-/// every object in it, then publish it without overwriting.
+/// Download one pack, verified object by object as it arrives and never read past the
+/// size its listing declared, and publish it (`Ingest::receive_pack`).
 fn download_pack(
-    store: &Store,
+    ingest: &mut Ingest,
     remote: &mut dyn Remote,
     pack_id: &ObjectId,
     name: &str,
@@ -250,61 +235,26 @@ fn download_pack(
     // The trailer and index first: a pack that is not what its listing declares is
     // refused before a byte of it is stored here.
     let entries = remote_pack_index(remote, name, size)?;
-    let dir = store.objects.packs_dir().to_path_buf();
-    // Named after this process, so that the next pull can tell an interrupted download
-    // (its process is gone) from one still running.
-    let mut temp = tempfile::Builder::new()
-        .prefix(&format!("{PULL_TEMP_PREFIX}{}-", std::process::id()))
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(
-            fsutil::FILE_MODE,
-        ))
-        .tempfile_in(&dir)
-        .map_err(|e| Error::io("cannot create a temp file in", &dir, e))?;
-    {
-        // Verified object by object as it arrives, and never read past the declared size.
+    let path = layout::path(&Kind::Pack, name);
+    ingest.receive_pack(pack_id, entries, size, |writer| {
         let mut sink = ProgressWriter {
-            inner: temp.as_file_mut(),
+            inner: writer,
             progress,
         };
-        let path = layout::path(&Kind::Pack, name);
-        pack_stream::receive_verified(
-            store.objects.envelope(),
-            pack_id,
-            &entries,
-            &mut sink,
-            |writer| remote.read_file_sized(&path, size, writer),
-        )?;
-    }
-    // The bytes on disk hash to the pack's name, so they are the index checked above.
-    let staged = PackIndex {
-        id: *pack_id,
-        path: temp.path().to_path_buf(),
-        entries,
-    };
-    let dest = dir.join(pack_file_name(pack_id));
-    temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
-    match temp.persist_noclobber(&dest) {
-        Ok(_) => {}
-        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(Error::io("cannot publish", &dest, e.error)),
-    }
-    fsutil::fsync_dir(&dir)?;
-    store.objects.refresh_packs();
-    Ok(PackIndex {
-        path: dest,
-        ..staged
+        remote.read_file_sized(&path, size, &mut sink)
     })
 }
 
 /// Download every loose object of the remote that we lack; each is verified on arrival.
 fn download_loose(
     store: &Store,
+    ingest: &mut Ingest,
     remote: &mut dyn Remote,
     fanouts: &[String],
     progress: &ProgressBar,
-) -> Result<(u64, u64)> {
+) -> Result<()> {
     if fanouts.is_empty() {
-        return Ok((0, 0));
+        return Ok(());
     }
     let (_, listings) = remote.read_many(&[], fanouts, 0)?;
     let mut small = Vec::new();
@@ -326,8 +276,6 @@ fn download_loose(
             }
         }
     }
-    let pending = PendingDirs::default();
-    let (mut count, mut bytes) = (0u64, 0u64);
     for chunk in small.chunks(256) {
         let paths: Vec<String> = chunk.iter().map(|(_, p)| p.clone()).collect();
         let (files, _) = remote.read_many(&paths, &[], BATCHED_LOOSE_LIMIT)?;
@@ -338,48 +286,21 @@ fn download_loose(
                     format!("remote object {path} vanished"),
                 )
             })?;
-            store.objects.put_stored(id, &data, &pending)?;
-            count += 1;
-            bytes += data.len() as u64;
+            ingest.receive_loose(id, &data)?;
             progress.inc(data.len() as u64);
         }
     }
     for (id, path, size) in large {
-        let mut temp = store.objects.temp_for_name(&id)?;
-        {
+        ingest.receive_loose_stream(&id, size, |writer| {
             // The size the listing declared, and not a byte more.
             let mut sink = ProgressWriter {
-                inner: temp.as_file_mut(),
+                inner: writer,
                 progress,
             };
-            remote.read_file_sized(&path, size, &mut sink)?;
-        }
-        let n = size;
-        store.objects.put_stored_file(&id, temp, &pending)?;
-        count += 1;
-        bytes += n;
+            remote.read_file_sized(&path, size, &mut sink)
+        })?;
     }
-    pending.sync()?;
-    Ok((count, bytes))
-}
-
-/// Temp files in `packs/` left by interrupted pulls (stale, or made by a dead process).
-fn clean_stale_local_temps(store: &Store) {
-    leftovers::sweep(
-        store.objects.packs_dir(),
-        &[
-            leftovers::Rule {
-                prefix: PULL_TEMP_PREFIX,
-                pid_after_prefix: true,
-                by_age: true,
-            },
-            leftovers::Rule {
-                prefix: fsutil::TEMP_PREFIX,
-                pid_after_prefix: false,
-                by_age: true,
-            },
-        ],
-    );
+    Ok(())
 }
 
 struct ProgressWriter<'a, W: Write> {

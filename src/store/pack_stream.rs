@@ -6,11 +6,11 @@
 use std::io::{self, Read, Write};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
+use super::codec::decode_named;
+use super::envelope::Envelope;
 use crate::error::{Error, Result};
 use crate::format::ObjectId;
 use crate::format::pack::{PACK_MAGIC, PackEntry};
-use crate::store::codec::decode_named;
-use crate::store::envelope::Envelope;
 
 /// Chunks in flight between the download and the verifier.
 const QUEUE: usize = 16;
