@@ -5,7 +5,7 @@
 //! Tests that only make sense for one transport stay in `sync_local.rs` / `sync_ssh.rs`.
 
 use crate::common;
-use crate::sync_local::{Hostile, make_hostile};
+use crate::sync_local::{Hostile, hostname_of, make_hostile, pushes, save_handoff, store_audit};
 use crate::transport::Transport;
 
 use std::fs;
@@ -43,6 +43,7 @@ scenarios!(
     push_onto_a_tampered_pack_of_the_same_name_is_refused_and_overwrites_nothing,
     pull_of_a_tampered_pack_is_refused_and_publishes_nothing,
     clone_and_pull_refuse_a_remote_pack_larger_than_declared_without_downloading_it,
+    a_store_that_only_receives_pushes_shows_every_push_in_its_audit_log,
     pull_repair_refetches_a_deleted_loose_object_and_a_damaged_packed_one,
 );
 
@@ -440,6 +441,92 @@ fn clone_and_pull_refuse_a_remote_pack_larger_than_declared_without_downloading_
         // Nothing changed here: no temp file left in packs/, no ref moved.
         assert_eq!(snapshot_files(&b.store()), b_before, "{how:?}");
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Hub audit and repair (issue 12)
+// ---------------------------------------------------------------------------------------
+
+fn a_store_that_only_receives_pushes_shows_every_push_in_its_audit_log(t: &Transport) {
+    let remote = t.remote();
+    let (a, base) = store_with_target(t, 41);
+    t.json_ok(&a, &["push"]);
+    let b = clone_env(t, &t.clone_url());
+    let a_id = save_handoff(&a, "alpha", "step a", "alice", "bob");
+    let out = t
+        .cmd(&a)
+        .env("USER", "ann")
+        .args(["--json", "push"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    t.json_ok(&b, &["pull"]);
+    let b_id = save_handoff(&b, "beta", "step b", "carol", "dave");
+    let out = t
+        .cmd(&b)
+        .env("USER", "cid")
+        .args(["--json", "push"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+
+    let entries = store_audit(&remote, &[]);
+    let want = vec![
+        (
+            "none".to_string(),
+            base.clone(),
+            "tester".to_string(),
+            String::new(),
+        ),
+        (base.clone(), a_id.clone(), "ann".into(), "alice".into()),
+        (a_id.clone(), b_id.clone(), "cid".into(), "carol".into()),
+    ];
+    assert_eq!(pushes(&entries), want, "{entries:#?}");
+    let host = hostname_of(&entries[0]);
+    assert!(!host.is_empty(), "{entries:#?}");
+    let times: Vec<&str> = entries
+        .iter()
+        .map(|e| e["time"].as_str().unwrap())
+        .collect();
+    let mut sorted = times.clone();
+    sorted.sort();
+    assert_eq!(times, sorted, "oldest first");
+    // -n keeps the newest; the human form names who, where, old..new.
+    assert_eq!(
+        pushes(&store_audit(&remote, &["-n", "2"])),
+        want[1..].to_vec()
+    );
+    let human = Env::new().ok(&["--store", s(&remote), "log", "--audit"]);
+    assert!(
+        human.contains(&format!(
+            "current {}..{} push alice",
+            &base[..12],
+            &a_id[..12]
+        )),
+        "{human}"
+    );
+    assert!(human.contains("by cid@"), "{human}");
+
+    // A pusher reads the same record from the target over its transport.
+    let doc = t.json_ok(&a, &["log", "--audit", "--target", "r"]);
+    assert_eq!(doc["target"], "r");
+    assert_eq!(pushes(doc["entries"].as_array().unwrap()), want, "{doc}");
+    assert!(doc["entries"][1]["user"].is_string(), "{doc}");
+    // The hub's own view is the same record, entry for entry.
+    assert_eq!(
+        Value::from(store_audit(&remote, &[])),
+        doc["entries"],
+        "{doc}"
+    );
+    let doc = t.json_ok(&a, &["log", "--audit", "--target", "r", "-n", "1"]);
+    assert_eq!(
+        pushes(doc["entries"].as_array().unwrap()),
+        want[2..].to_vec()
+    );
+    let err = t.json_err(&a, &["log", "--audit", "--target", "nope"], 3);
+    assert!(err["message"].as_str().unwrap().contains("nope"), "{err}");
+    // --target reads an audit trail only.
+    t.json_err(&a, &["log", "--target", "r"], 2);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -965,7 +965,7 @@ fn briefing_text(objective: &str, step: &str) -> String {
 }
 
 /// Save a handoff of the env's `work` directory with `step` as its Next Steps.
-fn save_handoff(env: &Env, objective: &str, step: &str, from: &str, to: &str) -> String {
+pub(crate) fn save_handoff(env: &Env, objective: &str, step: &str, from: &str, to: &str) -> String {
     fs::write(env.path().join("brief.md"), briefing_text(objective, step)).unwrap();
     let doc = json_ok(
         env,
@@ -1361,14 +1361,14 @@ fn push_and_clone_into_a_non_empty_directory_that_is_not_a_store_are_refused() {
 // ---------------------------------------------------------------------------------------
 
 /// `log --audit` entries of the store at `store`, read by a fresh env.
-fn store_audit(store: &Path, extra: &[&str]) -> Vec<Value> {
+pub(crate) fn store_audit(store: &Path, extra: &[&str]) -> Vec<Value> {
     let env = Env::new();
     let mut args = vec!["--store", s(store), "log", "--audit"];
     args.extend_from_slice(extra);
     json_ok(&env, &args)["entries"].as_array().unwrap().clone()
 }
 
-fn pushes(entries: &[Value]) -> Vec<(String, String, String, String)> {
+pub(crate) fn pushes(entries: &[Value]) -> Vec<(String, String, String, String)> {
     entries
         .iter()
         .filter(|e| e["action"] == "push" && e["ref"] == "current")
@@ -1383,84 +1383,7 @@ fn pushes(entries: &[Value]) -> Vec<(String, String, String, String)> {
         .collect()
 }
 
-#[test]
-fn a_store_that_only_receives_pushes_shows_every_push_in_its_audit_log() {
-    let holder = Env::new();
-    let remote = holder.path().join("r");
-    let (a, base) = store_with_target(&remote, 41);
-    json_ok(&a, &["push"]);
-    let b = clone_env(&remote);
-    let a_id = save_handoff(&a, "alpha", "step a", "alice", "bob");
-    let out = a
-        .cmd()
-        .env("USER", "ann")
-        .args(["--json", "push"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    json_ok(&b, &["pull"]);
-    let b_id = save_handoff(&b, "beta", "step b", "carol", "dave");
-    let out = b
-        .cmd()
-        .env("USER", "cid")
-        .args(["--json", "push"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-
-    let entries = store_audit(&remote, &[]);
-    let want = vec![
-        (
-            "none".to_string(),
-            base.clone(),
-            "tester".to_string(),
-            String::new(),
-        ),
-        (base.clone(), a_id.clone(), "ann".into(), "alice".into()),
-        (a_id.clone(), b_id.clone(), "cid".into(), "carol".into()),
-    ];
-    assert_eq!(pushes(&entries), want, "{entries:#?}");
-    let host = hostname_of(&entries[0]);
-    assert!(!host.is_empty(), "{entries:#?}");
-    let times: Vec<&str> = entries
-        .iter()
-        .map(|e| e["time"].as_str().unwrap())
-        .collect();
-    let mut sorted = times.clone();
-    sorted.sort();
-    assert_eq!(times, sorted, "oldest first");
-    // -n keeps the newest; the human form names who, where, old..new.
-    assert_eq!(
-        pushes(&store_audit(&remote, &["-n", "2"])),
-        want[1..].to_vec()
-    );
-    let human = holder.ok(&["--store", s(&remote), "log", "--audit"]);
-    assert!(
-        human.contains(&format!(
-            "current {}..{} push alice",
-            &base[..12],
-            &a_id[..12]
-        )),
-        "{human}"
-    );
-    assert!(human.contains("by cid@"), "{human}");
-
-    // A pusher reads the same record from the target over its transport.
-    let doc = json_ok(&a, &["log", "--audit", "--target", "r"]);
-    assert_eq!(doc["target"], "r");
-    assert_eq!(pushes(doc["entries"].as_array().unwrap()), want, "{doc}");
-    let doc = json_ok(&a, &["log", "--audit", "--target", "r", "-n", "1"]);
-    assert_eq!(
-        pushes(doc["entries"].as_array().unwrap()),
-        want[2..].to_vec()
-    );
-    let err = json_err(&a, &["log", "--audit", "--target", "nope"], 3);
-    assert!(err["message"].as_str().unwrap().contains("nope"), "{err}");
-    // --target reads an audit trail only.
-    json_err(&a, &["log", "--target", "r"], 2);
-}
-
-fn hostname_of(entry: &Value) -> String {
+pub(crate) fn hostname_of(entry: &Value) -> String {
     entry["host"].as_str().unwrap_or("").to_string()
 }
 

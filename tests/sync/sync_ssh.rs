@@ -850,36 +850,3 @@ fn a_refused_handoff_push_keeps_the_saved_bundle_and_says_how_to_retry() {
     assert!(shown["id"].as_str().unwrap().starts_with(short), "{shown}");
     assert!(in_ws(&["verify"]).status.success());
 }
-
-#[test]
-fn log_audit_target_reads_every_push_over_ssh() {
-    let server = Sshd::start();
-    let remote = remote_dir(&server);
-    let (a, base) = store_with_target(&scp_url(&server), 61);
-    json_ok(&a, &server, &["push"]);
-    let next = save_change(&a, "n.txt", b"n\n");
-    json_ok(&a, &server, &["push"]);
-    let doc = json_ok(&a, &server, &["log", "--audit", "--target", "r"]);
-    assert_eq!(doc["target"], "r");
-    let moves: Vec<(Value, Value)> = doc["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["ref"] == "current" && e["action"] == "push")
-        .map(|e| (e["old"].clone(), e["new"].clone()))
-        .collect();
-    assert_eq!(
-        moves,
-        vec![
-            (Value::Null, Value::from(base.as_str())),
-            (Value::from(base.as_str()), Value::from(next.as_str())),
-        ],
-        "{doc}"
-    );
-    assert!(doc["entries"][1]["user"].is_string(), "{doc}");
-    // The hub's own view is the same record.
-    let env = Env::new();
-    let (code, own) = env.json(&["--store", s(&remote), "log", "--audit"]);
-    assert_eq!(code, 0, "{own}");
-    assert_eq!(own["entries"], doc["entries"]);
-}
