@@ -1,6 +1,8 @@
-//! Sync through local-path targets: push, pull and clone round trips, targets, private
-//! modes, idempotence, compare-and-swap on the remote ref, tampered remotes, interrupted
-//! and concurrent pushes, stale staging, and the audit log — all through the real binary.
+//! Sync through local-path targets only: file:// URLs, targets, private modes under
+//! umask 000, incremental and older-rev pushes, pull outcomes, interrupted and concurrent
+//! pushes, stale staging, clone refusals, hostile files, merge and the hub audit of a
+//! lost race — all through the real binary. The scenarios both transports share are in
+//! `scenarios.rs`.
 
 use crate::common;
 

@@ -1,7 +1,7 @@
-//! Sync over SSH against a real OpenSSH sshd on loopback: round trips in both URL forms,
-//! private modes under a permissive server umask, idempotence, compare-and-swap, tampered
-//! packs, host keys, agent and key-file authentication, an SFTP-only account, and
-//! failures mid-push (a cut connection, a frozen server, a killed server).
+//! Sync over SSH only: private modes under a permissive server umask, host keys, agent
+//! and key-file authentication, an SFTP-only account, failures mid-push (a cut
+//! connection, a frozen server, a killed server), fan-out directories and the one-command
+//! handoff. The scenarios both transports share are in `scenarios.rs`.
 //!
 //! The server runs on this machine, so the remote store is inspected directly on disk.
 
@@ -210,7 +210,7 @@ fn big_bundle(env: &Env, seed: u64, mib: usize) -> String {
 }
 
 // ---------------------------------------------------------------------------------------
-// Round trips
+// Private modes
 // ---------------------------------------------------------------------------------------
 
 #[test]
