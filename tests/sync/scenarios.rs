@@ -5,7 +5,9 @@
 //! Tests that only make sense for one transport stay in `sync_local.rs` / `sync_ssh.rs`.
 
 use crate::common;
-use crate::sync_local::{Hostile, hostname_of, make_hostile, pushes, save_handoff, store_audit};
+use crate::sync_local::{
+    Hostile, hostname_of, make_hostile, pushes, save_handoff, staging_entries, store_audit,
+};
 use crate::transport::Transport;
 
 use std::fs;
@@ -14,23 +16,33 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{
-    Env, corrupt_pack_data, disk_current, pack_files, random_bytes, s, snapshot_files, text,
+    Env, assert_private_tree, corrupt_pack_data, disk_current, pack_files, random_bytes, s,
+    snapshot_files, text,
 };
 use serde_json::Value;
 
 /// `#[test]`s `local::NAME` and `ssh::NAME` for each scenario `NAME(&Transport)`.
+/// Those listed after `permissive_umask:` get the `_permissive` transports.
 macro_rules! scenarios {
-    ($($name:ident),* $(,)?) => {
+    ($($name:ident),* ; permissive_umask: $($perm:ident),* $(,)?) => {
         mod local {
             $(#[test]
             fn $name() {
                 super::$name(&crate::transport::Transport::local());
+            })*
+            $(#[test]
+            fn $perm() {
+                super::$perm(&crate::transport::Transport::local_permissive());
             })*
         }
         mod ssh {
             $(#[test]
             fn $name() {
                 super::$name(&crate::transport::Transport::ssh());
+            })*
+            $(#[test]
+            fn $perm() {
+                super::$perm(&crate::transport::Transport::ssh_permissive());
             })*
         }
     };
@@ -44,7 +56,8 @@ scenarios!(
     pull_of_a_tampered_pack_is_refused_and_publishes_nothing,
     clone_and_pull_refuse_a_remote_pack_larger_than_declared_without_downloading_it,
     a_store_that_only_receives_pushes_shows_every_push_in_its_audit_log,
-    pull_repair_refetches_a_deleted_loose_object_and_a_damaged_packed_one,
+    pull_repair_refetches_a_deleted_loose_object_and_a_damaged_packed_one;
+    permissive_umask: push_creates_a_private_remote_store_even_under_a_permissive_umask,
 );
 
 // ---------------------------------------------------------------------------------------
@@ -228,6 +241,37 @@ fn push_clone_pull_round_trip_is_byte_identical(t: &Transport) {
 
     verify(&a.store());
     verify(&b.store());
+    verify(&remote);
+}
+
+/// Under umask 000 (the client's locally, the sftp-server's over SSH) a pushed store is
+/// still private, on creation and on the next push.
+fn push_creates_a_private_remote_store_even_under_a_permissive_umask(t: &Transport) {
+    let remote = t.remote();
+    let (a, id) = store_with_target(t, 3);
+    let doc = t.json_ok(&a, &["push"]);
+    assert_eq!(doc["report"]["created_remote"], true);
+    for part in ["config", "packs", "refs/current", "staging"] {
+        assert!(remote.join(part).exists(), "{part} missing");
+    }
+    assert_eq!(
+        fs::read_dir(remote.join("refs/current"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect::<Vec<_>>(),
+        vec!["00000000000000000001".to_string()]
+    );
+    assert_eq!(disk_current(&remote).as_deref(), Some(id.as_str()));
+    assert!(
+        staging_entries(&remote).is_empty(),
+        "{:?}",
+        staging_entries(&remote)
+    );
+    assert_private_tree(&remote);
+    verify(&remote);
+    save_change(&a, "second", b"2");
+    t.json_ok(&a, &["push"]);
+    assert_private_tree(&remote);
     verify(&remote);
 }
 

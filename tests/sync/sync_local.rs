@@ -1,21 +1,19 @@
-//! Sync through local-path targets only: file:// URLs, targets, private modes under
-//! umask 000, incremental and older-rev pushes, pull outcomes, interrupted and concurrent
-//! pushes, stale staging, clone refusals, hostile files, merge and the hub audit of a
-//! lost race — all through the real binary. The scenarios both transports share are in
-//! `scenarios.rs`.
+//! Sync through local-path targets only: file:// URLs, targets, incremental and
+//! older-rev pushes, pull outcomes, interrupted and concurrent pushes, stale staging,
+//! clone refusals, hostile files, merge and the hub audit of a lost race — all through
+//! the real binary. The scenarios both transports share are in `scenarios.rs`.
 
 use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    Env, assert_private_tree, disk_current, json_err, json_ok, pack_files, random_bytes, s,
-    snapshot_files, staged_pack_size, text,
+    Env, disk_current, json_err, json_ok, pack_files, random_bytes, s, snapshot_files,
+    staged_pack_size, text,
 };
 use serde_json::Value;
 
@@ -108,7 +106,7 @@ fn refs_snapshot(remote: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     snapshot_files(&remote.join("refs"))
 }
 
-fn staging_entries(remote: &Path) -> Vec<String> {
+pub(crate) fn staging_entries(remote: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(remote.join("staging"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -286,44 +284,6 @@ fn push_without_targets_or_to_unknown_target_is_not_found() {
 // ---------------------------------------------------------------------------------------
 // Push
 // ---------------------------------------------------------------------------------------
-
-#[test]
-fn push_creates_a_private_remote_store_even_under_umask_000() {
-    let holder = Env::new();
-    let remote = holder.path().join("new-remote");
-    let (a, id) = store_with_target(&remote, 3);
-    let mut cmd = a.cmd();
-    cmd.args(["--json", "push"]);
-    // SAFETY: umask is async-signal-safe and touches no memory.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::umask(0);
-            Ok(())
-        });
-    }
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["report"]["created_remote"], true);
-    for part in ["config", "packs", "refs/current", "staging"] {
-        assert!(remote.join(part).exists(), "{part} missing");
-    }
-    assert_eq!(
-        fs::read_dir(remote.join("refs/current"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect::<Vec<_>>(),
-        vec!["00000000000000000001".to_string()]
-    );
-    assert_eq!(disk_current(&remote).as_deref(), Some(id.as_str()));
-    assert!(
-        staging_entries(&remote).is_empty(),
-        "{:?}",
-        staging_entries(&remote)
-    );
-    assert_private_tree(&remote);
-    verify(&a, &remote);
-}
 
 #[test]
 fn incremental_push_sends_only_new_objects() {

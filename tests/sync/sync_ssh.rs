@@ -1,7 +1,6 @@
-//! Sync over SSH only: private modes under a permissive server umask, host keys, agent
-//! and key-file authentication, an SFTP-only account, failures mid-push (a cut
-//! connection, a frozen server, a killed server), fan-out directories and the one-command
-//! handoff. The scenarios both transports share are in `scenarios.rs`.
+//! Sync over SSH only: host keys, agent and key-file authentication, an SFTP-only
+//! account, failures mid-push (a cut connection, a frozen server, a killed server),
+//! fan-out directories and the one-command handoff. The scenarios both transports share are in `scenarios.rs`.
 //!
 //! The server runs on this machine, so the remote store is inspected directly on disk.
 
@@ -18,8 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{
-    Env, assert_private_tree, disk_current, pack_files, random_bytes, s, snapshot_files,
-    staged_pack_size, text,
+    Env, disk_current, pack_files, random_bytes, s, snapshot_files, staged_pack_size, text,
 };
 use serde_json::Value;
 use sshd::{KnownHostsMode, Sshd};
@@ -207,22 +205,6 @@ fn big_bundle(env: &Env, seed: u64, mib: usize) -> String {
     )
     .unwrap();
     env.save("work", &["--summary", "big", "--secrets", "allow"])
-}
-
-// ---------------------------------------------------------------------------------------
-// Private modes
-// ---------------------------------------------------------------------------------------
-
-#[test]
-fn remote_store_is_private_under_a_permissive_sftp_umask() {
-    let server = Sshd::builder().sftp_umask(0o000).start();
-    let remote = remote_dir(&server);
-    let (a, _) = store_with_target(&scp_url(&server), 2);
-    json_ok(&a, &server, &["push"]);
-    save_change(&a, "second", b"2");
-    json_ok(&a, &server, &["push"]);
-    assert_private_tree(&remote);
-    verify(&remote);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 //! The `Transport` fixture of the shared sync scenarios: a local-path target, or a real
 //! OpenSSH `sshd` on loopback (the remote store is on this machine either way, so the
-//! scenarios inspect it on disk).
+//! scenarios inspect it on disk). The `_permissive` ones run under umask 000: the client
+//! locally, the server's sftp-server over SSH.
 
 use crate::common;
 use crate::sshd::Sshd;
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -15,19 +17,38 @@ use serde_json::Value;
 /// Where the remote store lives and how `baton` reaches it.
 pub enum Transport {
     /// A plain path target; `holder` owns the directory the remote store goes in.
-    Local { holder: Env },
+    /// `permissive`: every `baton` runs under umask 000.
+    Local { holder: Env, permissive: bool },
     /// An `ssh://` / scp-like target on a per-test sshd.
     Ssh { server: Sshd },
 }
 
 impl Transport {
     pub fn local() -> Self {
-        Transport::Local { holder: Env::new() }
+        Transport::Local {
+            holder: Env::new(),
+            permissive: false,
+        }
     }
 
     pub fn ssh() -> Self {
         Transport::Ssh {
             server: Sshd::start(),
+        }
+    }
+
+    /// Local with every `baton` under umask 000.
+    pub fn local_permissive() -> Self {
+        Transport::Local {
+            holder: Env::new(),
+            permissive: true,
+        }
+    }
+
+    /// SSH with the server's sftp-server under umask 000.
+    pub fn ssh_permissive() -> Self {
+        Transport::Ssh {
+            server: Sshd::builder().sftp_umask(0o000).start(),
         }
     }
 
@@ -38,7 +59,7 @@ impl Transport {
     /// The remote store's directory on this machine.
     pub fn remote(&self) -> PathBuf {
         match self {
-            Transport::Local { holder } => holder.path().join("r"),
+            Transport::Local { holder, .. } => holder.path().join("r"),
             Transport::Ssh { server } => server.scratch().join("remote"),
         }
     }
@@ -66,10 +87,24 @@ impl Transport {
     /// and agent socket).
     pub fn cmd(&self, env: &Env) -> Command {
         let mut cmd = env.cmd();
-        if let Transport::Ssh { server } = self {
-            for (k, v) in server.env() {
-                cmd.env(k, v);
+        match self {
+            Transport::Ssh { server } => {
+                for (k, v) in server.env() {
+                    cmd.env(k, v);
+                }
             }
+            Transport::Local {
+                permissive: true, ..
+            } => {
+                // SAFETY: umask is async-signal-safe and touches no memory.
+                unsafe {
+                    cmd.pre_exec(|| {
+                        libc::umask(0);
+                        Ok(())
+                    });
+                }
+            }
+            Transport::Local { .. } => {}
         }
         cmd
     }
