@@ -2,13 +2,16 @@
 //! started per test, and the SSH connection itself.
 //!
 //! One test binary of modules (one link step instead of one per file); each module is
-//! the file of the same name here.
+//! the file of the same name here. `scenarios` holds the scenarios both transports share,
+//! run over each `transport::Transport`.
 
 #[path = "../common/mod.rs"]
 mod common;
 #[path = "../common/sshd.rs"]
 mod sshd;
 
+mod scenarios;
 mod ssh_connect;
 mod sync_local;
 mod sync_ssh;
+mod transport;

@@ -1,19 +1,19 @@
-//! Sync through local-path targets: push, pull and clone round trips, targets, private
-//! modes, idempotence, compare-and-swap on the remote ref, tampered remotes, interrupted
-//! and concurrent pushes, stale staging, and the audit log — all through the real binary.
+//! Sync through local-path targets only: file:// URLs, targets, incremental and
+//! older-rev pushes, pull outcomes, interrupted and concurrent pushes, stale staging,
+//! clone refusals, hostile files, merge and the hub audit of a lost race — all through
+//! the real binary. The scenarios both transports share are in `scenarios.rs`.
 
 use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    Env, assert_private_tree, corrupt_pack_data, disk_current, json_err, json_ok, pack_files,
-    random_bytes, s, snapshot_files, staged_pack_size, text,
+    Env, disk_current, json_err, json_ok, pack_files, random_bytes, s, snapshot_files,
+    staged_pack_size, text,
 };
 use serde_json::Value;
 
@@ -106,7 +106,7 @@ fn refs_snapshot(remote: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     snapshot_files(&remote.join("refs"))
 }
 
-fn staging_entries(remote: &Path) -> Vec<String> {
+pub(crate) fn staging_entries(remote: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(remote.join("staging"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -128,71 +128,6 @@ fn touch_back(path: &Path, ago: &str) {
 // ---------------------------------------------------------------------------------------
 // Round trips
 // ---------------------------------------------------------------------------------------
-
-#[test]
-fn push_clone_pull_round_trip_is_byte_identical() {
-    let a = Env::new();
-    let remote = remote_dir(&a);
-    a.init();
-    rich_tree(&a, "work", 1);
-    let first = a.save("work", &["--summary", "one"]);
-    let second = save_change(&a, "handoff.md", b"# second\n");
-    a.ok(&["target", "add", "r", s(&remote)]);
-    let push = json_ok(&a, &["push"]);
-    assert_eq!(push["target"], "r");
-    assert_eq!(push["url"], s(&remote));
-    assert_eq!(push["report"]["bundle"], second.as_str());
-    assert_eq!(push["report"]["created_remote"], true);
-    assert_eq!(push["report"]["up_to_date"], false);
-    assert_eq!(push["report"]["remote_before"], Value::Null);
-    assert_eq!(disk_current(&remote).as_deref(), Some(second.as_str()));
-    // One push, one pack, named by the BLAKE3 of its bytes.
-    let packs = pack_files(&remote);
-    assert_eq!(packs.len(), 1, "{packs:?}");
-    let pack_bytes = fs::read(&packs[0]).unwrap();
-    assert_eq!(
-        packs[0].file_name().unwrap().to_str().unwrap(),
-        format!("{}.pack", blake3::hash(&pack_bytes).to_hex())
-    );
-    assert_eq!(push["report"]["bytes_sent"], pack_bytes.len() as u64);
-    assert!(push["report"]["objects_sent"].as_u64().unwrap() >= 6);
-
-    let b = clone_env(&remote);
-    assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
-    assert_eq!(checkout(&a, &first), checkout(&b, &first));
-    let history = |env: &Env| -> Vec<Value> {
-        json_ok(env, &["log"])["bundles"]
-            .as_array()
-            .map(|v| v.to_vec())
-            .unwrap_or_default()
-    };
-    assert_eq!(history(&a).len(), 2);
-    assert_eq!(history(&a), history(&b));
-    assert_eq!(json_ok(&b, &["show", "current"])["id"], second.as_str());
-    let targets = json_ok(&b, &["target", "list"]);
-    assert_eq!(targets["targets"][0]["name"], "origin");
-    assert_eq!(targets["targets"][0]["url"], s(&remote));
-    assert_eq!(targets["targets"][0]["default"], true);
-    assert_eq!(targets["targets"][0]["last_seen"], second.as_str());
-
-    // A moves on; B fast-forwards to it.
-    let third = save_change(&a, "notes/new.txt", b"new file\n");
-    json_ok(&a, &["push"]);
-    let pull = json_ok(&b, &["pull"]);
-    assert_eq!(pull["report"]["outcome"], "fast-forward", "{pull}");
-    assert_eq!(pull["report"]["current_before"], second.as_str());
-    assert_eq!(pull["report"]["current_after"], third.as_str());
-    assert_eq!(pull["report"]["remote_current"], third.as_str());
-    assert!(pull["report"]["objects_received"].as_u64().unwrap() > 0);
-    assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
-    let again = json_ok(&b, &["pull"]);
-    assert_eq!(again["report"]["outcome"], "up-to-date");
-    assert_eq!(again["report"]["objects_received"], 0);
-
-    verify(&a, &a.store());
-    verify(&b, &b.store());
-    verify(&a, &remote);
-}
 
 #[test]
 fn file_url_and_explicit_clone_path_work() {
@@ -351,88 +286,6 @@ fn push_without_targets_or_to_unknown_target_is_not_found() {
 // ---------------------------------------------------------------------------------------
 
 #[test]
-fn push_creates_a_private_remote_store_even_under_umask_000() {
-    let holder = Env::new();
-    let remote = holder.path().join("new-remote");
-    let (a, id) = store_with_target(&remote, 3);
-    let mut cmd = a.cmd();
-    cmd.args(["--json", "push"]);
-    // SAFETY: umask is async-signal-safe and touches no memory.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::umask(0);
-            Ok(())
-        });
-    }
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["report"]["created_remote"], true);
-    for part in ["config", "packs", "refs/current", "staging"] {
-        assert!(remote.join(part).exists(), "{part} missing");
-    }
-    assert_eq!(
-        fs::read_dir(remote.join("refs/current"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect::<Vec<_>>(),
-        vec!["00000000000000000001".to_string()]
-    );
-    assert_eq!(disk_current(&remote).as_deref(), Some(id.as_str()));
-    assert!(
-        staging_entries(&remote).is_empty(),
-        "{:?}",
-        staging_entries(&remote)
-    );
-    assert_private_tree(&remote);
-    verify(&a, &remote);
-}
-
-#[test]
-fn repush_is_idempotent_and_cheap() {
-    let holder = Env::new();
-    let remote = holder.path().join("r");
-    let (a, id) = store_with_target(&remote, 4);
-    json_ok(&a, &["push"]);
-    let before = snapshot_files(&remote);
-    let out = a
-        .cmd()
-        .args(["--json", "push"])
-        .env("BATON_TRACE", "1")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["report"]["up_to_date"], true, "{doc}");
-    assert_eq!(doc["report"]["objects_sent"], 0);
-    assert_eq!(doc["report"]["bytes_sent"], 0);
-    assert_eq!(doc["report"]["created_remote"], false);
-    assert_eq!(doc["report"]["remote_before"], id.as_str());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let calls: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("trace:") && !l.contains("connected in"))
-        .collect();
-    assert!(!calls.is_empty(), "BATON_TRACE printed nothing: {stderr}");
-    assert!(calls.len() <= 3, "too many remote calls: {calls:#?}");
-    for call in &calls {
-        for verb in [
-            "create",
-            "put_files",
-            "publish",
-            "make_dirs",
-            "remove_dir_all",
-        ] {
-            assert!(
-                !call.contains(&format!(" {verb} ")),
-                "up-to-date push wrote: {call}"
-            );
-        }
-    }
-    assert_eq!(snapshot_files(&remote), before, "the remote changed");
-}
-
-#[test]
 fn incremental_push_sends_only_new_objects() {
     let holder = Env::new();
     let remote = holder.path().join("r");
@@ -491,53 +344,6 @@ fn push_of_an_older_rev_to_a_newer_remote_is_a_conflict() {
 // ---------------------------------------------------------------------------------------
 // Compare-and-swap on the remote ref
 // ---------------------------------------------------------------------------------------
-
-#[test]
-fn diverged_push_is_refused_then_forced_with_the_expected_id() {
-    let holder = Env::new();
-    let remote = holder.path().join("r");
-    let (a, base) = store_with_target(&remote, 7);
-    json_ok(&a, &["push"]);
-    let b = clone_env(&remote);
-    let c = clone_env(&remote);
-    let b_id = save_change(&b, "b.txt", b"from b\n");
-    let c_id = save_change(&c, "c.txt", b"from c\n");
-    json_ok(&b, &["push"]);
-    assert_eq!(disk_current(&remote).as_deref(), Some(b_id.as_str()));
-
-    let before = snapshot_files(&remote);
-    let err = json_err(&c, &["push"], 5);
-    assert_eq!(err["code"], "store_conflict");
-    let message = err["message"].as_str().unwrap();
-    assert!(message.contains(&b_id), "remote id missing: {message}");
-    assert!(message.contains(&c_id), "local id missing: {message}");
-    assert_eq!(
-        snapshot_files(&remote),
-        before,
-        "a refused push changed the remote"
-    );
-    // The target ref of a refused push does not move.
-    let seen = json_ok(&c, &["target", "list"])["targets"][0]["last_seen"].clone();
-    assert_eq!(seen, base.as_str());
-
-    // --force with a stale expectation (what C last saw) is refused too.
-    let err = json_err(&c, &["push", "--force", &base], 5);
-    assert!(err["message"].as_str().unwrap().contains(&b_id), "{err}");
-    json_err(&c, &["push", "--force", "none"], 5);
-    assert_eq!(snapshot_files(&remote), before);
-
-    // With the remote's real id it goes through.
-    let doc = json_ok(&c, &["push", "--force", &b_id]);
-    assert_eq!(doc["report"]["remote_before"], b_id.as_str());
-    assert_eq!(disk_current(&remote).as_deref(), Some(c_id.as_str()));
-    verify(&c, &remote);
-    // B's bundle is still stored remotely (forcing moves the ref, deletes nothing).
-    let d = clone_env(&remote);
-    json_ok(&d, &["show", &b_id]);
-    // And now B, which lags, is refused, whatever it expected before.
-    json_err(&b, &["push", "--force", &base], 5);
-    assert_eq!(disk_current(&remote).as_deref(), Some(c_id.as_str()));
-}
 
 #[test]
 fn force_none_creates_only_on_an_empty_remote() {
@@ -664,75 +470,6 @@ fn pull_from_an_empty_remote_store() {
     let doc = json_ok(&a, &["pull"]);
     assert_eq!(doc["report"]["outcome"], "empty-remote");
     assert_eq!(doc["report"]["current_after"], id.as_str());
-}
-
-// ---------------------------------------------------------------------------------------
-// Tampered remotes
-// ---------------------------------------------------------------------------------------
-
-#[test]
-fn push_onto_a_tampered_pack_of_the_same_name_is_refused_and_overwrites_nothing() {
-    let holder = Env::new();
-    let remote = holder.path().join("r");
-    let (a, _) = store_with_target(&remote, 11);
-    json_ok(&a, &["push"]);
-    let packs = pack_files(&remote);
-    assert_eq!(packs.len(), 1);
-    // The remote forgets its ref (so the same pack is sent again) and the pack is damaged.
-    for f in fs::read_dir(remote.join("refs/current")).unwrap() {
-        fs::remove_file(f.unwrap().path()).unwrap();
-    }
-    corrupt_pack_data(&packs[0]);
-    let before = snapshot_files(&remote);
-    let err = json_err(&a, &["push"], 5);
-    assert_eq!(err["code"], "store_conflict");
-    let message = err["message"].as_str().unwrap();
-    let name = packs[0].file_name().unwrap().to_str().unwrap();
-    assert!(message.contains(name), "{message}");
-    assert_eq!(
-        snapshot_files(&remote),
-        before,
-        "the tampered pack must not be overwritten, no ref published, staging cleaned"
-    );
-    assert_eq!(disk_current(&remote), None);
-}
-
-#[test]
-fn pull_of_a_tampered_pack_is_refused_and_publishes_nothing() {
-    let holder = Env::new();
-    let remote = holder.path().join("r");
-    let (a, base) = store_with_target(&remote, 12);
-    json_ok(&a, &["push"]);
-    let b = clone_env(&remote);
-    let next = save_change(&a, "more.bin", &random_bytes(99, 200_000));
-    json_ok(&a, &["push"]);
-    let new_pack = pack_files(&remote)
-        .into_iter()
-        .max_by_key(|p| fs::metadata(p).unwrap().modified().unwrap())
-        .unwrap();
-    corrupt_pack_data(&new_pack);
-
-    let before = snapshot_files(&b.store());
-    let err = json_err(&b, &["pull"], 4);
-    assert_eq!(err["code"], "integrity");
-    assert_eq!(
-        snapshot_files(&b.store()),
-        before,
-        "a refused pull must leave the local store as it was"
-    );
-    assert_eq!(json_ok(&b, &["show", "current"])["id"], base.as_str());
-    assert_eq!(
-        json_ok(&b, &["show", "targets/origin"])["id"],
-        base.as_str()
-    );
-    json_err(&b, &["show", &next], 3);
-    verify(&b, &b.store());
-
-    // A clone of the tampered remote fails the same way and leaves nothing behind.
-    let c = Env::new();
-    let dest = c.path().join("clone");
-    json_err(&c, &["clone", s(&remote), s(&dest)], 4);
-    assert!(!dest.exists(), "a failed clone left {}", dest.display());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1034,7 +771,7 @@ fn push_into_a_store_made_by_init_and_into_missing_parent_directories() {
 
 /// How a hostile remote replaces one of its files.
 #[derive(Clone, Copy, Debug)]
-enum Hostile {
+pub(crate) enum Hostile {
     /// A sparse file of 1 TiB (zeros: no pack trailer).
     SparseTiB,
     /// A symlink to /dev/zero (endless zeros).
@@ -1043,7 +780,7 @@ enum Hostile {
     Fifo,
 }
 
-fn make_hostile(path: &Path, how: Hostile) {
+pub(crate) fn make_hostile(path: &Path, how: Hostile) {
     fs::remove_file(path).unwrap();
     match how {
         Hostile::SparseTiB => fs::File::create(path).unwrap().set_len(1 << 40).unwrap(),
@@ -1084,31 +821,6 @@ fn assert_clone_refused(remote: &Path, what: &str) -> Value {
         .collect();
     assert!(left.is_empty(), "clone with {what} left {left:?}");
     doc["error"].clone()
-}
-
-#[test]
-fn clone_and_pull_refuse_a_remote_pack_larger_than_declared_without_downloading_it() {
-    for how in [Hostile::SparseTiB, Hostile::DevZero] {
-        let remote_env = Env::new();
-        let remote = remote_dir(&remote_env);
-        let (a, _) = store_with_target(&remote, 40);
-        a.ok(&["push"]);
-        let b = clone_env(&remote);
-        let b_before = snapshot_files(&b.store());
-        save_change(&a, "more.txt", &random_bytes(41, 50_000));
-        a.ok(&["push"]);
-        // Every pack of the remote is replaced: the clone needs the first, the pull the second.
-        for pack in pack_files(&remote) {
-            make_hostile(&pack, how);
-        }
-        let err = assert_clone_refused(&remote, &format!("{how:?}"));
-        assert!(err["message"].as_str().unwrap().contains("pack"), "{err}");
-        let (code, doc, took) = capped_json(&b, &["pull"]);
-        assert_eq!(code, Some(4), "pull with {how:?}: {doc}");
-        assert!(took < Duration::from_secs(10), "pull took {took:?}");
-        // Nothing changed here: no temp file left in packs/, no ref moved.
-        assert_eq!(snapshot_files(&b.store()), b_before, "{how:?}");
-    }
 }
 
 #[test]
@@ -1215,7 +927,7 @@ fn briefing_text(objective: &str, step: &str) -> String {
 }
 
 /// Save a handoff of the env's `work` directory with `step` as its Next Steps.
-fn save_handoff(env: &Env, objective: &str, step: &str, from: &str, to: &str) -> String {
+pub(crate) fn save_handoff(env: &Env, objective: &str, step: &str, from: &str, to: &str) -> String {
     fs::write(env.path().join("brief.md"), briefing_text(objective, step)).unwrap();
     let doc = json_ok(
         env,
@@ -1611,14 +1323,14 @@ fn push_and_clone_into_a_non_empty_directory_that_is_not_a_store_are_refused() {
 // ---------------------------------------------------------------------------------------
 
 /// `log --audit` entries of the store at `store`, read by a fresh env.
-fn store_audit(store: &Path, extra: &[&str]) -> Vec<Value> {
+pub(crate) fn store_audit(store: &Path, extra: &[&str]) -> Vec<Value> {
     let env = Env::new();
     let mut args = vec!["--store", s(store), "log", "--audit"];
     args.extend_from_slice(extra);
     json_ok(&env, &args)["entries"].as_array().unwrap().clone()
 }
 
-fn pushes(entries: &[Value]) -> Vec<(String, String, String, String)> {
+pub(crate) fn pushes(entries: &[Value]) -> Vec<(String, String, String, String)> {
     entries
         .iter()
         .filter(|e| e["action"] == "push" && e["ref"] == "current")
@@ -1633,84 +1345,7 @@ fn pushes(entries: &[Value]) -> Vec<(String, String, String, String)> {
         .collect()
 }
 
-#[test]
-fn a_store_that_only_receives_pushes_shows_every_push_in_its_audit_log() {
-    let holder = Env::new();
-    let remote = holder.path().join("r");
-    let (a, base) = store_with_target(&remote, 41);
-    json_ok(&a, &["push"]);
-    let b = clone_env(&remote);
-    let a_id = save_handoff(&a, "alpha", "step a", "alice", "bob");
-    let out = a
-        .cmd()
-        .env("USER", "ann")
-        .args(["--json", "push"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    json_ok(&b, &["pull"]);
-    let b_id = save_handoff(&b, "beta", "step b", "carol", "dave");
-    let out = b
-        .cmd()
-        .env("USER", "cid")
-        .args(["--json", "push"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-
-    let entries = store_audit(&remote, &[]);
-    let want = vec![
-        (
-            "none".to_string(),
-            base.clone(),
-            "tester".to_string(),
-            String::new(),
-        ),
-        (base.clone(), a_id.clone(), "ann".into(), "alice".into()),
-        (a_id.clone(), b_id.clone(), "cid".into(), "carol".into()),
-    ];
-    assert_eq!(pushes(&entries), want, "{entries:#?}");
-    let host = hostname_of(&entries[0]);
-    assert!(!host.is_empty(), "{entries:#?}");
-    let times: Vec<&str> = entries
-        .iter()
-        .map(|e| e["time"].as_str().unwrap())
-        .collect();
-    let mut sorted = times.clone();
-    sorted.sort();
-    assert_eq!(times, sorted, "oldest first");
-    // -n keeps the newest; the human form names who, where, old..new.
-    assert_eq!(
-        pushes(&store_audit(&remote, &["-n", "2"])),
-        want[1..].to_vec()
-    );
-    let human = holder.ok(&["--store", s(&remote), "log", "--audit"]);
-    assert!(
-        human.contains(&format!(
-            "current {}..{} push alice",
-            &base[..12],
-            &a_id[..12]
-        )),
-        "{human}"
-    );
-    assert!(human.contains("by cid@"), "{human}");
-
-    // A pusher reads the same record from the target over its transport.
-    let doc = json_ok(&a, &["log", "--audit", "--target", "r"]);
-    assert_eq!(doc["target"], "r");
-    assert_eq!(pushes(doc["entries"].as_array().unwrap()), want, "{doc}");
-    let doc = json_ok(&a, &["log", "--audit", "--target", "r", "-n", "1"]);
-    assert_eq!(
-        pushes(doc["entries"].as_array().unwrap()),
-        want[2..].to_vec()
-    );
-    let err = json_err(&a, &["log", "--audit", "--target", "nope"], 3);
-    assert!(err["message"].as_str().unwrap().contains("nope"), "{err}");
-    // --target reads an audit trail only.
-    json_err(&a, &["log", "--target", "r"], 2);
-}
-
-fn hostname_of(entry: &Value) -> String {
+pub(crate) fn hostname_of(entry: &Value) -> String {
     entry["host"].as_str().unwrap_or("").to_string()
 }
 
@@ -1777,58 +1412,6 @@ fn assert_damaged(env: &Env, extra: &[&str]) -> Value {
     let hint = err["hint"].as_str().unwrap_or("");
     assert!(hint.contains("baton pull --repair"), "{err}");
     err
-}
-
-#[test]
-fn pull_repair_refetches_a_deleted_loose_object_and_a_damaged_packed_one() {
-    let holder = Env::new();
-    let remote = holder.path().join("r");
-    let (a, _) = store_with_target(&remote, 43);
-    json_ok(&a, &["push"]);
-    let before = checkout(&a, "current");
-
-    // A deleted loose object: verify names it, the hint's command brings it back.
-    let big = random_bytes(43, 300_000);
-    let big_path = common::object_path(&a.store(), blake3::hash(&big).to_hex().as_str());
-    fs::remove_file(&big_path).unwrap();
-    let err = assert_damaged(&a, &[]);
-    assert!(
-        err["message"].as_str().unwrap().contains("missing"),
-        "{err}"
-    );
-    let doc = json_ok(&a, &["pull", "--repair"]);
-    assert_eq!(doc["repair"]["objects_received"], 1, "{doc}");
-    assert!(big_path.is_file());
-    verify(&a, &a.store());
-    assert_eq!(checkout(&a, "current"), before);
-
-    // A damaged loose object is replaced the same way.
-    let victim = loose_files(&a.store())[0].clone();
-    let mut bytes = fs::read(&victim).unwrap();
-    let mid = bytes.len() / 2;
-    bytes[mid] ^= 0x5a;
-    fs::write(&victim, &bytes).unwrap();
-    assert_damaged(&a, &[]);
-    json_ok(&a, &["pull", "--repair"]);
-    verify(&a, &a.store());
-
-    // A clone holds packs: a damaged pack is retired once its objects are loose.
-    let b = clone_env(&remote);
-    let packs = pack_files(&b.store());
-    assert_eq!(packs.len(), 1);
-    corrupt_pack_data(&packs[0]);
-    assert_damaged(&b, &[]);
-    let doc = json_ok(&b, &["pull", "--repair", "origin"]);
-    assert_eq!(doc["repair"]["packs_retired"], 1, "{doc}");
-    assert!(doc["repair"]["damaged"].as_u64().unwrap() >= 1, "{doc}");
-    assert!(!packs[0].exists());
-    verify(&b, &b.store());
-    assert_eq!(checkout(&b, "current"), before);
-    // Nothing left to do: a clean store is not changed.
-    let snap = snapshot_files(&b.store());
-    let doc = json_ok(&b, &["pull", "--repair"]);
-    assert_eq!(doc["repair"]["objects_received"], 0, "{doc}");
-    assert_eq!(snapshot_files(&b.store()), snap);
 }
 
 #[test]

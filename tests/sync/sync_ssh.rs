@@ -1,7 +1,6 @@
-//! Sync over SSH against a real OpenSSH sshd on loopback: round trips in both URL forms,
-//! private modes under a permissive server umask, idempotence, compare-and-swap, tampered
-//! packs, host keys, agent and key-file authentication, an SFTP-only account, and
-//! failures mid-push (a cut connection, a frozen server, a killed server).
+//! Sync over SSH only: host keys, agent and key-file authentication, an SFTP-only
+//! account, failures mid-push (a cut connection, a frozen server, a killed server),
+//! fan-out directories and the one-command handoff. The scenarios both transports share are in `scenarios.rs`.
 //!
 //! The server runs on this machine, so the remote store is inspected directly on disk.
 
@@ -18,8 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{
-    Env, assert_private_tree, corrupt_pack_data, disk_current, pack_files, random_bytes, s,
-    snapshot_files, staged_pack_size, text,
+    Env, disk_current, pack_files, random_bytes, s, snapshot_files, staged_pack_size, text,
 };
 use serde_json::Value;
 use sshd::{KnownHostsMode, Sshd};
@@ -207,179 +205,6 @@ fn big_bundle(env: &Env, seed: u64, mib: usize) -> String {
     )
     .unwrap();
     env.save("work", &["--summary", "big", "--secrets", "allow"])
-}
-
-// ---------------------------------------------------------------------------------------
-// Round trips
-// ---------------------------------------------------------------------------------------
-
-#[test]
-fn push_clone_pull_round_trip_over_ssh_in_both_url_forms() {
-    let server = Sshd::start();
-    let remote = remote_dir(&server);
-    let (a, base) = store_with_target(&scp_url(&server), 1);
-    let doc = json_ok(&a, &server, &["push"]);
-    assert_eq!(doc["report"]["created_remote"], true);
-    assert_eq!(doc["report"]["bundle"], base.as_str());
-    assert_eq!(doc["url"], format!("ssh://testbox{}", s(&remote)));
-    assert_eq!(disk_current(&remote).as_deref(), Some(base.as_str()));
-    let packs = pack_files(&remote);
-    assert_eq!(packs.len(), 1);
-    let bytes = fs::read(&packs[0]).unwrap();
-    assert_eq!(
-        packs[0].file_name().unwrap().to_str().unwrap(),
-        format!("{}.pack", blake3::hash(&bytes).to_hex())
-    );
-    assert_eq!(doc["report"]["bytes_sent"], bytes.len() as u64);
-
-    let b = clone_env(&server, &ssh_url(&server));
-    assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
-    let list = json_ok(&b, &server, &["target", "list"]);
-    assert_eq!(list["targets"][0]["url"], ssh_url(&server));
-
-    let next = save_change(&a, "notes/n.txt", &random_bytes(77, 100_000));
-    json_ok(&a, &server, &["push"]);
-    let doc = json_ok(&b, &server, &["pull"]);
-    assert_eq!(doc["report"]["outcome"], "fast-forward", "{doc}");
-    assert_eq!(doc["report"]["current_after"], next.as_str());
-    assert!(doc["report"]["bytes_received"].as_u64().unwrap() > 100_000);
-    assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
-    assert_eq!(checkout(&a, "current~1"), checkout(&b, "current~1"));
-
-    // B pushes back over the ssh:// form; A pulls it over the scp-like form.
-    let back = save_change(&b, "from-b.txt", b"b\n");
-    json_ok(&b, &server, &["push"]);
-    let doc = json_ok(&a, &server, &["pull"]);
-    assert_eq!(doc["report"]["current_after"], back.as_str());
-    assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
-
-    verify(&a.store());
-    verify(&b.store());
-    verify(&remote);
-}
-
-#[test]
-fn remote_store_is_private_under_a_permissive_sftp_umask() {
-    let server = Sshd::builder().sftp_umask(0o000).start();
-    let remote = remote_dir(&server);
-    let (a, _) = store_with_target(&scp_url(&server), 2);
-    json_ok(&a, &server, &["push"]);
-    save_change(&a, "second", b"2");
-    json_ok(&a, &server, &["push"]);
-    assert_private_tree(&remote);
-    verify(&remote);
-}
-
-#[test]
-fn repush_over_ssh_is_idempotent_and_cheap() {
-    let server = Sshd::start();
-    let remote = remote_dir(&server);
-    let (a, id) = store_with_target(&scp_url(&server), 3);
-    json_ok(&a, &server, &["push"]);
-    let before = snapshot_files(&remote);
-    let out = cmd(&a, &server)
-        .args(["--json", "push"])
-        .env("BATON_TRACE", "1")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["report"]["up_to_date"], true, "{doc}");
-    assert_eq!(doc["report"]["objects_sent"], 0);
-    assert_eq!(doc["report"]["remote_before"], id.as_str());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let calls: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("trace:") && !l.contains("connected in"))
-        .collect();
-    assert!(!calls.is_empty(), "no trace: {stderr}");
-    assert!(calls.len() <= 3, "too many round trips: {calls:#?}");
-    for call in &calls {
-        for verb in ["create", "put_files", "publish", "make_dirs"] {
-            assert!(!call.contains(&format!(" {verb} ")), "wrote: {call}");
-        }
-    }
-    assert_eq!(snapshot_files(&remote), before);
-}
-
-// ---------------------------------------------------------------------------------------
-// Conflicts and tampering
-// ---------------------------------------------------------------------------------------
-
-#[test]
-fn diverged_push_over_ssh_is_a_conflict_until_forced() {
-    let server = Sshd::start();
-    let remote = remote_dir(&server);
-    let (a, base) = store_with_target(&scp_url(&server), 4);
-    json_ok(&a, &server, &["push"]);
-    let b = clone_env(&server, &scp_url(&server));
-    let c = clone_env(&server, &ssh_url(&server));
-    let b_id = save_change(&b, "b", b"b");
-    let c_id = save_change(&c, "c", b"c");
-    json_ok(&b, &server, &["push"]);
-    let before = snapshot_files(&remote);
-    let err = json_err(&c, &server, &["push"], 5);
-    let message = err["message"].as_str().unwrap();
-    assert!(
-        message.contains(&b_id) && message.contains(&c_id),
-        "{message}"
-    );
-    assert_eq!(snapshot_files(&remote), before);
-    json_err(&c, &server, &["push", "--force", &base], 5);
-    assert_eq!(snapshot_files(&remote), before);
-    json_ok(&c, &server, &["push", "--force", &b_id]);
-    assert_eq!(disk_current(&remote).as_deref(), Some(c_id.as_str()));
-    verify(&remote);
-}
-
-#[test]
-fn push_onto_a_tampered_remote_pack_over_ssh_is_refused() {
-    let server = Sshd::start();
-    let remote = remote_dir(&server);
-    let (a, _) = store_with_target(&scp_url(&server), 5);
-    json_ok(&a, &server, &["push"]);
-    let packs = pack_files(&remote);
-    assert_eq!(packs.len(), 1);
-    for f in fs::read_dir(remote.join("refs/current")).unwrap() {
-        fs::remove_file(f.unwrap().path()).unwrap();
-    }
-    corrupt_pack_data(&packs[0]);
-    let before = snapshot_files(&remote);
-    let err = json_err(&a, &server, &["push"], 5);
-    let name = packs[0].file_name().unwrap().to_str().unwrap();
-    assert!(err["message"].as_str().unwrap().contains(name), "{err}");
-    // Staging is removed after the refused push; give the server a moment to act on the
-    // requests it was sent before the client hung up.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while snapshot_files(&remote) != before && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(snapshot_files(&remote), before, "the remote changed");
-    assert_eq!(disk_current(&remote), None);
-}
-
-#[test]
-fn pull_of_a_tampered_remote_pack_over_ssh_is_an_integrity_error() {
-    let server = Sshd::start();
-    let remote = remote_dir(&server);
-    let (a, base) = store_with_target(&scp_url(&server), 6);
-    json_ok(&a, &server, &["push"]);
-    let b = clone_env(&server, &scp_url(&server));
-    save_change(&a, "more.bin", &random_bytes(66, 300_000));
-    json_ok(&a, &server, &["push"]);
-    let newest = pack_files(&remote)
-        .into_iter()
-        .max_by_key(|p| fs::metadata(p).unwrap().modified().unwrap())
-        .unwrap();
-    corrupt_pack_data(&newest);
-    let before = snapshot_files(&b.store());
-    let err = json_err(&b, &server, &["pull"], 4);
-    assert_eq!(err["code"], "integrity");
-    assert_eq!(snapshot_files(&b.store()), before);
-    assert_eq!(
-        json_ok(&b, &server, &["show", "current"])["id"],
-        base.as_str()
-    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -782,51 +607,6 @@ fn clone_and_pull_over_ssh_of_a_store_with_every_fanout_directory() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Hostile remote packs
-// ---------------------------------------------------------------------------------------
-
-/// `baton --json ARGS` through `server`, capped (files at 64 MiB, 30 s).
-fn capped_json(env: &Env, server: &Sshd, args: &[&str]) -> (Option<i32>, Value, Duration) {
-    let mut command = cmd(env, server);
-    command.arg("--json").args(args);
-    let (out, took) = common::capped_output(command, Duration::from_secs(30));
-    let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    assert!(doc.is_object(), "{args:?}: {}", text(&out));
-    (out.status.code(), doc, took)
-}
-
-#[test]
-fn clone_and_pull_over_ssh_refuse_a_pack_larger_than_declared_without_downloading_it() {
-    for dev_zero in [false, true] {
-        let server = Sshd::start();
-        let remote = remote_dir(&server);
-        let (a, _) = store_with_target(&scp_url(&server), 44);
-        json_ok(&a, &server, &["push"]);
-        let b = clone_env(&server, &ssh_url(&server));
-        let b_before = snapshot_files(&b.store());
-        save_change(&a, "more.txt", &random_bytes(45, 50_000));
-        json_ok(&a, &server, &["push"]);
-        for pack in pack_files(&remote) {
-            fs::remove_file(&pack).unwrap();
-            if dev_zero {
-                std::os::unix::fs::symlink("/dev/zero", &pack).unwrap();
-            } else {
-                fs::File::create(&pack).unwrap().set_len(1 << 40).unwrap();
-            }
-        }
-        let c = Env::new();
-        let (code, doc, took) = capped_json(&c, &server, &["clone", &ssh_url(&server), "c"]);
-        assert_eq!(code, Some(4), "dev_zero {dev_zero}: {doc}");
-        assert!(took < Duration::from_secs(10), "clone took {took:?}");
-        assert!(!c.path().join("c").exists());
-        let (code, doc, took) = capped_json(&b, &server, &["pull"]);
-        assert_eq!(code, Some(4), "dev_zero {dev_zero}: {doc}");
-        assert!(took < Duration::from_secs(10), "pull took {took:?}");
-        assert_eq!(snapshot_files(&b.store()), b_before);
-    }
-}
-
-// ---------------------------------------------------------------------------------------
 // One-command handoff: baton handoff --push, then baton resume TARGET elsewhere
 // ---------------------------------------------------------------------------------------
 
@@ -1051,71 +831,4 @@ fn a_refused_handoff_push_keeps_the_saved_bundle_and_says_how_to_retry() {
     let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert!(shown["id"].as_str().unwrap().starts_with(short), "{shown}");
     assert!(in_ws(&["verify"]).status.success());
-}
-
-#[test]
-fn log_audit_target_reads_every_push_over_ssh() {
-    let server = Sshd::start();
-    let remote = remote_dir(&server);
-    let (a, base) = store_with_target(&scp_url(&server), 61);
-    json_ok(&a, &server, &["push"]);
-    let next = save_change(&a, "n.txt", b"n\n");
-    json_ok(&a, &server, &["push"]);
-    let doc = json_ok(&a, &server, &["log", "--audit", "--target", "r"]);
-    assert_eq!(doc["target"], "r");
-    let moves: Vec<(Value, Value)> = doc["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["ref"] == "current" && e["action"] == "push")
-        .map(|e| (e["old"].clone(), e["new"].clone()))
-        .collect();
-    assert_eq!(
-        moves,
-        vec![
-            (Value::Null, Value::from(base.as_str())),
-            (Value::from(base.as_str()), Value::from(next.as_str())),
-        ],
-        "{doc}"
-    );
-    assert!(doc["entries"][1]["user"].is_string(), "{doc}");
-    // The hub's own view is the same record.
-    let env = Env::new();
-    let (code, own) = env.json(&["--store", s(&remote), "log", "--audit"]);
-    assert_eq!(code, 0, "{own}");
-    assert_eq!(own["entries"], doc["entries"]);
-}
-
-#[test]
-fn pull_repair_over_ssh_refetches_a_lost_loose_object_and_a_damaged_pack() {
-    let server = Sshd::start();
-    let (a, _) = store_with_target(&scp_url(&server), 62);
-    json_ok(&a, &server, &["push"]);
-    let before = checkout(&a, "current");
-    let big = random_bytes(62, 600_000);
-    let path = common::object_path(&a.store(), blake3::hash(&big).to_hex().as_str());
-    fs::remove_file(&path).unwrap();
-    let env = Env::new();
-    let (code, doc) = env.json(&["--store", s(&a.store()), "verify"]);
-    assert_eq!(code, 4, "{doc}");
-    assert!(
-        doc["error"]["hint"]
-            .as_str()
-            .unwrap()
-            .contains("baton pull --repair"),
-        "{doc}"
-    );
-    let doc = json_ok(&a, &server, &["pull", "--repair"]);
-    assert_eq!(doc["repair"]["objects_received"], 1, "{doc}");
-    verify(&a.store());
-    assert_eq!(checkout(&a, "current"), before);
-
-    let b = clone_env(&server, &ssh_url(&server));
-    let packs = pack_files(&b.store());
-    assert_eq!(packs.len(), 1);
-    corrupt_pack_data(&packs[0]);
-    let doc = json_ok(&b, &server, &["pull", "--repair"]);
-    assert_eq!(doc["repair"]["packs_retired"], 1, "{doc}");
-    verify(&b.store());
-    assert_eq!(checkout(&b, "current"), before);
 }
