@@ -40,6 +40,15 @@ pub fn progress_bar(json: bool, quiet: bool, total: u64, bytes: bool) -> Progres
     styled_progress(total, bytes, ProgressDrawTarget::stderr())
 }
 
+/// "1 object", "2 objects": a count with its noun (plural `<noun>s`), for human text.
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// The bar itself. The total is shown only once it is known (a command may set it
 /// later): until then a spinner and the count, never `214/0`.
 fn styled_progress(total: u64, bytes: bool, target: ProgressDrawTarget) -> ProgressBar {

@@ -7,7 +7,7 @@ use crate::cli::PullArgs;
 use crate::commands::Ctx;
 use crate::error::Result;
 use crate::format::id::show_short;
-use crate::output::Outcome;
+use crate::output::{Outcome, count};
 use crate::sync::pull::pull;
 use crate::sync::{choose_target, open_remote};
 
@@ -58,12 +58,12 @@ fn repair(
         format!("{name}: nothing to repair (no object is missing or damaged here)")
     } else {
         format!(
-            "{name}: refetched {} object(s) ({} damaged here, {} bytes received){}; run 'baton verify' to check",
-            report.objects_received,
+            "{name}: refetched {} ({} damaged here, {} bytes received){}; run 'baton verify' to check",
+            count(report.objects_received, "object"),
             report.damaged,
             report.bytes_received,
             if report.packs_retired > 0 {
-                format!(", {} damaged pack(s) retired", report.packs_retired)
+                format!(", {} retired", count(report.packs_retired, "damaged pack"))
             } else {
                 String::new()
             }

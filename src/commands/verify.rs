@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::commands::Ctx;
 use crate::error::{Error, Result};
-use crate::output::Outcome;
+use crate::output::{Outcome, count};
 
 pub fn run(ctx: &Ctx, rev: Option<&str>, history: bool) -> Result<Outcome> {
     // A full verify works without keys on an encrypted store (what it can check);
@@ -36,11 +36,20 @@ pub fn run(ctx: &Ctx, rev: Option<&str>, history: bool) -> Result<Outcome> {
     if !ctx.quiet || !report.is_clean() {
         let _ = write!(
             human,
-            "{scope}: {} objects ({} bytes), {} bundles checked",
-            report.objects_checked, report.bytes_checked, report.bundles_checked
+            "{scope}: {} ({} bytes), {} checked",
+            count(report.objects_checked, "object"),
+            report.bytes_checked,
+            count(report.bundles_checked, "bundle")
         );
         if target.is_none() {
-            let _ = write!(human, ", {} log entries", report.log_entries);
+            let _ = write!(
+                human,
+                ", {}",
+                match report.log_entries {
+                    1 => "1 log entry".to_string(),
+                    n => format!("{n} log entries"),
+                }
+            );
         }
         let _ = write!(
             human,
@@ -58,8 +67,8 @@ pub fn run(ctx: &Ctx, rev: Option<&str>, history: bool) -> Result<Outcome> {
     if !report.is_clean() {
         outcome.failure = Some(
             Error::integrity(format!(
-                "{scope} has {} problem(s): {}",
-                report.problems.len(),
+                "{scope} has {}: {}",
+                count(report.problems.len() as u64, "problem"),
                 report.problems[0]
             ))
             .with_hint(

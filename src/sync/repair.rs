@@ -99,9 +99,13 @@ pub fn repair(
 fn lacks(remote: &dyn Remote, lacking: &[&ObjectId]) -> Error {
     let shown: Vec<String> = lacking.iter().take(5).map(|n| n.to_string()).collect();
     Error::integrity(format!(
-        "cannot repair: {} lacks {} object(s) missing or damaged here: {}{}",
+        "cannot repair: {} lacks {} missing or damaged here: {}{}",
         remote.describe(),
-        lacking.len(),
+        if lacking.len() == 1 {
+            "the object".to_string()
+        } else {
+            format!("{} objects", lacking.len())
+        },
         shown.join(", "),
         if lacking.len() > 5 { ", ..." } else { "" }
     ))

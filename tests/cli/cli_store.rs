@@ -1714,3 +1714,26 @@ fn a_plain_snapshot_with_a_secret_is_refused_unless_redact_or_allow() {
     let out = env.run(&["save", "--no-brief", "--secrets", "allow"]);
     assert_eq!(out.status.code(), Some(2), "{}", common::text(&out));
 }
+
+/// verify counted "1 bundles" and "1 problem(s)": counts agree with their nouns.
+#[test]
+fn verify_counts_agree_with_their_nouns() {
+    let env = Env::new();
+    env.init();
+    env.write_tree("d", &[("a", b"1")]);
+    env.ok(&["save", "d"]);
+    let text = env.ok(&["verify"]);
+    assert!(text.contains("1 bundle checked"), "{text}");
+    assert!(!text.contains("(s)"), "{text}");
+    let obj = std::fs::read_dir(env.store().join("objects"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().is_dir())
+        .and_then(|d| std::fs::read_dir(d.path()).unwrap().flatten().next())
+        .expect("a loose object");
+    std::fs::remove_file(obj.path()).unwrap();
+    let out = env.run(&["verify"]);
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("has 1 problem:"), "{err}");
+}
