@@ -1,0 +1,164 @@
+//! Applying a checked import plan to a store: secrets scrubbed first, bundles already
+//! imported reused, each new one committed and `current` moved onto it.
+
+use std::collections::HashMap;
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use super::{FINGERPRINT, Plan};
+use crate::error::{Error, Result};
+use crate::format::names::RefName;
+use crate::format::{Bundle, ObjectId};
+use crate::handoff::secrets::Scrubber;
+use crate::store::Store;
+use crate::store::memtree::MemFile;
+use crate::store::refs::{Expect, MoveReason};
+
+/// A planned bundle written by this import.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Imported {
+    pub key: String,
+    pub bundle: ObjectId,
+    pub parents: Vec<ObjectId>,
+}
+
+/// A planned bundle found already imported (same source fingerprint in current's
+/// history), reused instead of written again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    pub key: String,
+    pub bundle: ObjectId,
+}
+
+/// What `apply` did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    pub imported: Vec<Imported>,
+    pub skipped: Vec<Skipped>,
+    /// `current` after the import.
+    pub current: Option<ObjectId>,
+}
+
+/// Redact every text of the plan in place; returns the kinds and counts found.
+pub fn scrub(plan: &mut Plan) -> Scrubber {
+    let mut scrubber = Scrubber::default();
+    for bundle in &mut plan.bundles {
+        for (path, bytes) in &mut bundle.files {
+            *bytes = scrubber.bytes(bytes);
+            *path = scrubber.text(path);
+        }
+        for text in [
+            &mut bundle.from,
+            &mut bundle.to,
+            &mut bundle.summary,
+            &mut bundle.note,
+        ] {
+            *text = scrubber.text(text);
+        }
+        for value in bundle.metadata.values_mut() {
+            *value = scrubber.text(value);
+        }
+    }
+    scrubber
+}
+
+/// Commit the plan's bundles in order, each moving `current` by compare-and-swap (and so
+/// landing in the log, which keeps every imported head reachable). Roots of the imported
+/// history hang under the store's current bundle. A bundle imported before is reused:
+/// importing the same input twice adds nothing.
+pub fn apply(store: &Store, plan: &Plan) -> Result<Applied> {
+    let start = store.read_ref(&RefName::Current)?;
+    store.check_log()?;
+    let mut ids: HashMap<String, ObjectId> = HashMap::new();
+    let mut applied = Applied {
+        current: start,
+        ..Applied::default()
+    };
+    let known = imported_fingerprints(store, start)?;
+    for planned in &plan.bundles {
+        if let Some(id) = planned
+            .metadata
+            .get(FINGERPRINT)
+            .and_then(|fp| known.get(fp))
+        {
+            ids.insert(planned.key.clone(), *id);
+            applied.skipped.push(Skipped {
+                key: planned.key.clone(),
+                bundle: *id,
+            });
+            continue;
+        }
+        let files: Vec<MemFile> = planned
+            .files
+            .iter()
+            .map(|(p, b)| MemFile::new(p.clone(), b.clone()))
+            .collect();
+        let tree = store.write_mem_tree(&files)?;
+        let mut parents = Vec::new();
+        for key in &planned.parents {
+            let id = ids.get(key).ok_or_else(|| {
+                Error::other(format!(
+                    "internal error: parent {key} of {} was not imported first",
+                    planned.key
+                ))
+            })?;
+            parents.push(*id);
+        }
+        // Roots of the imported history hang under the store's current bundle, so that
+        // `current` keeps every earlier handoff in its history.
+        if parents.is_empty() {
+            parents.extend(start);
+        }
+        let mut bundle = Bundle::new(
+            tree,
+            parents,
+            planned.created.unwrap_or_else(SystemTime::now),
+        );
+        bundle.from = planned.from.clone();
+        bundle.to = planned.to.clone();
+        bundle.summary = planned.summary.clone();
+        bundle.note = planned.note.clone();
+        bundle.metadata = planned.metadata.clone();
+        let id = store.write_bundle(&bundle)?;
+        // Each import moves `current` (and so lands in the log), which keeps every
+        // imported head reachable even when the history has several.
+        let reason = MoveReason {
+            action: "import-handoff".into(),
+            from: bundle.from.clone(),
+            to: bundle.to.clone(),
+        };
+        store.update_ref(
+            &RefName::Current,
+            Expect::Value(applied.current),
+            Some(id),
+            &reason,
+        )?;
+        applied.current = Some(id);
+        ids.insert(planned.key.clone(), id);
+        applied.imported.push(Imported {
+            key: planned.key.clone(),
+            bundle: id,
+            parents: bundle.parents,
+        });
+    }
+    Ok(applied)
+}
+
+/// The `import.fingerprint` of every bundle in `start`'s history, to its bundle id.
+fn imported_fingerprints(
+    store: &Store,
+    start: Option<ObjectId>,
+) -> Result<HashMap<String, ObjectId>> {
+    let mut out = HashMap::new();
+    let Some(start) = start else {
+        return Ok(out);
+    };
+    for id in store.history(&start)? {
+        let bundle = store.read_bundle(&id)?;
+        if let Some(fp) = bundle.metadata.get(FINGERPRINT) {
+            out.entry(fp.clone()).or_insert(id);
+        }
+    }
+    Ok(out)
+}
