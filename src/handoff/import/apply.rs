@@ -162,3 +162,62 @@ fn imported_fingerprints(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::handoff::import::{Format, PlannedBundle};
+
+    fn planned(key: &str, parents: &[&str]) -> PlannedBundle {
+        PlannedBundle {
+            key: key.into(),
+            parents: parents.iter().map(|p| p.to_string()).collect(),
+            files: vec![("briefing.md".into(), format!("# {key}\n").into_bytes())],
+            created: None,
+            from: "a".into(),
+            to: "b".into(),
+            summary: key.into(),
+            note: String::new(),
+            metadata: BTreeMap::from([(FINGERPRINT.to_string(), format!("fp-{key}"))]),
+        }
+    }
+
+    #[test]
+    fn apply_commits_in_order_and_reuses_what_was_imported_before() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::init(&tmp.path().join("s")).unwrap();
+        let plan = Plan {
+            format: Format::Frontmatter,
+            bundles: vec![planned("one", &[]), planned("two", &["one"])],
+        };
+        let first = apply(&store, &plan).unwrap();
+        assert!(first.skipped.is_empty());
+        assert_eq!(first.imported.len(), 2);
+        assert!(first.imported[0].parents.is_empty());
+        assert_eq!(first.imported[1].parents, vec![first.imported[0].bundle]);
+        assert_eq!(first.current, Some(first.imported[1].bundle));
+        assert_eq!(
+            store.read_ref(&RefName::Current).unwrap(),
+            Some(first.imported[1].bundle)
+        );
+
+        let again = apply(&store, &plan).unwrap();
+        assert!(again.imported.is_empty());
+        assert_eq!(
+            again.skipped,
+            vec![
+                Skipped {
+                    key: "one".into(),
+                    bundle: first.imported[0].bundle
+                },
+                Skipped {
+                    key: "two".into(),
+                    bundle: first.imported[1].bundle
+                },
+            ]
+        );
+        assert_eq!(again.current, first.current);
+    }
+}
