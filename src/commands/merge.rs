@@ -57,7 +57,7 @@ pub fn run(ctx: &Ctx, args: &MergeArgs) -> Result<Outcome> {
             args.rev
         )));
     }
-    super::reset::require_complete(&store, &theirs)?;
+    store.require_complete(&theirs)?;
     let new_brief = match &args.brief {
         Some(source) => Some(merge::parse_new(&read_source(source)?)?),
         None => None,

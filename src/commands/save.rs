@@ -14,6 +14,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::names::RefName;
 use crate::handoff::capture::{self, HandoffRequest, SecretsMode};
 use crate::handoff::secrets::Scrubber;
+use crate::handoff::secrets::files::{self, Found, REDACT_LIMIT, all_kinds, describe_files};
 use crate::handoff::sessions;
 use crate::output::{Outcome, terminal_safe};
 use crate::store::snapshot;
@@ -47,7 +48,7 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     let node = snapshot::scan(dir, skip, ignores)?;
     check_refs_readable(&store)?;
     // Every file is scanned before a single object is written.
-    let found = scan_files(&node)?;
+    let found = files::scan_files(&node.files())?;
     if !found.is_empty() {
         match mode {
             SecretsMode::Block => return Err(snapshot_refusal(dir, &found)),
@@ -79,12 +80,7 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
         if !redact.contains(path) {
             return Ok(None);
         }
-        let mut bytes = Vec::new();
-        crate::store::fsutil::open_regular(path)?
-            .take(REDACT_LIMIT + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| Error::io("cannot read", path, e))?;
-        Ok(Some(crate::handoff::secrets::redact(&bytes).bytes))
+        files::read_redacted(path).map(Some)
     };
     let bar = ctx.progress(node.total_bytes(), true);
     let (tree, stats) = snapshot::write(&store, &node, &|n| bar.inc(n), &replace)?;
@@ -139,70 +135,8 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     ))
 }
 
-/// Files up to this size are scanned (and redacted) in memory; larger ones are scanned
-/// in chunks and cannot be redacted.
-const REDACT_LIMIT: u64 = 16 << 20;
-
 /// At most this many paths are named in a refusal or note.
 const MAX_LISTED: usize = 10;
-
-/// A snapshot file that holds secrets.
-struct Found {
-    path: PathBuf,
-    /// Counts by kind, or `None` with `big_kinds` for a file scanned in chunks.
-    counts: Option<BTreeMap<&'static str, u64>>,
-    big_kinds: std::collections::BTreeSet<&'static str>,
-}
-
-impl Found {
-    fn kinds(&self) -> Vec<&'static str> {
-        match &self.counts {
-            Some(counts) => counts.keys().copied().collect(),
-            None => self.big_kinds.iter().copied().collect(),
-        }
-    }
-}
-
-/// Scan every file of a snapshot for secrets (in parallel), in tree order.
-fn scan_files(node: &snapshot::Node) -> Result<Vec<Found>> {
-    use rayon::prelude::*;
-    let found: Vec<Option<Found>> = node
-        .files()
-        .par_iter()
-        .map(|path| {
-            let mut file = crate::store::fsutil::open_regular(path)?;
-            let len = file
-                .metadata()
-                .map_err(|e| Error::io("cannot stat", path, e))?
-                .len();
-            let (counts, big_kinds) = if len <= REDACT_LIMIT {
-                let mut bytes = Vec::with_capacity(len as usize);
-                (&mut file)
-                    .take(REDACT_LIMIT + 1)
-                    .read_to_end(&mut bytes)
-                    .map_err(|e| Error::io("cannot read", path, e))?;
-                let counts = crate::handoff::secrets::scan(&bytes);
-                if counts.is_empty() {
-                    return Ok(None);
-                }
-                (Some(counts), Default::default())
-            } else {
-                let kinds = crate::handoff::secrets::scan_reader(&mut file)
-                    .map_err(|e| Error::io("cannot read", path, e))?;
-                if kinds.is_empty() {
-                    return Ok(None);
-                }
-                (None, kinds)
-            };
-            Ok(Some(Found {
-                path: path.to_path_buf(),
-                counts,
-                big_kinds,
-            }))
-        })
-        .collect::<Result<_>>()?;
-    Ok(found.into_iter().flatten().collect())
-}
 
 /// The refusal of a snapshot that holds secrets: kinds and paths, never values.
 fn snapshot_refusal(dir: &Path, found: &[Found]) -> Error {
@@ -224,26 +158,6 @@ fn snapshot_refusal(dir: &Path, found: &[Found]) -> Error {
         "remove them or list them in {}, or save with --secrets redact (placeholders) or --secrets allow (as they are)",
         snapshot::IGNORE_FILE
     ))
-}
-
-fn all_kinds(found: &[Found]) -> Vec<&'static str> {
-    let kinds: std::collections::BTreeSet<_> = found.iter().flat_map(|f| f.kinds()).collect();
-    kinds.into_iter().collect()
-}
-
-/// "github_token (1 file), password_assignment (2 files)".
-fn describe_files(found: &[Found]) -> String {
-    let mut files: BTreeMap<&'static str, u64> = BTreeMap::new();
-    for f in found {
-        for kind in f.kinds() {
-            *files.entry(kind).or_default() += 1;
-        }
-    }
-    files
-        .iter()
-        .map(|(k, n)| format!("{k} ({n} file{})", if *n == 1 { "" } else { "s" }))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Up to [`MAX_LISTED`] paths relative to `dir`, then "and N more".

@@ -71,6 +71,7 @@
 
 use std::collections::BTreeMap;
 
+pub mod files;
 mod json;
 mod rules;
 mod stream;

@@ -6,6 +6,7 @@
 pub mod audit;
 pub mod codec;
 pub mod commit;
+mod complete;
 pub mod envelope;
 pub mod fsutil;
 pub mod gc;

@@ -2,6 +2,7 @@
 //! the `Remote` trait only, so local paths and SSH share every line of protocol code.
 
 pub mod audit;
+pub mod clone;
 pub mod pull;
 pub mod push;
 pub mod remote_store;

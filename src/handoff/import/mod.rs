@@ -55,12 +55,15 @@
 //! `20240501T100000Z`, fractional seconds, `Z` or a `+hh:mm` offset; no zone means UTC).
 
 mod agent_bundle;
+mod apply;
 mod frontmatter;
 mod fsread;
 mod order;
 mod prowl;
 pub mod state;
 mod timestamp;
+
+pub use self::apply::{Applied, Imported, Skipped, apply, scrub};
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
