@@ -102,7 +102,7 @@ fn lacks(remote: &dyn Remote, lacking: &[&ObjectId]) -> Error {
         "cannot repair: {} lacks {} missing or damaged here: {}{}",
         remote.describe(),
         if lacking.len() == 1 {
-            "the object".to_string()
+            "1 object".to_string()
         } else {
             format!("{} objects", lacking.len())
         },
