@@ -6,7 +6,8 @@
 
 use crate::common;
 use crate::sync_local::{
-    Hostile, hostname_of, make_hostile, pushes, save_handoff, staging_entries, store_audit,
+    Hostile, checkout, hostname_of, make_hostile, pushes, save_handoff, staging_entries,
+    store_audit,
 };
 use crate::transport::Transport;
 
@@ -63,26 +64,6 @@ scenarios!(
 // ---------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------
-
-/// Check out `rev` of the env's store into a fresh directory; its files and modes.
-fn checkout(env: &Env, rev: &str) -> Vec<(PathBuf, Vec<u8>, u32)> {
-    let dir = env
-        .path()
-        .join(format!("co-{}", rev.replace(['/', '~'], "_")));
-    let _ = fs::remove_dir_all(&dir);
-    env.ok(&["checkout", rev, s(&dir)]);
-    snapshot_files(&dir)
-        .into_iter()
-        .map(|(rel, bytes)| {
-            let mode = fs::symlink_metadata(dir.join(&rel))
-                .unwrap()
-                .permissions()
-                .mode()
-                & 0o111;
-            (rel, bytes, mode)
-        })
-        .collect()
-}
 
 /// `baton verify` of a store directory (the remote one is on this machine too).
 fn verify(store: &Path) {

@@ -27,7 +27,7 @@ fn remote_dir(env: &Env) -> PathBuf {
 }
 
 /// Check out `rev` of the env's store into a fresh directory; its files and modes.
-fn checkout(env: &Env, rev: &str) -> Vec<(PathBuf, Vec<u8>, u32)> {
+pub(crate) fn checkout(env: &Env, rev: &str) -> Vec<(PathBuf, Vec<u8>, u32)> {
     let dir = env
         .path()
         .join(format!("co-{}", rev.replace(['/', '~'], "_")));
