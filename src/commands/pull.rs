@@ -44,7 +44,7 @@ pub fn run(ctx: &Ctx, args: &PullArgs) -> Result<Outcome> {
 fn repair(
     ctx: &Ctx,
     store: &crate::store::Store,
-    remote: &mut dyn crate::transport::Remote,
+    remote: &mut dyn crate::transport::backend::Backend,
     name: &str,
     url: &str,
 ) -> Result<Outcome> {

@@ -4,10 +4,10 @@
 use super::remote_store::read_push_state;
 use crate::error::{Error, Result};
 use crate::format::LogEntry;
-use crate::format::layout;
-use crate::format::names::RefName;
+use crate::format::layout::{self, Kind};
+use crate::format::names::{RefName, generation_name};
 use crate::store::audit::{decode_generation, decode_log, merge_audit, newest};
-use crate::transport::Remote;
+use crate::transport::backend::Backend;
 
 /// Generation files read per batch (one round trip each).
 const GENERATIONS_PER_BATCH: u64 = 256;
@@ -17,7 +17,7 @@ pub const MAX_REMOTE_LOG: u64 = 64 << 20;
 /// Every move of the target's `current` and every line of its log, oldest first (with
 /// `max`, the newest `max` generations and entries). Round trips: the push-state probe,
 /// one per 256 generations, one for the log.
-pub fn read_remote_audit(remote: &mut dyn Remote, max: Option<usize>) -> Result<Vec<LogEntry>> {
+pub fn read_remote_audit(remote: &mut dyn Backend, max: Option<usize>) -> Result<Vec<LogEntry>> {
     let state = read_push_state(remote)?;
     if state.config.is_none() {
         return Err(
@@ -37,7 +37,10 @@ pub fn read_remote_audit(remote: &mut dyn Remote, max: Option<usize>) -> Result<
         let paths: Vec<String> = (start..=end)
             .map(|n| layout::generation_path(&RefName::Current, n))
             .collect();
-        let (read, _) = remote.read_many(&paths, &[], 64 << 10)?;
+        let items: Vec<(Kind, String)> = (start..=end)
+            .map(|n| (Kind::Generation(RefName::Current), generation_name(n)))
+            .collect();
+        let (read, _) = remote.read_and_list(&items, &[], 64 << 10)?;
         for (path, bytes) in paths.iter().zip(read) {
             // A generation pruned by hand is a move no longer on record.
             if let Some(bytes) = bytes {
@@ -48,7 +51,7 @@ pub fn read_remote_audit(remote: &mut dyn Remote, max: Option<usize>) -> Result<
         start = end + 1;
     }
     // An old or hand-made store without a log: its generations are the record.
-    let (mut read, _) = remote.read_many(&[layout::LOG.to_string()], &[], MAX_REMOTE_LOG)?;
+    let (mut read, _) = remote.read_and_list(&[(Kind::Log, String::new())], &[], MAX_REMOTE_LOG)?;
     let log = match read.pop().flatten() {
         Some(bytes) => decode_log(&bytes).map_err(|e| Error {
             message: format!("remote log at {}: {}", remote.describe(), e.message),

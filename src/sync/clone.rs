@@ -12,7 +12,7 @@ use crate::format::StoreConfig;
 use crate::format::config::TargetConfig;
 use crate::store::envelope::{self, KeySource};
 use crate::store::{Store, fsutil, leftovers};
-use crate::transport::Remote;
+use crate::transport::backend::Backend;
 
 /// Work directories are named `.baton-clone-<pid>-<random>`.
 pub const WORK_PREFIX: &str = ".baton-clone-";
@@ -22,7 +22,7 @@ pub const WORK_PREFIX: &str = ".baton-clone-";
 /// encrypted clone with the same keys, unlocked by `keys` before anything is created.
 /// All or nothing: a failed clone leaves nothing at `dest`.
 pub fn clone(
-    remote: &mut dyn Remote,
+    remote: &mut dyn Backend,
     url: &str,
     dest: &Path,
     keys: &KeySource,

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::format::StoreConfig;
+use crate::transport::backend::Backend;
 use crate::transport::url::TargetUrl;
 use crate::transport::{Remote, local::LocalRemote};
 
@@ -25,7 +26,7 @@ pub struct ConnectSettings {
 }
 
 /// Connect to the store at `url`.
-pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Remote>> {
+pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Backend>> {
     let trace = std::env::var_os("BATON_TRACE").is_some_and(|v| v != "0");
     let started = std::time::Instant::now();
     let boxed = |r: Box<dyn Remote>| -> Box<dyn Remote> { r };
@@ -56,7 +57,7 @@ pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Remo
         );
         return Ok(Box::new(crate::transport::trace::Traced::new(remote)));
     }
-    Ok(remote)
+    Ok(Box::new(remote))
 }
 
 /// The target a command means: the one named, else the default, else the only one.

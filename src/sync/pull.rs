@@ -17,7 +17,7 @@ use crate::store::Store;
 use crate::store::ingest::{self, Forward, Ingest};
 use crate::store::packs::{PackIndex, pack_file_name};
 use crate::store::refs::{Expect, MoveReason};
-use crate::transport::Remote;
+use crate::transport::backend::{Backend, Listing};
 
 #[derive(Debug, Default, Serialize)]
 pub struct PullReport {
@@ -36,7 +36,7 @@ const BATCHED_LOOSE_LIMIT: u64 = 4 << 20;
 
 pub fn pull(
     store: &Store,
-    remote: &mut dyn Remote,
+    remote: &mut dyn Backend,
     target: &str,
     progress: &ProgressBar,
 ) -> Result<PullReport> {
@@ -47,7 +47,7 @@ pub fn pull(
 /// `pull` with the remote's state already read (clone reads it first for the config).
 pub fn pull_from(
     store: &Store,
-    remote: &mut dyn Remote,
+    remote: &mut dyn Backend,
     target: &str,
     state: remote_store::RemoteState,
     progress: &ProgressBar,
@@ -93,7 +93,7 @@ pub fn pull_from(
 /// locally, and move `targets/<target>` (never `current`).
 pub fn fetch(
     store: &Store,
-    remote: &mut dyn Remote,
+    remote: &mut dyn Backend,
     target: &str,
     progress: &ProgressBar,
 ) -> Result<PullReport> {
@@ -103,7 +103,7 @@ pub fn fetch(
 
 fn fetch_from(
     store: &Store,
-    remote: &mut dyn Remote,
+    remote: &mut dyn Backend,
     target: &str,
     state: remote_store::RemoteState,
     progress: &ProgressBar,
@@ -177,7 +177,7 @@ pub const MAX_REMOTE_PACK_INDEX: u64 = 256 << 20;
 /// a file of that size, and the entries must fill the object area, so that the size is
 /// what the index declares and nothing undeclared is ever downloaded.
 pub(crate) fn remote_pack_index(
-    remote: &mut dyn Remote,
+    remote: &mut dyn Backend,
     name: &str,
     size: u64,
 ) -> Result<Vec<PackEntry>> {
@@ -191,8 +191,7 @@ pub(crate) fn remote_pack_index(
     if size < PACK_MAGIC.len() as u64 + FOOTER_LEN {
         return Err(bad(format!("it is {size} bytes, too short for a pack")));
     }
-    let path = layout::path(&Kind::Pack, name);
-    let footer = remote.read_range(&path, size - FOOTER_LEN, FOOTER_LEN)?;
+    let footer = remote.read_range(&Kind::Pack, name, size - FOOTER_LEN, FOOTER_LEN)?;
     let (count, index_offset) = decode_footer(&footer, size).map_err(|e| bad(e.message))?;
     let index_len = size - FOOTER_LEN - index_offset;
     if index_len > MAX_REMOTE_PACK_INDEX {
@@ -200,7 +199,7 @@ pub(crate) fn remote_pack_index(
             "its index is {index_len} bytes (the limit is {MAX_REMOTE_PACK_INDEX})"
         )));
     }
-    let index = remote.read_range(&path, index_offset, index_len)?;
+    let index = remote.read_range(&Kind::Pack, name, index_offset, index_len)?;
     let entries = decode_index(&index, index_offset).map_err(|e| bad(e.message))?;
     if entries.len() as u64 != count {
         return Err(bad("its index count does not match".into()));
@@ -217,7 +216,7 @@ pub(crate) fn remote_pack_index(
 }
 
 /// Whether a remote pack holds any object we do not have (reads only its index).
-fn lacks_any(store: &Store, remote: &mut dyn Remote, name: &str, size: u64) -> Result<bool> {
+fn lacks_any(store: &Store, remote: &mut dyn Backend, name: &str, size: u64) -> Result<bool> {
     let entries = remote_pack_index(remote, name, size)?;
     Ok(entries.iter().any(|e| !store.objects.contains_name(&e.id)))
 }
@@ -226,7 +225,7 @@ fn lacks_any(store: &Store, remote: &mut dyn Remote, name: &str, size: u64) -> R
 /// size its listing declared, and publish it (`Ingest::receive_pack`).
 fn download_pack(
     ingest: &mut Ingest,
-    remote: &mut dyn Remote,
+    remote: &mut dyn Backend,
     pack_id: &ObjectId,
     name: &str,
     size: u64,
@@ -235,13 +234,12 @@ fn download_pack(
     // The trailer and index first: a pack that is not what its listing declares is
     // refused before a byte of it is stored here.
     let entries = remote_pack_index(remote, name, size)?;
-    let path = layout::path(&Kind::Pack, name);
     ingest.receive_pack(pack_id, entries, size, |writer| {
         let mut sink = ProgressWriter {
             inner: writer,
             progress,
         };
-        remote.read_file_sized(&path, size, &mut sink)
+        remote.read_sized(&Kind::Pack, name, size, &mut sink)
     })
 }
 
@@ -249,55 +247,62 @@ fn download_pack(
 fn download_loose(
     store: &Store,
     ingest: &mut Ingest,
-    remote: &mut dyn Remote,
+    remote: &mut dyn Backend,
     fanouts: &[String],
     progress: &ProgressBar,
 ) -> Result<()> {
     if fanouts.is_empty() {
         return Ok(());
     }
-    let (_, listings) = remote.read_many(&[], fanouts, 0)?;
+    let lists: Vec<Listing> = fanouts.iter().cloned().map(Listing::Fanout).collect();
+    let (_, listings) = remote.read_and_list(&[], &lists, 0)?;
     let mut small = Vec::new();
     let mut large = Vec::new();
     for (fanout, listing) in fanouts.iter().zip(listings) {
         for entry in listing.unwrap_or_default() {
-            let Ok(id) = ObjectId::parse(&format!("{}{}", &fanout[8..], entry.name)) else {
+            let name = format!("{fanout}{}", entry.name);
+            let Ok(id) = ObjectId::parse(&name) else {
                 continue;
             };
             // `id` is the storage name (the object id in a plain store).
             if store.objects.contains_name(&id) {
                 continue;
             }
-            let path = format!("{fanout}/{}", entry.name);
             if entry.size <= BATCHED_LOOSE_LIMIT {
-                small.push((id, path))
+                small.push((id, name))
             } else {
-                large.push((id, path, entry.size))
+                large.push((id, name, entry.size))
             }
         }
     }
     for chunk in small.chunks(256) {
-        let paths: Vec<String> = chunk.iter().map(|(_, p)| p.clone()).collect();
-        let (files, _) = remote.read_many(&paths, &[], BATCHED_LOOSE_LIMIT)?;
-        for ((id, path), data) in chunk.iter().zip(files) {
+        let items: Vec<(Kind, String)> = chunk
+            .iter()
+            .map(|(_, n)| (Kind::Loose, n.clone()))
+            .collect();
+        let (files, _) = remote.read_and_list(&items, &[], BATCHED_LOOSE_LIMIT)?;
+        for ((id, name), data) in chunk.iter().zip(files) {
             let data = data.ok_or_else(|| {
                 Error::new(
                     ErrorKind::Transport,
-                    format!("remote object {path} vanished"),
+                    format!(
+                        "remote object {} vanished",
+                        layout::path(&Kind::Loose, name)
+                    ),
                 )
             })?;
             ingest.receive_loose(id, &data)?;
             progress.inc(data.len() as u64);
         }
     }
-    for (id, path, size) in large {
+    for (id, name, size) in large {
         ingest.receive_loose_stream(&id, size, |writer| {
             // The size the listing declared, and not a byte more.
             let mut sink = ProgressWriter {
                 inner: writer,
                 progress,
             };
-            remote.read_file_sized(&path, size, &mut sink)
+            remote.read_sized(&Kind::Loose, &name, size, &mut sink)
         })?;
     }
     Ok(())

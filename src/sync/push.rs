@@ -13,11 +13,12 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::ObjectId;
 use crate::format::id::show_full;
 use crate::format::layout::{self, Kind};
-use crate::format::names::RefName;
+use crate::format::names::{RefName, generation_name};
 use crate::store::Store;
 use crate::store::packs::{PackWriter, pack_file_name};
 use crate::store::refs::{Expect, MoveReason};
-use crate::transport::{Published, Remote};
+use crate::transport::Published;
+use crate::transport::backend::Backend;
 
 #[derive(Debug, Default, Serialize)]
 pub struct PushReport {
@@ -48,7 +49,7 @@ fn transport_err(what: &str, e: std::io::Error) -> Error {
 
 pub fn push(
     store: &Store,
-    remote: &mut dyn Remote,
+    remote: &mut dyn Backend,
     request: &PushRequest,
     progress: &ProgressBar,
 ) -> Result<PushReport> {
@@ -68,7 +69,7 @@ pub fn push(
             super::pull::check_same_encryption(store, config, remote.describe().as_str())?
         }
     }
-    remote_store::clean_stale_staging(remote, &state.staging);
+    remote.sweep_leftovers(&state.staging);
     report.remote_before = state.current;
 
     match request.force {
@@ -101,16 +102,9 @@ pub fn push(
         return Ok(report);
     }
 
-    if !report.created_remote {
-        // A store made by `baton init` or an older baton may lack some directories;
-        // asking costs nothing (the requests ride along with the next batch).
-        let dirs: Vec<String> = [layout::PACKS, layout::CURRENT, layout::STAGING]
-            .iter()
-            .map(|d| d.to_string())
-            .collect();
-        remote.make_dirs(&dirs)?;
-    }
-    remote.prepare_publish(&[layout::PACKS.to_string(), layout::CURRENT.to_string()])?;
+    // A store made by `baton init` or an older baton may lack some directories; asking
+    // costs nothing (the requests ride along with the next batch).
+    remote.prepare(&[Kind::Pack, Kind::Generation(RefName::Current)])?;
     let (objects, bundles) = missing_objects(store, bundle, state.current)?;
     progress.set_length(
         objects
@@ -118,27 +112,16 @@ pub fn push(
             .filter_map(|id| store.objects.stored_len(id))
             .sum(),
     );
-    let staging = layout::staging_dir(&remote_store::staging_name());
-    remote.make_dirs(std::slice::from_ref(&staging))?;
-    let result = upload_and_publish(
+    upload_and_publish(
         store,
         remote,
-        &staging,
         request,
         &state,
         &objects,
         &bundles,
         &mut report,
         progress,
-    );
-    // Best effort: a leftover is removed by a later push once it is stale.
-    match result {
-        Ok(()) => remote.remove_empty_dir(&staging),
-        Err(e) => {
-            let _ = remote.remove_dir_all(&staging);
-            return Err(e);
-        }
-    }
+    )?;
     record_target(store, request.target, bundle)?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
@@ -175,8 +158,7 @@ fn missing_objects(
 #[allow(clippy::too_many_arguments)]
 fn upload_and_publish(
     store: &Store,
-    remote: &mut dyn Remote,
-    staging: &str,
+    remote: &mut dyn Backend,
     request: &PushRequest,
     state: &remote_store::RemoteState,
     objects: &[ObjectId],
@@ -186,10 +168,10 @@ fn upload_and_publish(
 ) -> Result<()> {
     let bundle = request.bundle;
     // 1. The pack: objects, then manifests, read back after writing.
-    let pack_path = format!("{staging}/pack");
+    let item = remote.begin_new()?;
     let mut manifest_bytes: Vec<(u64, Vec<u8>)> = Vec::new();
-    let (pack_id, pack_len) = {
-        let mut upload = remote.create(&pack_path)?;
+    let mut write_pack = || -> Result<(ObjectId, u64)> {
+        let mut upload = remote.upload(&item)?;
         let mut writer =
             PackWriter::new(&mut *upload).map_err(|e| transport_err("cannot upload pack", e))?;
         for id in objects {
@@ -233,7 +215,14 @@ fn upload_and_publish(
                 ));
             }
         }
-        (pack_id, pack_len)
+        Ok((pack_id, pack_len))
+    };
+    let (pack_id, pack_len) = match write_pack() {
+        Ok(written) => written,
+        Err(e) => {
+            remote.abandon(item);
+            return Err(e);
+        }
     };
     report.objects_sent = (objects.len() + bundles.len()) as u64;
     report.bytes_sent = pack_len;
@@ -247,15 +236,13 @@ fn upload_and_publish(
     };
     let entry = store.log_entry(&RefName::Current, state.current, Some(bundle), &reason)?;
     let line = entry.encode_line();
-    let ref_path = format!("{staging}/ref");
-    remote.put_files(&[(ref_path.clone(), line)])?;
 
     // 3. Publish: the pack (objects and manifests together), then the ref.
-    let pack_dest = layout::path(&Kind::Pack, &pack_file_name(&pack_id));
-    if remote.publish(&pack_path, &pack_dest)? == Published::Exists {
+    let pack_name = pack_file_name(&pack_id);
+    if remote.finish_new(item, &Kind::Pack, &pack_name)? == Published::Exists {
         // Read no more than our pack's size: a file of another size is another file.
         let mut hasher = blake3::Hasher::new();
-        let theirs = match remote.read_file_sized(&pack_dest, pack_len, &mut hasher) {
+        let theirs = match remote.read_sized(&Kind::Pack, &pack_name, pack_len, &mut hasher) {
             Ok(()) => Some(ObjectId::from_hash(hasher.finalize())),
             Err(e) if e.kind == ErrorKind::Integrity => None,
             Err(e) => return Err(e),
@@ -265,6 +252,7 @@ fn upload_and_publish(
                 Some(theirs) => format!("its bytes hash to {theirs}"),
                 None => format!("it is not a file of {pack_len} bytes"),
             };
+            let pack_dest = layout::path(&Kind::Pack, &pack_name);
             return Err(Error::conflict(format!(
                 "the remote already has a different file at {pack_dest} ({what})"
             ))
@@ -273,8 +261,10 @@ fn upload_and_publish(
             ));
         }
     }
-    let ref_dest = layout::generation_path(&RefName::Current, state.generation + 1);
-    if remote.publish(&ref_path, &ref_dest)? == Published::Exists {
+    let next = generation_name(state.generation + 1);
+    let generation = Kind::Generation(RefName::Current);
+    let published = remote.create_new(&generation, &[(next, line)])?;
+    if published.first() != Some(&Published::Done) {
         // The race is lost whatever the remote says now: a failure to read the winner's
         // ref (it may still be mid-publish) must not turn the conflict into another error.
         let show = match remote_store::read_push_state(remote) {

@@ -1,14 +1,13 @@
-//! A store seen through a `Remote`: reading its state, creating it, staging names.
-
-use std::time::{SystemTime, UNIX_EPOCH};
+//! A store seen through a `Backend`: reading its state and creating it.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::layout;
-use crate::format::names::{RefName, parse_generation};
+use crate::format::layout::Kind;
+use crate::format::names::{RefName, generation_name, parse_generation};
 use crate::format::{LogEntry, ObjectId, StoreConfig};
-use crate::store::leftovers;
 use crate::store::packs::pack_name_id;
-use crate::transport::{Published, Remote, RemoteEntry};
+use crate::transport::backend::{Backend, Listing};
+use crate::transport::{Published, RemoteEntry};
 
 /// What one look at a remote store found (one batch, plus one for the newest ref file).
 pub struct RemoteState {
@@ -30,8 +29,8 @@ pub const STATE_READ_ATTEMPTS: u32 = 3;
 /// `STATE_READ_ATTEMPTS` looks the first error stands (a dead connection fails every
 /// later look at once, and the first error says why).
 fn with_retries(
-    remote: &mut dyn Remote,
-    mut look: impl FnMut(&mut dyn Remote) -> Result<RemoteState>,
+    remote: &mut dyn Backend,
+    mut look: impl FnMut(&mut dyn Backend) -> Result<RemoteState>,
 ) -> Result<RemoteState> {
     let mut first = None;
     for attempt in 1..=STATE_READ_ATTEMPTS {
@@ -62,18 +61,19 @@ const VANISHED: &str = "vanished while reading";
 
 /// Read a remote store's config, refs, packs and staging listing (one batch, plus one
 /// for the newest ref file), looking again if a push raced with the look.
-pub fn read_state(remote: &mut dyn Remote) -> Result<RemoteState> {
+pub fn read_state(remote: &mut dyn Backend) -> Result<RemoteState> {
     with_retries(remote, read_state_once)
 }
 
-fn read_state_once(remote: &mut dyn Remote) -> Result<RemoteState> {
-    let dirs = [
-        layout::OBJECTS.to_string(),
-        layout::CURRENT.to_string(),
-        layout::PACKS.to_string(),
-        layout::STAGING.to_string(),
+fn read_state_once(remote: &mut dyn Backend) -> Result<RemoteState> {
+    let lists = [
+        Listing::Of(Kind::Loose),
+        Listing::Of(Kind::Generation(RefName::Current)),
+        Listing::Of(Kind::Pack),
+        Listing::Leftovers,
     ];
-    let (files, mut listings) = remote.read_many(&[layout::CONFIG.to_string()], &dirs, 1 << 20)?;
+    let (files, mut listings) =
+        remote.read_and_list(&[(Kind::Config, String::new())], &lists, 1 << 20)?;
     let config = decode_config(remote, files.into_iter().next().flatten())?;
     let staging = listings.pop().flatten().unwrap_or_default();
     let packs = listings
@@ -97,13 +97,17 @@ fn read_state_once(remote: &mut dyn Remote) -> Result<RemoteState> {
         .unwrap_or_default()
         .into_iter()
         .filter(|e| e.is_dir && e.name.len() == 2)
-        .map(|e| format!("{}/{}", layout::OBJECTS, e.name))
+        .map(|e| e.name)
         .collect();
     let current = if generation == 0 {
         None
     } else {
         let path = layout::generation_path(&RefName::Current, generation);
-        let (files, _) = remote.read_many(std::slice::from_ref(&path), &[], 64 << 10)?;
+        let item = (
+            Kind::Generation(RefName::Current),
+            generation_name(generation),
+        );
+        let (files, _) = remote.read_and_list(&[item], &[], 64 << 10)?;
         let bytes = files.into_iter().next().flatten().ok_or_else(|| {
             Error::integrity(format!(
                 "remote ref file {path} {VANISHED} {}",
@@ -134,17 +138,17 @@ const MAX_DOUBLINGS: u32 = 40;
 /// each round reads up to 128 generations between the newest seen and the first missing
 /// one: a ref moved 10,000 times takes 1 + 2 batches. `packs` and `fanouts` are left
 /// empty (a push does not need them; `read_state` lists them for a pull).
-pub fn read_push_state(remote: &mut dyn Remote) -> Result<RemoteState> {
+pub fn read_push_state(remote: &mut dyn Backend) -> Result<RemoteState> {
     with_retries(remote, read_push_state_once)
 }
 
-fn read_push_state_once(remote: &mut dyn Remote) -> Result<RemoteState> {
+fn read_push_state_once(remote: &mut dyn Backend) -> Result<RemoteState> {
     let generation_path = |n: u64| layout::generation_path(&RefName::Current, n);
-    let mut files = vec![layout::CONFIG.to_string()];
+    let generation = |n: u64| (Kind::Generation(RefName::Current), generation_name(n));
+    let mut files = vec![(Kind::Config, String::new())];
     let powers: Vec<u64> = (0..=MAX_DOUBLINGS).map(|k| 1u64 << k).collect();
-    files.extend(powers.iter().map(|n| generation_path(*n)));
-    let (mut read, mut listings) =
-        remote.read_many(&files, &[layout::STAGING.to_string()], 1 << 20)?;
+    files.extend(powers.iter().map(|n| generation(*n)));
+    let (mut read, mut listings) = remote.read_and_list(&files, &[Listing::Leftovers], 1 << 20)?;
     let staging = listings.pop().flatten().unwrap_or_default();
     let config = decode_config(remote, read.first_mut().and_then(Option::take))?;
     let mut state = RemoteState {
@@ -184,8 +188,8 @@ fn read_push_state_once(remote: &mut dyn Remote) -> Result<RemoteState> {
             .map(|k| low + k * step)
             .filter(|n| *n < high)
             .collect();
-        let paths: Vec<String> = probes.iter().map(|n| generation_path(*n)).collect();
-        let (read, _) = remote.read_many(&paths, &[], 64 << 10)?;
+        let items: Vec<(Kind, String)> = probes.iter().map(|n| generation(*n)).collect();
+        let (read, _) = remote.read_and_list(&items, &[], 64 << 10)?;
         for (n, bytes) in probes.iter().zip(read) {
             match bytes {
                 Some(bytes) => {
@@ -207,7 +211,7 @@ fn read_push_state_once(remote: &mut dyn Remote) -> Result<RemoteState> {
 }
 
 /// The remote's `config`, if it has one; damage names the remote.
-fn decode_config(remote: &dyn Remote, bytes: Option<Vec<u8>>) -> Result<Option<StoreConfig>> {
+fn decode_config(remote: &dyn Backend, bytes: Option<Vec<u8>>) -> Result<Option<StoreConfig>> {
     bytes
         .map(|bytes| {
             StoreConfig::decode(&bytes).map_err(|e| Error {
@@ -219,7 +223,7 @@ fn decode_config(remote: &dyn Remote, bytes: Option<Vec<u8>>) -> Result<Option<S
 }
 
 /// A remote ref generation file's log line; damage names the file and the remote.
-fn decode_generation(remote: &dyn Remote, path: &str, bytes: &[u8]) -> Result<LogEntry> {
+fn decode_generation(remote: &dyn Backend, path: &str, bytes: &[u8]) -> Result<LogEntry> {
     let line = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     LogEntry::decode_line(line, 1).map_err(|e| {
         Error::integrity(format!(
@@ -234,15 +238,8 @@ fn decode_generation(remote: &dyn Remote, path: &str, bytes: &[u8]) -> Result<Lo
 /// config is complete). Safe to run concurrently: every step tolerates a twin.
 /// The remote gets the local store's format, features and encryption (never its
 /// targets), so an encrypted store stays the same encrypted store over there.
-pub fn create_store(remote: &mut dyn Remote, local: &StoreConfig) -> Result<()> {
+pub fn create_store(remote: &mut dyn Backend, local: &StoreConfig) -> Result<()> {
     check_room_for_store(remote)?;
-    let dirs: Vec<String> = std::iter::once("")
-        .chain(layout::DIRS)
-        .map(|d| d.to_string())
-        .collect();
-    remote.make_dirs(&dirs)?;
-    let staging = layout::staging_dir(&staging_name());
-    remote.make_dirs(std::slice::from_ref(&staging))?;
     let config = StoreConfig {
         format: local.format.clone(),
         version: local.version,
@@ -251,34 +248,24 @@ pub fn create_store(remote: &mut dyn Remote, local: &StoreConfig) -> Result<()> 
         ..StoreConfig::default()
     }
     .encode();
-    let files: Vec<(String, Vec<u8>)> = layout::INITIAL_FILES
-        .iter()
-        .map(|(name, bytes)| (name.to_string(), bytes.to_vec()))
-        .chain([(layout::CONFIG.to_string(), config)])
-        .map(|(name, bytes)| (format!("{staging}/{name}"), bytes))
-        .collect();
-    remote.put_files(&files)?;
-    let moves: Vec<(String, String)> = layout::INITIAL_FILES
-        .iter()
-        .map(|(n, _)| (format!("{staging}/{n}"), n.to_string()))
-        .collect();
-    remote.publish_many(&moves)?;
-    // The config goes last: a store with a config is complete.
-    if remote.publish(&format!("{staging}/{}", layout::CONFIG), layout::CONFIG)?
-        == Published::Exists
-    {
+    if remote.create_store(config)? == Published::Exists {
         // Someone created the store at the same time; theirs must be a store we read.
-        let (files, _) = remote.read_many(&[layout::CONFIG.to_string()], &[], 1 << 20)?;
-        StoreConfig::decode(&files.into_iter().next().flatten().unwrap_or_default())?;
+        let (files, _) = remote.read_and_list(&[(Kind::Config, String::new())], &[], 1 << 20)?;
+        let theirs = files.into_iter().next().flatten().ok_or_else(|| {
+            Error::integrity(format!(
+                "the remote store {} lost its config while being created",
+                remote.describe()
+            ))
+        })?;
+        StoreConfig::decode(&theirs)?;
     }
-    let _ = remote.remove_dir_all(&staging);
     Ok(())
 }
 
 /// A store is created only in a new or empty directory (or over a half-made store):
 /// never beside someone's files.
-fn check_room_for_store(remote: &mut dyn Remote) -> Result<()> {
-    let (_, mut listings) = remote.read_many(&[], &[String::new()], 1 << 20)?;
+fn check_room_for_store(remote: &mut dyn Backend) -> Result<()> {
+    let (_, mut listings) = remote.read_and_list(&[], &[Listing::Root], 1 << 20)?;
     let entries = listings.pop().flatten().unwrap_or_default();
     let foreign: Vec<&str> = entries
         .iter()
@@ -302,36 +289,11 @@ fn check_room_for_store(remote: &mut dyn Remote) -> Result<()> {
     .with_hint("choose an empty or new directory for the target"))
 }
 
-/// A fresh, unique staging directory name: host, pid and time.
-pub fn staging_name() -> String {
-    let host = leftovers::this_host();
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!("{host}-{}-{nanos}", std::process::id())
-}
-
-/// Remove staging directories left by interrupted pushes (older than the stale age).
-pub fn clean_stale_staging(remote: &mut dyn Remote, staging: &[RemoteEntry]) {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let here = leftovers::this_host();
-    for entry in staging {
-        let stale = leftovers::is_stale_at(entry.mtime, now);
-        if entry.is_dir && (stale || leftovers::left_by_dead_process_here(&entry.name, &here)) {
-            let _ = remote.remove_dir_all(&layout::staging_dir(&entry.name));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::Upload;
     use crate::transport::local::LocalRemote;
+    use crate::transport::{Remote, Upload};
 
     #[derive(Clone, Copy)]
     enum Race {
@@ -351,7 +313,7 @@ mod tests {
 
     impl Remote for Racing {
         fn describe(&self) -> String {
-            self.inner.describe()
+            Remote::describe(&self.inner)
         }
         fn read_many(
             &mut self,
@@ -400,7 +362,7 @@ mod tests {
             self.inner.read_file_sized(path, len, sink)
         }
         fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
-            self.inner.read_range(path, offset, len)
+            Remote::read_range(&mut self.inner, path, offset, len)
         }
         fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
             self.inner.remove_dir_all(dir)

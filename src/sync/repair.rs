@@ -12,11 +12,11 @@ use super::pull::{check_same_encryption, remote_pack_index};
 use super::remote_store;
 use crate::error::{Error, IoContext, Result};
 use crate::format::ObjectId;
-use crate::format::layout::{self, Kind};
+use crate::format::layout::Kind;
 use crate::format::pack::PackEntry;
 use crate::store::Store;
 use crate::store::repair::Received;
-use crate::transport::Remote;
+use crate::transport::backend::{Backend, Listing};
 
 #[derive(Debug, Default, Serialize)]
 pub struct RepairReport {
@@ -33,7 +33,8 @@ pub struct RepairReport {
     pub repaired: Vec<ObjectId>,
 }
 
-/// Where the target keeps an object: a loose file of a size, or a range of a pack.
+/// Where the target keeps an object: loose (its storage name in hex, its size), or a
+/// range of a pack (the pack's file name).
 enum Source {
     Loose(String, u64),
     Packed(String, PackEntry),
@@ -44,7 +45,7 @@ enum Source {
 /// error naming it.
 pub fn repair(
     store: &Store,
-    remote: &mut dyn Remote,
+    remote: &mut dyn Backend,
     progress: &ProgressBar,
 ) -> Result<RepairReport> {
     let state = remote_store::read_state(remote)?;
@@ -96,7 +97,7 @@ pub fn repair(
     Ok(report)
 }
 
-fn lacks(remote: &dyn Remote, lacking: &[&ObjectId]) -> Error {
+fn lacks(remote: &dyn Backend, lacking: &[&ObjectId]) -> Error {
     let shown: Vec<String> = lacking.iter().take(5).map(|n| n.to_string()).collect();
     Error::integrity(format!(
         "cannot repair: {} lacks {} missing or damaged here: {}{}",
@@ -115,30 +116,28 @@ fn lacks(remote: &dyn Remote, lacking: &[&ObjectId]) -> Error {
 /// Every object the target holds by storage name: its loose files (one listing of its
 /// fanout directories) and the entries of its packs' indexes.
 fn remote_sources(
-    remote: &mut dyn Remote,
+    remote: &mut dyn Backend,
     state: &remote_store::RemoteState,
 ) -> Result<HashMap<ObjectId, Source>> {
     let mut sources = HashMap::new();
     for (_, entry) in &state.packs {
-        let path = layout::path(&Kind::Pack, &entry.name);
         for e in remote_pack_index(remote, &entry.name, entry.size)? {
             sources
                 .entry(e.id)
-                .or_insert_with(|| Source::Packed(path.clone(), e));
+                .or_insert_with(|| Source::Packed(entry.name.clone(), e));
         }
     }
     if !state.fanouts.is_empty() {
-        let (_, listings) = remote.read_many(&[], &state.fanouts, 0)?;
+        let lists: Vec<Listing> = state.fanouts.iter().cloned().map(Listing::Fanout).collect();
+        let (_, listings) = remote.read_and_list(&[], &lists, 0)?;
         for (fanout, listing) in state.fanouts.iter().zip(listings) {
             for entry in listing.unwrap_or_default() {
-                let Ok(name) = ObjectId::parse(&format!("{}{}", &fanout[8..], entry.name)) else {
+                let hex = format!("{fanout}{}", entry.name);
+                let Ok(name) = ObjectId::parse(&hex) else {
                     continue;
                 };
                 // A loose copy is read before a packed one, as lookups do.
-                sources.insert(
-                    name,
-                    Source::Loose(format!("{fanout}/{}", entry.name), entry.size),
-                );
+                sources.insert(name, Source::Loose(hex, entry.size));
             }
         }
     }
@@ -149,16 +148,18 @@ fn remote_sources(
 /// must open to content whose id derives `name`).
 fn fetch_one(
     store: &Store,
-    remote: &mut dyn Remote,
+    remote: &mut dyn Backend,
     name: &ObjectId,
     source: &Source,
     progress: &ProgressBar,
 ) -> Result<tempfile::NamedTempFile> {
     let mut temp = store.objects.temp_for_name(name)?;
     match source {
-        Source::Loose(path, size) => remote.read_file_sized(path, *size, temp.as_file_mut())?,
-        Source::Packed(path, entry) => {
-            let bytes = remote.read_range(path, entry.offset, entry.length)?;
+        Source::Loose(name, size) => {
+            remote.read_sized(&Kind::Loose, name, *size, temp.as_file_mut())?
+        }
+        Source::Packed(pack, entry) => {
+            let bytes = remote.read_range(&Kind::Pack, pack, entry.offset, entry.length)?;
             temp.write_all(&bytes).ctx("cannot write", temp.path())?;
         }
     }

@@ -4,6 +4,7 @@
 //! Every method is one batch: over SFTP its requests are pipelined, so a method costs one
 //! or two network round trips however many paths it names.
 
+pub mod backend;
 pub mod local;
 pub mod ssh;
 pub mod trace;

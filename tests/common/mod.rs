@@ -228,11 +228,15 @@ pub fn assert_private_tree(root: &Path) {
     assert!(bad.is_empty(), "entries with wrong modes: {bad:#?}");
 }
 
-/// Size of the pack being uploaded into `staging/*/pack` of a store directory, if any.
+/// Size of the pack being uploaded into a staging directory of a store, if any.
 pub fn staged_pack_size(store: &Path) -> Option<u64> {
+    // A push streams its pack into one file of its own staging directory.
     let rd = fs::read_dir(store.join("staging")).ok()?;
     rd.filter_map(|e| e.ok())
-        .filter_map(|e| fs::metadata(e.path().join("pack")).ok())
+        .filter_map(|d| fs::read_dir(d.path()).ok())
+        .flat_map(|files| files.filter_map(|f| f.ok()))
+        .filter_map(|f| f.metadata().ok())
+        .filter(|m| m.is_file())
         .map(|m| m.len())
         .max()
 }

@@ -487,7 +487,7 @@ fn killed_push_leaves_the_remote_current_unchanged_and_verifying() {
     for attempt in 0..3u64 {
         let big_file = a.path().join("work").join("big.bin");
         fs::write(&big_file, random_bytes(13 + attempt, total as usize)).unwrap();
-        let big = a.save("work", &[]);
+        let big = a.save("work", &["--secrets", "allow"]);
         let refs_before = refs_snapshot(&remote);
         let packs_before = pack_files(&remote);
         let mut child = a

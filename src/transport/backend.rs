@@ -1,0 +1,238 @@
+//! The backend trait: what sync asks of a remote store, by kind and name (restic's shape),
+//! never by path. Path transports (a local directory, SFTP) get it from `Remote` below:
+//! `format::layout` maps kinds to paths, and atomic creation is a staging directory plus a
+//! no-clobber rename, all inside this file. An object-storage backend implements the trait
+//! directly (conditional PUTs need no staging).
+
+use std::io::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::{Published, Remote, RemoteEntry, Upload};
+use crate::error::Result;
+use crate::format::layout::{self, Kind};
+use crate::store::leftovers;
+
+/// What one listing of a batch lists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Listing {
+    /// The store's top directory (to refuse creating a store beside other files).
+    Root,
+    /// Every item of a kind (loose objects: the fan-out directories).
+    Of(Kind),
+    /// The loose objects of one fan-out directory (a name from `Of(Kind::Loose)`).
+    Fanout(String),
+    /// What interrupted writers left behind (for `sweep_leftovers`).
+    Leftovers,
+}
+
+/// A new item being streamed before its name is known.
+#[derive(Debug)]
+pub struct NewItem {
+    staging: String,
+}
+
+/// A remote store's storage, by kind and name.
+pub trait Backend {
+    /// Where this is, for messages.
+    fn describe(&self) -> String;
+
+    /// Read small items (missing: `None`; larger than `limit`: an error) and list, in one
+    /// batch.
+    #[allow(clippy::type_complexity)]
+    fn read_and_list(
+        &mut self,
+        reads: &[(Kind, String)],
+        lists: &[Listing],
+        limit: u64,
+    ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)>;
+
+    /// `len` bytes of an item at `offset`.
+    fn read_range(&mut self, kind: &Kind, name: &str, offset: u64, len: u64) -> Result<Vec<u8>>;
+
+    /// Stream an item of exactly `len` bytes into `sink`, reading nothing past `len`.
+    fn read_sized(&mut self, kind: &Kind, name: &str, len: u64, sink: &mut dyn Write)
+    -> Result<()>;
+
+    /// Create a store with `config` (its directories and small files first, `config`
+    /// last: a store with a config is complete). A twin creating the same store at the
+    /// same time is tolerated: `Exists` says its config won.
+    fn create_store(&mut self, config: Vec<u8>) -> Result<Published>;
+
+    /// Get ready to create items of `kinds` soon (a store made by an older baton may lack
+    /// their directories; SFTP opens them now so that each later publish costs one round
+    /// trip).
+    fn prepare(&mut self, kinds: &[Kind]) -> Result<()>;
+
+    /// Start an item whose name is known only once it is written (a pack named by its
+    /// hash); write it with `upload`, then `finish_new` or `abandon`.
+    fn begin_new(&mut self) -> Result<NewItem>;
+
+    /// The stream into a begun item.
+    fn upload(&mut self, item: &NewItem) -> Result<Box<dyn Upload + '_>>;
+
+    /// Give a written item its name, atomically and never over an existing item.
+    fn finish_new(&mut self, item: NewItem, kind: &Kind, name: &str) -> Result<Published>;
+
+    /// Forget a begun item (best effort: a leftover is swept later).
+    fn abandon(&mut self, item: NewItem);
+
+    /// Create small items, each atomically and never over an existing one: `Exists` for
+    /// a name already taken is how a ref's next generation loses a race (the
+    /// compare-and-swap).
+    fn create_new(&mut self, kind: &Kind, items: &[(String, Vec<u8>)]) -> Result<Vec<Published>>;
+
+    /// Remove what interrupted writers left (entries of `Listing::Leftovers`) that are
+    /// stale or were left by a dead process of this host.
+    fn sweep_leftovers(&mut self, listed: &[RemoteEntry]);
+}
+
+/// A fresh, unique staging directory name: host, pid and time.
+pub fn staging_name() -> String {
+    let host = leftovers::this_host();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{host}-{}-{nanos}", std::process::id())
+}
+
+fn listing_path(listing: &Listing) -> String {
+    match listing {
+        Listing::Root => String::new(),
+        Listing::Of(kind) => layout::dir(kind),
+        Listing::Fanout(name) => format!("{}/{name}", layout::OBJECTS),
+        Listing::Leftovers => layout::STAGING.to_string(),
+    }
+}
+
+impl<T: Remote + ?Sized> Backend for T {
+    fn describe(&self) -> String {
+        Remote::describe(self)
+    }
+
+    fn read_and_list(
+        &mut self,
+        reads: &[(Kind, String)],
+        lists: &[Listing],
+        limit: u64,
+    ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
+        let files: Vec<String> = reads.iter().map(|(k, n)| layout::path(k, n)).collect();
+        let dirs: Vec<String> = lists.iter().map(listing_path).collect();
+        self.read_many(&files, &dirs, limit)
+    }
+
+    fn read_range(&mut self, kind: &Kind, name: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        Remote::read_range(self, &layout::path(kind, name), offset, len)
+    }
+
+    fn read_sized(
+        &mut self,
+        kind: &Kind,
+        name: &str,
+        len: u64,
+        sink: &mut dyn Write,
+    ) -> Result<()> {
+        self.read_file_sized(&layout::path(kind, name), len, sink)
+    }
+
+    fn create_store(&mut self, config: Vec<u8>) -> Result<Published> {
+        let dirs: Vec<String> = std::iter::once("")
+            .chain(layout::DIRS)
+            .map(|d| d.to_string())
+            .collect();
+        self.make_dirs(&dirs)?;
+        let staging = layout::staging_dir(&staging_name());
+        self.make_dirs(std::slice::from_ref(&staging))?;
+        let files: Vec<(String, Vec<u8>)> = layout::INITIAL_FILES
+            .iter()
+            .map(|(name, bytes)| (name.to_string(), bytes.to_vec()))
+            .chain([(layout::CONFIG.to_string(), config)])
+            .map(|(name, bytes)| (format!("{staging}/{name}"), bytes))
+            .collect();
+        self.put_files(&files)?;
+        let moves: Vec<(String, String)> = layout::INITIAL_FILES
+            .iter()
+            .map(|(n, _)| (format!("{staging}/{n}"), n.to_string()))
+            .collect();
+        self.publish_many(&moves)?;
+        // The config goes last: a store with a config is complete.
+        let config = self.publish(&format!("{staging}/{}", layout::CONFIG), layout::CONFIG)?;
+        let _ = self.remove_dir_all(&staging);
+        Ok(config)
+    }
+
+    fn prepare(&mut self, kinds: &[Kind]) -> Result<()> {
+        let mut dirs: Vec<String> = kinds.iter().map(layout::dir).collect();
+        self.make_dirs(&dirs)?;
+        dirs.retain(|d| !d.is_empty());
+        self.prepare_publish(&dirs)?;
+        self.make_dirs(&[layout::STAGING.to_string()])
+    }
+
+    fn begin_new(&mut self) -> Result<NewItem> {
+        let staging = layout::staging_dir(&staging_name());
+        self.make_dirs(std::slice::from_ref(&staging))?;
+        Ok(NewItem { staging })
+    }
+
+    fn upload(&mut self, item: &NewItem) -> Result<Box<dyn Upload + '_>> {
+        self.create(&format!("{}/item", item.staging))
+    }
+
+    fn finish_new(&mut self, item: NewItem, kind: &Kind, name: &str) -> Result<Published> {
+        let published = self.publish(&format!("{}/item", item.staging), &layout::path(kind, name));
+        match published {
+            // Best effort: a leftover is removed by a later push once it is stale.
+            Ok(Published::Done) => self.remove_empty_dir(&item.staging),
+            _ => {
+                let _ = self.remove_dir_all(&item.staging);
+            }
+        }
+        published
+    }
+
+    fn abandon(&mut self, item: NewItem) {
+        let _ = self.remove_dir_all(&item.staging);
+    }
+
+    fn create_new(&mut self, kind: &Kind, items: &[(String, Vec<u8>)]) -> Result<Vec<Published>> {
+        let staging = layout::staging_dir(&staging_name());
+        self.make_dirs(std::slice::from_ref(&staging))?;
+        let staged: Vec<(String, Vec<u8>)> = items
+            .iter()
+            .enumerate()
+            .map(|(i, (_, bytes))| (format!("{staging}/{i}"), bytes.clone()))
+            .collect();
+        let result = self.put_files(&staged).and_then(|()| {
+            let moves: Vec<(String, String)> = items
+                .iter()
+                .enumerate()
+                .map(|(i, (name, _))| (format!("{staging}/{i}"), layout::path(kind, name)))
+                .collect();
+            self.publish_many(&moves)
+        });
+        match &result {
+            Ok(outcomes) if outcomes.iter().all(|p| *p == Published::Done) => {
+                self.remove_empty_dir(&staging)
+            }
+            _ => {
+                let _ = self.remove_dir_all(&staging);
+            }
+        }
+        result
+    }
+
+    fn sweep_leftovers(&mut self, listed: &[RemoteEntry]) {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let here = leftovers::this_host();
+        for entry in listed {
+            let stale = leftovers::is_stale_at(entry.mtime, now);
+            if entry.is_dir && (stale || leftovers::left_by_dead_process_here(&entry.name, &here)) {
+                let _ = self.remove_dir_all(&layout::staging_dir(&entry.name));
+            }
+        }
+    }
+}
