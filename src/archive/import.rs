@@ -10,18 +10,7 @@ use crate::store::streams::{Bounded, HashingWriter, LimitedVec};
 /// `current` to the archive's. `max_expansion` bounds decompression (docs/archives.md).
 pub fn import(store: &Store, file: &Path, max_expansion: Option<u64>) -> Result<ImportReport> {
     let ratio = max_expansion.unwrap_or(DEFAULT_MAX_EXPANSION).max(1);
-    let staging_root = store.root().join(crate::format::layout::STAGING);
-    fsutil::ensure_private_dir(&staging_root)?;
-    clean_stale_imports(&staging_root);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    // Removed when dropped: on success, on every error, on a panic.
-    let stage = fsutil::private_temp_dir_in(
-        &staging_root,
-        &format!("import-{}-{nanos}-", std::process::id()),
-    )?;
+    let stage = ingest::StagingArea::new(store, "import")?;
 
     let received = receive(store, file, stage.path(), ratio)?;
     let (bundles, current) = check_manifest(file, &received)?;
@@ -36,7 +25,11 @@ pub fn import(store: &Store, file: &Path, max_expansion: Option<u64>) -> Result<
         log_lines: received.log_lines,
         ..ImportReport::default()
     };
-    publish(store, received.staged, &mut report)?;
+    let staged = received
+        .staged
+        .into_iter()
+        .map(|(id, object)| (id, object.path, object.stored_len));
+    (report.objects_published, report.bytes_published) = ingest::publish_staged(store, staged)?;
     drop(stage);
 
     let reason = MoveReason {
@@ -399,57 +392,6 @@ pub(super) fn missing(id: ObjectId, what: &str, bundle: ObjectId) -> Error {
         "{what} object {id} of bundle {bundle} is neither in the archive nor in this store"
     ))
     .with_hint("nothing was imported; the archive is incomplete")
-}
-
-/// Move verified objects from staging into `objects/` (no-clobber renames within the
-/// store), then fsync every directory that received one.
-pub(super) fn publish(
-    store: &Store,
-    staged: BTreeMap<ObjectId, Staged>,
-    report: &mut ImportReport,
-) -> Result<()> {
-    let mut dirs = BTreeSet::new();
-    for (id, object) in staged {
-        let dest = store.objects.path(&id);
-        if store.objects.contains(&id) {
-            // Freshen a loose copy so that gc's grace period starts again (SPEC 13.3).
-            if let Ok(file) = File::open(&dest) {
-                let _ = file.set_modified(SystemTime::now());
-            }
-            continue;
-        }
-        let fanout = dest.parent().unwrap_or(store.objects.dir()).to_path_buf();
-        fsutil::ensure_private_dir(&fanout)?;
-        // Durable before it is renamed into place (SPEC 12.1).
-        File::open(&object.path)
-            .and_then(|f| f.sync_all())
-            .ctx("cannot fsync", &object.path)?;
-        match object.path.persist_noclobber(&dest) {
-            Ok(()) => {
-                report.objects_published += 1;
-                report.bytes_published += object.stored_len;
-                dirs.insert(fanout);
-            }
-            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(Error::io("cannot publish", &dest, e.error)),
-        }
-    }
-    for dir in dirs {
-        fsutil::fsync_dir(&dir)?;
-    }
-    Ok(())
-}
-
-/// Remove `staging/import-*` directories older than the stale age (interrupted imports).
-pub(super) fn clean_stale_imports(staging: &Path) {
-    leftovers::sweep(
-        staging,
-        &[leftovers::Rule {
-            prefix: "import-",
-            pid_after_prefix: false,
-            by_age: true,
-        }],
-    );
 }
 
 /// A reader that counts the bytes taken from it and checks that the bytes in `padding`

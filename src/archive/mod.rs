@@ -13,7 +13,6 @@ use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -27,7 +26,6 @@ pub use import::import;
 use crate::error::{Error, IoContext, Result};
 use crate::format::names::RefName;
 use crate::format::{Bundle, LogEntry, MAX_METADATA_OBJECT, ObjectId};
-use crate::store::leftovers;
 use crate::store::receive::{Incoming, TreeCheck};
 use crate::store::refs::MoveReason;
 use crate::store::shape::{MAX_TREE_DEPTH, too_deep};

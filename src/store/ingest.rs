@@ -4,10 +4,16 @@
 //! that the tip's history is all here with the one walker and the receive-side limits
 //! (`store::receive`), and `fast_forward` moves a ref onto it by compare-and-swap.
 //!
-//! Archive import stages everything before publishing anything (docs/archives.md) and so
-//! keeps its own staging, but ends in the same `fast_forward`.
+//! A receiver that must check everything before publishing anything (archive import,
+//! docs/archives.md) stages objects in a `StagingArea` (a private directory under
+//! `staging/`, removed on drop) and publishes them with `publish_staged` once its checks
+//! pass; it ends in the same `fast_forward`.
 
+use std::collections::BTreeSet;
+use std::fs::File;
 use std::io::Write;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
@@ -141,6 +147,84 @@ impl<'s> Ingest<'s> {
         self.store.check_received(tip)?; // sizes and depth (store/receive.rs)
         Ok((self.objects, self.bytes))
     }
+}
+
+/// A private directory under the store's `staging/` for objects received before they may
+/// be published; removed when dropped (on success, on every error, on a panic). Areas
+/// left by a killed run age out by the rules of `store::leftovers`.
+pub struct StagingArea {
+    dir: tempfile::TempDir,
+}
+
+impl StagingArea {
+    /// A fresh area named `<purpose>-<pid>-<nanos>-...` (stale ones of the same purpose
+    /// are swept first).
+    pub fn new(store: &Store, purpose: &str) -> Result<Self> {
+        let root = store.root().join(crate::format::layout::STAGING);
+        fsutil::ensure_private_dir(&root)?;
+        let prefix = format!("{purpose}-");
+        leftovers::sweep(
+            &root,
+            &[leftovers::Rule {
+                prefix: &prefix,
+                pid_after_prefix: false,
+                by_age: true,
+            }],
+        );
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let dir = fsutil::private_temp_dir_in(
+            &root,
+            &format!("{prefix}{}-{nanos}-", std::process::id()),
+        )?;
+        Ok(StagingArea { dir })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// Move verified loose objects (storage name, staged file, stored length) from a staging
+/// area into `objects/` with no-clobber renames, then fsync every directory that received
+/// one. An object already here is freshened instead (gc's grace period starts again, SPEC
+/// 13.3). Returns the objects and stored bytes published.
+pub fn publish_staged(
+    store: &Store,
+    staged: impl IntoIterator<Item = (ObjectId, tempfile::TempPath, u64)>,
+) -> Result<(u64, u64)> {
+    let (mut objects, mut bytes) = (0, 0);
+    let mut dirs = BTreeSet::new();
+    for (id, path, stored_len) in staged {
+        let dest = store.objects.path(&id);
+        if store.objects.contains(&id) {
+            if let Ok(file) = File::open(&dest) {
+                let _ = file.set_modified(SystemTime::now());
+            }
+            continue;
+        }
+        let fanout = dest.parent().unwrap_or(store.objects.dir()).to_path_buf();
+        fsutil::ensure_private_dir(&fanout)?;
+        // Durable before it is renamed into place (SPEC 12.1).
+        File::open(&path)
+            .and_then(|f| f.sync_all())
+            .ctx("cannot fsync", &path)?;
+        match path.persist_noclobber(&dest) {
+            Ok(()) => {
+                objects += 1;
+                bytes += stored_len;
+                dirs.insert(fanout);
+            }
+            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Error::io("cannot publish", &dest, e.error)),
+        }
+    }
+    for dir in dirs {
+        fsutil::fsync_dir(&dir)?;
+    }
+    Ok((objects, bytes))
 }
 
 /// How a local ref related to the received tip, and what `fast_forward` did about it.
