@@ -162,11 +162,16 @@ impl<T: Remote + ?Sized> Backend for T {
     }
 
     fn prepare(&mut self, kinds: &[Kind]) -> Result<()> {
-        let mut dirs: Vec<String> = kinds.iter().map(layout::dir).collect();
-        self.make_dirs(&dirs)?;
-        dirs.retain(|d| !d.is_empty());
-        self.prepare_publish(&dirs)?;
-        self.make_dirs(&[layout::STAGING.to_string()])
+        let dirs: Vec<String> = kinds
+            .iter()
+            .map(layout::dir)
+            .filter(|d| !d.is_empty())
+            .collect();
+        // Directories first: SFTP sends the requests in order, and opens them next.
+        let mut all = dirs.clone();
+        all.push(layout::STAGING.to_string());
+        self.make_dirs(&all)?;
+        self.prepare_publish(&dirs)
     }
 
     fn begin_new(&mut self) -> Result<NewItem> {

@@ -21,29 +21,10 @@ const MARKERS: &[&str] = &[
     "ZQXJto",
 ];
 
-/// A key pair from the real age-keygen: (identity file, public key).
-fn keygen(env: &Env, name: &str) -> (PathBuf, String) {
-    let path = env.path().join(name);
-    let out = Command::new("age-keygen")
-        .arg("-o")
-        .arg(&path)
-        .output()
-        .expect("age-keygen (apt package 'age') must be installed");
-    assert!(out.status.success(), "age-keygen failed");
-    let text = fs::read_to_string(&path).unwrap();
-    let public = text
-        .lines()
-        .find_map(|l| l.strip_prefix("# public key: "))
-        .expect("public key line")
-        .trim()
-        .to_string();
-    (path, public)
-}
-
 /// An encrypted store at `.baton` holding one bundle full of markers.
 fn encrypted_env() -> (Env, PathBuf, String) {
     let env = Env::new();
-    let (key, public) = keygen(&env, "key.txt");
+    let (key, public) = common::age_keygen(&env, "key.txt");
     env.ok(&["init", "--encrypt", "--recipient", &public]);
     env.write_tree(
         "w",
@@ -187,7 +168,7 @@ fn nothing_readable_on_disk_and_age_reads_an_object() {
 #[test]
 fn keys_are_required_and_nothing_is_written_without_them() {
     let (env, _key, _id) = encrypted_env();
-    let (_other, _) = keygen(&env, "other.txt");
+    let (_other, _) = common::age_keygen(&env, "other.txt");
     let before = snapshot_files(&env.store());
     for id_args in [&[][..], &["--identity", "other.txt"][..]] {
         for cmd in [
@@ -434,7 +415,7 @@ fn objects_sealed_by_age_alone_still_open() {
     }
     verifies_and_restores_the_work(&env);
     // A wrong identity opens neither kind of stanza: exit 6.
-    let (_other, _) = keygen(&env, "other.txt");
+    let (_other, _) = common::age_keygen(&env, "other.txt");
     assert_eq!(code(&env, &["--identity", "other.txt", "verify"]), 6);
 }
 

@@ -382,3 +382,22 @@ pub fn precondition(holds: bool, what: &str) -> bool {
     }
     holds
 }
+
+/// A key pair from the real age-keygen: (identity file, public key).
+pub fn age_keygen(env: &Env, name: &str) -> (PathBuf, String) {
+    let path = env.path().join(name);
+    let out = Command::new("age-keygen")
+        .arg("-o")
+        .arg(&path)
+        .output()
+        .expect("age-keygen (apt package 'age') must be installed");
+    assert!(out.status.success(), "age-keygen failed");
+    let text = fs::read_to_string(&path).unwrap();
+    let public = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# public key: "))
+        .expect("public key line")
+        .trim()
+        .to_string();
+    (path, public)
+}

@@ -1440,31 +1440,12 @@ fn pull_repair_from_a_target_that_lacks_the_object_is_exit_4_and_changes_nothing
     assert_eq!(snapshot_files(&a.store()), snap, "the store is unchanged");
 }
 
-/// A key pair from the real age-keygen: (identity file, public key).
-fn keygen(env: &Env, name: &str) -> (PathBuf, String) {
-    let path = env.path().join(name);
-    let out = Command::new("age-keygen")
-        .arg("-o")
-        .arg(&path)
-        .output()
-        .expect("age-keygen (apt package 'age') must be installed");
-    assert!(out.status.success(), "age-keygen failed");
-    let text = fs::read_to_string(&path).unwrap();
-    let public = text
-        .lines()
-        .find_map(|l| l.strip_prefix("# public key: "))
-        .expect("public key line")
-        .trim()
-        .to_string();
-    (path, public)
-}
-
 #[test]
 fn pull_repair_refetches_ciphertext_into_an_encrypted_store() {
     let holder = Env::new();
     let remote = holder.path().join("r");
     let a = Env::new();
-    let (_, public) = keygen(&a, "key.txt");
+    let (_, public) = common::age_keygen(&a, "key.txt");
     a.ok(&["init", "--encrypt", "--recipient", &public]);
     rich_tree(&a, "work", 45);
     a.save("work", &["--identity", "key.txt", "--summary", "base"]);
