@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use std::time::SystemTime;
 
 use regex::Regex;
-use serde_yaml_ng::Value as Yaml;
+use serde_norway::Value as Yaml;
 
 use crate::error::{Error, Result};
 
@@ -98,7 +98,7 @@ pub(super) fn parse_frontmatter_file(
     let yaml_lines = &lines[1..close];
     let yaml = yaml_lines.join("\n");
     let keys = key_lines(yaml_lines, 2);
-    let value: Yaml = serde_yaml_ng::from_str(&yaml).map_err(|err| {
+    let value: Yaml = serde_norway::from_str(&yaml).map_err(|err| {
         let msg = err.to_string();
         if msg.starts_with("duplicate entry with key")
             && let Some((key, lines)) = keys.iter().find(|(_, lines)| lines.len() > 1)
@@ -120,7 +120,7 @@ pub(super) fn parse_frontmatter_file(
         )
     })?;
     let mapping = match value {
-        Yaml::Null => serde_yaml_ng::Mapping::new(),
+        Yaml::Null => serde_norway::Mapping::new(),
         Yaml::Mapping(m) => m,
         _ => {
             return Err(line_error(
@@ -256,7 +256,7 @@ pub(super) static KEY_LINE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// File lines of the top-level `key:` lines of a block mapping, for error messages only
-/// (the YAML itself is parsed by serde_yaml_ng).
+/// (the YAML itself is parsed by serde_norway).
 pub(super) fn key_lines(lines: &[&str], first_line: usize) -> HashMap<String, Vec<usize>> {
     let mut map: HashMap<String, Vec<usize>> = HashMap::new();
     for (i, line) in lines.iter().enumerate() {
