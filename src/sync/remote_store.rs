@@ -370,6 +370,9 @@ mod tests {
         fn remove_empty_dir(&mut self, dir: &str) {
             self.inner.remove_empty_dir(dir)
         }
+        fn remove_file(&mut self, path: &str) -> Result<bool> {
+            self.inner.remove_file(path)
+        }
     }
 
     /// A remote store with generations 1..=3 of `refs/current`; the id of the newest.

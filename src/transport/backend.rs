@@ -8,7 +8,7 @@ use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{Published, Remote, RemoteEntry, Upload};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::layout::{self, Kind};
 use crate::store::leftovers;
 
@@ -84,6 +84,11 @@ pub trait Backend {
     /// Remove what interrupted writers left (entries of `Listing::Leftovers`) that are
     /// stale or were left by a dead process of this host.
     fn sweep_leftovers(&mut self, listed: &[RemoteEntry]);
+
+    /// Delete an item (garbage collection, a merged pack, a probe): `false` when it was
+    /// not there. Only packs and loose objects are ever deleted: the config, the log and
+    /// ref generations are the store's history (SPEC sections 8, 9 and 17).
+    fn delete(&mut self, kind: &Kind, name: &str) -> Result<bool>;
 }
 
 /// A fresh, unique staging directory name: host, pid and time.
@@ -103,6 +108,14 @@ fn listing_path(listing: &Listing) -> String {
         Listing::Fanout(name) => format!("{}/{name}", layout::OBJECTS),
         Listing::Leftovers => layout::STAGING.to_string(),
     }
+}
+
+/// The refusal of deleting history (a bug in the caller, never input).
+fn refuse_delete(kind: &Kind, name: &str) -> Result<bool> {
+    Err(Error::internal(format!(
+        "refusing to delete {}: config, log and ref generations are never deleted",
+        layout::path(kind, name)
+    )))
 }
 
 impl<T: Remote + ?Sized> Backend for T {
@@ -238,6 +251,58 @@ impl<T: Remote + ?Sized> Backend for T {
             if entry.is_dir && (stale || leftovers::left_by_dead_process_here(&entry.name, &here)) {
                 let _ = self.remove_dir_all(&layout::staging_dir(&entry.name));
             }
+        }
+    }
+
+    fn delete(&mut self, kind: &Kind, name: &str) -> Result<bool> {
+        match kind {
+            Kind::Pack | Kind::Loose => self.remove_file(&layout::path(kind, name)),
+            Kind::Config | Kind::Log | Kind::Generation(_) => refuse_delete(kind, name),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::format::names::RefName;
+    use crate::transport::local::LocalRemote;
+
+    #[test]
+    fn a_local_backend_deletes_packs_and_loose_objects_but_never_history() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        for d in ["packs", "objects/ab", "refs/current"] {
+            std::fs::create_dir_all(root.join(d)).expect("mkdir");
+        }
+        for f in ["packs/p1.pack", "objects/ab/cdef", "config", "log"] {
+            std::fs::write(root.join(f), f).expect("write");
+        }
+        std::fs::write(root.join("refs/current/00000000000000000001"), "g").expect("write");
+        let mut backend: Box<dyn Backend> = Box::new(LocalRemote::new(root.to_path_buf()));
+        assert!(backend.delete(&Kind::Pack, "p1.pack").expect("delete pack"));
+        assert!(
+            !backend
+                .delete(&Kind::Pack, "p1.pack")
+                .expect("already gone")
+        );
+        assert!(
+            backend
+                .delete(&Kind::Loose, "abcdef")
+                .expect("delete loose")
+        );
+        assert!(!root.join("packs/p1.pack").exists() && !root.join("objects/ab/cdef").exists());
+        for (kind, name) in [
+            (Kind::Config, ""),
+            (Kind::Log, ""),
+            (Kind::Generation(RefName::Current), "00000000000000000001"),
+        ] {
+            let err = backend.delete(&kind, name).expect_err("history stays");
+            assert_eq!(err.kind, ErrorKind::Internal, "{}", err.message);
+        }
+        for f in ["config", "log", "refs/current/00000000000000000001"] {
+            assert!(root.join(f).exists(), "{f} kept");
         }
     }
 }

@@ -288,6 +288,19 @@ impl Remote for LocalRemote {
         let _ = fs::remove_dir(self.full(dir));
     }
 
+    fn remove_file(&mut self, path: &str) -> Result<bool> {
+        let full = self.full(path);
+        match fs::remove_file(&full) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(Error::io("cannot remove", &full, e)),
+        }
+        if let Some(parent) = full.parent() {
+            fsutil::fsync_dir(parent)?;
+        }
+        Ok(true)
+    }
+
     fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
         let full = self.full(dir);
         match fs::remove_dir_all(&full) {

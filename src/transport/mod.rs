@@ -108,6 +108,9 @@ pub trait Remote {
     /// Remove a directory expected to be empty, without waiting to hear how it went (a
     /// leftover is stale staging that a later push removes).
     fn remove_empty_dir(&mut self, dir: &str);
+
+    /// Remove one file, durably: `false` when it was not there.
+    fn remove_file(&mut self, path: &str) -> Result<bool>;
 }
 
 impl Remote for Box<dyn Remote> {
@@ -154,5 +157,8 @@ impl Remote for Box<dyn Remote> {
     }
     fn remove_empty_dir(&mut self, dir: &str) {
         (**self).remove_empty_dir(dir)
+    }
+    fn remove_file(&mut self, path: &str) -> Result<bool> {
+        (**self).remove_file(path)
     }
 }

@@ -108,6 +108,12 @@ impl<R: Remote> Remote for Traced<R> {
         self.log(&format!("remove_dir_all {dir}"), t0, r)
     }
 
+    fn remove_file(&mut self, path: &str) -> Result<bool> {
+        let t0 = Instant::now();
+        let r = self.inner.remove_file(path);
+        self.log(&format!("remove_file {path}"), t0, r)
+    }
+
     fn remove_empty_dir(&mut self, dir: &str) {
         self.inner.remove_empty_dir(dir);
         let _ = self.log(

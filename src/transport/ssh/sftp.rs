@@ -282,6 +282,17 @@ impl Remote for SftpRemote {
         self.read_range_of(path, offset, len)
     }
 
+    fn remove_file(&mut self, path: &str) -> Result<bool> {
+        let filename = self.path(path);
+        let id = self.request(|id| Packet::Remove(Remove { id, filename }))?;
+        match self.wait(id)? {
+            Packet::Status(s) if s.status_code == StatusCode::NoSuchFile => Ok(false),
+            reply => self
+                .expect_ok(reply, &format!("remove {path}"))
+                .map(|()| true),
+        }
+    }
+
     fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
         let path = self.path(dir);
         let id = self.request(|id| Packet::RmDir(RmDir { id, path }))?;

@@ -409,3 +409,34 @@ fn deferred_replies_past_the_bound_are_read_and_checked() {
     );
     assert_eq!(err.kind, ErrorKind::Security);
 }
+
+#[test]
+fn the_backend_deletes_packs_and_loose_objects_but_never_history() {
+    use crate::format::layout::Kind;
+    use crate::format::names::RefName;
+    use crate::transport::backend::Backend;
+
+    let (mut remote, fake) = fake(&[
+        ("packs/p1.pack", b"pack"),
+        ("objects/ab/cdef", b"obj"),
+        ("config", b"c"),
+        ("log", b"l"),
+        ("refs/current/00000000000000000001", b"g"),
+    ]);
+    assert!(Backend::delete(&mut remote, &Kind::Pack, "p1.pack").expect("delete pack"));
+    assert!(!Backend::delete(&mut remote, &Kind::Pack, "p1.pack").expect("already gone"));
+    assert!(Backend::delete(&mut remote, &Kind::Loose, "abcdef").expect("delete loose"));
+    for (kind, name) in [
+        (Kind::Config, ""),
+        (Kind::Log, ""),
+        (Kind::Generation(RefName::Current), "00000000000000000001"),
+    ] {
+        let err = Backend::delete(&mut remote, &kind, name).expect_err("history stays");
+        assert_eq!(err.kind, ErrorKind::Internal, "{}", err.message);
+    }
+    let left: Vec<String> = fake.with(|s| s.files.keys().cloned().collect());
+    assert_eq!(
+        left,
+        strings(&["s/config", "s/log", "s/refs/current/00000000000000000001"])
+    );
+}

@@ -190,6 +190,7 @@ impl Server {
             P::MkDir(_) => status(id, StatusCode::Failure),
             P::RmDir(r) if self.dirs.remove(&r.path) => status(id, StatusCode::Ok),
             P::Remove(r) if self.files.remove(&r.filename).is_some() => status(id, StatusCode::Ok),
+            P::Remove(_) => status(id, StatusCode::NoSuchFile),
             P::Extended(e) if e.request == STATVFS_EXTENSION => {
                 let fs = Statvfs {
                     block_size: 1,
