@@ -53,6 +53,8 @@ async def main(baton, workspace):
             out["search"] = result(await session.call_tool(
                 "search", {"rev": "current", "query": "golden", "kind": ["tool_result"]}))
             out["log"] = result(await session.call_tool("log", {}))
+            out["same_repo"] = result(await session.call_tool(
+                "resume", {"rev": "current~1", "require_same_repo": True}))
             out["bad_rev"] = result(await session.call_tool("resume", {"rev": "deadbeefdeadbeef"}))
             out["outside"] = result(await session.call_tool(
                 "save_handoff", {"brief": BRIEF, "attachments": ["../outside.txt"]}))

@@ -97,6 +97,10 @@ pub struct ResumeParams {
     pub rev: Option<String>,
     /// Token budget of the kickoff (default 2000).
     pub budget: Option<usize>,
+    /// Refuse (store_conflict) when the workspace is not the handoff's repository, has
+    /// diverged from it, or cannot be placed.
+    #[serde(default)]
+    pub require_same_repo: bool,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -264,7 +268,7 @@ impl BatonServer {
                     budget: p.budget.unwrap_or(2000),
                     workspace: Some(base.workspace.clone()),
                     format: ResumeFormat::Json,
-                    require_same_repo: false,
+                    require_same_repo: p.require_same_repo,
                     connect: no_connect(),
                 };
                 super::resume::run(&base.ctx(), &args)
