@@ -85,22 +85,9 @@ fn modes(root: &Path) -> Vec<(PathBuf, u32, bool)> {
 }
 
 /// Ids of every object file in the store.
+/// Every object id the store holds, loose or packed (a save packs its blobs and trees).
 fn object_ids(store: &Path) -> BTreeSet<String> {
-    let mut ids = BTreeSet::new();
-    for fanout in fs::read_dir(store.join("objects")).unwrap() {
-        let fanout = fanout.unwrap();
-        if !fanout.file_type().unwrap().is_dir() {
-            continue;
-        }
-        let prefix = fanout.file_name().into_string().unwrap();
-        for file in fs::read_dir(fanout.path()).unwrap() {
-            let name = file.unwrap().file_name().into_string().unwrap();
-            if !name.starts_with(".tmp-") {
-                ids.insert(format!("{prefix}{name}"));
-            }
-        }
-    }
-    ids
+    common::stored_ids(store)
 }
 
 /// Replace every RFC 3339 timestamp (`2026-11-29T21:26:12Z`) with `<TIME>`.
@@ -506,8 +493,7 @@ fn blob_ids_are_plain_blake3_of_the_content() {
             Item::Dir => {
                 assert_eq!(entry["kind"], json!("dir"), "{path}");
                 // A tree's id is also the BLAKE3 of its stored (decompressed) bytes.
-                let tree =
-                    read_object_file(&object_path(&env.store(), entry["id"].as_str().unwrap()));
+                let tree = common::read_stored(&env.store(), entry["id"].as_str().unwrap());
                 assert_eq!(entry["id"], json!(b3(&tree)));
                 assert_eq!(entry["size"], json!(tree.len()));
                 continue;
@@ -518,7 +504,7 @@ fn blob_ids_are_plain_blake3_of_the_content() {
         assert_eq!(entry["kind"], json!(kind), "{path}");
         assert_eq!(entry["id"], json!(b3(&content)), "{path}");
         assert_eq!(entry["size"], json!(content.len()), "{path}");
-        let stored = read_object_file(&object_path(&env.store(), entry["id"].as_str().unwrap()));
+        let stored = common::read_stored(&env.store(), entry["id"].as_str().unwrap());
         assert_eq!(stored, content, "{path}");
     }
     // The empty file is the well-known BLAKE3 of nothing.
@@ -528,7 +514,7 @@ fn blob_ids_are_plain_blake3_of_the_content() {
         json!("af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262")
     );
     // The root tree too.
-    let tree = read_object_file(&object_path(&env.store(), show["tree"].as_str().unwrap()));
+    let tree = common::read_stored(&env.store(), show["tree"].as_str().unwrap());
     assert_eq!(show["tree"], json!(b3(&tree)));
 }
 
@@ -1312,7 +1298,12 @@ fn gc_never_removes_reachable_objects_however_old() {
     let store = env.store();
     let ids = object_ids(&store);
     for id in &ids {
-        age(&object_path(&store, id), 400 * DAY);
+        if object_path(&store, id).is_file() {
+            age(&object_path(&store, id), 400 * DAY);
+        }
+    }
+    for pack in common::pack_files(&store) {
+        age(&pack, 400 * DAY);
     }
     let before = snapshot_files(&store);
     let doc = json_ok(&env, &["gc", "--grace", "0s"]);
@@ -1334,7 +1325,11 @@ fn gc_removes_stale_temp_files() {
     env.write_tree("d", &[("a", b"1")]);
     env.save("d", &[]);
     let store = env.store();
-    let some_id = object_ids(&store).into_iter().next().unwrap();
+    // A loose object's fan-out (the manifest's: a save packs blobs and trees).
+    let some_id = object_ids(&store)
+        .into_iter()
+        .find(|id| object_path(&store, id).is_file())
+        .unwrap();
     let fanout = object_path(&store, &some_id)
         .parent()
         .unwrap()
@@ -1460,7 +1455,7 @@ fn gc_keeps_objects_below_a_tree_whose_bytes_are_also_a_file() {
         .as_str()
         .unwrap()
         .to_string();
-    let tree_bytes = common::read_object_file(&common::object_path(&scratch.store(), &sub));
+    let tree_bytes = common::read_stored(&scratch.store(), &sub);
     // In a new store, the only bundle lists that copy before the directory itself.
     let env = Env::new();
     env.init();
@@ -1486,12 +1481,7 @@ fn verify_rev_checks_the_bundle_and_history_on_request() {
     let victim = blake3::hash(b"only in the first bundle\n")
         .to_hex()
         .to_string();
-    let path = common::object_path(&env.store(), &victim);
-    let mut bytes = fs::read(&path).unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 0x55;
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
-    fs::write(&path, &bytes).unwrap();
+    common::damage_object(&env.store(), &victim);
     let doc = json_ok(&env, &["verify", "current"]);
     assert!(
         !doc["scope"].as_str().unwrap().ends_with("and its history"),
