@@ -11,6 +11,10 @@
 #   BENCH_DIR    work directory (default bench/work, git-ignored)
 #   BENCH_SEED   generator seed (default 42)
 #   BENCH_KEEP   1 = keep the work directory afterwards (the tree is reused next time)
+#   BENCH_SMALL  small-file cases, FILES:MIB each (default "2000:20 20000:200"; "" skips):
+#                save into a fresh store vs `git init && git add -A && git commit`,
+#                alternating, plus the fsyncs of one save (strace, when installed);
+#                printed at the end (not written to docs/benchmarks.md)
 #   BENCH_DOCS   1 = write docs/benchmarks.md, 0 = only print the table
 #                (default: write only at the default scale, so quick runs never
 #                overwrite the published figures)
@@ -39,7 +43,8 @@ cleanup() {
     log "keeping $WORK (BENCH_KEEP=1)"
     return
   fi
-  rm -rf "$TREE" "$TREE.stamp" "$STORE" "$GITDIR" "$OUT" "$RESULTS" "$META" "$WORK/save.json"
+  rm -rf "$TREE" "$TREE.stamp" "$STORE" "$GITDIR" "$OUT" "$RESULTS" "$META" "$WORK/save.json" \
+    "$WORK/small.md" "$WORK"/small-*
   rmdir "$WORK" 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -141,6 +146,71 @@ bench tarzstd  "tar cf - . | zstd -3 -T0"              reset_none     run_tarzst
 bench checkout "baton checkout current OUT"            reset_checkout run_checkout
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
+# --- small files (issue 14): many small files, where fsyncs per object dominated --------
+SMALL=${BENCH_SMALL-"2000:20 20000:200"}
+SMALL_MD=$WORK/small.md
+gen_small() { # DIR FILES MIB: FILES files of MIB/FILES bytes on average, half text
+  python3 - "$@" <<'PY'
+import os, random, sys
+root, files, mib = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = random.Random(files)
+avg = mib * 1048576 // files
+for i in range(files):
+    d = os.path.join(root, f"d{i % 40:02d}", f"s{i % 7}")
+    os.makedirs(d, exist_ok=True)
+    n = rng.randint(avg // 2, avg * 3 // 2)
+    data = rng.randbytes(n) if i % 2 else (f"line {i} " * (n // 8 + 1)).encode()[:n]
+    with open(os.path.join(d, f"f{i:05d}"), "wb") as f:
+        f.write(data)
+PY
+}
+if [[ -n $SMALL ]]; then
+  {
+    echo "| files / MiB | git add -A + commit (s, median) | baton save (s, median) | ratio | baton fsyncs | load before, after |"
+    echo "|---|--:|--:|--:|--:|---|"
+  } >"$SMALL_MD"
+  for case in $SMALL; do
+    n=${case%%:*} mib=${case##*:}
+    stree=$WORK/small-$n
+    rm -rf "$stree" "$WORK/small-store" "$WORK/small-git"
+    log "small files: generating $n files / $mib MiB"
+    gen_small "$stree" "$n" "$mib"
+    find "$stree" -type f -print0 | xargs -0 cat >/dev/null
+    sload=$(cut -d' ' -f1-3 /proc/loadavg)
+    gt=() bt=()
+    for ((i = 1; i <= RUNS; i++)); do
+      rm -rf "$WORK/small-git"; sync
+      t0=$EPOCHREALTIME
+      GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git --git-dir="$WORK/small-git" --work-tree="$stree" init -q
+      GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git --git-dir="$WORK/small-git" --work-tree="$stree" add -A
+      GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git --git-dir="$WORK/small-git" --work-tree="$stree" \
+        -c user.name=bench -c user.email=bench@example.invalid commit -qm x
+      t1=$EPOCHREALTIME
+      gt+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')")
+      rm -rf "$WORK/small-store"; sync
+      t0=$EPOCHREALTIME
+      "$BATON" --store "$WORK/small-store" -q init
+      "$BATON" --store "$WORK/small-store" -q save --secrets allow "$stree" >/dev/null
+      t1=$EPOCHREALTIME
+      bt+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')")
+    done
+    fsyncs=n/a
+    if command -v strace >/dev/null; then
+      rm -rf "$WORK/small-store"
+      "$BATON" --store "$WORK/small-store" -q init
+      fsyncs=$(strace -f -qq -o /dev/stdout -e trace=fsync,fdatasync \
+        "$BATON" --store "$WORK/small-store" -q save --secrets allow "$stree" | grep -c 'sync(' || true)
+    fi
+    med() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+    gm=$(med "${gt[@]}") bm=$(med "${bt[@]}")
+    printf '| %s / %s | %s | %s | %s | %s | %s; %s |\n' "$n" "$mib" "$gm" "$bm" \
+      "$(awk -v a="$bm" -v b="$gm" 'BEGIN { printf "%.2f", a / b }')" "$fsyncs" \
+      "$sload" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$SMALL_MD"
+    log "small files $n / $mib MiB: git ${gt[*]} s, baton ${bt[*]} s, $fsyncs fsyncs"
+    rm -rf "$stree" "$WORK/small-store" "$WORK/small-git"
+  done
+fi
+
 # --- sizes and environment --------------------------------------------------------------
 du_bytes() { du -s --block-size=1 "$1" | cut -f1; }
 first_line() { "$@" 2>&1 | head -n1; }
@@ -177,4 +247,9 @@ if [[ $DOCS == 1 ]]; then
 else
   python3 "$ROOT/bench/report.py" "$RESULTS" "$META" -
   log "docs/benchmarks.md left alone (BENCH_SCALE=$SCALE; set BENCH_DOCS=1 to write it)"
+fi
+if [[ -n $SMALL ]]; then
+  echo
+  echo "Small files (alternating, $RUNS runs each):"
+  cat "$SMALL_MD"
 fi

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::Store;
-use super::objects::PendingDirs;
+use super::pack_batch::PackBatch;
 use super::shape::MAX_TREE_DEPTH;
 use crate::error::{Error, Result};
 use crate::format::{EntryKind, ObjectId, Tree, TreeEntry};
@@ -68,9 +68,10 @@ impl Store {
                 )));
             }
         }
-        let pending = PendingDirs::default();
+        // New objects go into one pack, durable before this returns (SPEC 12.2).
+        let batch = PackBatch::new(&self.objects);
         for file in files {
-            let stored = self.objects.put_bytes(&file.bytes, &pending)?;
+            let stored = batch.put_bytes(&file.bytes)?;
             let mut parts: Vec<&str> = file.path.split('/').collect();
             let name = parts.pop().unwrap_or_default().to_string();
             let mut dir = &mut root;
@@ -79,8 +80,8 @@ impl Store {
             }
             dir.files.insert(name, (stored.id, stored.size, file.exec));
         }
-        let (id, _) = self.write_dir(&root, &pending)?;
-        pending.sync()?;
+        let (id, _) = Self::write_dir(&root, &batch)?;
+        batch.finish()?;
         Ok(id)
     }
 
@@ -94,8 +95,8 @@ impl Store {
             ))
         })?;
         let root = self.read_tree(tree)?;
-        let pending = PendingDirs::default();
-        let stored = self.objects.put_bytes(&file.bytes, &pending)?;
+        let batch = PackBatch::new(&self.objects);
+        let stored = batch.put_bytes(&file.bytes)?;
         let mut entries: Vec<TreeEntry> = root
             .entries
             .into_iter()
@@ -111,14 +112,12 @@ impl Store {
             size: stored.size,
             id: stored.id,
         });
-        let stored = self
-            .objects
-            .put_bytes(&Tree::new(entries)?.encode(), &pending)?;
-        pending.sync()?;
+        let stored = batch.put_bytes(&Tree::new(entries)?.encode())?;
+        batch.finish()?;
         Ok(stored.id)
     }
 
-    fn write_dir(&self, dir: &Dir, pending: &PendingDirs) -> Result<(ObjectId, u64)> {
+    fn write_dir(dir: &Dir, batch: &PackBatch) -> Result<(ObjectId, u64)> {
         let mut entries = Vec::new();
         for (name, (id, size, exec)) in &dir.files {
             let kind = if *exec {
@@ -134,7 +133,7 @@ impl Store {
             });
         }
         for (name, sub) in &dir.dirs {
-            let (id, size) = self.write_dir(sub, pending)?;
+            let (id, size) = Self::write_dir(sub, batch)?;
             entries.push(TreeEntry {
                 name: name.clone(),
                 kind: EntryKind::Dir,
@@ -142,9 +141,7 @@ impl Store {
                 id,
             });
         }
-        let stored = self
-            .objects
-            .put_bytes(&Tree::new(entries)?.encode(), pending)?;
+        let stored = batch.put_bytes(&Tree::new(entries)?.encode())?;
         Ok((stored.id, stored.size))
     }
 }

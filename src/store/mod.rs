@@ -15,6 +15,7 @@ pub mod key_wrap;
 pub mod leftovers;
 pub mod memtree;
 pub mod objects;
+pub mod pack_batch;
 pub mod pack_stream;
 pub mod packs;
 pub mod receive;

@@ -23,7 +23,7 @@ use crate::store::streams::{HashingReader, LimitedVec, TeeReader};
 /// zstd level for new objects: level 3 (zstd's default) balances speed and size.
 pub const ZSTD_LEVEL: i32 = 3;
 /// Files up to this size are read into memory once; larger ones are streamed in two passes.
-const IN_MEMORY_LIMIT: u64 = 1 << 20;
+pub(crate) const IN_MEMORY_LIMIT: u64 = 1 << 20;
 const BUF_SIZE: usize = 256 << 10;
 
 pub struct Objects {
@@ -332,7 +332,7 @@ impl Objects {
 
     /// The object when the store already holds it, freshened so that a concurrent gc
     /// keeps it for its grace period.
-    fn reuse(&self, id: &ObjectId, size: u64) -> Option<Stored> {
+    pub(crate) fn reuse(&self, id: &ObjectId, size: u64) -> Option<Stored> {
         if !self.contains(id) {
             return None;
         }
@@ -348,9 +348,14 @@ impl Objects {
     /// object's id and storage name: exactly what a loose file or a pack entry holds.
     pub fn encode_stored(&self, bytes: &[u8]) -> Result<(ObjectId, ObjectId, Vec<u8>)> {
         let id = ObjectId::of(bytes);
+        Ok((id, self.name_of(&id), self.stored_form(bytes)?))
+    }
+
+    /// The stored form of `bytes`: one zstd frame, sealed in an encrypted store.
+    pub(crate) fn stored_form(&self, bytes: &[u8]) -> Result<Vec<u8>> {
         let compressed = zstd::bulk::compress(bytes, ZSTD_LEVEL)
             .map_err(|e| Error::other(format!("zstd compression failed: {e}")))?;
-        Ok((id, self.name_of(&id), self.envelope.seal_bytes(compressed)?))
+        self.envelope.seal_bytes(compressed)
     }
 
     /// Store many objects (storage name, stored bytes from `encode_stored`) as one new
@@ -368,9 +373,7 @@ impl Objects {
         if let Some(stored) = self.reuse(&id, size) {
             return Ok(stored);
         }
-        let compressed = zstd::bulk::compress(bytes, ZSTD_LEVEL)
-            .map_err(|e| Error::other(format!("zstd compression failed: {e}")))?;
-        let compressed = self.envelope.seal_bytes(compressed)?;
+        let compressed = self.stored_form(bytes)?;
         self.publish_with(&id, pending, |temp| {
             temp.write_all(&compressed)
                 .map_err(|e| Error::other(format!("cannot write object {id}: {e}")))
@@ -396,33 +399,47 @@ impl Objects {
         if let Some(stored) = self.reuse(&id, size) {
             return Ok(stored);
         }
-        let mut file = open_regular(path)?;
         self.publish_with(&id, pending, |temp| {
-            let sealed = self
-                .envelope
-                .seal_writer(io::BufWriter::with_capacity(BUF_SIZE, temp))?;
-            let mut encoder =
-                zstd::Encoder::new(sealed, ZSTD_LEVEL).ctx("cannot compress", path)?;
-            let mut hashing = HashingReader::new(&mut file);
-            io::copy(&mut hashing, &mut encoder).ctx("cannot read", path)?;
-            let sealed = encoder.finish().ctx("cannot compress", path)?;
-            let mut buffered = sealed.finish().ctx("cannot encrypt", path)?;
-            buffered.flush().ctx("cannot write", path)?;
-            let (again, again_size) = hashing.finish();
-            if again != id || again_size != size {
-                return Err(Error::other(format!(
-                    "{} changed while it was being saved",
-                    path.display()
-                ))
-                .with_hint("save again once nothing is writing to it"));
-            }
-            Ok(())
+            let mut buffered = self.encode_file(
+                path,
+                &id,
+                size,
+                io::BufWriter::with_capacity(BUF_SIZE, temp),
+            )?;
+            buffered.flush().ctx("cannot write", path)
         })?;
         Ok(Stored {
             id,
             size,
             written: true,
         })
+    }
+
+    /// Stream the stored form of the file at `path` (whose first pass hashed to `id`,
+    /// `size` bytes) into `sink`, failing if the second pass reads other content.
+    pub(crate) fn encode_file<W: Write>(
+        &self,
+        path: &Path,
+        id: &ObjectId,
+        size: u64,
+        sink: W,
+    ) -> Result<W> {
+        let mut file = open_regular(path)?;
+        let sealed = self.envelope.seal_writer(sink)?;
+        let mut encoder = zstd::Encoder::new(sealed, ZSTD_LEVEL).ctx("cannot compress", path)?;
+        let mut hashing = HashingReader::new(&mut file);
+        io::copy(&mut hashing, &mut encoder).ctx("cannot read", path)?;
+        let sealed = encoder.finish().ctx("cannot compress", path)?;
+        let sink = sealed.finish().ctx("cannot encrypt", path)?;
+        let (again, again_size) = hashing.finish();
+        if again != *id || again_size != size {
+            return Err(Error::other(format!(
+                "{} changed while it was being saved",
+                path.display()
+            ))
+            .with_hint("save again once nothing is writing to it"));
+        }
+        Ok(sink)
     }
 
     fn publish_with(

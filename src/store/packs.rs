@@ -412,15 +412,21 @@ pub fn write_pack(dir: &Path, objects: &[(ObjectId, Vec<u8>)]) -> Result<ObjectI
         sink.flush().ctx("cannot write", dir)?;
         id
     };
+    publish_pack(dir, temp, &id)?;
+    Ok(id)
+}
+
+/// Publish a complete pack written to `temp` (in `dir`) as `<id>.pack`: fsync, no-clobber
+/// rename (a pack already there under that name is the same bytes), fsync of `dir`.
+pub(crate) fn publish_pack(dir: &Path, temp: tempfile::NamedTempFile, id: &ObjectId) -> Result<()> {
     temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
-    let dest = dir.join(pack_file_name(&id));
+    let dest = dir.join(pack_file_name(id));
     match temp.persist_noclobber(&dest) {
         Ok(_) => {}
         Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(Error::io("cannot publish", &dest, e.error)),
     }
-    super::fsutil::fsync_dir(dir)?;
-    Ok(id)
+    super::fsutil::fsync_dir(dir)
 }
 
 /// Writes a pack to any sink, hashing as it goes; `finish` appends index and footer and

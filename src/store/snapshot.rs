@@ -22,7 +22,8 @@ use rayon::prelude::*;
 
 use super::Store;
 use super::fsutil::open_regular;
-use super::objects::{PendingDirs, Stored};
+use super::objects::Stored;
+use super::pack_batch::PackBatch;
 use super::shape::MAX_TREE_DEPTH;
 use crate::error::{Error, IoContext, Result};
 use crate::format::{EntryKind, MAX_METADATA_OBJECT, ObjectId, Tree, TreeEntry};
@@ -248,9 +249,9 @@ impl Node {
 }
 
 /// Store every file (in parallel), then the trees bottom-up; returns the root tree id.
-/// All new objects are durable (directories fsynced) when this returns. `replace` may
-/// give the bytes to store instead of a file's own (a redacted copy); size and id are
-/// those of the bytes stored.
+/// New objects go into one pack (large files loose, see `pack_batch`), durable when this
+/// returns. `replace` may give the bytes to store instead of a file's own (a redacted
+/// copy); size and id are those of the bytes stored.
 pub fn write(
     store: &Store,
     root: &Node,
@@ -259,13 +260,13 @@ pub fn write(
 ) -> Result<(ObjectId, SnapshotStats)> {
     let mut files = Vec::new();
     root.collect_files(&mut files);
-    let pending = PendingDirs::default();
+    let batch = PackBatch::new(&store.objects);
     let stored: Vec<Stored> = files
         .par_iter()
         .map(|path| {
             let stored = match replace(path)? {
-                Some(bytes) => store.objects.put_bytes(&bytes, &pending)?,
-                None => store.objects.put_file(path, &pending)?,
+                Some(bytes) => batch.put_bytes(&bytes)?,
+                None => batch.put_file(path)?,
             };
             progress(stored.size);
             Ok(stored)
@@ -281,16 +282,15 @@ pub fn write(
         }
     }
     let mut next = stored.iter();
-    let (entry_id, _) = write_node(store, root, &mut next, &pending, &mut stats)?;
-    pending.sync()?;
+    let (entry_id, _) = write_node(root, &mut next, &batch, &mut stats)?;
+    batch.finish()?;
     Ok((entry_id, stats))
 }
 
 fn write_node<'a>(
-    store: &Store,
     node: &Node,
     files: &mut impl Iterator<Item = &'a Stored>,
-    pending: &PendingDirs,
+    batch: &PackBatch,
     stats: &mut SnapshotStats,
 ) -> Result<(ObjectId, u64)> {
     match node {
@@ -301,13 +301,13 @@ fn write_node<'a>(
             Ok((s.id, s.size))
         }
         Node::Symlink { target } => {
-            let s = store.objects.put_bytes(target, pending)?;
+            let s = batch.put_bytes(target)?;
             Ok((s.id, s.size))
         }
         Node::Dir { children, path } => {
             let mut entries = Vec::with_capacity(children.len());
             for (name, child) in children {
-                let (id, size) = write_node(store, child, files, pending, stats)?;
+                let (id, size) = write_node(child, files, batch, stats)?;
                 let kind = match child {
                     Node::File { exec: true, .. } => EntryKind::Exec,
                     Node::File { .. } => EntryKind::File,
@@ -333,7 +333,7 @@ fn write_node<'a>(
                 ))
                 .with_hint("split it into subdirectories"));
             }
-            let s = store.objects.put_bytes(&bytes, pending)?;
+            let s = batch.put_bytes(&bytes)?;
             if s.written {
                 stats.objects_written += 1;
             }

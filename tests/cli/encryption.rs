@@ -101,33 +101,26 @@ fn nothing_readable_on_disk_and_age_reads_an_object() {
     let blob = blake3::hash(b"secret ZQXJcontent here\n")
         .to_hex()
         .to_string();
-    assert!(common::object_path(&plain.store(), &blob).is_file());
-    assert!(!common::object_path(&store, &blob).exists());
-    let ids: Vec<String> = loose_objects(&store)
-        .iter()
-        .map(|p| {
-            let fan = p.parent().unwrap().file_name().unwrap();
-            format!(
-                "{}{}",
-                fan.to_string_lossy(),
-                p.file_name().unwrap().to_string_lossy()
-            )
-        })
-        .collect();
+    assert!(common::has_object(&plain.store(), &blob));
+    assert!(!common::has_object(&store, &blob));
+    // Loose (the manifest) and packed (the blobs and trees of the save).
+    let ids: Vec<String> = common::stored_ids(&store).into_iter().collect();
     assert!(ids.len() >= 4, "{ids:?}");
     assert!(!ids.contains(&id), "the bundle id is not a storage name");
-    // Real age + zstd read every loose object; each hashes to an object of the store,
+    // Real age + zstd read every stored object; each hashes to an object of the store,
     // and one of them is the marker file.
     let mut contents = Vec::new();
-    for path in loose_objects(&store) {
+    for name in &ids {
+        let sealed = env.path().join("sealed.age");
+        fs::write(&sealed, common::stored_bytes(&store, name).unwrap()).unwrap();
         let dec = Command::new("age")
             .arg("-d")
             .arg("-i")
             .arg(&key)
-            .arg(&path)
+            .arg(&sealed)
             .output()
             .expect("age");
-        assert!(dec.status.success(), "age -d {}", path.display());
+        assert!(dec.status.success(), "age -d of stored object {name}");
         let plain = zstd::stream::decode_all(&dec.stdout[..]).expect("zstd -d");
         contents.push((blake3::hash(&plain).to_hex().to_string(), plain));
     }
@@ -376,6 +369,9 @@ fn objects_sealed_by_age_alone_still_open() {
             .to_string();
         ((), public)
     };
+    // Every object in its own file (a save packs its blobs and trees), so each can be
+    // re-sealed on its own.
+    common::unpack_to_loose(&env.store());
     // baton seals for the recipients (X25519, what `age -d` uses) and for the store's own
     // key-wrap stanza (what baton tries first, skipping the X25519 exchange).
     let objects = loose_objects(&env.store());

@@ -140,6 +140,100 @@ pub fn object_path(store: &Path, id: &str) -> PathBuf {
     store.join("objects").join(&id[..2]).join(&id[2..])
 }
 
+/// Where storage name `id` (hex) is packed in a store: pack path, offset, length.
+pub fn packed_at(store: &Path, id: &str) -> Option<(PathBuf, u64, u64)> {
+    let name = baton::format::ObjectId::parse(id).ok()?;
+    baton::store::packs::load_all(&store.join("packs"))
+        .ok()?
+        .into_iter()
+        .find_map(|p| p.find(&name).map(|e| (p.path.clone(), e.offset, e.length)))
+}
+
+/// The stored bytes of storage name `id`: its loose file, else its pack entry.
+pub fn stored_bytes(store: &Path, id: &str) -> Option<Vec<u8>> {
+    if let Ok(bytes) = fs::read(object_path(store, id)) {
+        return Some(bytes);
+    }
+    let (pack, offset, length) = packed_at(store, id)?;
+    let bytes = fs::read(pack).ok()?;
+    Some(bytes[offset as usize..(offset + length) as usize].to_vec())
+}
+
+/// Whether a store holds storage name `id`, loose or packed.
+pub fn has_object(store: &Path, id: &str) -> bool {
+    stored_bytes(store, id).is_some()
+}
+
+/// The content of object `id` of a plain store (zstd-decompressed), loose or packed.
+pub fn read_stored(store: &Path, id: &str) -> Vec<u8> {
+    let stored = stored_bytes(store, id).unwrap_or_else(|| panic!("object {id} not stored"));
+    zstd::decode_all(&stored[..]).unwrap()
+}
+
+/// Every storage name a store holds: loose files (not temp files) and pack entries.
+pub fn stored_ids(store: &Path) -> std::collections::BTreeSet<String> {
+    let mut ids = std::collections::BTreeSet::new();
+    if let Ok(fanouts) = fs::read_dir(store.join("objects")) {
+        for fanout in fanouts.flatten().filter(|f| f.path().is_dir()) {
+            let prefix = fanout.file_name().into_string().unwrap();
+            for file in fs::read_dir(fanout.path()).unwrap().flatten() {
+                let name = file.file_name().into_string().unwrap();
+                if !name.starts_with(".tmp-") {
+                    ids.insert(format!("{prefix}{name}"));
+                }
+            }
+        }
+    }
+    for pack in baton::store::packs::load_all(&store.join("packs")).unwrap() {
+        ids.extend(pack.entries.iter().map(|e| e.id.to_hex()));
+    }
+    ids
+}
+
+/// Turn every pack of a store into loose objects (each entry's stored bytes as its loose
+/// file, mode 0600 in a 0700 fan-out) and remove the packs: the layout a save made before
+/// saves wrote packs, for tests that damage one object file.
+pub fn unpack_to_loose(store: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for pack in baton::store::packs::load_all(&store.join("packs")).unwrap() {
+        let bytes = fs::read(&pack.path).unwrap();
+        for e in &pack.entries {
+            let path = object_path(store, &e.id.to_hex());
+            if path.exists() {
+                continue;
+            }
+            let fanout = path.parent().unwrap();
+            fs::create_dir_all(fanout).unwrap();
+            fs::set_permissions(fanout, fs::Permissions::from_mode(0o700)).unwrap();
+            fs::write(
+                &path,
+                &bytes[e.offset as usize..(e.offset + e.length) as usize],
+            )
+            .unwrap();
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        fs::remove_file(&pack.path).unwrap();
+    }
+}
+
+/// Flip the last stored byte of object `id`, loose or packed, so it no longer decodes
+/// (a packed one also makes its pack's bytes differ from its name).
+pub fn damage_object(store: &Path, id: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let (path, at) = match fs::metadata(object_path(store, id)) {
+        Ok(meta) => (object_path(store, id), meta.len() - 1),
+        Err(_) => {
+            let (pack, offset, length) =
+                packed_at(store, id).unwrap_or_else(|| panic!("object {id} not stored"));
+            (pack, offset + length - 1)
+        }
+    };
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[at as usize] ^= 0x55;
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    fs::write(&path, &bytes).unwrap();
+}
+
 // ---------------------------------------------------------------------------------------
 // Sync helpers (tests/sync_local.rs, tests/sync_ssh.rs)
 // ---------------------------------------------------------------------------------------

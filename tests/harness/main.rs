@@ -12,6 +12,8 @@ mod faultproxy;
 mod sshd;
 
 mod crash;
+mod crash_pack;
 mod faults;
 mod load;
 mod robustness;
+mod save_fsyncs;

@@ -561,6 +561,8 @@ fn a_store_that_only_receives_pushes_shows_every_push_in_its_audit_log(t: &Trans
 fn pull_repair_refetches_a_deleted_loose_object_and_a_damaged_packed_one(t: &Transport) {
     let (a, _) = store_with_target(t, 43);
     t.json_ok(&a, &["push"]);
+    // Every object loose, as saves stored them before they wrote packs.
+    common::unpack_to_loose(&a.store());
     let before = checkout(&a, "current");
 
     // A deleted loose object: verify names it, the hint's command brings it back.

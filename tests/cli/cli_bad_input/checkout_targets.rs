@@ -147,7 +147,7 @@ fn a_file_that_looks_like_a_manifest_is_not_a_revision() {
     env.write_tree("d", &[("fake.json", fake)]);
     env.save("d", &[]);
     let blob = blake3::hash(fake).to_hex().to_string();
-    assert!(object_path(&env.store(), &blob).is_file());
+    assert!(common::has_object(&env.store(), &blob));
     // Not a bundle: not found, and certainly not "the store is damaged".
     refuse(&env, &["show", &blob], 3, "not_found", "no bundle matches");
     refuse(

@@ -288,8 +288,7 @@ fn blob_ids_are_plain_blake3_of_the_content() {
             Item::Dir => {
                 assert_eq!(entry["kind"], json!("dir"), "{path}");
                 // A tree's id is also the BLAKE3 of its stored (decompressed) bytes.
-                let tree =
-                    read_object_file(&object_path(&env.store(), entry["id"].as_str().unwrap()));
+                let tree = common::read_stored(&env.store(), entry["id"].as_str().unwrap());
                 assert_eq!(entry["id"], json!(b3(&tree)));
                 assert_eq!(entry["size"], json!(tree.len()));
                 continue;
@@ -300,7 +299,7 @@ fn blob_ids_are_plain_blake3_of_the_content() {
         assert_eq!(entry["kind"], json!(kind), "{path}");
         assert_eq!(entry["id"], json!(b3(&content)), "{path}");
         assert_eq!(entry["size"], json!(content.len()), "{path}");
-        let stored = read_object_file(&object_path(&env.store(), entry["id"].as_str().unwrap()));
+        let stored = common::read_stored(&env.store(), entry["id"].as_str().unwrap());
         assert_eq!(stored, content, "{path}");
     }
     // The empty file is the well-known BLAKE3 of nothing.
@@ -310,7 +309,7 @@ fn blob_ids_are_plain_blake3_of_the_content() {
         json!("af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262")
     );
     // The root tree too.
-    let tree = read_object_file(&object_path(&env.store(), show["tree"].as_str().unwrap()));
+    let tree = common::read_stored(&env.store(), show["tree"].as_str().unwrap());
     assert_eq!(show["tree"], json!(b3(&tree)));
 }
 

@@ -85,22 +85,9 @@ fn modes(root: &Path) -> Vec<(PathBuf, u32, bool)> {
 }
 
 /// Ids of every object file in the store.
+/// Every object id the store holds, loose or packed (a save packs its blobs and trees).
 fn object_ids(store: &Path) -> BTreeSet<String> {
-    let mut ids = BTreeSet::new();
-    for fanout in fs::read_dir(store.join("objects")).unwrap() {
-        let fanout = fanout.unwrap();
-        if !fanout.file_type().unwrap().is_dir() {
-            continue;
-        }
-        let prefix = fanout.file_name().into_string().unwrap();
-        for file in fs::read_dir(fanout.path()).unwrap() {
-            let name = file.unwrap().file_name().into_string().unwrap();
-            if !name.starts_with(".tmp-") {
-                ids.insert(format!("{prefix}{name}"));
-            }
-        }
-    }
-    ids
+    common::stored_ids(store)
 }
 
 /// Replace every RFC 3339 timestamp (`2026-11-29T21:26:12Z`) with `<TIME>`.

@@ -70,6 +70,9 @@ fn two_bundles(seed: u64, large: bool) -> TwoBundles {
     }
     env.write_tree("work", &files);
     let new = env.save("work", &["--summary", "second"]);
+    // Every object in its own file, as saves stored them before they wrote packs (such
+    // stores still read), so that one object's file can be damaged.
+    common::unpack_to_loose(&env.store());
     TwoBundles { env, old, new }
 }
 

@@ -240,6 +240,7 @@ fn save_orders_fsyncs_and_renames_durably() {
     let calls = parse_strace(&text);
     let store = fs::canonicalize(env.store()).unwrap();
     let (objects, refs_dir, log) = (store.join("objects"), store.join("refs"), store.join("log"));
+    let packs = store.join("packs");
     let syncs: Vec<(&Call, PathBuf)> = calls
         .iter()
         .filter(|c| c.ok && (c.name == "fsync" || c.name == "fdatasync"))
@@ -249,15 +250,18 @@ fn save_orders_fsyncs_and_renames_durably() {
         .iter()
         .filter(|c| c.ok)
         .filter_map(|c| moved_paths(c).map(|(from, to)| (c, from, to)))
-        .filter(|(_, _, to)| to.starts_with(&objects) || to.starts_with(&refs_dir))
+        .filter(|(_, _, to)| {
+            to.starts_with(&objects) || to.starts_with(&packs) || to.starts_with(&refs_dir)
+        })
         .collect();
     let ref_publishes: Vec<_> = publishes
         .iter()
         .filter(|(_, _, to)| to.starts_with(&refs_dir))
         .collect();
+    // New blobs and trees go into one pack (the 3 MiB file too), the manifest is loose.
     let object_publishes: Vec<_> = publishes
         .iter()
-        .filter(|(_, _, to)| to.starts_with(&objects))
+        .filter(|(_, _, to)| to.starts_with(&objects) || to.starts_with(&packs))
         .collect();
     let context = || format!("strace of save:\n{text}");
     assert!(
@@ -266,8 +270,13 @@ fn save_orders_fsyncs_and_renames_durably() {
         context()
     );
     assert!(
-        object_publishes.len() >= 4,
-        "expected new blobs, trees and a manifest; {}",
+        object_publishes
+            .iter()
+            .any(|(_, _, to)| to.starts_with(&packs))
+            && object_publishes
+                .iter()
+                .any(|(_, _, to)| to.starts_with(&objects)),
+        "expected a pack of new blobs and trees, and a manifest; {}",
         context()
     );
 
@@ -307,7 +316,8 @@ fn save_orders_fsyncs_and_renames_durably() {
             context()
         );
     }
-    // Every new object's directory entry is durable before the log line naming the bundle.
+    // Every new object's (and pack's) directory entry is durable before the log line
+    // naming the bundle.
     let first_log_sync = log_syncs.iter().map(|s| s.start).min().unwrap();
     for (call, _, to) in &object_publishes {
         let fanout = to.parent().unwrap();

@@ -108,6 +108,8 @@ fn pull_repair_from_a_target_that_lacks_the_object_is_exit_4_and_changes_nothing
     // object the target has, lost too.
     let only_here = random_bytes(4400, 5000);
     save_change(&a, "only-here.bin", &only_here);
+    // Every object loose, as saves stored them before they wrote packs.
+    common::unpack_to_loose(&a.store());
     let id = blake3::hash(&only_here).to_hex().to_string();
     fs::remove_file(common::object_path(&a.store(), &id)).unwrap();
     let big = random_bytes(44, 300_000);
@@ -136,6 +138,8 @@ fn pull_repair_refetches_ciphertext_into_an_encrypted_store() {
     a.ok(&["--identity", "key.txt", "target", "add", "r", s(&remote)]);
     a.ok(&["--identity", "key.txt", "push"]);
     let key = ["--identity", "key.txt"];
+    // Every object loose, as saves stored them before they wrote packs.
+    common::unpack_to_loose(&a.store());
     // Lose every loose object but one, and damage that one.
     let files = loose_files(&a.store());
     assert!(files.len() > 3, "{files:?}");

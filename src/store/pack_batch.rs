@@ -1,0 +1,204 @@
+//! A save's new objects in one pack: durability in one batch instead of one per object.
+//!
+//! `save` (and in-memory trees: handoffs, imports) store each new blob and tree through a
+//! [`PackBatch`]. Their stored bytes (exactly what a loose file would hold, SPEC 6–7) are
+//! appended to one `.tmp-*` file in `packs/`; [`PackBatch::finish`] appends the index,
+//! fsyncs the file, publishes it as `packs/<hash>.pack` by a no-clobber rename and fsyncs
+//! `packs/`, so a save of any number of small files costs two fsyncs for its objects
+//! (SPEC 12.2). Files are read, hashed and compressed in parallel by the callers; only
+//! the append of finished bytes holds the lock. Files over [`PACK_OBJECT_LIMIT`] stay
+//! loose (streamed, memory bounded; their count is bounded by their size), with their
+//! fan-out directories fsynced by `finish` too. The dedup rules are those of loose
+//! writes: an object the store already holds is not written again (a loose copy is
+//! freshened, SPEC 13.3), and an object given twice within one batch goes in once.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufWriter, Read};
+use std::path::Path;
+use std::sync::Mutex;
+
+use super::codec::hash_stream;
+use super::fsutil::{self, open_regular};
+use super::objects::{IN_MEMORY_LIMIT, Objects, PendingDirs, Stored};
+use super::packs::{self, PackWriter};
+use crate::error::{Error, IoContext, Result};
+use crate::format::ObjectId;
+
+/// Objects whose content is larger than this are stored loose, not in the batch's pack:
+/// their compressed form is held in memory once before it is appended.
+pub const PACK_OBJECT_LIMIT: u64 = 8 << 20;
+const BUF_SIZE: usize = 1 << 20;
+
+/// The new objects of one save, bound for one pack (see the module documentation).
+pub struct PackBatch<'a> {
+    objects: &'a Objects,
+    state: Mutex<State>,
+    /// Fan-out directories of the large objects written loose.
+    pending: PendingDirs,
+}
+
+#[derive(Default)]
+struct State {
+    /// The pack being written, opened by the first new object.
+    open: Option<OpenPack>,
+    /// Storage names appended so far.
+    names: HashSet<ObjectId>,
+    /// An append failed part way: the temp file is not a pack and is never published.
+    broken: bool,
+}
+
+struct OpenPack {
+    temp: tempfile::NamedTempFile,
+    writer: PackWriter<BufWriter<File>>,
+}
+
+/// What `finish` published.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BatchOutcome {
+    /// The new pack, if any object went into one.
+    pub pack: Option<ObjectId>,
+    /// Objects in that pack.
+    pub packed: u64,
+}
+
+impl<'a> PackBatch<'a> {
+    pub fn new(objects: &'a Objects) -> Self {
+        PackBatch {
+            objects,
+            state: Mutex::new(State::default()),
+            pending: PendingDirs::default(),
+        }
+    }
+
+    fn state(&self) -> Result<std::sync::MutexGuard<'_, State>> {
+        self.state
+            .lock()
+            .map_err(|_| Error::internal("pack batch poisoned"))
+    }
+
+    /// Whether this batch already holds storage name `name`.
+    fn holds(&self, name: &ObjectId) -> Result<bool> {
+        Ok(self.state()?.names.contains(name))
+    }
+
+    /// The object as already stored (in the store, freshened, or earlier in this batch).
+    fn existing(&self, id: &ObjectId, size: u64) -> Result<Option<Stored>> {
+        if self.holds(&self.objects.name_of(id))? {
+            return Ok(Some(Stored {
+                id: *id,
+                size,
+                written: false,
+            }));
+        }
+        Ok(self.objects.reuse(id, size))
+    }
+
+    /// Append stored bytes under storage name `name`; false if the batch already held it.
+    fn append(&self, name: ObjectId, stored: &[u8]) -> Result<bool> {
+        let mut state = self.state()?;
+        if state.broken {
+            return Err(Error::internal("pack batch used after a failed write"));
+        }
+        if state.names.contains(&name) {
+            return Ok(false);
+        }
+        let open = match state.open.take() {
+            Some(open) => open,
+            None => {
+                let dir = self.objects.packs_dir();
+                fsutil::ensure_private_dir(dir)?;
+                let temp = fsutil::temp_file_in(dir)?;
+                let file = temp
+                    .as_file()
+                    .try_clone()
+                    .ctx("cannot write", temp.path())?;
+                let writer = PackWriter::new(BufWriter::with_capacity(BUF_SIZE, file))
+                    .ctx("cannot write", temp.path())?;
+                OpenPack { temp, writer }
+            }
+        };
+        let open = state.open.insert(open);
+        match open.writer.add(name, stored) {
+            Ok(()) => {
+                state.names.insert(name);
+                Ok(true)
+            }
+            Err(e) => {
+                // Part of the bytes may be in the file: it is no pack any more.
+                let err = Error::io("cannot write", open.temp.path(), e);
+                state.broken = true;
+                Err(err)
+            }
+        }
+    }
+
+    /// Store a byte string (a small file, a symlink target, a tree).
+    pub fn put_bytes(&self, bytes: &[u8]) -> Result<Stored> {
+        let id = ObjectId::of(bytes);
+        let size = bytes.len() as u64;
+        if let Some(stored) = self.existing(&id, size)? {
+            return Ok(stored);
+        }
+        let stored = self.objects.stored_form(bytes)?;
+        let written = self.append(self.objects.name_of(&id), &stored)?;
+        Ok(Stored { id, size, written })
+    }
+
+    /// Store the regular file at `path`: up to `PACK_OBJECT_LIMIT` into the pack (read
+    /// whole up to `IN_MEMORY_LIMIT`, else hashed, then compressed in a second pass),
+    /// larger ones loose and streamed.
+    pub fn put_file(&self, path: &Path) -> Result<Stored> {
+        let mut file = open_regular(path)?;
+        let len = file.metadata().ctx("cannot stat", path)?.len();
+        if len <= IN_MEMORY_LIMIT {
+            let mut bytes = Vec::with_capacity(len as usize);
+            file.read_to_end(&mut bytes).ctx("cannot read", path)?;
+            return self.put_bytes(&bytes);
+        }
+        if len > PACK_OBJECT_LIMIT {
+            return self.objects.put_file(path, &self.pending);
+        }
+        let (id, size) = hash_stream(&mut file).ctx("cannot read", path)?;
+        if let Some(stored) = self.existing(&id, size)? {
+            return Ok(stored);
+        }
+        if size > PACK_OBJECT_LIMIT {
+            // It grew between the stat and the read: store it the bounded way.
+            return self.objects.put_file(path, &self.pending);
+        }
+        let stored = self.objects.encode_file(path, &id, size, Vec::new())?;
+        let written = self.append(self.objects.name_of(&id), &stored)?;
+        Ok(Stored { id, size, written })
+    }
+
+    /// Make everything written durable: the pack (index appended, fsynced, published
+    /// without clobbering, `packs/` fsynced) and the directories of loose objects. Nothing
+    /// that names these objects may be published before this returns.
+    pub fn finish(self) -> Result<BatchOutcome> {
+        let state = self
+            .state
+            .into_inner()
+            .map_err(|_| Error::internal("pack batch poisoned"))?;
+        if state.broken {
+            return Err(Error::internal("pack batch used after a failed write"));
+        }
+        self.pending.sync()?;
+        let Some(OpenPack { temp, writer }) = state.open else {
+            return Ok(BatchOutcome::default());
+        };
+        let packed = writer.entries().len() as u64;
+        let (id, _, _, sink) = writer.finish().ctx("cannot write", temp.path())?;
+        // Flushed through the cloned descriptor; `publish_pack` fsyncs the file.
+        sink.into_inner()
+            .map_err(|e| e.into_error())
+            .ctx("cannot write", temp.path())?;
+        let dir = self.objects.packs_dir();
+        packs::publish_pack(dir, temp, &id)?;
+        self.objects.refresh_packs();
+        Ok(BatchOutcome {
+            pack: Some(id),
+            packed,
+        })
+    }
+}
