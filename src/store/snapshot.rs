@@ -24,6 +24,7 @@ use super::Store;
 use super::fsutil::open_regular;
 use super::objects::{PendingDirs, Stored};
 use super::shape::MAX_TREE_DEPTH;
+use super::statcache::{FileStat, Lookup};
 use crate::error::{Error, IoContext, Result};
 use crate::format::{EntryKind, MAX_METADATA_OBJECT, ObjectId, Tree, TreeEntry};
 
@@ -33,6 +34,10 @@ pub enum Node {
         path: PathBuf,
         exec: bool,
         size: u64,
+        /// The metadata the scan saw, the stat cache's key.
+        stat: FileStat,
+        /// The blob id the stat cache gave ([`use_cache`]): the file is not read.
+        cached: Option<ObjectId>,
     },
     Symlink {
         target: Vec<u8>,
@@ -49,6 +54,8 @@ pub struct SnapshotStats {
     pub bytes: u64,
     pub objects_written: u64,
     pub bytes_written: u64,
+    /// Files whose blob id came from the stat cache, not from reading them.
+    pub files_cached: u64,
 }
 
 /// Whether [`scan`] leaves out what ignore files exclude.
@@ -197,6 +204,8 @@ fn scan_dir(dir: &Path, skip: Option<(u64, u64)>, listing: &Listing, depth: u32)
             Node::File {
                 exec: meta.mode() & 0o100 != 0,
                 size: meta.len(),
+                stat: FileStat::of(&meta),
+                cached: None,
                 path,
             }
         } else {
@@ -233,36 +242,117 @@ impl Node {
 
     /// The regular files below this node, in tree order.
     pub fn files(&self) -> Vec<&Path> {
+        self.file_nodes().into_iter().map(|f| f.path).collect()
+    }
+
+    /// The regular files below this node that the stat cache did not give: the ones to
+    /// read (and scan for secrets).
+    pub fn uncached_files(&self) -> Vec<&Path> {
+        self.file_nodes()
+            .into_iter()
+            .filter(|f| f.cached.is_none())
+            .map(|f| f.path)
+            .collect()
+    }
+
+    fn file_nodes(&self) -> Vec<FileRef<'_>> {
         let mut out = Vec::new();
         self.collect_files(&mut out);
         out
     }
 
-    fn collect_files<'a>(&'a self, out: &mut Vec<&'a Path>) {
+    fn collect_files<'a>(&'a self, out: &mut Vec<FileRef<'a>>) {
         match self {
-            Node::File { path, .. } => out.push(path),
+            Node::File {
+                path, stat, cached, ..
+            } => out.push(FileRef {
+                path,
+                stat,
+                cached: *cached,
+            }),
             Node::Symlink { .. } => {}
             Node::Dir { children, .. } => children.iter().for_each(|(_, c)| c.collect_files(out)),
         }
     }
+
+    /// The stat cache entries of this snapshot: each file's path relative to `base`, its
+    /// metadata and `blobs[i]` (the ids [`write`] returned, in tree order), except the
+    /// files in `leave_out` (those that held secrets: they are scanned on every save).
+    pub fn cache_entries(
+        &self,
+        base: &Path,
+        blobs: &[ObjectId],
+        leave_out: &dyn Fn(&Path) -> bool,
+    ) -> Vec<(String, FileStat, ObjectId)> {
+        self.file_nodes()
+            .into_iter()
+            .zip(blobs)
+            .filter(|(f, _)| !leave_out(f.path))
+            .filter_map(|(f, id)| Some((relative(base, f.path)?, *f.stat, *id)))
+            .collect()
+    }
 }
 
-/// Store every file (in parallel), then the trees bottom-up; returns the root tree id.
-/// All new objects are durable (directories fsynced) when this returns. `replace` may
-/// give the bytes to store instead of a file's own (a redacted copy); size and id are
-/// those of the bytes stored.
+/// A regular file of a scanned tree.
+struct FileRef<'a> {
+    path: &'a Path,
+    stat: &'a FileStat,
+    cached: Option<ObjectId>,
+}
+
+/// `path` below `base`, `/`-separated, as the stat cache names it.
+fn relative(base: &Path, path: &Path) -> Option<String> {
+    path.strip_prefix(base).ok()?.to_str().map(str::to_owned)
+}
+
+/// Take the blob id of every file whose metadata matches its stat cache entry (and whose
+/// blob the store holds) instead of reading it; returns how many files that was.
+pub fn use_cache(store: &Store, node: &mut Node, base: &Path, cache: &Lookup) -> u64 {
+    if cache.is_empty() {
+        return 0;
+    }
+    match node {
+        Node::File {
+            path, stat, cached, ..
+        } => {
+            *cached = relative(base, path)
+                .and_then(|rel| cache.get(&rel, stat))
+                .filter(|id| store.objects.contains(id));
+            u64::from(cached.is_some())
+        }
+        Node::Symlink { .. } => 0,
+        Node::Dir { children, .. } => children
+            .iter_mut()
+            .map(|(_, child)| use_cache(store, child, base, cache))
+            .sum(),
+    }
+}
+
+/// Store every file (in parallel), then the trees bottom-up; returns the root tree id
+/// and every file's blob id in tree order. All new objects are durable (directories
+/// fsynced) when this returns. `replace` may give the bytes to store instead of a file's
+/// own (a redacted copy); size and id are those of the bytes stored. A file the stat
+/// cache gave ([`use_cache`]) is not read: its blob is already in the store.
 pub fn write(
     store: &Store,
     root: &Node,
     progress: &(dyn Fn(u64) + Sync),
     replace: &(dyn Fn(&Path) -> Result<Option<Vec<u8>>> + Sync),
-) -> Result<(ObjectId, SnapshotStats)> {
-    let mut files = Vec::new();
-    root.collect_files(&mut files);
+) -> Result<(ObjectId, SnapshotStats, Vec<ObjectId>)> {
+    let files = root.file_nodes();
     let pending = PendingDirs::default();
     let stored: Vec<Stored> = files
         .par_iter()
-        .map(|path| {
+        .map(|file| {
+            let path = file.path;
+            if let Some(id) = file.cached {
+                progress(file.stat.size);
+                return Ok(Stored {
+                    id,
+                    size: file.stat.size,
+                    written: false,
+                });
+            }
             let stored = match replace(path)? {
                 Some(bytes) => store.objects.put_bytes(&bytes, &pending)?,
                 None => store.objects.put_file(path, &pending)?,
@@ -271,7 +361,10 @@ pub fn write(
             Ok(stored)
         })
         .collect::<Result<_>>()?;
-    let mut stats = SnapshotStats::default();
+    let mut stats = SnapshotStats {
+        files_cached: files.iter().filter(|f| f.cached.is_some()).count() as u64,
+        ..SnapshotStats::default()
+    };
     for s in &stored {
         stats.files += 1;
         stats.bytes += s.size;
@@ -283,7 +376,7 @@ pub fn write(
     let mut next = stored.iter();
     let (entry_id, _) = write_node(store, root, &mut next, &pending, &mut stats)?;
     pending.sync()?;
-    Ok((entry_id, stats))
+    Ok((entry_id, stats, stored.iter().map(|s| s.id).collect()))
 }
 
 fn write_node<'a>(

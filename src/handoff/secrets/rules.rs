@@ -257,6 +257,30 @@ pub(super) static RULE_SET: LazyLock<RegexSet> = LazyLock::new(|| {
         .expect("secret patterns must compile as a set")
 });
 
+/// A fingerprint of everything that decides what a scan finds: this build's version, the
+/// kinds, every pattern and the in-memory scan limit. A file found clean under one
+/// fingerprint is not assumed clean under another (the stat cache keys on it).
+pub(super) fn fingerprint() -> String {
+    let mut hasher = blake3::Hasher::new();
+    let mut add = |text: &str| {
+        hasher.update(&(text.len() as u64).to_le_bytes());
+        hasher.update(text.as_bytes());
+    };
+    add(env!("CARGO_PKG_VERSION"));
+    add(&super::files::REDACT_LIMIT.to_string());
+    for kind in super::KINDS {
+        add(kind);
+    }
+    for rule in RULES.iter() {
+        add(rule.kind);
+        add(rule.re.as_str());
+    }
+    for re in [&*PLACEHOLDER, &*PEM_BEGIN, &*PEM_ANY_END] {
+        add(re.as_str());
+    }
+    format!("secrets-v1 {}", hasher.finalize().to_hex())
+}
+
 fn keep_assignment(whole: &[u8], value: &[u8]) -> bool {
     if is_placeholder_value(value) {
         return false;
