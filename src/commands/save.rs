@@ -47,16 +47,17 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     };
     // Taken before the listing: the stat cache's racy-clean rule compares against it.
     let started_ns = statcache::now_ns();
-    let mut node = snapshot::scan(dir, skip, ignores)?;
-    check_refs_readable(&store)?;
     // A file the stat cache vouches for is unchanged since a save that found it clean
     // under this same secret policy: it is neither read nor scanned again.
     let policy = crate::handoff::secrets::policy();
     let root = std::fs::canonicalize(dir).ok();
-    if let Some(root) = &root {
-        let cache = statcache::for_root(&store, root, &policy);
-        snapshot::use_cache(&store, &mut node, dir, &cache);
-    }
+    let cache = match &root {
+        Some(root) => statcache::for_root(&store, root, &policy),
+        None => statcache::Lookup::default(),
+    };
+    let lookup = snapshot::cache_lookup(&store, dir, &cache);
+    let node = snapshot::scan_cached(dir, skip, ignores, &lookup)?;
+    check_refs_readable(&store)?;
     // Every other file is scanned before a single object is written.
     let found = files::scan_files(&node.uncached_files())?;
     if !found.is_empty() {

@@ -36,7 +36,7 @@ pub enum Node {
         size: u64,
         /// The metadata the scan saw, the stat cache's key.
         stat: FileStat,
-        /// The blob id the stat cache gave ([`use_cache`]): the file is not read.
+        /// The blob id the stat cache gave ([`scan_cached`]): the file is not read.
         cached: Option<ObjectId>,
     },
     Symlink {
@@ -73,6 +73,21 @@ pub const IGNORE_FILE: &str = ".batonignore";
 /// Walk `dir` without following symlinks and without opening anything but regular files.
 /// `skip` is a directory (the store itself) to leave out, identified by device and inode.
 pub fn scan(dir: &Path, skip: Option<(u64, u64)>, ignores: Ignores) -> Result<Node> {
+    scan_cached(dir, skip, ignores, &|_, _| None)
+}
+
+/// What the stat cache says about a file (its path and metadata): its blob id, if the
+/// file is unchanged since a save stored it ([`cache_lookup`]).
+pub type Cached<'a> = &'a (dyn Fn(&Path, &FileStat) -> Option<ObjectId> + Sync);
+
+/// [`scan`], taking the blob id of every file `cached` vouches for: such a file is not
+/// opened now, nor read or scanned later.
+pub fn scan_cached(
+    dir: &Path,
+    skip: Option<(u64, u64)>,
+    ignores: Ignores,
+    cached: Cached,
+) -> Result<Node> {
     let meta = match fs::metadata(dir) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -90,7 +105,7 @@ pub fn scan(dir: &Path, skip: Option<(u64, u64)>, ignores: Ignores) -> Result<No
         );
     }
     let listing = list(dir, skip, ignores)?;
-    scan_dir(dir, skip, &listing, 0)
+    scan_dir(dir, skip, &listing, 0, cached)
 }
 
 /// Every directory's kept entries (paths), by the directory's path.
@@ -167,7 +182,13 @@ fn walk_error(err: ignore::Error, dir: &Path) -> Error {
     }
 }
 
-fn scan_dir(dir: &Path, skip: Option<(u64, u64)>, listing: &Listing, depth: u32) -> Result<Node> {
+fn scan_dir(
+    dir: &Path,
+    skip: Option<(u64, u64)>,
+    listing: &Listing,
+    depth: u32,
+    cached: Cached,
+) -> Result<Node> {
     // Readers refuse deeper trees (and this scan and the writer recurse per level).
     if depth >= MAX_TREE_DEPTH {
         return Err(Error::usage(format!(
@@ -197,15 +218,20 @@ fn scan_dir(dir: &Path, skip: Option<(u64, u64)>, listing: &Listing, depth: u32)
             if skip == Some((meta.dev(), meta.ino())) {
                 continue;
             }
-            scan_dir(&path, skip, listing, depth + 1)?
+            scan_dir(&path, skip, listing, depth + 1, cached)?
         } else if kind.is_file() {
-            // Opening proves the file is readable now, before anything is written.
-            open_regular(&path)?;
+            let stat = FileStat::of(&meta);
+            let cached = cached(&path, &stat);
+            // Opening proves the file is readable now, before anything is written (a file
+            // the stat cache gives is never read).
+            if cached.is_none() {
+                open_regular(&path)?;
+            }
             Node::File {
                 exec: meta.mode() & 0o100 != 0,
                 size: meta.len(),
-                stat: FileStat::of(&meta),
-                cached: None,
+                stat,
+                cached,
                 path,
             }
         } else {
@@ -305,26 +331,20 @@ fn relative(base: &Path, path: &Path) -> Option<String> {
     path.strip_prefix(base).ok()?.to_str().map(str::to_owned)
 }
 
-/// Take the blob id of every file whose metadata matches its stat cache entry (and whose
-/// blob the store holds) instead of reading it; returns how many files that was.
-pub fn use_cache(store: &Store, node: &mut Node, base: &Path, cache: &Lookup) -> u64 {
-    if cache.is_empty() {
-        return 0;
-    }
-    match node {
-        Node::File {
-            path, stat, cached, ..
-        } => {
-            *cached = relative(base, path)
-                .and_then(|rel| cache.get(&rel, stat))
-                .filter(|id| store.objects.contains(id));
-            u64::from(cached.is_some())
+/// The stat cache's answer for [`scan_cached`]: the cached blob id of a file below
+/// `base` whose metadata matches its entry, if the store holds that blob.
+pub fn cache_lookup<'a>(
+    store: &'a Store,
+    base: &'a Path,
+    cache: &'a Lookup,
+) -> impl Fn(&Path, &FileStat) -> Option<ObjectId> + Sync + 'a {
+    move |path, stat| {
+        if cache.is_empty() {
+            return None;
         }
-        Node::Symlink { .. } => 0,
-        Node::Dir { children, .. } => children
-            .iter_mut()
-            .map(|(_, child)| use_cache(store, child, base, cache))
-            .sum(),
+        relative(base, path)
+            .and_then(|rel| cache.get(&rel, stat))
+            .filter(|id| store.objects.contains(id))
     }
 }
 
@@ -332,7 +352,7 @@ pub fn use_cache(store: &Store, node: &mut Node, base: &Path, cache: &Lookup) ->
 /// and every file's blob id in tree order. All new objects are durable (directories
 /// fsynced) when this returns. `replace` may give the bytes to store instead of a file's
 /// own (a redacted copy); size and id are those of the bytes stored. A file the stat
-/// cache gave ([`use_cache`]) is not read: its blob is already in the store.
+/// cache gave ([`scan_cached`]) is not read: its blob is already in the store.
 pub fn write(
     store: &Store,
     root: &Node,
