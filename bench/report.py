@@ -22,6 +22,7 @@ script is re-run: change the script, not the section. Timings are wall-clock med
 GOALS = [
     ("save", "git", 0.25, "baton save (empty store) / git add+commit"),
     ("verify", "b3sum", 3.0, "baton verify / b3sum"),
+    ("resave", "gitstatus", 2.0, "baton re-save (no changes) / git add -A + status"),
 ]
 
 

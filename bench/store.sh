@@ -109,6 +109,8 @@ run_save() {
 
 reset_none() { :; }
 run_resave() { "$BATON" --store "$STORE" -q save --secrets allow "$TREE" >/dev/null; }
+# The peer of a re-save: git finding nothing to add or report in its existing repository.
+run_gitstatus() { g add -A && g status --porcelain >/dev/null; }
 
 run_b3sum() { find "$TREE" -type f -print0 | xargs -0 b3sum >/dev/null; }
 
@@ -140,6 +142,7 @@ log "timing, $RUNS runs each"
 bench git      "git init + add -A + commit"            reset_git      run_git
 bench save     "baton init + save (empty store)"       reset_save     run_save
 bench resave   "baton save again (no changes)"         reset_none     run_resave
+bench gitstatus "git add -A + status (no changes)"     reset_none     run_gitstatus
 bench b3sum    "b3sum over all files"                  reset_none     run_b3sum
 bench verify   "baton verify (whole store)"            reset_none     run_verify
 bench tarzstd  "tar cf - . | zstd -3 -T0"              reset_none     run_tarzstd

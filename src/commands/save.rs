@@ -17,7 +17,7 @@ use crate::handoff::secrets::Scrubber;
 use crate::handoff::secrets::files::{self, Found, REDACT_LIMIT, all_kinds, describe_files};
 use crate::handoff::sessions;
 use crate::output::{Outcome, terminal_safe};
-use crate::store::snapshot;
+use crate::store::{snapshot, statcache};
 
 pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     let metadata = parse_metadata(&args.meta)?;
@@ -45,10 +45,21 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     } else {
         snapshot::Ignores::Respect
     };
-    let node = snapshot::scan(dir, skip, ignores)?;
+    // Taken before the listing: the stat cache's racy-clean rule compares against it.
+    let started_ns = statcache::now_ns();
+    // A file the stat cache vouches for is unchanged since a save that found it clean
+    // under this same secret policy: it is neither read nor scanned again.
+    let policy = crate::handoff::secrets::policy();
+    let root = std::fs::canonicalize(dir).ok();
+    let cache = match &root {
+        Some(root) => statcache::for_root(&store, root, &policy),
+        None => statcache::Lookup::default(),
+    };
+    let lookup = snapshot::cache_lookup(&store, dir, &cache);
+    let node = snapshot::scan_cached(dir, skip, ignores, &lookup)?;
     check_refs_readable(&store)?;
-    // Every file is scanned before a single object is written.
-    let found = files::scan_files(&node.files())?;
+    // Every other file is scanned before a single object is written.
+    let found = files::scan_files(&node.uncached_files())?;
     if !found.is_empty() {
         match mode {
             SecretsMode::Block => return Err(snapshot_refusal(dir, &found)),
@@ -83,7 +94,7 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
         files::read_redacted(path).map(Some)
     };
     let bar = ctx.progress(node.total_bytes(), true);
-    let (tree, stats) = snapshot::write(&store, &node, &|n| bar.inc(n), &replace)?;
+    let (tree, stats, blobs) = snapshot::write(&store, &node, &|n| bar.inc(n), &replace)?;
     bar.finish_and_clear();
     let mut metadata = metadata;
     let secrets_key = match mode {
@@ -100,6 +111,15 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
         b.note = args.note.clone();
         b.metadata = metadata;
     })?;
+    // After the ref move: every id recorded is reachable from `current` now. Files that
+    // held secrets are left out, so they are scanned (and reported) on every save. The
+    // save is complete either way, so a cache that cannot be written is simply not.
+    if let Some(root) = &root {
+        let flagged: std::collections::HashSet<&Path> =
+            found.iter().map(|f| f.path.as_path()).collect();
+        let entries = node.cache_entries(dir, &blobs, &|p| flagged.contains(p));
+        let _ = statcache::record(&store, root, &policy, started_ns, entries);
+    }
     if !ctx.quiet && !ctx.json && !found.is_empty() {
         let what = match mode {
             SecretsMode::Redact => "redacted secrets",
@@ -125,6 +145,7 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
             "bytes": stats.bytes,
             "objects_written": stats.objects_written,
             "bytes_written": stats.bytes_written,
+            "files_cached": stats.files_cached,
             "secrets": secrets,
             "secrets_mode": match mode {
                 SecretsMode::Block => "block",

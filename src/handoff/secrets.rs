@@ -62,8 +62,9 @@
 //! Every token rule also takes a `/` or `\/` and more token characters right after the
 //! token, so a slash escape cannot cut one in two. JSON strings are scanned decoded as
 //! well (see `secrets/json.rs`): `\u0067hp_...` or a surrogate pair inside a token hides
-//! nothing. All rules run as one `RegexSet` first; only the rules that match run again to
-//! find where. The patterns themselves are in `secrets/rules.rs`.
+//! nothing. One Aho-Corasick pass over the text looks for every rule's anchors (literals
+//! one of which each match contains); only the rules whose anchors occur run their
+//! regex. The patterns themselves are in `secrets/rules.rs`.
 //!
 //! Transcripts are JSON lines, so a redaction must never break JSON: no span ends in the
 //! middle of a backslash escape or crosses an unescaped `"`, and a raw JSON key (`"token":`)
@@ -142,7 +143,7 @@ pub fn describe_counts(counts: &BTreeMap<&'static str, u64>) -> String {
         .join(", ")
 }
 
-use rules::{PEM_ANY_END, PEM_BEGIN, PLACEHOLDER, RULE_SET, RULES};
+use rules::{PEM_ANY_END, PEM_BEGIN, PLACEHOLDER, RULES};
 
 /// Every kind of secret this module finds, most specific first.
 ///
@@ -214,7 +215,7 @@ fn redact_at_depth(input: &[u8], depth: usize) -> Redaction {
 
 /// Whether any rule or key block could match in `text`: a cheap test before a full pass.
 fn may_hold_secret(text: &[u8]) -> bool {
-    RULE_SET.is_match(text) || PEM_BEGIN.is_match(text)
+    rules::any_rule_may_match(text) || PEM_BEGIN.is_match(text)
 }
 
 /// The pattern passes over raw bytes.
@@ -323,6 +324,12 @@ fn redact_once(input: &[u8]) -> Redaction {
     Redaction { bytes, counts }
 }
 
+/// What decides whether a scan finds something (rules, kinds, limits, this build), as a
+/// string: a file found clean under one policy is scanned again under any other.
+pub fn policy() -> String {
+    rules::fingerprint()
+}
+
 /// Count the secrets in `input` by kind, without keeping the redacted copy.
 pub fn scan(input: &[u8]) -> BTreeMap<&'static str, u64> {
     redact(input).counts
@@ -406,8 +413,8 @@ fn pattern_candidates(text: &[u8], offset: usize) -> Vec<Candidate> {
     if text.is_empty() {
         return out;
     }
-    // One pass of the set finds the few rules that match at all; only those run.
-    for index in RULE_SET.matches(text).iter() {
+    // One pass of the prefilter finds the few rules that may match; only those run.
+    for index in rules::candidate_rules(text) {
         let Some(rule) = RULES.get(index) else {
             continue;
         };
@@ -482,5 +489,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
+#[cfg(test)]
+mod prefilter_tests;
 #[cfg(test)]
 mod tests;

@@ -25,6 +25,7 @@ pub mod restore;
 pub mod rev;
 pub mod shape;
 pub mod snapshot;
+pub mod statcache;
 pub mod streams;
 pub mod verify;
 pub mod walk;

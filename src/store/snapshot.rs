@@ -25,6 +25,7 @@ use super::fsutil::open_regular;
 use super::objects::Stored;
 use super::pack_batch::PackBatch;
 use super::shape::MAX_TREE_DEPTH;
+use super::statcache::{FileStat, Lookup};
 use crate::error::{Error, IoContext, Result};
 use crate::format::{EntryKind, MAX_METADATA_OBJECT, ObjectId, Tree, TreeEntry};
 
@@ -34,6 +35,10 @@ pub enum Node {
         path: PathBuf,
         exec: bool,
         size: u64,
+        /// The metadata the scan saw, the stat cache's key.
+        stat: FileStat,
+        /// The blob id the stat cache gave ([`scan_cached`]): the file is not read.
+        cached: Option<ObjectId>,
     },
     Symlink {
         target: Vec<u8>,
@@ -50,6 +55,8 @@ pub struct SnapshotStats {
     pub bytes: u64,
     pub objects_written: u64,
     pub bytes_written: u64,
+    /// Files whose blob id came from the stat cache, not from reading them.
+    pub files_cached: u64,
 }
 
 /// Whether [`scan`] leaves out what ignore files exclude.
@@ -67,6 +74,21 @@ pub const IGNORE_FILE: &str = ".batonignore";
 /// Walk `dir` without following symlinks and without opening anything but regular files.
 /// `skip` is a directory (the store itself) to leave out, identified by device and inode.
 pub fn scan(dir: &Path, skip: Option<(u64, u64)>, ignores: Ignores) -> Result<Node> {
+    scan_cached(dir, skip, ignores, &|_, _| None)
+}
+
+/// What the stat cache says about a file (its path and metadata): its blob id, if the
+/// file is unchanged since a save stored it ([`cache_lookup`]).
+pub type Cached<'a> = &'a (dyn Fn(&Path, &FileStat) -> Option<ObjectId> + Sync);
+
+/// [`scan`], taking the blob id of every file `cached` vouches for: such a file is not
+/// opened now, nor read or scanned later.
+pub fn scan_cached(
+    dir: &Path,
+    skip: Option<(u64, u64)>,
+    ignores: Ignores,
+    cached: Cached,
+) -> Result<Node> {
     let meta = match fs::metadata(dir) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -84,7 +106,7 @@ pub fn scan(dir: &Path, skip: Option<(u64, u64)>, ignores: Ignores) -> Result<No
         );
     }
     let listing = list(dir, skip, ignores)?;
-    scan_dir(dir, skip, &listing, 0)
+    scan_dir(dir, skip, &listing, 0, cached)
 }
 
 /// Every directory's kept entries (paths), by the directory's path.
@@ -161,7 +183,13 @@ fn walk_error(err: ignore::Error, dir: &Path) -> Error {
     }
 }
 
-fn scan_dir(dir: &Path, skip: Option<(u64, u64)>, listing: &Listing, depth: u32) -> Result<Node> {
+fn scan_dir(
+    dir: &Path,
+    skip: Option<(u64, u64)>,
+    listing: &Listing,
+    depth: u32,
+    cached: Cached,
+) -> Result<Node> {
     // Readers refuse deeper trees (and this scan and the writer recurse per level).
     if depth >= MAX_TREE_DEPTH {
         return Err(Error::usage(format!(
@@ -191,13 +219,20 @@ fn scan_dir(dir: &Path, skip: Option<(u64, u64)>, listing: &Listing, depth: u32)
             if skip == Some((meta.dev(), meta.ino())) {
                 continue;
             }
-            scan_dir(&path, skip, listing, depth + 1)?
+            scan_dir(&path, skip, listing, depth + 1, cached)?
         } else if kind.is_file() {
-            // Opening proves the file is readable now, before anything is written.
-            open_regular(&path)?;
+            let stat = FileStat::of(&meta);
+            let cached = cached(&path, &stat);
+            // Opening proves the file is readable now, before anything is written (a file
+            // the stat cache gives is never read).
+            if cached.is_none() {
+                open_regular(&path)?;
+            }
             Node::File {
                 exec: meta.mode() & 0o100 != 0,
                 size: meta.len(),
+                stat,
+                cached,
                 path,
             }
         } else {
@@ -234,36 +269,111 @@ impl Node {
 
     /// The regular files below this node, in tree order.
     pub fn files(&self) -> Vec<&Path> {
+        self.file_nodes().into_iter().map(|f| f.path).collect()
+    }
+
+    /// The regular files below this node that the stat cache did not give: the ones to
+    /// read (and scan for secrets).
+    pub fn uncached_files(&self) -> Vec<&Path> {
+        self.file_nodes()
+            .into_iter()
+            .filter(|f| f.cached.is_none())
+            .map(|f| f.path)
+            .collect()
+    }
+
+    fn file_nodes(&self) -> Vec<FileRef<'_>> {
         let mut out = Vec::new();
         self.collect_files(&mut out);
         out
     }
 
-    fn collect_files<'a>(&'a self, out: &mut Vec<&'a Path>) {
+    fn collect_files<'a>(&'a self, out: &mut Vec<FileRef<'a>>) {
         match self {
-            Node::File { path, .. } => out.push(path),
+            Node::File {
+                path, stat, cached, ..
+            } => out.push(FileRef {
+                path,
+                stat,
+                cached: *cached,
+            }),
             Node::Symlink { .. } => {}
             Node::Dir { children, .. } => children.iter().for_each(|(_, c)| c.collect_files(out)),
         }
     }
+
+    /// The stat cache entries of this snapshot: each file's path relative to `base`, its
+    /// metadata and `blobs[i]` (the ids [`write`] returned, in tree order), except the
+    /// files in `leave_out` (those that held secrets: they are scanned on every save).
+    pub fn cache_entries(
+        &self,
+        base: &Path,
+        blobs: &[ObjectId],
+        leave_out: &dyn Fn(&Path) -> bool,
+    ) -> Vec<(String, FileStat, ObjectId)> {
+        self.file_nodes()
+            .into_iter()
+            .zip(blobs)
+            .filter(|(f, _)| !leave_out(f.path))
+            .filter_map(|(f, id)| Some((relative(base, f.path)?, *f.stat, *id)))
+            .collect()
+    }
 }
 
-/// Store every file (in parallel), then the trees bottom-up; returns the root tree id.
-/// New objects go into one pack (large files loose, see `pack_batch`), durable when this
-/// returns. `replace` may give the bytes to store instead of a file's own (a redacted
-/// copy); size and id are those of the bytes stored.
+/// A regular file of a scanned tree.
+struct FileRef<'a> {
+    path: &'a Path,
+    stat: &'a FileStat,
+    cached: Option<ObjectId>,
+}
+
+/// `path` below `base`, `/`-separated, as the stat cache names it.
+fn relative(base: &Path, path: &Path) -> Option<String> {
+    path.strip_prefix(base).ok()?.to_str().map(str::to_owned)
+}
+
+/// The stat cache's answer for [`scan_cached`]: the cached blob id of a file below
+/// `base` whose metadata matches its entry, if the store holds that blob.
+pub fn cache_lookup<'a>(
+    store: &'a Store,
+    base: &'a Path,
+    cache: &'a Lookup,
+) -> impl Fn(&Path, &FileStat) -> Option<ObjectId> + Sync + 'a {
+    move |path, stat| {
+        if cache.is_empty() {
+            return None;
+        }
+        relative(base, path)
+            .and_then(|rel| cache.get(&rel, stat))
+            .filter(|id| store.objects.contains(id))
+    }
+}
+
+/// Store every file (in parallel), then the trees bottom-up; returns the root tree id
+/// and every file's blob id in tree order. New objects go into one pack (large files
+/// loose, see `pack_batch`), durable when this returns. `replace` may give the bytes to store instead of a file's
+/// own (a redacted copy); size and id are those of the bytes stored. A file the stat
+/// cache gave ([`scan_cached`]) is not read: its blob is already in the store.
 pub fn write(
     store: &Store,
     root: &Node,
     progress: &(dyn Fn(u64) + Sync),
     replace: &(dyn Fn(&Path) -> Result<Option<Vec<u8>>> + Sync),
-) -> Result<(ObjectId, SnapshotStats)> {
-    let mut files = Vec::new();
-    root.collect_files(&mut files);
+) -> Result<(ObjectId, SnapshotStats, Vec<ObjectId>)> {
+    let files = root.file_nodes();
     let batch = PackBatch::new(&store.objects);
     let stored: Vec<Stored> = files
         .par_iter()
-        .map(|path| {
+        .map(|file| {
+            let path = file.path;
+            if let Some(id) = file.cached {
+                progress(file.stat.size);
+                return Ok(Stored {
+                    id,
+                    size: file.stat.size,
+                    written: false,
+                });
+            }
             let stored = match replace(path)? {
                 Some(bytes) => batch.put_bytes(&bytes)?,
                 None => batch.put_file(path)?,
@@ -272,7 +382,10 @@ pub fn write(
             Ok(stored)
         })
         .collect::<Result<_>>()?;
-    let mut stats = SnapshotStats::default();
+    let mut stats = SnapshotStats {
+        files_cached: files.iter().filter(|f| f.cached.is_some()).count() as u64,
+        ..SnapshotStats::default()
+    };
     for s in &stored {
         stats.files += 1;
         stats.bytes += s.size;
@@ -284,7 +397,7 @@ pub fn write(
     let mut next = stored.iter();
     let (entry_id, _) = write_node(root, &mut next, &batch, &mut stats)?;
     batch.finish()?;
-    Ok((entry_id, stats))
+    Ok((entry_id, stats, stored.iter().map(|s| s.id).collect()))
 }
 
 fn write_node<'a>(

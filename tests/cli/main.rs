@@ -18,3 +18,4 @@ mod fuzz_regressions;
 mod handoff_cli;
 mod handoff_evidence;
 mod save_pack;
+mod statcache;

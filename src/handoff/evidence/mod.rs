@@ -12,6 +12,7 @@
 mod git;
 mod history;
 mod patches;
+mod probe;
 mod status;
 mod untracked;
 
@@ -245,39 +246,18 @@ pub(crate) fn inspect(dir: &Path, git_program: &Path, full: bool) -> Capture {
     }
 
     let probe = Git::new(git_program, &workspace);
-    match probe.run(&["rev-parse", "--is-inside-work-tree"]) {
-        Err(GitError::Failed { message, .. }) if message.contains("not a git repository") => {
-            partial.push("not a git repository".to_string());
-            return capture;
-        }
-        Err(e @ (GitError::Missing | GitError::Spawn(_))) => {
-            partial.push(e.describe());
-            return capture;
-        }
-        Err(e) => {
-            partial.push(format!(
-                "git could not read the repository: {}",
-                e.describe()
-            ));
-            return capture;
-        }
-        Ok(out) if trim_newline(&out) != b"true" => {
-            partial.push(
-                "not inside a git work tree (a bare repository or .git directory)".to_string(),
-            );
-            return capture;
-        }
-        Ok(_) => {}
-    }
-    let root_bytes = match probe.run(&["rev-parse", "--show-toplevel"]) {
-        Ok(out) => trim_newline(&out).to_vec(),
-        Err(e) => {
-            partial.push(format!(
-                "git could not find the work-tree root: {}",
-                e.describe()
-            ));
-            return capture;
-        }
+    // One process answers both questions in a work tree; anything else goes the long way
+    // for its exact message.
+    let combined = probe
+        .run(&["rev-parse", "--is-inside-work-tree", "--show-toplevel"])
+        .ok()
+        .and_then(|out| probe::work_tree_root(&out));
+    let root_bytes = match combined {
+        Some(root) => root,
+        None => match probe::probe_root(&probe, partial) {
+            Some(root) => root,
+            None => return capture,
+        },
     };
     let root = bytes_to_path(&root_bytes);
     let git = Git::new(git_program, &root);
@@ -313,36 +293,51 @@ pub(crate) fn inspect(dir: &Path, git_program: &Path, full: bool) -> Capture {
         partial.push("no commits yet".to_string());
     }
 
-    let remotes = read_remotes(&git, partial);
-    let mut root_commits = Vec::new();
-    let mut recent_commits = Vec::new();
-    if status.head.is_some() {
-        match git.run(&["rev-list", "--max-parents=0", "HEAD", "--"]) {
-            Ok(out) => {
-                root_commits = out
-                    .split(|b| *b == b'\n')
-                    .filter(|l| !l.is_empty())
-                    .map(lossy)
-                    .collect();
-            }
-            Err(e) => partial.push(format!("git rev-list failed: {}", e.describe())),
-        }
-        if full {
-            recent_commits = read_recent_commits(&git, partial);
-        }
+    // The rest are independent reads: run at once, their notes kept in this order.
+    let has_head = status.head.is_some();
+    let git = &git;
+    let root_dir = root.as_path();
+    let (
+        (remotes, p_remotes),
+        (root_commits, p_roots),
+        (recent_commits, p_recent),
+        (first_parents, p_parents),
+        in_progress,
+        (staged_patch, p_staged),
+        (unstaged_patch, p_unstaged),
+    ) = std::thread::scope(|s| {
+        let remotes = s.spawn(|| noting(|p| read_remotes(git, p)));
+        let roots = s.spawn(move || noting(|p| when(has_head, || read_root_commits(git, p))));
+        let recent =
+            s.spawn(move || noting(|p| when(full && has_head, || read_recent_commits(git, p))));
+        let parents = s.spawn(move || {
+            noting(|p| when(full && has_head, || history::read_first_parents(git, p)))
+        });
+        let operation = s.spawn(move || history::read_operation(git, root_dir));
+        let staged = s.spawn(move || noting(|p| when(full, || read_patch(git, true, has_head, p))));
+        let unstaged =
+            s.spawn(move || noting(|p| when(full, || read_patch(git, false, has_head, p))));
+        (
+            joined(remotes),
+            joined(roots),
+            joined(recent),
+            joined(parents),
+            joined(operation),
+            joined(staged),
+            joined(unstaged),
+        )
+    });
+    for notes in [
+        p_remotes, p_roots, p_recent, p_parents, p_staged, p_unstaged,
+    ] {
+        partial.extend(notes);
     }
-
-    let mut first_parents = Vec::new();
-    if full && status.head.is_some() {
-        first_parents = history::read_first_parents(&git, partial);
-    }
-    let in_progress = history::read_operation(&git, &root);
 
     let mut untracked = Vec::new();
     let mut patch_hashes = Vec::new();
     if full {
-        capture.staged_patch = read_patch(&git, true, status.head.is_some(), partial);
-        capture.unstaged_patch = read_patch(&git, false, status.head.is_some(), partial);
+        capture.staged_patch = staged_patch;
+        capture.unstaged_patch = unstaged_patch;
         patch_hashes = hash_patch(&capture.staged_patch, "staged");
         patch_hashes.extend(hash_patch(&capture.unstaged_patch, "unstaged"));
         let total = status.untracked.len();
@@ -395,6 +390,39 @@ pub(crate) fn inspect(dir: &Path, git_program: &Path, full: bool) -> Capture {
         patch_hashes,
     });
     capture
+}
+
+/// Run `read` with a fresh list of partial-evidence notes; the value and the notes.
+fn noting<T>(read: impl FnOnce(&mut Vec<String>) -> T) -> (T, Vec<String>) {
+    let mut notes = Vec::new();
+    let value = read(&mut notes);
+    (value, notes)
+}
+
+/// `read()` when `cond`, else nothing (an empty value).
+fn when<T: Default>(cond: bool, read: impl FnOnce() -> T) -> T {
+    if cond { read() } else { T::default() }
+}
+
+/// A scoped thread's value; a panic in it goes on in the caller.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+fn read_root_commits(git: &Git, partial: &mut Vec<String>) -> Vec<String> {
+    match git.run(&["rev-list", "--max-parents=0", "HEAD", "--"]) {
+        Ok(out) => out
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(lossy)
+            .collect(),
+        Err(e) => {
+            partial.push(format!("git rev-list failed: {}", e.describe()));
+            Vec::new()
+        }
+    }
 }
 
 /// The per-file hashes of the live staged and unstaged patches (for a comparison).

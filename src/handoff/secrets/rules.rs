@@ -3,10 +3,16 @@
 
 use std::sync::LazyLock;
 
-use regex::bytes::{Regex, RegexSet};
+use aho_corasick::{AhoCorasick, MatchKind};
+use regex::bytes::Regex;
+#[cfg(test)]
+use regex::bytes::RegexSet;
 
 pub(super) struct Rule {
     pub(super) kind: &'static str,
+    /// Literals one of which every match contains (ASCII case ignored): the prefilter
+    /// runs a rule only when one of them occurs.
+    pub(super) anchors: &'static [&'static str],
     pub(super) re: Regex,
     /// Whether a match (whole match, redacted value) is a secret worth redacting.
     pub(super) keep: fn(&[u8], &[u8]) -> bool,
@@ -43,6 +49,11 @@ pub(super) static PEM_ANY_END: LazyLock<Regex> =
 /// secrets.
 const KEY: &str = r"[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|client[_-]?secret|private[_-]?key|account[_-]?key)(?:[_-]?key)?";
 
+/// The words one of which every [`KEY`] contains.
+const KEY_ANCHORS: &[&str] = &[
+    "passw", "pwd", "secret", "token", "api", "access", "private", "account",
+];
+
 /// The value forms of an assignment, each one capture group, tried in order:
 /// `"double quoted"` (JSON escapes kept whole; never starting like the JSON punctuation
 /// between two strings, so `"?token=", "next": 1` is not taken for a quoted value),
@@ -55,6 +66,7 @@ pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     vec![
         Rule {
             kind: "aws_secret_key",
+            anchors: &["aws_secret_access_key"],
             re: regex(
                 r#"(?-u)(?i:aws_secret_access_key)(?:\\?["'])?[ \t]*(?::=|=>|=|:)[ \t]*(?:\\?["'])?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
             ),
@@ -62,26 +74,31 @@ pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         },
         Rule {
             kind: "anthropic_api_key",
+            anchors: &["sk-ant-"],
             re: token(r"sk-ant-(?:[A-Za-z0-9_-]|\\?/)*[A-Za-z0-9_-]{20,}"),
             keep: always,
         },
         Rule {
             kind: "openai_api_key",
+            anchors: &["sk-"],
             re: token(r"(?:\bsk-|sk-proj-)[A-Za-z0-9_-]{20,}"),
             keep: |m, _| !m.starts_with(b"sk-ant-"),
         },
         Rule {
             kind: "github_token",
+            anchors: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
             re: token(r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
             keep: always,
         },
         Rule {
             kind: "stripe_key",
+            anchors: &["k_live_", "k_test_", "k_prod_"],
             re: token(r"\b[sr]k_(?:live|test|prod)_[A-Za-z0-9]{20,}"),
             keep: always,
         },
         Rule {
             kind: "slack_token",
+            anchors: &["xox", "xapp-", "hooks.slack.com/"],
             re: token(
                 r"(?:xox[abposre]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,}|hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56})",
             ),
@@ -89,91 +106,112 @@ pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         },
         Rule {
             kind: "google_api_key",
+            anchors: &["AIza"],
             re: token(r"AIza[0-9A-Za-z_-]{35}"),
             keep: always,
         },
         Rule {
             kind: "aws_access_key",
+            anchors: &["AKIA", "ASIA"],
             re: token(r"(?:AKIA|ASIA)[A-Z0-9]{16}"),
             keep: always,
         },
         Rule {
             kind: "gitlab_token",
+            anchors: &[
+                "glpat-", "glptt-", "glrt-", "gldt-", "glcbt-", "glft-", "glimt-", "gloas-",
+                "glsoat-",
+            ],
             re: token(r"gl(?:pat|ptt|rt|dt|cbt|ft|imt|oas|soat)-[A-Za-z0-9_-]{20,}"),
             keep: always,
         },
         Rule {
             kind: "npm_token",
+            anchors: &["npm_"],
             re: token(r"\bnpm_[A-Za-z0-9]{36}"),
             keep: always,
         },
         Rule {
             kind: "huggingface_token",
+            anchors: &["hf_", "api_org_"],
             re: token(r"\b(?:hf_|api_org_)[A-Za-z]{34,}"),
             keep: always,
         },
         Rule {
             kind: "sendgrid_api_key",
+            anchors: &["SG."],
             re: token(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
             keep: always,
         },
         Rule {
             kind: "pypi_token",
+            anchors: &["pypi-AgEIcHlwaS5vcmc"],
             re: token(r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}"),
             keep: always,
         },
         Rule {
             kind: "twilio_key",
+            anchors: &["SK", "AC"],
             re: token(r"\b(?:SK|AC)[0-9a-fA-F]{32}\b"),
             keep: always,
         },
         Rule {
             kind: "digitalocean_token",
+            anchors: &["_v1_"],
             re: token(r"do[opr]_v1_[a-f0-9]{64}"),
             keep: always,
         },
         Rule {
             kind: "shopify_token",
+            anchors: &["shp"],
             re: token(r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
             keep: always,
         },
         Rule {
             kind: "age_secret_key",
+            anchors: &["AGE-SECRET-KEY-1"],
             re: token(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
             keep: always,
         },
         Rule {
             kind: "vault_token",
+            anchors: &["hvs.", "hvb."],
             re: token(r"h(?:vs|vb)\.[A-Za-z0-9_-]{90,}"),
             keep: always,
         },
         Rule {
             kind: "doppler_token",
+            anchors: &["dp."],
             re: token(r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}"),
             keep: always,
         },
         Rule {
             kind: "databricks_token",
+            anchors: &["dapi"],
             re: token(r"dapi[a-f0-9]{32}(?:-[0-9])?"),
             keep: always,
         },
         Rule {
             kind: "linear_api_key",
+            anchors: &["lin_api_"],
             re: token(r"lin_api_[A-Za-z0-9]{40}"),
             keep: always,
         },
         Rule {
             kind: "postman_api_key",
+            anchors: &["PMAK-"],
             re: token(r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"),
             keep: always,
         },
         Rule {
             kind: "pulumi_token",
+            anchors: &["pul-"],
             re: token(r"pul-[a-f0-9]{40}"),
             keep: always,
         },
         Rule {
             kind: "square_token",
+            anchors: &["sq0atp-", "sq0csp-", "EAAA"],
             re: token(
                 r"(?:sq0atp-[A-Za-z0-9_-]{22}|sq0csp-[A-Za-z0-9_-]{43}|EAAA[A-Za-z0-9_-]{60})",
             ),
@@ -181,21 +219,25 @@ pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         },
         Rule {
             kind: "grafana_token",
+            anchors: &["glc_", "glsa_"],
             re: token(r"(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})"),
             keep: always,
         },
         Rule {
             kind: "sentry_token",
+            anchors: &["sntry"],
             re: token(r"sntry[su]_[A-Za-z0-9+/=_-]{40,}"),
             keep: always,
         },
         Rule {
             kind: "new_relic_key",
+            anchors: &["NRAK-", "NRII-", "NRJS-"],
             re: token(r"NR(?:AK|II|JS)-[A-Za-z0-9]{27,}"),
             keep: always,
         },
         Rule {
             kind: "mailchimp_api_key",
+            anchors: &["-us"],
             re: token(r"\b[0-9a-f]{32}-us[0-9]{1,2}\b"),
             keep: always,
         },
@@ -203,6 +245,7 @@ pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         // JSON/YAML map of headers: the credentials go, the scheme stays.
         Rule {
             kind: "basic_auth",
+            anchors: &["authorization"],
             re: regex(
                 r#"(?-u)(?i)\bauthorization(?:\\?["'])?[ \t]*[:=][ \t]*(?:\\?["'])?[ \t]*basic[ \t]+([A-Za-z0-9+/]{4,}={0,2})"#,
             ),
@@ -210,16 +253,19 @@ pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         },
         Rule {
             kind: "bearer_jwt",
+            anchors: &["eyJ"],
             re: regex(r"(?-u)eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
             keep: always,
         },
         Rule {
             kind: "bearer_token",
+            anchors: &["bearer"],
             re: regex(r"(?-u)\b(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{20,}=*)"),
             keep: always,
         },
         Rule {
             kind: "url_credentials",
+            anchors: &["://"],
             re: regex(r#"(?-u)[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"'<>\\]*:([^\s/@"'<>\\]+)@"#),
             keep: |_, v| !is_placeholder_value(v),
         },
@@ -227,6 +273,7 @@ pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         // number, an object) must stay intact for the line to remain JSON.
         Rule {
             kind: "password_assignment",
+            anchors: KEY_ANCHORS,
             re: regex(&format!(
                 r#"(?-u)(?i)\b{KEY}"[ \t]*[:=][ \t]*"((?:[^"\\\r\n]|\\[^\r\n])+)""#
             )),
@@ -236,6 +283,7 @@ pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         // secret, the value is.
         Rule {
             kind: "password_assignment",
+            anchors: KEY_ANCHORS,
             re: regex(&format!(
                 r"(?-u)(?i)\b{KEY}[ \t]*:[ \t]*[A-Za-z_][A-Za-z0-9_.<>\[\]&']*[ \t]*=[ \t]*{VALUE}"
             )),
@@ -243,6 +291,7 @@ pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         },
         Rule {
             kind: "password_assignment",
+            anchors: KEY_ANCHORS,
             re: regex(&format!(
                 r#"(?-u)(?i)\b{KEY}(?:\\["']|')?[ \t]*(?::=|=>|=|:)[ \t]*{VALUE}"#
             )),
@@ -251,11 +300,81 @@ pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     ]
 });
 
-/// Every rule's pattern in one set, in the order of [`RULES`].
+/// Every rule's pattern in one set, in the order of [`RULES`] (the tests check the
+/// prefilter against it).
+#[cfg(test)]
 pub(super) static RULE_SET: LazyLock<RegexSet> = LazyLock::new(|| {
     RegexSet::new(RULES.iter().map(|rule| rule.re.as_str()))
         .expect("secret patterns must compile as a set")
 });
+
+/// Every rule's anchors in one automaton, with the rule each pattern belongs to.
+static PREFILTER: LazyLock<(AhoCorasick, Vec<usize>)> = LazyLock::new(|| {
+    let (owners, anchors): (Vec<usize>, Vec<&str>) = RULES
+        .iter()
+        .enumerate()
+        .flat_map(|(i, rule)| rule.anchors.iter().map(move |a| (i, *a)))
+        .unzip();
+    let automaton = AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::Standard)
+        .build(anchors)
+        .expect("secret anchors must build an automaton");
+    (automaton, owners)
+});
+
+/// The rules that may match in `text`, by index into [`RULES`]: one pass of the
+/// automaton over the text, then only these rules run their full regex. A rule none of
+/// whose anchors occurs cannot match, so this is a superset of the rules that do.
+pub(super) fn candidate_rules(text: &[u8]) -> Vec<usize> {
+    let (automaton, owners) = &*PREFILTER;
+    let mut hit = vec![false; RULES.len()];
+    let mut left = RULES.len();
+    for m in automaton.find_overlapping_iter(text) {
+        let Some(&rule) = owners.get(m.pattern().as_usize()) else {
+            continue;
+        };
+        if !std::mem::replace(&mut hit[rule], true) {
+            left -= 1;
+            if left == 0 {
+                break;
+            }
+        }
+    }
+    hit.iter()
+        .enumerate()
+        .filter_map(|(i, h)| h.then_some(i))
+        .collect()
+}
+
+/// Whether any rule may match in `text` (the first anchor found says so).
+pub(super) fn any_rule_may_match(text: &[u8]) -> bool {
+    PREFILTER.0.is_match(text)
+}
+
+/// A fingerprint of everything that decides what a scan finds: this build's version, the
+/// kinds, every pattern and the in-memory scan limit. A file found clean under one
+/// fingerprint is not assumed clean under another (the stat cache keys on it).
+pub(super) fn fingerprint() -> String {
+    let mut hasher = blake3::Hasher::new();
+    let mut add = |text: &str| {
+        hasher.update(&(text.len() as u64).to_le_bytes());
+        hasher.update(text.as_bytes());
+    };
+    add(env!("CARGO_PKG_VERSION"));
+    add(&super::files::REDACT_LIMIT.to_string());
+    for kind in super::KINDS {
+        add(kind);
+    }
+    for rule in RULES.iter() {
+        add(rule.kind);
+        add(rule.re.as_str());
+    }
+    for re in [&*PLACEHOLDER, &*PEM_BEGIN, &*PEM_ANY_END] {
+        add(re.as_str());
+    }
+    format!("secrets-v1 {}", hasher.finalize().to_hex())
+}
 
 fn keep_assignment(whole: &[u8], value: &[u8]) -> bool {
     if is_placeholder_value(value) {

@@ -1,0 +1,337 @@
+//! The stat cache (git's index idea): for each directory saved, path -> (size, mtime,
+//! ctime, inode, device, mode, blob id), so that a re-save takes the blob id of a file
+//! whose metadata did not change without reading the file (store-format/SPEC.md §5.1).
+//!
+//! It is a cache and nothing more: written after the ref move (every blob id in it is
+//! reachable from a bundle some ref held, and GC never deletes those), without fsync (a
+//! lost or torn cache only costs a re-read), read with a version header and a checksum,
+//! and ignored whole when anything about it is off. `verify` never reads it. An
+//! encrypted store keeps none (paths and ids are secrets there).
+//!
+//! Racy-clean rule: an entry is trusted only if its mtime and ctime are older than the
+//! start of the save that wrote it by more than the timestamp granularity, so a change
+//! made after that save stat'ed the file always moves the timestamp.
+
+use std::collections::HashMap;
+use std::fs::Metadata;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::Store;
+use super::leftovers::{self, Rule};
+use crate::error::{IoContext, Result};
+use crate::format::{ObjectId, layout};
+
+/// The first line of the file; a reader ignores a cache with any other.
+const MAGIC: &str = "baton-statcache 1\n";
+
+/// A cache larger than this is ignored (and replaced by the next save).
+const MAX_LEN: u64 = 256 << 20;
+
+/// Directories remembered at once; the least recently saved is dropped first.
+const MAX_ROOTS: usize = 4;
+
+/// Prefix of the cache's temp files (`.tmp-` as every temp file, then the pid).
+const TEMP_PREFIX: &str = ".tmp-statcache-";
+
+/// Timestamp granularity allowed for on a file system with sub-second timestamps: Linux
+/// stamps files from a clock that lags the wall clock by up to one tick (10 ms at 100 Hz).
+const FINE_GRANULARITY_NS: i64 = 50_000_000;
+
+/// On a file system with whole-second (or FAT's two-second) timestamps.
+const COARSE_GRANULARITY_NS: i64 = 3_000_000_000;
+
+/// The metadata a cache entry is keyed by: all of it must match for a hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileStat {
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub ino: u64,
+    pub dev: u64,
+    pub mode: u32,
+}
+
+impl FileStat {
+    pub fn of(meta: &Metadata) -> FileStat {
+        FileStat {
+            size: meta.size(),
+            mtime_ns: nanos(meta.mtime(), meta.mtime_nsec()),
+            ctime_ns: nanos(meta.ctime(), meta.ctime_nsec()),
+            ino: meta.ino(),
+            dev: meta.dev(),
+            mode: meta.mode(),
+        }
+    }
+
+    /// Whether this file's timestamps are too close to `started_ns` to prove that a later
+    /// change would have moved them (git's "racily clean").
+    fn is_racy(&self, started_ns: i64) -> bool {
+        let whole_seconds = self.mtime_ns.rem_euclid(1_000_000_000) == 0
+            && self.ctime_ns.rem_euclid(1_000_000_000) == 0;
+        let granularity = if whole_seconds {
+            COARSE_GRANULARITY_NS
+        } else {
+            FINE_GRANULARITY_NS
+        };
+        self.mtime_ns.max(self.ctime_ns) >= started_ns.saturating_sub(granularity)
+    }
+}
+
+fn nanos(secs: i64, nsec: i64) -> i64 {
+    secs.saturating_mul(1_000_000_000).saturating_add(nsec)
+}
+
+/// Now, in nanoseconds since the epoch: taken before a save lists its directory.
+pub fn now_ns() -> i64 {
+    match SystemTime::now().duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        // A clock before 1970: every entry looks racy, so nothing is trusted.
+        Err(_) => 0,
+    }
+}
+
+/// One cached file: path relative to the root (`/`-separated), metadata, blob id.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Entry(String, FileStat, ObjectId);
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Section {
+    /// The directory saved, canonical.
+    root: String,
+    /// When the save that wrote this section started (before it listed the directory).
+    started_ns: i64,
+    entries: Vec<Entry>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Contents {
+    /// The secret-scan policy the entries were found clean under (see `for_root`).
+    policy: String,
+    sections: Vec<Section>,
+}
+
+/// The cached entries of one directory, ready for lookups.
+#[derive(Debug, Default)]
+pub struct Lookup {
+    started_ns: i64,
+    entries: HashMap<String, (FileStat, ObjectId)>,
+}
+
+impl Lookup {
+    /// The blob id of `rel` if the cache holds it with exactly `stat` and the entry is
+    /// not racy; `None` means: read the file.
+    pub fn get(&self, rel: &str, stat: &FileStat) -> Option<ObjectId> {
+        let (cached, id) = self.entries.get(rel)?;
+        (cached == stat && !stat.is_racy(self.started_ns)).then_some(*id)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+fn cache_path(store: &Store) -> std::path::PathBuf {
+    store.root().join(layout::STATCACHE)
+}
+
+/// What the cache file holds, or `None` for a missing, damaged, foreign or newer-version
+/// cache: every one of those is simply not used.
+fn read(store: &Store) -> Option<Contents> {
+    if store.config.encryption.is_some() {
+        return None;
+    }
+    let bytes = super::fsutil::read_limited(&cache_path(store), MAX_LEN).ok()?;
+    let body = bytes.strip_prefix(MAGIC.as_bytes())?;
+    // The last line is the hex BLAKE3 of everything before it.
+    let (json, sum) = body.strip_suffix(b"\n")?.rsplit_once_byte(b'\n')?;
+    let sum = std::str::from_utf8(sum).ok()?;
+    let mut hashed = Vec::with_capacity(MAGIC.len() + json.len() + 1);
+    hashed.extend_from_slice(MAGIC.as_bytes());
+    hashed.extend_from_slice(json);
+    if ObjectId::of(&hashed).to_hex() != sum {
+        return None;
+    }
+    serde_json::from_slice(json).ok()
+}
+
+trait RsplitOnce {
+    fn rsplit_once_byte(&self, byte: u8) -> Option<(&[u8], &[u8])>;
+}
+
+impl RsplitOnce for [u8] {
+    fn rsplit_once_byte(&self, byte: u8) -> Option<(&[u8], &[u8])> {
+        let at = self.iter().rposition(|b| *b == byte)?;
+        Some((&self[..at], &self[at + 1..]))
+    }
+}
+
+/// The entries cached for `root` (canonical), if they were found clean under `policy`
+/// (a fingerprint of the secret rules, given by the caller): entries made under another
+/// policy are not used, so a file is scanned again whenever the rules change.
+pub fn for_root(store: &Store, root: &Path, policy: &str) -> Lookup {
+    let Some(contents) = read(store) else {
+        return Lookup::default();
+    };
+    if contents.policy != policy {
+        return Lookup::default();
+    }
+    let Some(root) = root.to_str() else {
+        return Lookup::default();
+    };
+    let Some(section) = contents.sections.into_iter().find(|s| s.root == root) else {
+        return Lookup::default();
+    };
+    Lookup {
+        started_ns: section.started_ns,
+        entries: section
+            .entries
+            .into_iter()
+            .map(|Entry(path, stat, id)| (path, (stat, id)))
+            .collect(),
+    }
+}
+
+/// Replace the entries of `root` by `entries` (other directories kept, up to
+/// `MAX_ROOTS`). Call only after the ref move that makes every id in `entries` reachable.
+/// Best effort by design: the save is complete whatever happens here, so a failure is
+/// returned for the caller to ignore, and a crash leaves at most a temp file.
+pub fn record(
+    store: &Store,
+    root: &Path,
+    policy: &str,
+    started_ns: i64,
+    entries: Vec<(String, FileStat, ObjectId)>,
+) -> Result<()> {
+    if store.config.encryption.is_some() {
+        return Ok(());
+    }
+    let Some(root) = root.to_str() else {
+        return Ok(());
+    };
+    let mut contents = read(store)
+        .filter(|c| c.policy == policy)
+        .unwrap_or_default();
+    contents.policy = policy.to_string();
+    contents.sections.retain(|s| s.root != root);
+    contents.sections.insert(
+        0,
+        Section {
+            root: root.to_string(),
+            started_ns,
+            entries: entries
+                .into_iter()
+                .map(|(path, stat, id)| Entry(path, stat, id))
+                .collect(),
+        },
+    );
+    contents.sections.truncate(MAX_ROOTS);
+    let json = serde_json::to_vec(&contents)
+        .map_err(|e| crate::error::Error::other(format!("cannot encode the stat cache: {e}")))?;
+    let mut bytes = Vec::with_capacity(MAGIC.len() + json.len() + 66);
+    bytes.extend_from_slice(MAGIC.as_bytes());
+    bytes.extend_from_slice(&json);
+    let sum = ObjectId::of(&bytes).to_hex();
+    bytes.push(b'\n');
+    bytes.extend_from_slice(sum.as_bytes());
+    bytes.push(b'\n');
+
+    let dir = store.root();
+    let prefix = format!("{TEMP_PREFIX}{}-", std::process::id());
+    leftovers::sweep(
+        dir,
+        &[Rule {
+            prefix: TEMP_PREFIX,
+            pid_after_prefix: true,
+            by_age: true,
+        }],
+    );
+    let mut temp = tempfile::Builder::new()
+        .prefix(&prefix)
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .tempfile_in(dir)
+        .ctx("cannot create a temp file in", dir)?;
+    temp.as_file()
+        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .ctx("cannot set permissions of", temp.path())?;
+    temp.write_all(&bytes).ctx("cannot write", temp.path())?;
+    // No fsync: after a power loss the file is old, absent or torn, and the checksum
+    // makes a torn one ignored.
+    let dest = cache_path(store);
+    temp.persist(&dest)
+        .map_err(|e| crate::error::Error::io("cannot rename into", &dest, e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(mtime_ns: i64, ctime_ns: i64) -> FileStat {
+        FileStat {
+            size: 3,
+            mtime_ns,
+            ctime_ns,
+            ino: 7,
+            dev: 1,
+            mode: 0o100644,
+        }
+    }
+
+    fn lookup(started_ns: i64, entry: FileStat) -> Lookup {
+        Lookup {
+            started_ns,
+            entries: [("a".to_string(), (entry, ObjectId::of(b"abc")))].into(),
+        }
+    }
+
+    #[test]
+    fn only_an_exact_old_enough_match_is_trusted() {
+        let started = 100_000_000_000_i64;
+        let old = stat(started - 1_000_000_001, started - 1_000_000_001);
+        let cache = lookup(started, old);
+        assert_eq!(cache.get("a", &old), Some(ObjectId::of(b"abc")));
+        assert_eq!(cache.get("b", &old), None);
+        for changed in [
+            FileStat { size: 4, ..old },
+            FileStat {
+                mtime_ns: old.mtime_ns + 1,
+                ..old
+            },
+            FileStat {
+                ctime_ns: old.ctime_ns + 1,
+                ..old
+            },
+            FileStat { ino: 8, ..old },
+            FileStat { dev: 2, ..old },
+            FileStat {
+                mode: 0o100755,
+                ..old
+            },
+        ] {
+            assert_eq!(cache.get("a", &changed), None, "{changed:?}");
+        }
+    }
+
+    #[test]
+    fn racy_entries_are_not_trusted() {
+        let started = 100_000_000_000_i64;
+        // Sub-second timestamps: within 50 ms of the save's start is racy.
+        let fine = stat(started - 10_000_001, started - 10_000_001);
+        assert_eq!(lookup(started, fine).get("a", &fine), None);
+        let fine_old = stat(started - 60_000_001, started - 60_000_001);
+        assert!(lookup(started, fine_old).get("a", &fine_old).is_some());
+        // A ctime after the save started (a forced mtime): racy whatever the mtime.
+        let forced = stat(started - 10_000_000_001, started + 5);
+        assert_eq!(lookup(started, forced).get("a", &forced), None);
+        // Whole-second timestamps: the same second, or the two before it, are racy.
+        let coarse = stat(started - 2_000_000_000, started - 2_000_000_000);
+        assert_eq!(lookup(started, coarse).get("a", &coarse), None);
+        let coarse_old = stat(started - 4_000_000_000, started - 4_000_000_000);
+        assert!(lookup(started, coarse_old).get("a", &coarse_old).is_some());
+    }
+}
