@@ -100,6 +100,7 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
         b.note = args.note.clone();
         b.metadata = metadata;
     })?;
+    super::auto_repack(ctx, &store);
     if !ctx.quiet && !ctx.json && !found.is_empty() {
         let what = match mode {
             SecretsMode::Redact => "redacted secrets",
@@ -304,6 +305,7 @@ pub(super) fn save_handoff_with(
         b.note = note;
         b.metadata = metadata;
     })?;
+    super::auto_repack(ctx, &store);
     if !ctx.quiet && !ctx.json && !assembled.secrets.is_empty() {
         eprintln!(
             "note: redacted secrets ({})",
