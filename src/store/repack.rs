@@ -218,7 +218,8 @@ impl Store {
         self.objects.refresh_packs();
         report.objects = seen.len() as u64;
         report.packs_merged = chosen.len() as u64;
-        report.packs_after = report.packs_before - removed;
+        let existed = listed.iter().any(|(old, _, _)| *old == id);
+        report.packs_after = report.packs_before - removed + u64::from(!existed);
         report.pack = Some(id);
         Ok(report)
     }
@@ -227,6 +228,92 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store at `dir` with `n` packs of three blobs each; returns the blobs' contents.
+    fn store_with_packs(dir: &std::path::Path, n: usize) -> (Store, Vec<Vec<u8>>) {
+        let store = Store::init(dir).unwrap();
+        let mut all = Vec::new();
+        for p in 0..n {
+            let mut pack = Vec::new();
+            for k in 0..3 {
+                let content = format!("blob {k} of pack {p}\n").into_bytes();
+                let (_, name, stored) = store.objects.encode_stored(&content).unwrap();
+                pack.push((name, stored));
+                all.push(content);
+            }
+            pack.sort_by_key(|a| a.0);
+            store.objects.write_pack(&pack).unwrap();
+        }
+        (store, all)
+    }
+
+    #[test]
+    fn a_reader_that_listed_packs_before_a_merge_still_reads_every_object() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("store");
+        let (writer, contents) = store_with_packs(&root, 6);
+        let reader = Store::open(&root).unwrap();
+        // The reader lists the packs and opens some of them (the first lookup), and
+        // loads every whole index (as verify does).
+        let first = ObjectId::of(&contents[0]);
+        assert_eq!(
+            reader.objects.get_bytes(&first, 1 << 20).unwrap(),
+            contents[0]
+        );
+        assert_eq!(reader.objects.packs().unwrap().len(), 6);
+        // A verify that listed every pack before the merge.
+        let verifier = Store::open(&root).unwrap();
+        assert_eq!(verifier.objects.packs().unwrap().len(), 6);
+        let lock = writer.lock().unwrap();
+        let report = writer.repack(&lock, RepackMode::All).unwrap();
+        drop(lock);
+        assert_eq!((report.packs_merged, report.packs_after), (6, 1));
+        assert_eq!(report.objects, 18);
+        // Every pack the reader listed is gone; it lists again and finds the new one.
+        for content in &contents {
+            let id = ObjectId::of(content);
+            assert_eq!(&reader.objects.get_bytes(&id, 1 << 20).unwrap(), content);
+        }
+        let fresh = Store::open(&root).unwrap();
+        assert_eq!(fresh.objects.packs().unwrap().len(), 1);
+        // The verify checks the merged pack in place of the ones that vanished.
+        let report = verifier.verify_all(&|_| {}).unwrap();
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+        assert_eq!(report.objects_checked, 18);
+    }
+
+    #[test]
+    fn a_merge_keeps_unreachable_objects_and_refuses_a_damaged_pack() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("store");
+        let (store, contents) = store_with_packs(&root, 3);
+        // Damage one object's bytes in the second pack (by name order).
+        let mut listed = list(store.objects.packs_dir()).unwrap();
+        listed.sort_by(|a, b| a.1.cmp(&b.1));
+        let (_, path, _) = &listed[1];
+        let index = packs::load_index(path).unwrap();
+        let mut bytes = fs::read(path).unwrap();
+        let at = (index.entries[0].offset + index.entries[0].length / 2) as usize;
+        bytes[at] ^= 0xff;
+        fs::write(path, &bytes).unwrap();
+        let lock = store.lock().unwrap();
+        let err = store.repack(&lock, RepackMode::All).unwrap_err();
+        assert!(
+            err.message.contains("refusing to merge packs"),
+            "{}",
+            err.message
+        );
+        assert_eq!(count_packs(store.objects.packs_dir()).unwrap(), 3);
+        // Restored, the merge keeps every object (none of them is reachable).
+        bytes[at] ^= 0xff;
+        fs::write(path, &bytes).unwrap();
+        let report = store.repack(&lock, RepackMode::All).unwrap();
+        assert_eq!(report.objects, 9);
+        assert_eq!(count_packs(store.objects.packs_dir()).unwrap(), 1);
+        for content in &contents {
+            assert!(store.objects.contains(&ObjectId::of(content)));
+        }
+    }
 
     #[test]
     fn geometric_choice_leaves_a_geometric_progression() {
