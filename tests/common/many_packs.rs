@@ -34,6 +34,11 @@ fn entry(name: &str, kind: EntryKind, bytes: &[u8]) -> TreeEntry {
 /// also names `shared/`, a subtree written only in the first pack (so a read of any
 /// bundle needs an object from the oldest pack).
 pub fn many_packs(store: &Path, packs: usize) -> Packed {
+    many_packs_sized(store, packs, 0)
+}
+
+/// `many_packs`, each bundle also holding a new incompressible file of `big` bytes.
+pub fn many_packs_sized(store: &Path, packs: usize, big: usize) -> Packed {
     let store = Store::open(store).expect("open store");
     let mut out = Packed {
         bundles: Vec::new(),
@@ -57,6 +62,11 @@ pub fn many_packs(store: &Path, packs: usize) -> Packed {
             let text = format!("file {f} of bundle {i}\n").into_bytes();
             root.push(entry(&format!("f{f}.txt"), EntryKind::File, &text));
             contents.push(text);
+        }
+        if big > 0 {
+            let bytes = super::random_bytes(i as u64 ^ 0xb16, big);
+            root.push(entry("big.bin", EntryKind::File, &bytes));
+            contents.push(bytes);
         }
         let garbage = format!("unreachable blob {i}\n").into_bytes();
         out.garbage.push(ObjectId::of(&garbage));

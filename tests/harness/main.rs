@@ -12,6 +12,7 @@ mod faultproxy;
 mod sshd;
 
 mod crash;
+mod crash_repack;
 mod faults;
 mod load;
 mod robustness;
