@@ -17,4 +17,4 @@ mod format_vectors;
 mod fuzz_regressions;
 mod handoff_cli;
 mod handoff_evidence;
-mod perf_repack;
+mod perf_history;

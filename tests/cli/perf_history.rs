@@ -1,6 +1,7 @@
 //! History-independent everyday commands (issue 14): packs are merged so that a store
 //! made by many saves and pulls keeps few packs, every object stays readable, and a
-//! command like `show current` opens a bounded number of pack files.
+//! command like `show current` opens a bounded number of pack files; a save decodes
+//! only the end of the log.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -144,4 +145,37 @@ fn show_opens_a_bounded_number_of_packs() {
     );
     env.ok(&["gc", "--grace", "0s"]);
     assert_eq!(packs_opened(&env, &args).len(), 1);
+}
+
+/// Replace line `n` (1-based) of the log with `with`.
+fn damage_log_line(store: &Path, n: usize, with: &str) {
+    let path = store.join("log");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[n - 1] = with;
+    std::fs::write(&path, format!("{}\n", lines.join("\n"))).unwrap();
+}
+
+#[test]
+fn a_save_decodes_only_the_end_of_a_long_log() {
+    let env = Env::new();
+    env.init();
+    many_packs(&env.store(), 100);
+    // A line deep in the history is full verify's to report, not every save's to decode.
+    damage_log_line(&env.store(), 1, "{\"this is\": \"not a log line\"}");
+    env.write_tree("ws", &[("a.txt", b"one\n")]);
+    env.save("ws", &[]);
+    let (code, doc) = env.json(&["verify"]);
+    assert_eq!(code, 4, "{doc}");
+    assert!(doc.to_string().contains("log line 1 is damaged"), "{doc}");
+    // A damaged line at the end of the log, which the save's own line follows, still
+    // stops it before anything is written (the error names the first damaged line).
+    damage_log_line(&env.store(), 95, "garbage");
+    let current = crate::common::disk_current(&env.store());
+    env.write_tree("ws", &[("a.txt", b"two\n")]);
+    let out = env.run(&["save", "ws"]);
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is damaged"), "{err}");
+    assert_eq!(crate::common::disk_current(&env.store()), current);
 }
