@@ -1,4 +1,4 @@
-//! `baton gc`: remove unreachable objects older than the grace period.
+//! `baton gc`: remove unreachable objects older than the grace period, merge packs.
 
 use serde_json::json;
 
