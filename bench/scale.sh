@@ -3,8 +3,9 @@
 # time and the system calls of everyday commands grow with the store. Generates stores at
 # three sizes with examples/scale_gen.rs (baton's own pack and ref writers), then times
 # `log -n 20`, `log`, `log --audit -n 20`, `show current`, `show OLD`, `verify OLD`, `verify current`,
-# `verify current --history`, `push` of
-# one new bundle to a local-path remote that holds everything else, and full `verify`;
+# `verify current --history`, a `save` of a small change, `push` of
+# one new bundle to a local-path remote that holds everything else, a no-op `push`
+# (nothing new), and full `verify`;
 # counts each command's system calls with `strace -f -c`. Prints a markdown table and
 # writes it to $BENCH_DIR/scale.md.
 #
@@ -14,6 +15,9 @@
 #   BENCH_DIR       work directory (default: a fresh mktemp -d, removed afterwards)
 #   BENCH_SIZES     space-separated BUNDLES:OBJECTS (default "100:10000 1000:100000 10000:1000000")
 #   BENCH_PER_PACK  bundles per pack, K (default 10: as if pulled in batches of 10)
+#   BENCH_REPACK    auto = packs merged after each pack as a pull merges them (default);
+#                   none = every pack kept (the layout before packs were merged). Kept
+#                   stores (BENCH_KEEP) are reused as they are: remove them to change it
 #   BENCH_RUNS      timed runs per command, median reported (default 3; 1 for the
 #                   commands that read the whole history)
 #   BENCH_STRACE    1 = count system calls (default 1; needs strace)
@@ -29,6 +33,7 @@ export LC_ALL=C
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SIZES=${BENCH_SIZES:-"100:10000 1000:100000 10000:1000000"}
 K=${BENCH_PER_PACK:-10}
+REPACK=${BENCH_REPACK:-auto}
 RUNS=${BENCH_RUNS:-3}
 STRACE=${BENCH_STRACE:-1}
 LABEL=${BENCH_LABEL:-after}
@@ -125,13 +130,13 @@ for size in $SIZES; do
   if [[ ! -f $store/config ]]; then
     log "generating $bundles bundles / ~$objects objects, $K bundles per pack"
     rm -rf "$store"
-    "$GEN" "$store" "$bundles" "$objects" "$K" >"$WORK/gen-$bundles.json"
+    "$GEN" "$store" "$bundles" "$objects" "$K" "$REPACK" >"$WORK/gen-$bundles.json"
   fi
   packs=$(find "$store/packs" -name '*.pack' | wc -l)
   log "size $bundles bundles: $packs packs"
   old=$(sed -n 's/.*"new":"\([0-9a-f]*\)".*/\1/p' "$store/refs/current/00000000000000000010")
   B=("$BATON" --store "$store")
-  label="$bundles b / $objects o"
+  label="$bundles b / $objects o / $packs packs"
 
   log "  log -n 20"
   row "$label" "log -n 20" "$(time_ms "$RUNS" "${B[@]}" log -n 20)" "$(syscalls "${B[@]}" log -n 20)" ""
@@ -152,16 +157,19 @@ for size in $SIZES; do
   cp -a "$store" "$local"
   B=("$BATON" --store "$local")
   "${B[@]}" -q target add scale "$remote" >/dev/null
+  median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
   push_times=()
+  save_times=()
   for ((r = 0; r < RUNS; r++)); do
     new_workspace "$bundles-$r"
-    "${B[@]}" -q save "$WORK/new" --no-brief --summary "bench $r" >/dev/null
+    save_times+=("$(time_ms 1 "${B[@]}" -q save "$WORK/new" --no-brief --summary "bench $r")")
     push_times+=("$(time_ms 1 "${B[@]}" push scale)")
   done
-  push_ms=$(printf '%s\n' "${push_times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
   new_workspace "$bundles-strace"
-  "${B[@]}" -q save "$WORK/new" --no-brief --summary "bench strace" >/dev/null
-  row "$label" "push (1 new bundle)" "$push_ms" "$(syscalls "${B[@]}" push scale)" ""
+  row "$label" "save (small change)" "$(median "${save_times[@]}")" "$(syscalls "${B[@]}" -q save "$WORK/new" --no-brief --summary "bench strace")" ""
+  row "$label" "push (1 new bundle)" "$(median "${push_times[@]}")" "$(syscalls "${B[@]}" push scale)" ""
+  log "  push with nothing new"
+  row "$label" "push (nothing new)" "$(time_ms "$RUNS" "${B[@]}" push scale)" "$(syscalls "${B[@]}" push scale)" ""
   rm -rf "$remote" "$local"
   B=("$BATON" --store "$store")
   log "  verify current (one bundle)"
@@ -181,7 +189,7 @@ rows = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
 sizes = list(OrderedDict.fromkeys(r[0] for r in rows))
 cmds = list(OrderedDict.fromkeys(r[1] for r in rows))
 data = {(r[0], r[1]): (r[2], r[3].split()) for r in rows}
-print(f"#### {label} (K = {k} bundles per pack)\n")
+print(f"#### {label} (K = {k} bundles per pack written; packs as found when measured)\n")
 head = "| command | " + " | ".join(f"{s}: ms / syscalls (open, getdents, read, stat)" for s in sizes)
 if len(sizes) > 1:
     head += f" | growth {sizes[-1].split(' /')[0]} vs {sizes[0].split(' /')[0]}: time, syscalls"

@@ -1,7 +1,11 @@
 //! Generates a large store for the scale benchmark (bench/scale.sh): B bundles in one
 //! linear history, about O objects, one pack per K bundles, `current` moved once per bundle.
 //!
-//! Usage: scale_gen STORE BUNDLES OBJECTS [PER_PACK]
+//! Usage: scale_gen STORE BUNDLES OBJECTS [PER_PACK [REPACK]]
+//!
+//! REPACK is `auto` (the default: after each pack, packs are merged as a pull that
+//! wrote it would merge them, `Store::auto_repack`) or `none` (every pack kept, the
+//! layout of stores made before packs were merged).
 //!
 //! Everything goes through baton's own writers: objects are encoded by
 //! `Objects::encode_stored` and written by `Objects::write_pack` (the pack writer, as a
@@ -35,13 +39,19 @@ struct Args {
     bundles: u64,
     objects: u64,
     per_pack: u64,
+    repack: bool,
 }
 
 fn parse_args() -> std::result::Result<Args, String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.len() < 3 || args.len() > 4 {
-        return Err("usage: scale_gen STORE BUNDLES OBJECTS [PER_PACK]".into());
+    if args.len() < 3 || args.len() > 5 {
+        return Err("usage: scale_gen STORE BUNDLES OBJECTS [PER_PACK [auto|none]]".into());
     }
+    let repack = match args.get(4).map(String::as_str) {
+        None | Some("auto") => true,
+        Some("none") => false,
+        Some(other) => return Err(format!("REPACK is 'auto' or 'none', not '{other}'")),
+    };
     let number = |s: &str| {
         s.parse::<u64>()
             .ok()
@@ -53,6 +63,7 @@ fn parse_args() -> std::result::Result<Args, String> {
         bundles: number(&args[1])?,
         objects: number(&args[2])?,
         per_pack: args.get(3).map(|s| number(s)).transpose()?.unwrap_or(10),
+        repack,
     })
 }
 
@@ -200,11 +211,14 @@ fn run(args: &Args) -> Result<()> {
             };
             store.update_ref(&RefName::Current, Expect::Value(old), Some(new), &reason)?;
         }
+        if args.repack {
+            store.auto_repack()?;
+        }
         parent = prev;
         i = batch_end;
         if packs.is_multiple_of(100) || i == args.bundles {
             eprintln!(
-                "scale_gen: {i}/{} bundles, {total_objects} objects, {packs} packs, {:.1}s",
+                "scale_gen: {i}/{} bundles, {total_objects} objects, {packs} packs written, {:.1}s",
                 args.bundles,
                 started.elapsed().as_secs_f64()
             );

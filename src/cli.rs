@@ -86,7 +86,7 @@ pub enum Command {
     },
     /// Join REV's line of history with `current`: a bundle whose parents are both
     Merge(MergeArgs),
-    /// Remove objects unreachable from every ref and log line, after a grace period
+    /// Remove objects no ref or log line reaches (after a grace period); merge packs into one
     Gc(GcArgs),
     /// Manage remote targets (like git remotes)
     #[command(subcommand)]

@@ -1,4 +1,4 @@
-//! `baton gc`: remove unreachable objects older than the grace period.
+//! `baton gc`: remove unreachable objects older than the grace period, merge packs.
 
 use serde_json::json;
 
@@ -18,8 +18,16 @@ pub fn run(ctx: &Ctx, args: &GcArgs) -> Result<Outcome> {
     let human = if ctx.quiet {
         String::new()
     } else {
+        let merged = if report.repack.packs_merged > 0 {
+            format!(
+                "; merged {} packs into one ({} objects)",
+                report.repack.packs_merged, report.repack.objects
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "{verb} {} unreachable objects ({} bytes) and {} stale temp files; kept {} within the grace period; {} reachable",
+            "{verb} {} unreachable objects ({} bytes) and {} stale temp files; kept {} within the grace period; {} reachable{merged}",
             report.removed_objects,
             report.removed_bytes,
             report.removed_temp_files,

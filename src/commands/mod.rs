@@ -67,6 +67,21 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
     }
 }
 
+/// After a command that added a pack (save, pull): merge packs when there are more than
+/// `store::repack::AUTO_MAX_PACKS` (SPEC 7), so that lookups stay cheap however long the
+/// history. Best effort: the command itself has succeeded, so a failure is only a note.
+fn auto_repack(ctx: &Ctx, store: &crate::store::Store) {
+    if let Err(e) = store.auto_repack()
+        && !ctx.quiet
+        && !ctx.json
+    {
+        eprintln!(
+            "note: packs were not merged: {}",
+            crate::output::terminal_safe(&e.message)
+        );
+    }
+}
+
 /// A bundle as JSON: its manifest fields plus its id.
 fn bundle_json(id: &crate::format::ObjectId, bundle: &crate::format::Bundle) -> serde_json::Value {
     let mut value = serde_json::to_value(bundle).unwrap_or_default();

@@ -21,6 +21,7 @@ pub fn run(ctx: &Ctx, args: &PullArgs) -> Result<Outcome> {
     let bar = ctx.progress(0, true);
     let report = pull(&store, remote.as_mut(), &name, &bar)?;
     bar.finish_and_clear();
+    super::auto_repack(ctx, &store);
     let human = if ctx.quiet {
         String::new()
     } else {

@@ -23,11 +23,13 @@ pub struct GcReport {
     /// Unreachable objects kept because they are younger than the grace period.
     pub kept_in_grace: u64,
     pub dry_run: bool,
+    /// Packs merged into one (SPEC 17 step 5); nothing in a dry run.
+    pub repack: super::repack::RepackReport,
 }
 
 impl Store {
     pub fn gc(&self, grace: Duration, dry_run: bool) -> Result<GcReport> {
-        let _lock = self.lock()?;
+        let lock = self.lock()?;
         let roots = self.all_roots()?;
         let reachable = self.reachable(&roots).map(|r| r.objects).map_err(|e| {
             Error::integrity(format!(
@@ -120,6 +122,9 @@ impl Store {
         }
         for dir in touched {
             super::fsutil::fsync_dir(&dir)?;
+        }
+        if !dry_run {
+            report.repack = self.repack(&lock, super::repack::RepackMode::All)?;
         }
         Ok(report)
     }

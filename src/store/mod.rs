@@ -20,6 +20,7 @@ pub mod pack_stream;
 pub mod packs;
 pub mod receive;
 pub mod refs;
+pub mod repack;
 pub mod repair;
 pub mod restore;
 pub mod rev;

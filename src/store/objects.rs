@@ -142,7 +142,12 @@ impl Objects {
         if let Some(packs) = cached.as_ref() {
             return Ok(packs.clone());
         }
-        let loaded = Arc::new(packs::load_all(&self.packs_dir)?);
+        // A pack merged away between the listing and its read: list again, once.
+        let loaded = match packs::load_all(&self.packs_dir) {
+            Err(e) if packs::vanished(&e) => packs::load_all(&self.packs_dir)?,
+            other => other?,
+        };
+        let loaded = Arc::new(loaded);
         *cached = Some(loaded.clone());
         Ok(loaded)
     }
@@ -171,13 +176,27 @@ impl Objects {
         }
     }
 
+    /// Run a pack read; if a pack it had listed has vanished (a merge under the store
+    /// lock unlinked it after writing its objects into a new pack, SPEC 7), list the
+    /// packs again and run it once more.
+    fn retry_vanished<T>(&self, read: impl Fn() -> Result<T>) -> Result<T> {
+        match read() {
+            Err(e) if packs::vanished(&e) => {
+                self.refresh_packs();
+                read()
+            }
+            other => other,
+        }
+    }
+
     fn find_packed(&self, id: &ObjectId) -> Result<Option<(PathBuf, PackEntry)>> {
-        self.pack_set()?.find(&self.name_of(id))
+        let name = self.name_of(id);
+        self.retry_vanished(|| self.pack_set()?.find(&name))
     }
 
     /// Storage names of packed objects starting with the hex digits `prefix`.
     pub fn packed_with_prefix(&self, prefix: &str) -> Result<Vec<ObjectId>> {
-        self.pack_set()?.with_prefix(prefix)
+        self.retry_vanished(|| self.pack_set()?.with_prefix(prefix))
     }
 
     fn locate(&self, id: &ObjectId) -> Result<Option<Location>> {
@@ -194,6 +213,11 @@ impl Objects {
 
     /// A reader over the stored (compressed) bytes of `id`, loose or packed, unverified.
     pub fn open_stored(&self, id: &ObjectId) -> Result<Box<dyn Read + Send>> {
+        // An open descriptor keeps reading a pack that is unlinked afterwards.
+        self.retry_vanished(|| self.open_stored_once(id))
+    }
+
+    fn open_stored_once(&self, id: &ObjectId) -> Result<Box<dyn Read + Send>> {
         match self.locate(id)? {
             Some(Location::Loose(file)) => Ok(Box::new(file)),
             Some(Location::Packed(path, entry)) => {
@@ -317,8 +341,7 @@ impl Objects {
     pub fn contains_name(&self, name: &ObjectId) -> bool {
         self.name_path(name).is_file()
             || self
-                .pack_set()
-                .and_then(|p| p.find(name))
+                .retry_vanished(|| self.pack_set()?.find(name))
                 .is_ok_and(|found| found.is_some())
     }
 

@@ -32,6 +32,15 @@ impl PackIndex {
     }
 }
 
+/// Whether `e` says that a listed pack file is gone: a merge (SPEC 7) unlinked it after
+/// its objects were durable in a new pack, so listing the packs again finds them.
+pub fn vanished(e: &Error) -> bool {
+    e.source
+        .as_ref()
+        .and_then(|s| s.downcast_ref::<io::Error>())
+        .is_some_and(|io| io.kind() == io::ErrorKind::NotFound)
+}
+
 /// Read and check the index of the pack at `path` (not the objects: `verify` does that).
 pub fn load_index(path: &Path) -> Result<PackIndex> {
     let name = path
@@ -271,7 +280,8 @@ impl LazyPack {
 pub struct PackSet {
     /// Id, path and length of each pack, newest first.
     packs: Vec<(ObjectId, PathBuf, u64)>,
-    opened: Vec<OnceLock<std::result::Result<LazyPack, String>>>,
+    /// Each pack once opened, or why it could not be (message, and whether it vanished).
+    opened: Vec<OnceLock<std::result::Result<LazyPack, (String, bool)>>>,
     last_hit: AtomicUsize,
     lookups: AtomicUsize,
     /// Every entry of every pack, sorted by storage name (first pack wins), built once a
@@ -324,9 +334,21 @@ impl PackSet {
     fn pack(&self, i: usize) -> Result<&LazyPack> {
         let (id, path, len) = &self.packs[i];
         self.opened[i]
-            .get_or_init(|| LazyPack::open(*id, path.clone(), *len).map_err(|e| e.message))
+            .get_or_init(|| {
+                LazyPack::open(*id, path.clone(), *len).map_err(|e| {
+                    let gone = vanished(&e);
+                    (e.message, gone)
+                })
+            })
             .as_ref()
-            .map_err(|message| Error::integrity(message.clone()))
+            .map_err(|(message, gone)| {
+                let e = Error::integrity(message.clone());
+                if *gone {
+                    e.with_source(io::Error::from(io::ErrorKind::NotFound))
+                } else {
+                    e
+                }
+            })
     }
 
     /// Read every pack's index into one table sorted by storage name.

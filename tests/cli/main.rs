@@ -19,3 +19,4 @@ mod handoff_cli;
 mod handoff_evidence;
 mod save_pack;
 mod statcache;
+mod perf_history;

@@ -1,6 +1,8 @@
 //! Shared test harness: run the real `baton` binary in an isolated temporary environment.
 #![allow(dead_code)]
 
+pub mod many_packs;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

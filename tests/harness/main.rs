@@ -13,6 +13,7 @@ mod sshd;
 
 mod crash;
 mod crash_pack;
+mod crash_repack;
 mod faults;
 mod load;
 mod robustness;
