@@ -108,6 +108,18 @@ pub trait Remote {
     /// Remove a directory expected to be empty, without waiting to hear how it went (a
     /// leftover is stale staging that a later push removes).
     fn remove_empty_dir(&mut self, dir: &str);
+
+    /// Network round trips waited for since connecting, when the transport counts them
+    /// (SFTP: each time it waits for a reply after sending requests, streaming windows
+    /// aside); `None`: `BATON_TRACE` counts the batches (method calls) that wait.
+    fn round_trips(&self) -> Option<u64> {
+        None
+    }
+
+    /// The negotiated cipher, for `BATON_TRACE` (SSH only).
+    fn cipher(&self) -> Option<String> {
+        None
+    }
 }
 
 impl Remote for Box<dyn Remote> {
@@ -154,5 +166,11 @@ impl Remote for Box<dyn Remote> {
     }
     fn remove_empty_dir(&mut self, dir: &str) {
         (**self).remove_empty_dir(dir)
+    }
+    fn round_trips(&self) -> Option<u64> {
+        (**self).round_trips()
+    }
+    fn cipher(&self) -> Option<String> {
+        (**self).cipher()
     }
 }

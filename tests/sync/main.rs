@@ -11,6 +11,7 @@ mod common;
 mod sshd;
 
 mod scenarios;
+mod ssh_cipher;
 mod ssh_connect;
 mod sync_local;
 mod sync_ssh;

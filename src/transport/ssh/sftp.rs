@@ -87,6 +87,13 @@ pub struct SftpRemote {
     /// Directories opened ahead of a publish (`prepare_publish`), for their fsync: the
     /// request id while the reply is outstanding, then the handle.
     prepared: HashMap<String, Prepared>,
+    /// Round trips waited for since the session started (after INIT): a reply to a
+    /// request sent after the last counted wait began counts one.
+    round_trips: u64,
+    /// Outstanding requests and the value of `round_trips` when each was sent.
+    sent_in_round: HashMap<u32, u64>,
+    /// Waiting for room in a full streaming window: bandwidth, not a round trip.
+    streaming: bool,
 }
 
 enum Prepared {
@@ -134,6 +141,9 @@ impl SftpRemote {
             broken: false,
             trace: std::env::var_os("BATON_TRACE_SFTP").is_some_and(|v| v != "0"),
             prepared: HashMap::new(),
+            round_trips: 0,
+            sent_in_round: HashMap::new(),
+            streaming: false,
         };
         remote.send(Packet::Init(Init::new()))?;
         match remote.recv()? {
@@ -148,6 +158,8 @@ impl SftpRemote {
                 ));
             }
         }
+        // The greeting is part of connecting.
+        remote.round_trips = 0;
         Ok(remote)
     }
 
@@ -261,6 +273,14 @@ impl Remote for SftpRemote {
             }
         }
         Ok(())
+    }
+
+    fn round_trips(&self) -> Option<u64> {
+        Some(self.round_trips)
+    }
+
+    fn cipher(&self) -> Option<String> {
+        self.conn.as_ref().map(|c| c.cipher.clone())
     }
 
     fn remove_empty_dir(&mut self, dir: &str) {

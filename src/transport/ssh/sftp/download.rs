@@ -121,6 +121,7 @@ impl SftpRemote {
         let mut at = start;
         let mut eof = false;
         let mut pending: std::collections::BTreeMap<u64, Vec<u8>> = Default::default();
+        let mut waited = false;
         loop {
             while !eof && inflight.len() < WINDOW && next_offset < end {
                 let len = (end - next_offset).min(CHUNK as u64);
@@ -131,7 +132,12 @@ impl SftpRemote {
             let Some((id, offset, len)) = inflight.pop_front() else {
                 break;
             };
-            match self.wait(id)? {
+            // The first reply is a round trip; the later ones stream behind it.
+            self.streaming = waited;
+            let reply = self.wait(id);
+            self.streaming = false;
+            waited = true;
+            match reply? {
                 Packet::Data(d) if d.data.is_empty() => eof = true,
                 Packet::Data(d) => {
                     let n = d.data.len() as u64;

@@ -72,14 +72,24 @@ impl SftpRemote {
                 bytes.first().copied().unwrap_or(0)
             );
         }
-        Packet::try_from(&mut bytes)
-            .map_err(|e| lost(&self.describe, format!("bad SFTP packet: {e}")))
+        let packet = Packet::try_from(&mut bytes)
+            .map_err(|e| lost(&self.describe, format!("bad SFTP packet: {e}")))?;
+        // A reply to a request sent after the last counted wait began had to wait a
+        // round trip of its own; one sent before it was already on its way.
+        if let Some(round) = self.sent_in_round.remove(&packet.get_request_id_any())
+            && round == self.round_trips
+            && !self.streaming
+        {
+            self.round_trips += 1;
+        }
+        Ok(packet)
     }
 
     /// Send a request and return its id without waiting.
     pub(super) fn request(&mut self, make: impl FnOnce(u32) -> Packet) -> Result<u32> {
         let id = self.id();
         self.send(make(id))?;
+        self.sent_in_round.insert(id, self.round_trips);
         Ok(id)
     }
 

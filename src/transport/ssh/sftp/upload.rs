@@ -26,7 +26,11 @@ impl SftpUpload<'_> {
         if self.inflight.len() >= WINDOW
             && let Some(oldest) = self.inflight.pop_front()
         {
-            let reply = self.remote.wait(oldest)?;
+            // Room in a full window: bandwidth, not a round trip.
+            self.remote.streaming = true;
+            let reply = self.remote.wait(oldest);
+            self.remote.streaming = false;
+            let reply = reply?;
             let what = format!("write {}", self.path);
             self.remote.expect_written(reply, &what, &self.path)?;
         }
