@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::time::Instant;
 
-use super::{Published, Remote, RemoteEntry, Upload};
+use super::{Published, Remote, RemoteEntry, Step, Upload};
 use crate::error::Result;
 
 pub struct Traced<R: Remote> {
@@ -39,9 +39,10 @@ impl<R: Remote> Traced<R> {
     /// Log a call whose requests a transport may send without waiting.
     fn note<T>(&self, what: &str, t0: Instant, result: Result<T>) -> Result<T> {
         eprintln!(
-            "trace: {:>8.1} ms  {:>7.1} ms  {what}{}",
+            "trace: {:>8.1} ms  {:>7.1} ms  {:>3} rt  {what}{}",
             self.started.elapsed().as_secs_f64() * 1e3,
             t0.elapsed().as_secs_f64() * 1e3,
+            self.round_trips(),
             if result.is_err() { " (error)" } else { "" }
         );
         result
@@ -71,13 +72,28 @@ impl<R: Remote> Remote for Traced<R> {
     }
 
     fn create(&mut self, path: &str) -> Result<Box<dyn Upload + '_>> {
+        self.create_with(path, &[])
+    }
+
+    fn run_in_order(&mut self, steps: &[Step]) -> Result<Vec<bool>> {
+        let t0 = Instant::now();
+        let r = self.inner.run_in_order(steps);
+        self.log(&format!("run_in_order {steps:?}"), t0, r)
+    }
+
+    fn create_with(
+        &mut self,
+        path: &str,
+        beside: &[(String, Vec<u8>)],
+    ) -> Result<Box<dyn Upload + '_>> {
         let t0 = Instant::now();
         let started = self.started;
         let batches = self.batches.clone();
         batches.set(batches.get() + 1);
-        let r = self.inner.create(path);
+        let r = self.inner.create_with(path, beside);
+        let names: Vec<&String> = beside.iter().map(|(n, _)| n).collect();
         eprintln!(
-            "trace: {:>8.1} ms  {:>7.1} ms  create {path}",
+            "trace: {:>8.1} ms  {:>7.1} ms  create {path} beside {names:?}",
             started.elapsed().as_secs_f64() * 1e3,
             t0.elapsed().as_secs_f64() * 1e3
         );

@@ -10,6 +10,7 @@ mod common;
 #[path = "../common/sshd.rs"]
 mod sshd;
 
+mod round_trips;
 mod scenarios;
 mod ssh_cipher;
 mod ssh_connect;

@@ -29,7 +29,7 @@ mod upload;
 
 use super::connect::{ConnectOptions, Connection, SshTarget, connect};
 use crate::error::{Error, Result};
-use crate::transport::{Published, Remote, RemoteEntry, Upload};
+use crate::transport::{Published, Remote, RemoteEntry, Step, Upload};
 use session::{lost, status_error};
 
 /// Data per READ/WRITE request: OpenSSH's sftp-server accepts packets up to 256 KiB.
@@ -237,10 +237,56 @@ impl Remote for SftpRemote {
     }
 
     fn create(&mut self, path: &str) -> Result<Box<dyn Upload + '_>> {
+        self.create_with(path, &[])
+    }
+
+    fn create_with(
+        &mut self,
+        path: &str,
+        beside: &[(String, Vec<u8>)],
+    ) -> Result<Box<dyn Upload + '_>> {
+        if let Some((p, _)) = beside.iter().find(|(_, b)| b.len() > CHUNK) {
+            return Err(Error::other(format!(
+                "{p} is too large to stage beside an upload"
+            )));
+        }
         let flags = OpenFlags::READ | OpenFlags::WRITE | OpenFlags::CREATE | OpenFlags::EXCLUDE;
+        // Every file is opened in one batch; the small ones are written in `finish`'s.
         let id = self.open(path, flags, Some(0o600))?;
+        let mut opens = Vec::with_capacity(beside.len());
+        for (p, _) in beside {
+            opens.push(self.open(p, flags, Some(0o600))?);
+        }
         let reply = self.wait(id)?;
-        let handle = self.created_handle(reply, path)?;
+        let handle = self.created_handle(reply, path);
+        let mut small = Vec::with_capacity(beside.len());
+        let mut failed = None;
+        for (id, (p, bytes)) in opens.into_iter().zip(beside) {
+            let reply = self.wait(id)?;
+            match self.created_handle(reply, p) {
+                Ok(h) => small.push((p.clone(), bytes.clone(), h)),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        let failed = match (handle, failed) {
+            (Ok(h), None) => Ok(h),
+            (Ok(h), Some(e)) => {
+                self.close_later(h, path)?;
+                Err(e)
+            }
+            (Err(e), _) => Err(e),
+        };
+        let handle = match failed {
+            Ok(h) => h,
+            Err(e) => {
+                for (p, _, h) in small {
+                    self.close_later(h, &p)?;
+                }
+                return Err(e);
+            }
+        };
         Ok(Box::new(upload::SftpUpload {
             remote: self,
             handle,
@@ -248,7 +294,12 @@ impl Remote for SftpRemote {
             offset: 0,
             buf: Vec::with_capacity(CHUNK),
             inflight: Default::default(),
+            beside: small,
         }))
+    }
+
+    fn run_in_order(&mut self, steps: &[Step]) -> Result<Vec<bool>> {
+        self.run_steps(steps)
     }
 
     fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()> {
