@@ -280,7 +280,9 @@ fn upload_and_publish(
             }
         };
     }
-    remote.close_new(item, ref_published == Published::Done);
+    // After the fallback the staged pack is still there (its rename was refused).
+    let all = pack_published == Published::Done && ref_published == Published::Done;
+    remote.close_new(item, all);
     if ref_published != Published::Done {
         // The race is lost whatever the remote says now: a failure to read the winner's
         // ref (it may still be mid-publish) must not turn the conflict into another error.
