@@ -45,8 +45,9 @@ RATIOS = [
 # two network round trips; the estimate from the wall time at the WAN delay is reported.
 NOOP_MAX_BATCHES = 3
 THROUGHPUT_GOAL = 0.8
-TRACE_LINE = re.compile(r"^trace:\s+([\d.]+) ms\s+([\d.]+) ms\s+(.*)$")
-CONNECTED = re.compile(r"^trace: connected in ([\d.]+) ms")
+TRACE_LINE = re.compile(r"^trace:\s+([\d.]+) ms\s+([\d.]+) ms\s+(?:\d+ rt\s+)?(.*)$")
+CONNECTED = re.compile(r"^trace: connected in ([\d.]+) ms(?:, cipher (\S+))?")
+ROUND_TRIPS = re.compile(r"^trace summary: round trips: (\d+)")
 SFTP = re.compile(r"^sftp: (send|recv) (\d+) bytes, type (\d+)")
 
 
@@ -81,7 +82,8 @@ def cell(results, key, net, meta):
 
 def parse_trace(path):
     """Summary of one traced run: connect time, transport calls, SFTP packets."""
-    out = {"connect_ms": None, "calls": [], "send": 0, "recv": 0, "send_bytes": 0, "recv_bytes": 0}
+    out = {"connect_ms": None, "calls": [], "send": 0, "recv": 0, "send_bytes": 0, "recv_bytes": 0,
+           "round_trips": None, "cipher": None}
     if not os.path.exists(path):
         return None
     with open(path, errors="replace") as f:
@@ -90,6 +92,11 @@ def parse_trace(path):
             m = CONNECTED.match(line)
             if m:
                 out["connect_ms"] = float(m.group(1))
+                out["cipher"] = m.group(2)
+                continue
+            m = ROUND_TRIPS.match(line)
+            if m:
+                out["round_trips"] = int(m.group(1))
                 continue
             m = TRACE_LINE.match(line)
             if m:
@@ -120,6 +127,8 @@ def trace_block(title, tr):
     lines = [f"{title}: connected in {tr['connect_ms']:.0f} ms, then (ms since connected, ms in the call, call):", "", "```"]
     for at, took, what in tr["calls"]:
         lines.append(f"{at:9.1f} {took:8.1f}  {short(what)}")
+    if tr.get("round_trips") is not None:
+        lines.append(f"# {tr['round_trips']} round trips after connect (cipher {tr.get('cipher') or '?'})")
     lines += [
         f"# {len(tr['calls'])} transport calls; SFTP after the handshake: {tr['send']} packets "
         f"({tr['send_bytes']} bytes) sent, {tr['recv']} ({tr['recv_bytes']} bytes) received",
@@ -261,6 +270,23 @@ def render(results, meta, traces):
             continue
         verdict = "PASS" if a >= THROUGHPUT_GOAL * b else "MISS"
         lines.append(f"| {what} | {a:.0f} vs {b:.0f} MiB/s (ratio {a / b:.2f}) | {verdict} |")
+
+    # Round trips after connect, as BATON_TRACE counts them.
+    lines += ["", "### Round trips after connect (`BATON_TRACE=1`, one extra run each)", "",
+              "| sync | loopback | " + wan + " |", "| --- | --- | --- |"]
+    for key, title in (
+        ("push_init", "push of data set (a) into an existing empty store"),
+        ("push_new", "push of data set (a) creating the store"),
+        ("noop", "no-op push"),
+        ("clone", "clone of data set (a)"),
+        ("push_big", "push of data set (b)"),
+        ("clone_big", "clone of data set (b)"),
+    ):
+        row = []
+        for net in NETS:
+            tr = traces.get((key, net))
+            row.append(str(tr["round_trips"]) if tr and tr.get("round_trips") is not None else "–")
+        lines.append(f"| {title} | " + " | ".join(row) + " |")
 
     # Where baton's time goes.
     lines += ["", "### Where baton's time goes (`BATON_TRACE=1`, one extra run each)", ""]

@@ -51,8 +51,12 @@ pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Back
         }
     };
     if trace {
+        let cipher = remote
+            .cipher()
+            .map(|c| format!(", cipher {c}"))
+            .unwrap_or_default();
         eprintln!(
-            "trace: connected in {:.1} ms",
+            "trace: connected in {:.1} ms{cipher}",
             started.elapsed().as_secs_f64() * 1e3
         );
         return Ok(Box::new(crate::transport::trace::Traced::new(remote)));

@@ -126,8 +126,7 @@ fn fetch_from(
     };
     if store.reachable(&[theirs]).is_err() {
         let mut ingest = Ingest::new(store);
-        // A store with no objects yet (a clone) lacks everything: reading each pack's
-        // index first would only cost round trips.
+        // A store with no objects yet (a clone) lacks everything in every pack.
         let empty = store.objects.is_empty()?;
         progress.set_length(state.packs.iter().map(|(_, e)| e.size).sum());
         for (pack_id, entry) in &state.packs {
@@ -139,13 +138,17 @@ fn fetch_from(
             {
                 continue;
             }
-            if !empty && !lacks_any(store, remote, &entry.name, entry.size)? {
+            // The trailer and index first: a pack that is not what its listing declares
+            // is refused before a byte of it is stored here.
+            let (entries, whole) = remote_pack_tail(remote, &entry.name, entry.size)?;
+            if !empty && !entries.iter().any(|e| !store.objects.contains_name(&e.id)) {
                 continue;
             }
             download_pack(
                 &mut ingest,
                 remote,
                 pack_id,
+                (entries, whole),
                 &entry.name,
                 entry.size,
                 progress,
@@ -172,6 +175,10 @@ fn fetch_from(
 /// Largest remote pack index read (48 bytes an entry: over five million objects).
 pub const MAX_REMOTE_PACK_INDEX: u64 = 256 << 20;
 
+/// The tail of a remote pack read in one request: its footer and an index of up to
+/// about 1,300 objects, or all of a pack that small.
+const INDEX_TAIL_READ: u64 = 64 << 10;
+
 /// Read and check a remote pack's footer and index (two ranges at its end), against
 /// the size its listing declared: the footer must place the index exactly at the end of
 /// a file of that size, and the entries must fill the object area, so that the size is
@@ -181,6 +188,16 @@ pub(crate) fn remote_pack_index(
     name: &str,
     size: u64,
 ) -> Result<Vec<PackEntry>> {
+    Ok(remote_pack_tail(remote, name, size)?.0)
+}
+
+/// `remote_pack_index`, and the whole pack when it is small enough to have come with
+/// its index in the one read of its tail (`INDEX_TAIL_READ`).
+fn remote_pack_tail(
+    remote: &mut dyn Backend,
+    name: &str,
+    size: u64,
+) -> Result<(Vec<PackEntry>, Option<Vec<u8>>)> {
     let described = remote.describe();
     let bad = |why: String| {
         Error::integrity(format!(
@@ -191,15 +208,29 @@ pub(crate) fn remote_pack_index(
     if size < PACK_MAGIC.len() as u64 + FOOTER_LEN {
         return Err(bad(format!("it is {size} bytes, too short for a pack")));
     }
-    let footer = remote.read_range(&Kind::Pack, name, size - FOOTER_LEN, FOOTER_LEN)?;
-    let (count, index_offset) = decode_footer(&footer, size).map_err(|e| bad(e.message))?;
+    // One read of the tail holds the footer and, for all but huge packs, the index (and
+    // a small pack whole): a second read fetches only the part of a longer index that
+    // the tail missed.
+    let tail_len = size.min(INDEX_TAIL_READ);
+    let tail_start = size - tail_len;
+    let tail = remote.read_range(&Kind::Pack, name, tail_start, tail_len)?;
+    let footer = &tail[tail.len() - FOOTER_LEN as usize..];
+    let (count, index_offset) = decode_footer(footer, size).map_err(|e| bad(e.message))?;
     let index_len = size - FOOTER_LEN - index_offset;
     if index_len > MAX_REMOTE_PACK_INDEX {
         return Err(bad(format!(
             "its index is {index_len} bytes (the limit is {MAX_REMOTE_PACK_INDEX})"
         )));
     }
-    let index = remote.read_range(&Kind::Pack, name, index_offset, index_len)?;
+    let index_end = size - FOOTER_LEN;
+    let index = if index_offset >= tail_start {
+        tail[(index_offset - tail_start) as usize..(index_end - tail_start) as usize].to_vec()
+    } else {
+        let mut index =
+            remote.read_range(&Kind::Pack, name, index_offset, tail_start - index_offset)?;
+        index.extend_from_slice(&tail[..(index_end - tail_start) as usize]);
+        index
+    };
     let entries = decode_index(&index, index_offset).map_err(|e| bad(e.message))?;
     if entries.len() as u64 != count {
         return Err(bad("its index count does not match".into()));
@@ -212,34 +243,34 @@ pub(crate) fn remote_pack_index(
             "its index declares {declared} bytes of objects in an object area of {area}"
         )));
     }
-    Ok(entries)
+    Ok((entries, (tail_start == 0).then_some(tail)))
 }
 
-/// Whether a remote pack holds any object we do not have (reads only its index).
-fn lacks_any(store: &Store, remote: &mut dyn Backend, name: &str, size: u64) -> Result<bool> {
-    let entries = remote_pack_index(remote, name, size)?;
-    Ok(entries.iter().any(|e| !store.objects.contains_name(&e.id)))
-}
-
-/// Download one pack, verified object by object as it arrives and never read past the
-/// size its listing declared, and publish it (`Ingest::receive_pack`).
+/// Download one pack (its `entries` read and checked by `remote_pack_tail`, with the
+/// whole pack when it came with them), verified
+/// object by object as it arrives and never read past the size its listing declared,
+/// and publish it (`Ingest::receive_pack`).
 fn download_pack(
     ingest: &mut Ingest,
     remote: &mut dyn Backend,
     pack_id: &ObjectId,
+    (entries, whole): (Vec<PackEntry>, Option<Vec<u8>>),
     name: &str,
     size: u64,
     progress: &ProgressBar,
 ) -> Result<PackIndex> {
-    // The trailer and index first: a pack that is not what its listing declares is
-    // refused before a byte of it is stored here.
-    let entries = remote_pack_index(remote, name, size)?;
     ingest.receive_pack(pack_id, entries, size, |writer| {
         let mut sink = ProgressWriter {
             inner: writer,
             progress,
         };
-        remote.read_sized(&Kind::Pack, name, size, &mut sink)
+        match whole {
+            // Read with the index already: verified the same way as it is stored.
+            Some(bytes) => sink
+                .write_all(&bytes)
+                .map_err(|e| Error::other(format!("cannot store pack {name}: {e}"))),
+            None => remote.read_sized(&Kind::Pack, name, size, &mut sink),
+        }
     })
 }
 

@@ -61,10 +61,8 @@ pub fn push(
     };
     let state = remote_store::read_push_state(remote)?;
     match &state.config {
-        None => {
-            remote_store::create_store(remote, &store.config)?;
-            report.created_remote = true;
-        }
+        // Created with the pack, in its publish batch (`Backend::begin_new_store`).
+        None => remote_store::check_room_for_store(remote, state.top.as_deref().unwrap_or(&[]))?,
         Some(config) => {
             super::pull::check_same_encryption(store, config, remote.describe().as_str())?
         }
@@ -102,9 +100,6 @@ pub fn push(
         return Ok(report);
     }
 
-    // A store made by `baton init` or an older baton may lack some directories; asking
-    // costs nothing (the requests ride along with the next batch).
-    remote.prepare(&[Kind::Pack, Kind::Generation(RefName::Current)])?;
     let (objects, bundles) = missing_objects(store, bundle, state.current)?;
     progress.set_length(
         objects
@@ -167,11 +162,29 @@ fn upload_and_publish(
     progress: &ProgressBar,
 ) -> Result<()> {
     let bundle = request.bundle;
+    // The next generation of the remote ref (a log line naming old and new id), staged
+    // beside the pack and read back with it.
+    let source = store.read_bundle(&bundle)?;
+    let reason = MoveReason {
+        action: "push".into(),
+        from: source.from.clone(),
+        to: source.to.clone(),
+    };
+    let entry = store.log_entry(&RefName::Current, state.current, Some(bundle), &reason)?;
+    let beside = [(STAGED_REF.to_string(), entry.encode_line())];
     // 1. The pack: objects, then manifests, read back after writing.
-    let item = remote.begin_new()?;
+    let item = if state.config.is_none() {
+        report.created_remote = true;
+        remote.begin_new_store(remote_store::new_store_config(&store.config))?
+    } else {
+        // A store made by `baton init` or an older baton may lack some directories;
+        // asking costs nothing (the requests ride along with the next batch).
+        remote.prepare(&[Kind::Pack, Kind::Generation(RefName::Current)])?;
+        remote.begin_new()?
+    };
     let mut manifest_bytes: Vec<(u64, Vec<u8>)> = Vec::new();
     let mut write_pack = || -> Result<(ObjectId, u64)> {
-        let mut upload = remote.upload(&item)?;
+        let mut upload = remote.upload_with(&item, &beside)?;
         let mut writer =
             PackWriter::new(&mut *upload).map_err(|e| transport_err("cannot upload pack", e))?;
         for id in objects {
@@ -227,44 +240,50 @@ fn upload_and_publish(
     report.objects_sent = (objects.len() + bundles.len()) as u64;
     report.bytes_sent = pack_len;
 
-    // 2. The next generation of the remote ref, staged and read back in full.
-    let source = store.read_bundle(&bundle)?;
-    let reason = MoveReason {
-        action: "push".into(),
-        from: source.from.clone(),
-        to: source.to.clone(),
-    };
-    let entry = store.log_entry(&RefName::Current, state.current, Some(bundle), &reason)?;
-    let line = entry.encode_line();
-
-    // 3. Publish: the pack (objects and manifests together), then the ref.
+    // 2. Publish, in one batch: the pack (objects and manifests together), then, only
+    // if that happened, the ref.
     let pack_name = pack_file_name(&pack_id);
-    if remote.finish_new(item, &Kind::Pack, &pack_name)? == Published::Exists {
-        // Read no more than our pack's size: a file of another size is another file.
-        let mut hasher = blake3::Hasher::new();
-        let theirs = match remote.read_sized(&Kind::Pack, &pack_name, pack_len, &mut hasher) {
-            Ok(()) => Some(ObjectId::from_hash(hasher.finalize())),
-            Err(e) if e.kind == ErrorKind::Integrity => None,
-            Err(e) => return Err(e),
-        };
-        if theirs != Some(pack_id) {
-            let what = match theirs {
-                Some(theirs) => format!("its bytes hash to {theirs}"),
-                None => format!("it is not a file of {pack_len} bytes"),
-            };
-            let pack_dest = layout::path(&Kind::Pack, &pack_name);
-            return Err(Error::conflict(format!(
-                "the remote already has a different file at {pack_dest} ({what})"
-            ))
-            .with_hint(
-                "the remote store was modified by hand or is corrupt; nothing was overwritten",
-            ));
-        }
-    }
     let next = generation_name(state.generation + 1);
     let generation = Kind::Generation(RefName::Current);
-    let published = remote.create_new(&generation, &[(next, line)])?;
-    if published.first() != Some(&Published::Done) {
+    let chain = remote.publish_chain(
+        &item,
+        &Kind::Pack,
+        &pack_name,
+        (STAGED_REF, &generation, &next),
+    );
+    let chain = match chain {
+        Ok(chain) => chain,
+        Err(e) => {
+            remote.close_new(item, false);
+            return Err(e);
+        }
+    };
+    if chain.store == Some(Published::Exists)
+        && let Err(e) = remote_store::check_twin_config(remote)
+    {
+        remote.close_new(item, false);
+        return Err(e);
+    }
+    let (pack_published, mut ref_published) = (chain.item, chain.then);
+    if pack_published == Published::Exists {
+        // The name is taken: it must be the same pack (a push that published it and
+        // then lost its ref), read no further than our pack's size.
+        if let Err(e) = check_existing_pack(remote, &pack_id, &pack_name, pack_len) {
+            remote.close_new(item, false);
+            return Err(e);
+        }
+        ref_published = match remote.publish_beside(&item, STAGED_REF, &generation, &next) {
+            Ok(p) => p,
+            Err(e) => {
+                remote.close_new(item, false);
+                return Err(e);
+            }
+        };
+    }
+    // After the fallback the staged pack is still there (its rename was refused).
+    let all = pack_published == Published::Done && ref_published == Published::Done;
+    remote.close_new(item, all);
+    if ref_published != Published::Done {
         // The race is lost whatever the remote says now: a failure to read the winner's
         // ref (it may still be mid-publish) must not turn the conflict into another error.
         let show = match remote_store::read_push_state(remote) {
@@ -277,6 +296,37 @@ fn upload_and_publish(
         .with_hint("someone else pushed at the same time; 'baton pull', then push again"));
     }
     Ok(())
+}
+
+/// The staged name of the ref generation beside the pack.
+const STAGED_REF: &str = "ref";
+
+/// An existing remote pack of our pack's name must hash to it (read no more than our
+/// pack's size: a file of another size is another file); else `store_conflict`.
+fn check_existing_pack(
+    remote: &mut dyn Backend,
+    pack_id: &ObjectId,
+    pack_name: &str,
+    pack_len: u64,
+) -> Result<()> {
+    let mut hasher = blake3::Hasher::new();
+    let theirs = match remote.read_sized(&Kind::Pack, pack_name, pack_len, &mut hasher) {
+        Ok(()) => Some(ObjectId::from_hash(hasher.finalize())),
+        Err(e) if e.kind == ErrorKind::Integrity => None,
+        Err(e) => return Err(e),
+    };
+    if theirs == Some(*pack_id) {
+        return Ok(());
+    }
+    let what = match theirs {
+        Some(theirs) => format!("its bytes hash to {theirs}"),
+        None => format!("it is not a file of {pack_len} bytes"),
+    };
+    let pack_dest = layout::path(&Kind::Pack, pack_name);
+    Err(Error::conflict(format!(
+        "the remote already has a different file at {pack_dest} ({what})"
+    ))
+    .with_hint("the remote store was modified by hand or is corrupt; nothing was overwritten"))
 }
 
 fn record_target(store: &Store, target: &str, bundle: ObjectId) -> Result<()> {

@@ -18,6 +18,9 @@ pub struct RemoteState {
     pub staging: Vec<RemoteEntry>,
     /// The fanout directories under `objects/` (loose objects live there).
     pub fanouts: Vec<String>,
+    /// What the store's top directory holds, when a push found no store there (a store
+    /// is created only in a new or empty directory); `None`: not listed.
+    pub top: Option<Vec<RemoteEntry>>,
 }
 
 /// Looks at a remote's refs allowed per state read: a generation can be published (or
@@ -59,30 +62,38 @@ fn may_be_a_race(e: &Error) -> bool {
 
 const VANISHED: &str = "vanished while reading";
 
-/// Read a remote store's config, refs, packs and staging listing (one batch, plus one
-/// for the newest ref file), looking again if a push raced with the look.
+/// Read a remote store's config, newest ref generation, packs and loose fan-outs (one
+/// batch, plus any bisection rounds: `read_push_state`), looking again if a push raced
+/// with the look. `staging` is left empty (only a push sweeps it).
 pub fn read_state(remote: &mut dyn Backend) -> Result<RemoteState> {
-    with_retries(remote, read_state_once)
+    with_retries(remote, |remote| {
+        let lists = [Listing::Of(Kind::Loose), Listing::Of(Kind::Pack)];
+        let (mut state, mut listings) = probe_state(remote, &lists)?;
+        state.packs = listings
+            .pop()
+            .flatten()
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|e| pack_name_id(&e.name).map(|id| (id, e)))
+            .collect();
+        state.fanouts = listings
+            .pop()
+            .flatten()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| e.is_dir && e.name.len() == 2)
+            .map(|e| e.name)
+            .collect();
+        Ok(state)
+    })
 }
 
-fn read_state_once(remote: &mut dyn Backend) -> Result<RemoteState> {
-    let lists = [
-        Listing::Of(Kind::Loose),
-        Listing::Of(Kind::Generation(RefName::Current)),
-        Listing::Of(Kind::Pack),
-        Listing::Leftovers,
-    ];
-    let (files, mut listings) =
-        remote.read_and_list(&[(Kind::Config, String::new())], &lists, 1 << 20)?;
-    let config = decode_config(remote, files.into_iter().next().flatten())?;
-    let staging = listings.pop().flatten().unwrap_or_default();
-    let packs = listings
-        .pop()
-        .flatten()
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|e| pack_name_id(&e.name).map(|id| (id, e)))
-        .collect();
+/// The newest generation of `refs/current` by listing the directory (a ref whose
+/// generations do not run 1..=N, or more than 2^MAX_DOUBLINGS of them): its number and
+/// the id it names.
+fn newest_by_listing(remote: &mut dyn Backend) -> Result<(u64, Option<ObjectId>)> {
+    let lists = [Listing::Of(Kind::Generation(RefName::Current))];
+    let (_, mut listings) = remote.read_and_list(&[], &lists, 0)?;
     let generation = listings
         .pop()
         .flatten()
@@ -91,81 +102,90 @@ fn read_state_once(remote: &mut dyn Backend) -> Result<RemoteState> {
         .filter_map(|e| parse_generation(&e.name))
         .max()
         .unwrap_or(0);
-    let fanouts = listings
-        .pop()
-        .flatten()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| e.is_dir && e.name.len() == 2)
-        .map(|e| e.name)
-        .collect();
-    let current = if generation == 0 {
-        None
-    } else {
-        let path = layout::generation_path(&RefName::Current, generation);
-        let item = (
-            Kind::Generation(RefName::Current),
-            generation_name(generation),
-        );
-        let (files, _) = remote.read_and_list(&[item], &[], 64 << 10)?;
-        let bytes = files.into_iter().next().flatten().ok_or_else(|| {
-            Error::integrity(format!(
-                "remote ref file {path} {VANISHED} {}",
-                remote.describe()
-            ))
-        })?;
-        decode_generation(remote, &path, &bytes)?.new
-    };
-    Ok(RemoteState {
-        fanouts,
-        config,
-        generation,
-        current,
-        packs,
-        staging,
-    })
+    if generation == 0 {
+        return Ok((0, None));
+    }
+    let path = layout::generation_path(&RefName::Current, generation);
+    let item = (
+        Kind::Generation(RefName::Current),
+        generation_name(generation),
+    );
+    let (files, _) = remote.read_and_list(&[item], &[], 64 << 10)?;
+    let bytes = files.into_iter().next().flatten().ok_or_else(|| {
+        Error::integrity(format!(
+            "remote ref file {path} {VANISHED} {}",
+            remote.describe()
+        ))
+    })?;
+    Ok((generation, decode_generation(remote, &path, &bytes)?.new))
 }
 
 /// Generation probes sent together in one batch while bisecting (one round trip each).
 const PROBES_PER_ROUND: u64 = 128;
-/// The exponential probe tries generations 1, 2, 4, ... 2^MAX_DOUBLINGS in one batch.
-const MAX_DOUBLINGS: u32 = 40;
+/// The first batch tries generations 1 to `DENSE` and then the powers of two up to
+/// 2^MAX_DOUBLINGS (29 reads: with `config` and two listings, one window of open
+/// handles, so one round trip for the opens and one for the reads). A ref moved at most
+/// `DENSE` times needs no bisection; one moved more than 2^MAX_DOUBLINGS times is listed.
+const DENSE: u64 = 8;
+const MAX_DOUBLINGS: u32 = 24;
 
 /// What a push needs to know of a remote store, without listing anything that grows
-/// with it: its config, its staging directories, and the newest generation of
-/// `refs/current`, found by probing (SPEC 8.3) instead of listing `refs/current/`. The
-/// first batch reads `config`, lists `staging/` and reads generations 1, 2, 4, ...; then
-/// each round reads up to 128 generations between the newest seen and the first missing
-/// one: a ref moved 10,000 times takes 1 + 2 batches. `packs` and `fanouts` are left
-/// empty (a push does not need them; `read_state` lists them for a pull).
+/// with it: its config, its staging directories (and its top directory when it has no
+/// config), and the newest generation of `refs/current`, found by probing (SPEC 8.3)
+/// instead of listing `refs/current/`. The first batch reads `config` and generations 1
+/// to 8, 16, 32, ...; then each round reads up to 128 generations between the newest
+/// seen and the first missing one: a ref moved 10,000 times takes 1 + 2 batches.
+/// `packs` and `fanouts` are left empty (a push does not need them; `read_state` lists
+/// them for a pull).
 pub fn read_push_state(remote: &mut dyn Backend) -> Result<RemoteState> {
-    with_retries(remote, read_push_state_once)
+    with_retries(remote, |remote| {
+        // The top directory too (a few names): a push that finds no store creates one
+        // only in a new or empty directory, and needs no second look to know.
+        let (mut state, mut listings) = probe_state(remote, &[Listing::Leftovers, Listing::Root])?;
+        let top = listings.pop().flatten();
+        state.staging = listings.pop().flatten().unwrap_or_default();
+        state.top = state.config.is_none().then(|| top.unwrap_or_default());
+        Ok(state)
+    })
 }
 
-fn read_push_state_once(remote: &mut dyn Backend) -> Result<RemoteState> {
+/// One batch reading `config` and the first generation probes with the `lists`, then
+/// the bisection rounds: the state (packs, fanouts, staging and top left empty) and the
+/// listings.
+#[allow(clippy::type_complexity)]
+fn probe_state(
+    remote: &mut dyn Backend,
+    lists: &[Listing],
+) -> Result<(RemoteState, Vec<Option<Vec<RemoteEntry>>>)> {
     let generation_path = |n: u64| layout::generation_path(&RefName::Current, n);
     let generation = |n: u64| (Kind::Generation(RefName::Current), generation_name(n));
     let mut files = vec![(Kind::Config, String::new())];
-    let powers: Vec<u64> = (0..=MAX_DOUBLINGS).map(|k| 1u64 << k).collect();
-    files.extend(powers.iter().map(|n| generation(*n)));
-    let (mut read, mut listings) = remote.read_and_list(&files, &[Listing::Leftovers], 1 << 20)?;
-    let staging = listings.pop().flatten().unwrap_or_default();
+    let probes: Vec<u64> = (1..=DENSE)
+        .chain(
+            (0..=MAX_DOUBLINGS)
+                .map(|k| 1u64 << k)
+                .filter(|n| *n > DENSE),
+        )
+        .collect();
+    files.extend(probes.iter().map(|n| generation(*n)));
+    let (mut read, listings) = remote.read_and_list(&files, lists, 1 << 20)?;
     let config = decode_config(remote, read.first_mut().and_then(Option::take))?;
     let mut state = RemoteState {
+        top: None,
         fanouts: Vec::new(),
         config,
         generation: 0,
         current: None,
         packs: Vec::new(),
-        staging,
+        staging: Vec::new(),
     };
     if state.config.is_none() {
-        return Ok(state);
+        return Ok((state, listings));
     }
-    // Generations present run 1..=N: find the last power of two present.
+    // Generations present run 1..=N: find the last probe present.
     let mut newest: Option<(u64, Vec<u8>)> = None;
     let mut missing = None;
-    for (n, bytes) in powers.iter().zip(read.into_iter().skip(1)) {
+    for (n, bytes) in probes.iter().zip(read.into_iter().skip(1)) {
         match bytes {
             Some(bytes) => newest = Some((*n, bytes)),
             None => {
@@ -175,12 +195,10 @@ fn read_push_state_once(remote: &mut dyn Backend) -> Result<RemoteState> {
         }
     }
     let (Some((mut low, mut low_bytes)), Some(mut high)) = (newest, missing) else {
-        // No generation 1 (an empty ref, or one pruned by hand), or more than 2^40:
+        // No generation 1 (an empty ref, or one pruned by hand), or more than 2^24:
         // the listing decides.
-        let found = read_state_once(remote)?;
-        state.generation = found.generation;
-        state.current = found.current;
-        return Ok(state);
+        (state.generation, state.current) = newest_by_listing(remote)?;
+        return Ok((state, listings));
     };
     while high - low > 1 {
         let step = (high - low).div_ceil(PROBES_PER_ROUND + 1).max(1);
@@ -207,7 +225,7 @@ fn read_push_state_once(remote: &mut dyn Backend) -> Result<RemoteState> {
     let entry = decode_generation(remote, &path, &low_bytes)?;
     state.generation = low;
     state.current = entry.new;
-    Ok(state)
+    Ok((state, listings))
 }
 
 /// The remote's `config`, if it has one; damage names the remote.
@@ -234,39 +252,48 @@ fn decode_generation(remote: &dyn Backend, path: &str, bytes: &[u8]) -> Result<L
     })
 }
 
-/// Create the store layout on the remote (dirs first, `config` last: a store with a
-/// config is complete). Safe to run concurrently: every step tolerates a twin.
-/// The remote gets the local store's format, features and encryption (never its
-/// targets), so an encrypted store stays the same encrypted store over there.
-pub fn create_store(remote: &mut dyn Backend, local: &StoreConfig) -> Result<()> {
-    check_room_for_store(remote)?;
-    let config = StoreConfig {
+/// The `config` a new remote store gets: the local store's format, features and
+/// encryption (never its targets), so an encrypted store stays the same encrypted store
+/// over there.
+pub fn new_store_config(local: &StoreConfig) -> Vec<u8> {
+    StoreConfig {
         format: local.format.clone(),
         version: local.version,
         features: local.features.clone(),
         encryption: local.encryption.clone(),
         ..StoreConfig::default()
     }
-    .encode();
-    if remote.create_store(config)? == Published::Exists {
-        // Someone created the store at the same time; theirs must be a store we read.
-        let (files, _) = remote.read_and_list(&[(Kind::Config, String::new())], &[], 1 << 20)?;
-        let theirs = files.into_iter().next().flatten().ok_or_else(|| {
-            Error::integrity(format!(
-                "the remote store {} lost its config while being created",
-                remote.describe()
-            ))
-        })?;
-        StoreConfig::decode(&theirs)?;
+    .encode()
+}
+
+/// Create the store layout on the remote (dirs first, `config` last: a store with a
+/// config is complete). Safe to run concurrently: every step tolerates a twin. (A push
+/// creates the store with its first pack instead: `Backend::begin_new_store`.)
+pub fn create_store(remote: &mut dyn Backend, local: &StoreConfig) -> Result<()> {
+    let (_, mut listings) = remote.read_and_list(&[], &[Listing::Root], 1 << 20)?;
+    check_room_for_store(remote, &listings.pop().flatten().unwrap_or_default())?;
+    if remote.create_store(new_store_config(local))? == Published::Exists {
+        check_twin_config(remote)?;
     }
     Ok(())
 }
 
+/// Someone created the store at the same time; theirs must be a store we read.
+pub fn check_twin_config(remote: &mut dyn Backend) -> Result<()> {
+    let (files, _) = remote.read_and_list(&[(Kind::Config, String::new())], &[], 1 << 20)?;
+    let theirs = files.into_iter().next().flatten().ok_or_else(|| {
+        Error::integrity(format!(
+            "the remote store {} lost its config while being created",
+            remote.describe()
+        ))
+    })?;
+    StoreConfig::decode(&theirs)?;
+    Ok(())
+}
+
 /// A store is created only in a new or empty directory (or over a half-made store):
-/// never beside someone's files.
-fn check_room_for_store(remote: &mut dyn Backend) -> Result<()> {
-    let (_, mut listings) = remote.read_and_list(&[], &[Listing::Root], 1 << 20)?;
-    let entries = listings.pop().flatten().unwrap_or_default();
+/// never beside someone's files. `entries`: what the directory holds.
+pub fn check_room_for_store(remote: &dyn Backend, entries: &[RemoteEntry]) -> Result<()> {
     let foreign: Vec<&str> = entries
         .iter()
         .map(|e| e.name.as_str())
@@ -413,26 +440,26 @@ mod tests {
     fn a_generation_read_that_loses_a_race_is_read_again() {
         let dir = tempfile::tempdir().unwrap();
         let newest = store_with_generations(dir.path());
-        for race in [Race::Vanished, Race::Failure] {
-            let state = read_state(&mut racing(dir.path(), 1, race)).unwrap();
-            assert_eq!((state.generation, state.current), (3, Some(newest)));
-        }
+        let state = read_state(&mut racing(dir.path(), 1, Race::Failure)).unwrap();
+        assert_eq!((state.generation, state.current), (3, Some(newest)));
         let state = read_push_state(&mut racing(dir.path(), 2, Race::Failure)).unwrap();
         assert_eq!((state.generation, state.current), (3, Some(newest)));
         // A probe that misses a generation sees an older one: the push then publishes
         // that generation again, which the no-clobber rename refuses (store_conflict).
-        let state = read_push_state(&mut racing(dir.path(), 1, Race::Vanished)).unwrap();
-        assert_eq!(state.generation, 2);
+        for look in [read_push_state, read_state] {
+            let state = look(&mut racing(dir.path(), 1, Race::Vanished)).unwrap();
+            assert_eq!(state.generation, 2);
+        }
     }
 
     #[test]
     fn a_generation_that_stays_unreadable_is_still_reported() {
         let dir = tempfile::tempdir().unwrap();
         store_with_generations(dir.path());
-        let err = read_state(&mut racing(dir.path(), 99, Race::Vanished))
+        let err = read_state(&mut racing(dir.path(), 99, Race::Failure))
             .err()
             .unwrap();
-        assert_eq!(err.kind, ErrorKind::Integrity, "{}", err.message);
+        assert_eq!(err.kind, ErrorKind::Transport, "{}", err.message);
         let err = read_push_state(&mut racing(dir.path(), 99, Race::Failure))
             .err()
             .unwrap();

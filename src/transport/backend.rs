@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::{Published, Remote, RemoteEntry, Upload};
+use super::{Published, Remote, RemoteEntry, Step, Upload};
 use crate::error::{Error, Result};
 use crate::format::layout::{self, Kind};
 use crate::store::leftovers;
@@ -29,6 +29,19 @@ pub enum Listing {
 #[derive(Debug)]
 pub struct NewItem {
     staging: String,
+    /// A store created with the item (`begin_new_store`): its small files, `config`
+    /// last, staged beside the item and published before it.
+    store: Vec<(String, Vec<u8>)>,
+}
+
+/// What `publish_chain` did.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Chain {
+    /// The store's `config`, when the item was begun with its store (`Exists`: a twin
+    /// created the store at the same time, and its config won).
+    pub store: Option<Published>,
+    pub item: Published,
+    pub then: Published,
 }
 
 /// A remote store's storage, by kind and name.
@@ -67,8 +80,50 @@ pub trait Backend {
     /// hash); write it with `upload`, then `finish_new` or `abandon`.
     fn begin_new(&mut self) -> Result<NewItem>;
 
+    /// `begin_new` for a remote without a store: the store is created with the item,
+    /// its directories now, its small files with `config` last staged with the item
+    /// (`upload_with`) and published in the same batch before it (`publish_chain`): a
+    /// store with a config is complete.
+    fn begin_new_store(&mut self, config: Vec<u8>) -> Result<NewItem>;
+
     /// The stream into a begun item.
     fn upload(&mut self, item: &NewItem) -> Result<Box<dyn Upload + '_>>;
+
+    /// The stream into a begun item, with small items `beside` (name, bytes) staged with
+    /// it: written, fsynced and read back in the upload's own batches (`finish` fails if
+    /// one does not read back exactly).
+    fn upload_with(
+        &mut self,
+        item: &NewItem,
+        beside: &[(String, Vec<u8>)],
+    ) -> Result<Box<dyn Upload + '_>>;
+
+    /// Give a written item its name (as `finish_new`) and then, only if that happened,
+    /// give the small item `then.0` staged beside it the name `then.2` of kind `then.1`,
+    /// in one batch (a pack, then the ref generation that needs it: one round trip). The
+    /// item's name taken means nothing of `then` was published (both `Exists`): check
+    /// the existing item, then `publish_beside`. A store begun with the item is
+    /// published first.
+    fn publish_chain(
+        &mut self,
+        item: &NewItem,
+        kind: &Kind,
+        name: &str,
+        then: (&str, &Kind, &str),
+    ) -> Result<Chain>;
+
+    /// Give the small item `staged` of a begun item its name, never over an existing one.
+    fn publish_beside(
+        &mut self,
+        item: &NewItem,
+        staged: &str,
+        kind: &Kind,
+        name: &str,
+    ) -> Result<Published>;
+
+    /// Remove a begun item's staging once its items are published (`all`), else
+    /// whatever is left of it (best effort: a leftover is swept later).
+    fn close_new(&mut self, item: NewItem, all: bool);
 
     /// Give a written item its name, atomically and never over an existing item.
     fn finish_new(&mut self, item: NewItem, kind: &Kind, name: &str) -> Result<Published>;
@@ -89,6 +144,11 @@ pub trait Backend {
     /// not there. Only packs and loose objects are ever deleted: the config, the log and
     /// ref generations are the store's history (SPEC sections 8, 9 and 17).
     fn delete(&mut self, kind: &Kind, name: &str) -> Result<bool>;
+}
+
+/// Where a store file of `item` is staged.
+fn store_staged(item: &NewItem, name: &str) -> String {
+    format!("{}/store{name}", item.staging)
 }
 
 /// A fresh, unique staging directory name: host, pid and time.
@@ -190,11 +250,133 @@ impl<T: Remote + ?Sized> Backend for T {
     fn begin_new(&mut self) -> Result<NewItem> {
         let staging = layout::staging_dir(&staging_name());
         self.make_dirs(std::slice::from_ref(&staging))?;
-        Ok(NewItem { staging })
+        Ok(NewItem {
+            staging,
+            store: Vec::new(),
+        })
+    }
+
+    fn begin_new_store(&mut self, config: Vec<u8>) -> Result<NewItem> {
+        let dirs: Vec<String> = std::iter::once("")
+            .chain(layout::DIRS)
+            .map(|d| d.to_string())
+            .collect();
+        self.make_dirs(&dirs)?;
+        // The top directory too: its files are published with a directory fsync each.
+        let publish_into = [
+            String::new(),
+            layout::dir(&Kind::Pack),
+            layout::dir(&Kind::Generation(crate::format::names::RefName::Current)),
+        ];
+        self.prepare_publish(&publish_into)?;
+        let mut item = self.begin_new()?;
+        item.store = layout::INITIAL_FILES
+            .iter()
+            .map(|(name, bytes)| (name.to_string(), bytes.to_vec()))
+            .chain([(layout::CONFIG.to_string(), config)])
+            .collect();
+        Ok(item)
     }
 
     fn upload(&mut self, item: &NewItem) -> Result<Box<dyn Upload + '_>> {
         self.create(&format!("{}/item", item.staging))
+    }
+
+    fn upload_with(
+        &mut self,
+        item: &NewItem,
+        beside: &[(String, Vec<u8>)],
+    ) -> Result<Box<dyn Upload + '_>> {
+        let beside: Vec<(String, Vec<u8>)> = beside
+            .iter()
+            .map(|(n, b)| (format!("{}/{n}", item.staging), b.clone()))
+            .chain(
+                item.store
+                    .iter()
+                    .map(|(n, b)| (store_staged(item, n), b.clone())),
+            )
+            .collect();
+        self.create_with(&format!("{}/item", item.staging), &beside)
+    }
+
+    fn publish_chain(
+        &mut self,
+        item: &NewItem,
+        kind: &Kind,
+        name: &str,
+        (staged, then_kind, then_name): (&str, &Kind, &str),
+    ) -> Result<Chain> {
+        // A store's small files first, `config` last of them (each may exist already:
+        // a half-made store, or a twin creating it at the same time).
+        let mut steps: Vec<Step> = item
+            .store
+            .iter()
+            .map(|(n, _)| Step::Rename {
+                from: store_staged(item, n),
+                to: n.clone(),
+                sync: true,
+            })
+            .collect();
+        let first = steps.len();
+        // Each step of the chain fails when the one before did, so it stops at a failure
+        // although every request is sent at once: the item moved away is what lets
+        // `item` be made a directory, only a directory takes the small item in, and only
+        // from there is it published.
+        let at = format!("{}/item", item.staging);
+        steps.extend([
+            Step::Rename {
+                from: at.clone(),
+                to: layout::path(kind, name),
+                sync: true,
+            },
+            Step::MkDir(at.clone()),
+            Step::Rename {
+                from: format!("{}/{staged}", item.staging),
+                to: format!("{at}/{staged}"),
+                sync: false,
+            },
+            Step::Rename {
+                from: format!("{at}/{staged}"),
+                to: layout::path(then_kind, then_name),
+                sync: true,
+            },
+        ]);
+        let done = self.run_in_order(&steps)?;
+        let outcome = |ok: bool| {
+            if ok {
+                Published::Done
+            } else {
+                Published::Exists
+            }
+        };
+        Ok(Chain {
+            store: (first > 0).then(|| outcome(done[first - 1])),
+            item: outcome(done[first]),
+            then: outcome(done[first] && done[first + 3]),
+        })
+    }
+
+    fn publish_beside(
+        &mut self,
+        item: &NewItem,
+        staged: &str,
+        kind: &Kind,
+        name: &str,
+    ) -> Result<Published> {
+        self.publish(
+            &format!("{}/{staged}", item.staging),
+            &layout::path(kind, name),
+        )
+    }
+
+    fn close_new(&mut self, item: NewItem, all: bool) {
+        if all {
+            // In order: the directory the chain made, then the staging directory.
+            self.remove_empty_dir(&format!("{}/item", item.staging));
+            self.remove_empty_dir(&item.staging);
+        } else {
+            let _ = self.remove_dir_all(&item.staging);
+        }
     }
 
     fn finish_new(&mut self, item: NewItem, kind: &Kind, name: &str) -> Result<Published> {
@@ -263,46 +445,4 @@ impl<T: Remote + ?Sized> Backend for T {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::error::ErrorKind;
-    use crate::format::names::RefName;
-    use crate::transport::local::LocalRemote;
-
-    #[test]
-    fn a_local_backend_deletes_packs_and_loose_objects_but_never_history() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let root = dir.path();
-        for d in ["packs", "objects/ab", "refs/current"] {
-            std::fs::create_dir_all(root.join(d)).expect("mkdir");
-        }
-        for f in ["packs/p1.pack", "objects/ab/cdef", "config", "log"] {
-            std::fs::write(root.join(f), f).expect("write");
-        }
-        std::fs::write(root.join("refs/current/00000000000000000001"), "g").expect("write");
-        let mut backend: Box<dyn Backend> = Box::new(LocalRemote::new(root.to_path_buf()));
-        assert!(backend.delete(&Kind::Pack, "p1.pack").expect("delete pack"));
-        assert!(
-            !backend
-                .delete(&Kind::Pack, "p1.pack")
-                .expect("already gone")
-        );
-        assert!(
-            backend
-                .delete(&Kind::Loose, "abcdef")
-                .expect("delete loose")
-        );
-        assert!(!root.join("packs/p1.pack").exists() && !root.join("objects/ab/cdef").exists());
-        for (kind, name) in [
-            (Kind::Config, ""),
-            (Kind::Log, ""),
-            (Kind::Generation(RefName::Current), "00000000000000000001"),
-        ] {
-            let err = backend.delete(&kind, name).expect_err("history stays");
-            assert_eq!(err.kind, ErrorKind::Internal, "{}", err.message);
-        }
-        for f in ["config", "log", "refs/current/00000000000000000001"] {
-            assert!(root.join(f).exists(), "{f} kept");
-        }
-    }
-}
+mod tests;

@@ -2,11 +2,11 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-use super::{Published, Receipt, Remote, RemoteEntry, Upload};
+use super::{Published, Receipt, Remote, RemoteEntry, Step, Upload};
 use crate::error::{Error, IoContext, Result};
 use crate::store::fsutil::{self, rename_noclobber};
 
@@ -236,6 +236,42 @@ impl Remote for LocalRemote {
             fsutil::fsync_dir(&dir)?;
         }
         Ok(outcomes)
+    }
+
+    fn run_in_order(&mut self, steps: &[Step]) -> Result<Vec<bool>> {
+        let mut done = Vec::with_capacity(steps.len());
+        for step in steps {
+            let outcome = match step {
+                Step::Rename { from, to, sync } => {
+                    let dst = self.full(to);
+                    rename_noclobber(&self.full(from), &dst).and_then(|()| match dst.parent() {
+                        Some(parent) if *sync => {
+                            fsutil::fsync_dir(parent).map_err(io::Error::other)
+                        }
+                        _ => Ok(()),
+                    })
+                }
+                Step::MkDir(dir) => fs::DirBuilder::new()
+                    .mode(fsutil::DIR_MODE)
+                    .create(self.full(dir)),
+            };
+            done.push(match outcome {
+                Ok(()) => true,
+                // What a step that depends on a failed one runs into.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::AlreadyExists
+                            | io::ErrorKind::NotFound
+                            | io::ErrorKind::NotADirectory
+                    ) =>
+                {
+                    false
+                }
+                Err(e) => return Err(Error::other(format!("cannot carry out {step:?}: {e}"))),
+            });
+        }
+        Ok(done)
     }
 
     fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64> {

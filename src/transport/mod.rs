@@ -46,6 +46,19 @@ pub enum Published {
     Exists,
 }
 
+/// One step of `Remote::run_in_order`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Rename without ever overwriting, then (`sync`) fsync `to`'s directory.
+    Rename {
+        from: String,
+        to: String,
+        sync: bool,
+    },
+    /// Create a directory (mode 0700); refused when the path exists.
+    MkDir(String),
+}
+
 /// A store's directory on the other side. Paths are relative to the store root and use
 /// `/`; the transport never interprets them beyond joining them to the root.
 pub trait Remote {
@@ -72,6 +85,42 @@ pub trait Remote {
     /// Create new small files (exclusively, mode 0600) with the given bytes, fsync them,
     /// and check that each reads back exactly, all in one batch.
     fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()>;
+
+    /// `create`, with the small files `beside` created as `put_files` does; SFTP writes,
+    /// fsyncs and reads them back in the upload's own batches (no round trip of their
+    /// own), and the upload's `finish` fails if one does not read back exactly.
+    fn create_with(
+        &mut self,
+        path: &str,
+        beside: &[(String, Vec<u8>)],
+    ) -> Result<Box<dyn Upload + '_>> {
+        self.put_files(beside)?;
+        self.create(path)
+    }
+
+    /// Carry out `steps` in this order, in one batch where the transport keeps the order
+    /// (SFTP pipelines them: the server handles requests in order), each one even after
+    /// an earlier one failed: a chain of steps that must stop at a failure is written so
+    /// that each later step fails when the one it depends on did. Returns whether each
+    /// step happened (a rename onto an existing path, or from a missing one, did not);
+    /// other failures are errors.
+    fn run_in_order(&mut self, steps: &[Step]) -> Result<Vec<bool>> {
+        let mut done = Vec::with_capacity(steps.len());
+        for step in steps {
+            done.push(match step {
+                Step::Rename { from, to, .. } => match self.publish(from, to) {
+                    Ok(outcome) => outcome == Published::Done,
+                    Err(e) if e.kind == crate::error::ErrorKind::NotFound => false,
+                    Err(e) => return Err(e),
+                },
+                Step::MkDir(dir) => {
+                    self.make_dirs(std::slice::from_ref(dir))?;
+                    true
+                }
+            });
+        }
+        Ok(done)
+    }
 
     /// Rename each `from` to its `to` without ever overwriting, then fsync the target
     /// directories, all in one batch. Callers that need an order between publishes make
@@ -111,6 +160,18 @@ pub trait Remote {
 
     /// Remove one file, durably: `false` when it was not there.
     fn remove_file(&mut self, path: &str) -> Result<bool>;
+
+    /// Network round trips waited for since connecting, when the transport counts them
+    /// (SFTP: each time it waits for a reply after sending requests, streaming windows
+    /// aside); `None`: `BATON_TRACE` counts the batches (method calls) that wait.
+    fn round_trips(&self) -> Option<u64> {
+        None
+    }
+
+    /// The negotiated cipher, for `BATON_TRACE` (SSH only).
+    fn cipher(&self) -> Option<String> {
+        None
+    }
 }
 
 impl Remote for Box<dyn Remote> {
@@ -133,6 +194,16 @@ impl Remote for Box<dyn Remote> {
     }
     fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()> {
         (**self).put_files(files)
+    }
+    fn create_with(
+        &mut self,
+        path: &str,
+        beside: &[(String, Vec<u8>)],
+    ) -> Result<Box<dyn Upload + '_>> {
+        (**self).create_with(path, beside)
+    }
+    fn run_in_order(&mut self, steps: &[Step]) -> Result<Vec<bool>> {
+        (**self).run_in_order(steps)
     }
     fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>> {
         (**self).publish_many(moves)
@@ -160,5 +231,11 @@ impl Remote for Box<dyn Remote> {
     }
     fn remove_file(&mut self, path: &str) -> Result<bool> {
         (**self).remove_file(path)
+    }
+    fn round_trips(&self) -> Option<u64> {
+        (**self).round_trips()
+    }
+    fn cipher(&self) -> Option<String> {
+        (**self).cipher()
     }
 }

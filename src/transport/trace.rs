@@ -1,15 +1,19 @@
 //! `BATON_TRACE=1`: log every transport call and its duration to stderr, to see where a
-//! sync spends its round trips.
+//! sync spends its round trips, and end with a `trace summary: round trips: N after
+//! connect` line: the transport's own count (SFTP), else the calls that waited for an
+//! answer (each one batch).
 
 use std::io::Write;
 use std::time::Instant;
 
-use super::{Published, Remote, RemoteEntry, Upload};
+use super::{Published, Remote, RemoteEntry, Step, Upload};
 use crate::error::Result;
 
-pub struct Traced<R> {
+pub struct Traced<R: Remote> {
     inner: R,
     started: Instant,
+    /// Calls that waited for an answer (the count for transports that keep none).
+    batches: std::rc::Rc<std::cell::Cell<u64>>,
 }
 
 impl<R: Remote> Traced<R> {
@@ -17,14 +21,28 @@ impl<R: Remote> Traced<R> {
         Traced {
             inner,
             started: Instant::now(),
+            batches: Default::default(),
         }
     }
 
+    /// The round trips so far: the transport's count, else the batches that waited.
+    pub fn round_trips(&self) -> u64 {
+        self.inner.round_trips().unwrap_or(self.batches.get())
+    }
+
+    /// Log a call that waited for its answer (one batch).
     fn log<T>(&self, what: &str, t0: Instant, result: Result<T>) -> Result<T> {
+        self.batches.set(self.batches.get() + 1);
+        self.note(what, t0, result)
+    }
+
+    /// Log a call whose requests a transport may send without waiting.
+    fn note<T>(&self, what: &str, t0: Instant, result: Result<T>) -> Result<T> {
         eprintln!(
-            "trace: {:>8.1} ms  {:>7.1} ms  {what}{}",
+            "trace: {:>8.1} ms  {:>7.1} ms  {:>3} rt  {what}{}",
             self.started.elapsed().as_secs_f64() * 1e3,
             t0.elapsed().as_secs_f64() * 1e3,
+            self.round_trips(),
             if result.is_err() { " (error)" } else { "" }
         );
         result
@@ -50,19 +68,42 @@ impl<R: Remote> Remote for Traced<R> {
     fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
         let t0 = Instant::now();
         let r = self.inner.make_dirs(dirs);
-        self.log(&format!("make_dirs {dirs:?}"), t0, r)
+        self.note(&format!("make_dirs {dirs:?} (not waited for)"), t0, r)
     }
 
     fn create(&mut self, path: &str) -> Result<Box<dyn Upload + '_>> {
+        self.create_with(path, &[])
+    }
+
+    fn run_in_order(&mut self, steps: &[Step]) -> Result<Vec<bool>> {
+        let t0 = Instant::now();
+        let r = self.inner.run_in_order(steps);
+        self.log(&format!("run_in_order {steps:?}"), t0, r)
+    }
+
+    fn create_with(
+        &mut self,
+        path: &str,
+        beside: &[(String, Vec<u8>)],
+    ) -> Result<Box<dyn Upload + '_>> {
         let t0 = Instant::now();
         let started = self.started;
-        let r = self.inner.create(path);
+        let batches = self.batches.clone();
+        batches.set(batches.get() + 1);
+        let r = self.inner.create_with(path, beside);
+        let names: Vec<&String> = beside.iter().map(|(n, _)| n).collect();
         eprintln!(
-            "trace: {:>8.1} ms  {:>7.1} ms  create {path}",
+            "trace: {:>8.1} ms  {:>7.1} ms  create {path} beside {names:?}",
             started.elapsed().as_secs_f64() * 1e3,
             t0.elapsed().as_secs_f64() * 1e3
         );
-        r
+        let inner = r?;
+        Ok(Box::new(TracedUpload {
+            inner,
+            batches,
+            path: path.to_string(),
+            started,
+        }))
     }
 
     fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()> {
@@ -75,7 +116,7 @@ impl<R: Remote> Remote for Traced<R> {
     fn prepare_publish(&mut self, dirs: &[String]) -> Result<()> {
         let t0 = Instant::now();
         let r = self.inner.prepare_publish(dirs);
-        self.log(&format!("prepare_publish {dirs:?} (not waited for)"), t0, r)
+        self.note(&format!("prepare_publish {dirs:?} (not waited for)"), t0, r)
     }
 
     fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>> {
@@ -116,10 +157,60 @@ impl<R: Remote> Remote for Traced<R> {
 
     fn remove_empty_dir(&mut self, dir: &str) {
         self.inner.remove_empty_dir(dir);
-        let _ = self.log(
-            &format!("remove_empty_dir {dir} (not waited for)"),
-            Instant::now(),
-            Ok(()),
+        eprintln!(
+            "trace: {:>8.1} ms  {:>7.1} ms  remove_empty_dir {dir} (not waited for)",
+            self.started.elapsed().as_secs_f64() * 1e3,
+            0.0
         );
+    }
+
+    fn round_trips(&self) -> Option<u64> {
+        Some(Traced::round_trips(self))
+    }
+
+    fn cipher(&self) -> Option<String> {
+        self.inner.cipher()
+    }
+}
+
+impl<R: Remote> Drop for Traced<R> {
+    fn drop(&mut self) {
+        eprintln!(
+            "trace summary: round trips: {} after connect",
+            Traced::round_trips(self)
+        );
+    }
+}
+
+/// An upload whose `finish` (one waited batch) is traced and counted.
+struct TracedUpload<'a> {
+    inner: Box<dyn Upload + 'a>,
+    batches: std::rc::Rc<std::cell::Cell<u64>>,
+    path: String,
+    started: Instant,
+}
+
+impl Write for TracedUpload<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl Upload for TracedUpload<'_> {
+    fn finish(self: Box<Self>, readback: &[(u64, u64)]) -> Result<super::Receipt> {
+        let t0 = Instant::now();
+        self.batches.set(self.batches.get() + 1);
+        let r = self.inner.finish(readback);
+        eprintln!(
+            "trace: {:>8.1} ms  {:>7.1} ms  finish {}{}",
+            self.started.elapsed().as_secs_f64() * 1e3,
+            t0.elapsed().as_secs_f64() * 1e3,
+            self.path,
+            if r.is_err() { " (error)" } else { "" }
+        );
+        r
     }
 }

@@ -17,6 +17,6 @@ mod format_vectors;
 mod fuzz_regressions;
 mod handoff_cli;
 mod handoff_evidence;
+mod perf_history;
 mod save_pack;
 mod statcache;
-mod perf_history;

@@ -10,7 +10,9 @@ mod common;
 #[path = "../common/sshd.rs"]
 mod sshd;
 
+mod round_trips;
 mod scenarios;
+mod ssh_cipher;
 mod ssh_connect;
 mod sync_local;
 mod sync_ssh;

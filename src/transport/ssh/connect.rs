@@ -20,6 +20,7 @@ use ssh2_config::{HostParams, ParseRule, SshConfig};
 use crate::error::{Error, ErrorKind, Result};
 
 mod auth;
+mod ciphers;
 mod config;
 mod host_keys;
 mod revoked;
@@ -101,6 +102,8 @@ pub struct Connection {
     pub keepalive_secs: Option<u32>,
     /// The timeout in force for connecting and for each blocking call on the session.
     pub timeout: Duration,
+    /// The negotiated cipher (`cs/sc` when the directions differ), for `BATON_TRACE`.
+    pub cipher: String,
 }
 
 impl std::fmt::Debug for Connection {
@@ -111,6 +114,7 @@ impl std::fmt::Debug for Connection {
             .field("user", &self.user)
             .field("keepalive_secs", &self.keepalive_secs)
             .field("timeout", &self.timeout)
+            .field("cipher", &self.cipher)
             .finish_non_exhaustive()
     }
 }
@@ -145,6 +149,7 @@ pub fn connect(target: &SshTarget, opts: &ConnectOptions) -> Result<Connection> 
     };
     let known_types = known_key_types(&known_hosts, &kh_name);
     prefer_host_key_types(&session, &known_types)?;
+    ciphers::prefer_ciphers(&session, res.ciphers.as_deref(), &res.config_path)?;
 
     session.handshake().map_err(|e| {
         if is_timeout(&e) && session.banner().is_some() {
@@ -190,7 +195,9 @@ pub fn connect(target: &SshTarget, opts: &ConnectOptions) -> Result<Connection> 
     authenticate(&session, &res, link.as_ref())?;
     drop(link);
 
+    let cipher = ciphers::negotiated(&session);
     Ok(Connection {
+        cipher,
         session,
         host: res.host,
         port: res.port,

@@ -29,7 +29,7 @@ mod upload;
 
 use super::connect::{ConnectOptions, Connection, SshTarget, connect};
 use crate::error::{Error, Result};
-use crate::transport::{Published, Remote, RemoteEntry, Upload};
+use crate::transport::{Published, Remote, RemoteEntry, Step, Upload};
 use session::{lost, status_error};
 
 /// Data per READ/WRITE request: OpenSSH's sftp-server accepts packets up to 256 KiB.
@@ -87,6 +87,13 @@ pub struct SftpRemote {
     /// Directories opened ahead of a publish (`prepare_publish`), for their fsync: the
     /// request id while the reply is outstanding, then the handle.
     prepared: HashMap<String, Prepared>,
+    /// Round trips waited for since the session started (after INIT): a reply to a
+    /// request sent after the last counted wait began counts one.
+    round_trips: u64,
+    /// Outstanding requests and the value of `round_trips` when each was sent.
+    sent_in_round: HashMap<u32, u64>,
+    /// Waiting for room in a full streaming window: bandwidth, not a round trip.
+    streaming: bool,
 }
 
 enum Prepared {
@@ -134,6 +141,9 @@ impl SftpRemote {
             broken: false,
             trace: std::env::var_os("BATON_TRACE_SFTP").is_some_and(|v| v != "0"),
             prepared: HashMap::new(),
+            round_trips: 0,
+            sent_in_round: HashMap::new(),
+            streaming: false,
         };
         remote.send(Packet::Init(Init::new()))?;
         match remote.recv()? {
@@ -148,6 +158,8 @@ impl SftpRemote {
                 ));
             }
         }
+        // The greeting is part of connecting.
+        remote.round_trips = 0;
         Ok(remote)
     }
 
@@ -225,10 +237,56 @@ impl Remote for SftpRemote {
     }
 
     fn create(&mut self, path: &str) -> Result<Box<dyn Upload + '_>> {
+        self.create_with(path, &[])
+    }
+
+    fn create_with(
+        &mut self,
+        path: &str,
+        beside: &[(String, Vec<u8>)],
+    ) -> Result<Box<dyn Upload + '_>> {
+        if let Some((p, _)) = beside.iter().find(|(_, b)| b.len() > CHUNK) {
+            return Err(Error::other(format!(
+                "{p} is too large to stage beside an upload"
+            )));
+        }
         let flags = OpenFlags::READ | OpenFlags::WRITE | OpenFlags::CREATE | OpenFlags::EXCLUDE;
+        // Every file is opened in one batch; the small ones are written in `finish`'s.
         let id = self.open(path, flags, Some(0o600))?;
+        let mut opens = Vec::with_capacity(beside.len());
+        for (p, _) in beside {
+            opens.push(self.open(p, flags, Some(0o600))?);
+        }
         let reply = self.wait(id)?;
-        let handle = self.created_handle(reply, path)?;
+        let handle = self.created_handle(reply, path);
+        let mut small = Vec::with_capacity(beside.len());
+        let mut failed = None;
+        for (id, (p, bytes)) in opens.into_iter().zip(beside) {
+            let reply = self.wait(id)?;
+            match self.created_handle(reply, p) {
+                Ok(h) => small.push((p.clone(), bytes.clone(), h)),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        let failed = match (handle, failed) {
+            (Ok(h), None) => Ok(h),
+            (Ok(h), Some(e)) => {
+                self.close_later(h, path)?;
+                Err(e)
+            }
+            (Err(e), _) => Err(e),
+        };
+        let handle = match failed {
+            Ok(h) => h,
+            Err(e) => {
+                for (p, _, h) in small {
+                    self.close_later(h, &p)?;
+                }
+                return Err(e);
+            }
+        };
         Ok(Box::new(upload::SftpUpload {
             remote: self,
             handle,
@@ -236,7 +294,12 @@ impl Remote for SftpRemote {
             offset: 0,
             buf: Vec::with_capacity(CHUNK),
             inflight: Default::default(),
+            beside: small,
         }))
+    }
+
+    fn run_in_order(&mut self, steps: &[Step]) -> Result<Vec<bool>> {
+        self.run_steps(steps)
     }
 
     fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()> {
@@ -261,6 +324,14 @@ impl Remote for SftpRemote {
             }
         }
         Ok(())
+    }
+
+    fn round_trips(&self) -> Option<u64> {
+        Some(self.round_trips)
+    }
+
+    fn cipher(&self) -> Option<String> {
+        self.conn.as_ref().map(|c| c.cipher.clone())
     }
 
     fn remove_empty_dir(&mut self, dir: &str) {

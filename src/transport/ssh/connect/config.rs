@@ -28,6 +28,10 @@ pub(super) struct Resolved {
     pub(super) keepalive_secs: Option<u32>,
     pub(super) agent: AgentSource,
     pub(super) key_passphrase: Option<KeyPassphrasePrompt>,
+    /// The `Ciphers` line's list (after its `+`/`-`/`^` rule), when the config has one.
+    pub(super) ciphers: Option<Vec<String>>,
+    /// The ssh config file read (for messages).
+    pub(super) config_path: PathBuf,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,6 +184,8 @@ pub(super) fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resol
         keepalive_secs,
         agent,
         key_passphrase: opts.key_passphrase.clone(),
+        ciphers: (!params.ciphers.is_default()).then(|| params.ciphers.algorithms().to_vec()),
+        config_path,
     })
 }
 

@@ -11,13 +11,13 @@
 use std::collections::VecDeque;
 
 use russh_sftp::protocol::{
-    FSetStat, FileAttributes, Fstat, OpenDir, OpenFlags, Packet, Rename, Stat, StatusCode,
+    FSetStat, FileAttributes, Fstat, MkDir, OpenDir, OpenFlags, Packet, Rename, Stat, StatusCode,
     Write as WriteReq,
 };
 
 use super::{CHUNK, SftpRemote, lost, status_error};
 use crate::error::{Error, ErrorKind, Result};
-use crate::transport::{Published, RemoteEntry};
+use crate::transport::{Published, RemoteEntry, Step as Order};
 
 /// Handles one batch keeps open at once (OpenSSH's server allows about a hundred; the
 /// few that `prepare_publish` and an upload hold come on top).
@@ -402,6 +402,101 @@ impl SftpRemote {
             }
         }
         Ok(outcomes)
+    }
+
+    /// `Remote::run_in_order`: every step sent back to back, each rename followed by the
+    /// fsync of its target directory (opened ahead by `prepare_publish`; others are
+    /// opened and fsynced once the steps are done), then the replies read in order.
+    pub(super) fn run_steps(&mut self, steps: &[Order]) -> Result<Vec<bool>> {
+        // (request id, the step it carries out; None for a directory fsync)
+        let mut sent: Vec<(u32, Option<usize>)> = Vec::new();
+        let mut unprepared: Vec<String> = Vec::new();
+        for (i, step) in steps.iter().enumerate() {
+            match step {
+                Order::Rename { from, to, sync } => {
+                    let (oldpath, newpath) = (self.path(from), self.path(to));
+                    let id = self.request(|id| {
+                        Packet::Rename(Rename {
+                            id,
+                            oldpath,
+                            newpath,
+                        })
+                    })?;
+                    sent.push((id, Some(i)));
+                    if !sync {
+                        continue;
+                    }
+                    let parent = to
+                        .rsplit_once('/')
+                        .map(|(dir, _)| dir.to_string())
+                        .unwrap_or_default();
+                    match self.prepared_handle(&parent)? {
+                        Some(handle) => {
+                            if let Some(id) = self.fsync(&handle)? {
+                                sent.push((id, None));
+                            }
+                        }
+                        None if !unprepared.contains(&parent) => unprepared.push(parent),
+                        None => {}
+                    }
+                }
+                Order::MkDir(dir) => {
+                    let (path, attrs) = (
+                        self.path(dir),
+                        FileAttributes {
+                            permissions: Some(0o700),
+                            ..FileAttributes::empty()
+                        },
+                    );
+                    let id = self.request(|id| Packet::MkDir(MkDir { id, path, attrs }))?;
+                    sent.push((id, Some(i)));
+                }
+            }
+        }
+        let mut done = vec![false; steps.len()];
+        let mut first_error = None;
+        for (id, step) in sent {
+            let reply = self.wait(id)?;
+            match (step, reply) {
+                (Some(i), Packet::Status(s)) => match s.status_code {
+                    StatusCode::Ok => done[i] = true,
+                    // Onto an existing path, from a missing one, or into a non-directory:
+                    // what a step whose predecessor failed runs into.
+                    StatusCode::Failure | StatusCode::NoSuchFile => {}
+                    code => {
+                        first_error.get_or_insert(status_error(
+                            &self.describe,
+                            &format!("{:?}", steps[i]),
+                            code,
+                            &s.error_message,
+                        ));
+                    }
+                },
+                (None, reply) => {
+                    if let Err(e) = self.expect_ok(reply, "fsync directory") {
+                        first_error.get_or_insert(e);
+                    }
+                }
+                (Some(i), other) => {
+                    first_error.get_or_insert(self.unexpected(&format!("{:?}", steps[i]), other));
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        for parent in unprepared {
+            let id = self.open(&parent, OpenFlags::READ, None)?;
+            let reply = self.wait(id)?;
+            if let Some(handle) = self.expect_handle(reply, &format!("open directory {parent}"))? {
+                if let Some(id) = self.fsync(&handle)? {
+                    let reply = self.wait(id)?;
+                    self.expect_ok(reply, "fsync directory")?;
+                }
+                self.close_later(handle, &parent)?;
+            }
+        }
+        Ok(done)
     }
 
     /// Collect one READDIR reply into `out`; true at the end of the directory.

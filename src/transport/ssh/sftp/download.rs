@@ -20,7 +20,7 @@ impl SftpRemote {
         let handle = self.open_for_reading(path)?;
         let mut out = Vec::with_capacity(len.min(CHUNK as u64 * WINDOW as u64) as usize);
         let end = offset.saturating_add(len);
-        let n = self.stream_range(&handle, offset, end, len, &mut out, path)?;
+        let n = self.stream_range(&handle, offset, end, len, &mut out, path, None)?;
         self.close_later(handle, path)?;
         if n != len {
             return Err(Error::integrity(format!(
@@ -40,12 +40,10 @@ impl SftpRemote {
         sink: &mut dyn Write,
     ) -> Result<()> {
         let handle = self.open_for_reading(path)?;
-        self.check_size(&handle, path, len)?;
-        let n = self.stream_range(&handle, 0, len, len, sink, path)?;
+        let n = self.stream_range(&handle, 0, len, len, sink, path, Some(len))?;
         if n != len {
             return Err(self.wrong_size(path, n, len));
         }
-        self.check_size(&handle, path, len)?;
         self.close_later(handle, path)?;
         Ok(())
     }
@@ -57,10 +55,13 @@ impl SftpRemote {
             .ok_or_else(|| Error::not_found(format!("{path} does not exist on {}", self.describe)))
     }
 
-    /// The open file must be a regular file of `len` bytes.
-    fn check_size(&mut self, handle: &str, path: &str, len: u64) -> Result<()> {
+    fn send_fstat(&mut self, handle: &str) -> Result<u32> {
         let h = handle.to_string();
-        let id = self.request(|id| Packet::Fstat(Fstat { id, handle: h }))?;
+        self.request(|id| Packet::Fstat(Fstat { id, handle: h }))
+    }
+
+    /// The reply to an fstat of the open file must show a regular file of `len` bytes.
+    fn check_size(&mut self, id: u32, path: &str, len: u64) -> Result<()> {
         let attrs = match self.wait(id)? {
             Packet::Attrs(a) => a.attrs,
             other => return Err(self.unexpected(&format!("fstat {path}"), other)),
@@ -100,12 +101,19 @@ impl SftpRemote {
         sink: &mut dyn Write,
         what: &str,
     ) -> Result<u64> {
-        self.stream_range(handle, 0, u64::MAX, limit, sink, what)
+        self.stream_range(handle, 0, u64::MAX, limit, sink, what, None)
     }
 
     /// Read an open file from `start` up to `end` (exclusive; or its end of file) with
     /// `WINDOW` reads in flight, into `sink`, in order; never asks for a byte at or past
     /// `end`, and refuses more than `limit` bytes. Returns the bytes written.
+    ///
+    /// `sized: Some(len)`: the file must be a regular file of `len` bytes before and after
+    /// the reads. One fstat goes ahead of the reads and is answered first (the server
+    /// handles a handle's requests in order), so a file of another size or kind is
+    /// refused before a byte reaches `sink`; the other follows the last read. Neither
+    /// costs a round trip of its own.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn stream_range(
         &mut self,
         handle: &str,
@@ -114,13 +122,20 @@ impl SftpRemote {
         limit: u64,
         sink: &mut dyn Write,
         what: &str,
+        sized: Option<u64>,
     ) -> Result<u64> {
+        let mut before = match sized {
+            Some(_) => Some(self.send_fstat(handle)?),
+            None => None,
+        };
+        let mut after = None;
         // (request id, offset, length) in the order they were sent, but for re-asks.
         let mut inflight: std::collections::VecDeque<(u32, u64, u64)> = Default::default();
         let mut next_offset = start;
         let mut at = start;
         let mut eof = false;
         let mut pending: std::collections::BTreeMap<u64, Vec<u8>> = Default::default();
+        let mut waited = false;
         loop {
             while !eof && inflight.len() < WINDOW && next_offset < end {
                 let len = (end - next_offset).min(CHUNK as u64);
@@ -128,10 +143,21 @@ impl SftpRemote {
                 inflight.push_back((id, next_offset, len));
                 next_offset += len;
             }
+            if sized.is_some() && after.is_none() && (next_offset >= end || eof) {
+                after = Some(self.send_fstat(handle)?);
+            }
+            if let (Some(id), Some(len)) = (before.take(), sized) {
+                self.check_size(id, what, len)?;
+            }
             let Some((id, offset, len)) = inflight.pop_front() else {
                 break;
             };
-            match self.wait(id)? {
+            // The first reply is a round trip; the later ones stream behind it.
+            self.streaming = waited;
+            let reply = self.wait(id);
+            self.streaming = false;
+            waited = true;
+            match reply? {
                 Packet::Data(d) if d.data.is_empty() => eof = true,
                 Packet::Data(d) => {
                     let n = d.data.len() as u64;
@@ -183,6 +209,13 @@ impl SftpRemote {
                 &self.describe,
                 format!("{what}: the server skipped part of the file"),
             ));
+        }
+        if let Some(len) = sized {
+            let id = match after {
+                Some(id) => id,
+                None => self.send_fstat(handle)?,
+            };
+            self.check_size(id, what, len)?;
         }
         Ok(at - start)
     }

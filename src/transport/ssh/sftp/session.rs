@@ -34,9 +34,10 @@ impl SftpRemote {
         let bytes = Bytes::try_from(packet).map_err(|e| lost(&self.describe, e))?;
         if self.trace {
             eprintln!(
-                "sftp: send {} bytes, type {}",
+                "sftp: send {} bytes, type {}, round {}",
                 bytes.len(),
-                bytes.get(4).copied().unwrap_or(0)
+                bytes.get(4).copied().unwrap_or(0),
+                self.round_trips
             );
         }
         if let Err(e) = self.channel.write_all(&bytes) {
@@ -66,20 +67,33 @@ impl SftpRemote {
             .map_err(|e| lost(&self.describe, e))?;
         self.broken = false;
         let mut bytes = Bytes::from(body);
+        let kind = bytes.first().copied().unwrap_or(0);
+        let packet = Packet::try_from(&mut bytes)
+            .map_err(|e| lost(&self.describe, format!("bad SFTP packet: {e}")))?;
         if self.trace {
+            let id = packet.get_request_id_any();
             eprintln!(
-                "sftp: recv {len} bytes, type {}",
-                bytes.first().copied().unwrap_or(0)
+                "sftp: recv {len} bytes, type {kind}, id {id} (sent in round {:?}; {} round trips)",
+                self.sent_in_round.get(&id),
+                self.round_trips
             );
         }
-        Packet::try_from(&mut bytes)
-            .map_err(|e| lost(&self.describe, format!("bad SFTP packet: {e}")))
+        // A reply to a request sent after the last counted wait began had to wait a
+        // round trip of its own; one sent before it was already on its way.
+        if let Some(round) = self.sent_in_round.remove(&packet.get_request_id_any())
+            && round == self.round_trips
+            && !self.streaming
+        {
+            self.round_trips += 1;
+        }
+        Ok(packet)
     }
 
     /// Send a request and return its id without waiting.
     pub(super) fn request(&mut self, make: impl FnOnce(u32) -> Packet) -> Result<u32> {
         let id = self.id();
         self.send(make(id))?;
+        self.sent_in_round.insert(id, self.round_trips);
         Ok(id)
     }
 
@@ -276,6 +290,17 @@ impl SftpRemote {
             Packet::Data(d) => Ok(Some(d.data)),
             Packet::Status(s) if s.status_code == StatusCode::Eof => Ok(None),
             other => Err(self.unexpected(what, other)),
+        }
+    }
+
+    /// The attributes an fstat answered with.
+    pub(super) fn wait_attrs(&mut self, id: u32) -> Result<FileAttributes> {
+        match self.wait(id)? {
+            Packet::Attrs(a) => Ok(a.attrs),
+            other => Err(lost(
+                &self.describe,
+                format!("unexpected reply to fstat: {other:?}"),
+            )),
         }
     }
 

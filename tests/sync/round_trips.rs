@@ -1,0 +1,118 @@
+//! Round trips after connect, as `BATON_TRACE` counts them (`trace summary: round trips:
+//! N after connect`), for the everyday syncs over both transports: over SSH the SFTP
+//! client counts each wait for replies after sending (streaming windows aside), over a
+//! local path each call that waits counts one. The counts are deterministic.
+
+use crate::common;
+use crate::transport::Transport;
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use common::{Env, text};
+
+/// `baton --json ARGS` with `BATON_TRACE=1`: the round trips it reported, and its stderr.
+fn traced(t: &Transport, env: &Env, args: &[&str]) -> (u64, String) {
+    // The previous command's staging removals are not waited for: let the server carry
+    // them out, so that this command finds no leftover to sweep (which costs a round
+    // trip or two) and the count stays the same from run to run.
+    let staging = t.remote().join("staging");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while fs::read_dir(&staging).is_ok_and(|mut d| d.next().is_some()) && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = t
+        .cmd(env)
+        .arg("--json")
+        .args(args)
+        .env("BATON_TRACE", "1")
+        .output()
+        .expect("run baton");
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "baton {args:?}: {}", text(&out));
+    let counts: Vec<u64> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("trace summary: round trips: "))
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert_eq!(counts.len(), 1, "one summary line expected: {stderr}");
+    (counts[0], stderr)
+}
+
+fn store_with_target(t: &Transport) -> Env {
+    let env = Env::new();
+    env.init();
+    env.write_tree(
+        "work",
+        &[
+            ("handoff.md", b"# handoff\n"),
+            ("src/a.rs", b"fn a() {}\n"),
+            ("src/b.rs", b"fn b() {}\n"),
+        ],
+    );
+    env.save("work", &["--summary", "base"]);
+    env.ok(&["target", "add", "r", &t.url()]);
+    env
+}
+
+fn save_change(env: &Env, n: u32) {
+    env.write_tree(
+        "work",
+        &[("src/a.rs", format!("fn a() {{ {n} }}\n").as_bytes())],
+    );
+    env.save("work", &["--summary", &format!("change {n}")]);
+}
+
+/// The counts of one transport: (first push, incremental push, no-op push, pull).
+fn counts(t: &Transport) -> [u64; 4] {
+    let a = store_with_target(t);
+    let (first, e1) = traced(t, &a, &["push"]);
+    // A few generations, so that the remote ref is not at a power of two.
+    for n in 0..2 {
+        save_change(&a, n);
+        traced(t, &a, &["push"]);
+    }
+    save_change(&a, 7);
+    let (incremental, e2) = traced(t, &a, &["push"]);
+    let (noop, e3) = traced(t, &a, &["push"]);
+    let b = Env::new();
+    t.json_ok(&b, &["clone", &t.clone_url()]);
+    save_change(&a, 8);
+    traced(t, &a, &["push"]);
+    let (pull, e4) = traced(t, &b, &["pull"]);
+    eprintln!("first push:\n{e1}\nincremental push:\n{e2}\nno-op push:\n{e3}\npull:\n{e4}");
+    [first, incremental, noop, pull]
+}
+
+/// (first push, incremental push, no-op push, pull) may cost at most `limits`.
+fn assert_counts(t: &Transport, limits: [u64; 4]) {
+    let got = counts(t);
+    eprintln!("round trips (first push, incremental push, no-op push, pull): {got:?}");
+    let names = [
+        "first push (creates the store)",
+        "incremental push",
+        "no-op push",
+        "pull of one new bundle",
+    ];
+    for ((name, got), limit) in names.iter().zip(got).zip(limits) {
+        assert!(
+            got <= limit,
+            "{name}: {got} round trips, at most {limit} expected"
+        );
+    }
+}
+
+/// Each call that waits is one batch: read the state, open, finish, publish.
+#[test]
+fn local_syncs_stay_within_their_round_trips() {
+    assert_counts(&Transport::local(), [4, 4, 1, 2]);
+}
+
+/// SFTP: state 2 (open, read; 1 when there is no store), open the pack and the staged
+/// files 1, write/fsync/read back 1, publish 1; a pull reads the state, then the pack's
+/// tail (all of a small pack) in 2.
+#[test]
+fn ssh_syncs_stay_within_their_round_trips() {
+    assert_counts(&Transport::ssh(), [4, 5, 2, 4]);
+}

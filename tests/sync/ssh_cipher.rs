@@ -1,0 +1,95 @@
+//! The SSH cipher: AES-GCM (AES-NI through OpenSSL) by default rather than libssh2's
+//! portable ChaCha20-Poly1305, and a `Ciphers` line of `~/.ssh/config` still honoured.
+//! `BATON_TRACE` names the negotiated cipher on its `connected in` line.
+
+use crate::common;
+use crate::sshd::Sshd;
+
+use std::fs;
+use std::process::Command;
+
+use common::{Env, text};
+
+fn cmd(env: &Env, server: &Sshd) -> Command {
+    let mut cmd = env.cmd();
+    for (k, v) in server.env() {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// Push to the server with `BATON_TRACE=1`; the cipher its trace names.
+fn negotiated(server: &Sshd) -> String {
+    let env = Env::new();
+    env.init();
+    env.write_tree("work", &[("handoff.md", b"# h\n")]);
+    env.save("work", &[]);
+    let url = format!(
+        "{}:{}",
+        server.alias(),
+        server.scratch().join("r").display()
+    );
+    env.ok(&["target", "add", "r", &url]);
+    let out = cmd(&env, server)
+        .args(["--json", "push"])
+        .env("BATON_TRACE", "1")
+        .output()
+        .expect("run baton");
+    assert!(out.status.success(), "{}\n{}", text(&out), server.log());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("connected in"))
+        .unwrap_or_else(|| panic!("no connected line: {stderr}"));
+    let (_, cipher) = line
+        .split_once(", cipher ")
+        .unwrap_or_else(|| panic!("no cipher named: {line}"));
+    cipher.trim().to_string()
+}
+
+fn add_to_client_config(server: &Sshd, line: &str) {
+    let path = server.home().join(".ssh").join("config");
+    let mut config = fs::read_to_string(&path).unwrap();
+    config.push_str(&format!("  {line}\n"));
+    fs::write(&path, config).unwrap();
+}
+
+#[test]
+fn aes_gcm_is_negotiated_by_default() {
+    let server = Sshd::start();
+    assert_eq!(negotiated(&server), "aes128-gcm@openssh.com");
+}
+
+#[test]
+fn a_ciphers_line_of_the_ssh_config_is_honoured() {
+    let server = Sshd::start();
+    add_to_client_config(&server, "Ciphers chacha20-poly1305@openssh.com");
+    assert_eq!(negotiated(&server), "chacha20-poly1305@openssh.com");
+    let server = Sshd::start();
+    add_to_client_config(&server, "Ciphers aes256-ctr,aes128-ctr");
+    assert_eq!(negotiated(&server), "aes256-ctr");
+}
+
+#[test]
+fn a_ciphers_line_naming_no_supported_cipher_is_a_usage_error() {
+    let server = Sshd::start();
+    add_to_client_config(&server, "Ciphers twofish128-cbc");
+    let env = Env::new();
+    env.init();
+    env.write_tree("work", &[("handoff.md", b"# h\n")]);
+    env.save("work", &[]);
+    let url = format!(
+        "{}:{}",
+        server.alias(),
+        server.scratch().join("r").display()
+    );
+    env.ok(&["target", "add", "r", &url]);
+    let out = cmd(&env, &server).arg("push").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Ciphers twofish128-cbc names no cipher"),
+        "{stderr}"
+    );
+    assert!(!server.scratch().join("r").exists(), "nothing is created");
+}
