@@ -1,4 +1,5 @@
 //! Tests of the path backend: the publish chain of a push, and deletion.
+
 use super::*;
 use crate::error::ErrorKind;
 use crate::format::names::RefName;
