@@ -17,6 +17,7 @@ pub mod memtree;
 pub mod objects;
 pub mod pack_batch;
 pub mod pack_stream;
+pub mod pack_write;
 pub mod packs;
 pub mod receive;
 pub mod refs;
