@@ -122,4 +122,3 @@ impl<W: Write> Write for PackWriter<W> {
         self.sink.flush()
     }
 }
-

@@ -15,8 +15,8 @@ use crate::format::pack::{
     FOOTER_LEN, INDEX_ENTRY_LEN, PACK_MAGIC, PackEntry, decode_footer, decode_index,
 };
 
-pub use super::pack_write::{PackWriter, write_pack};
 pub(crate) use super::pack_write::publish_pack;
+pub use super::pack_write::{PackWriter, write_pack};
 pub use crate::format::layout::{PACK_SUFFIX, pack_file_name, pack_name_id};
 
 /// The index of one pack, loaded in memory.
