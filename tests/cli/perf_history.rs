@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::common::many_packs::{many_packs, missing};
 use crate::common::{Env, pack_files, precondition, s};
@@ -75,15 +75,6 @@ fn a_dry_run_gc_merges_nothing() {
     assert_eq!(pack_files(&env.store()).len(), 5);
 }
 
-fn strace_usable() -> bool {
-    Command::new("strace")
-        .args(["-f", "-qq", "-o", "/dev/null", "true"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// The distinct pack files a `baton` run opened (successful `openat` calls).
 fn packs_opened(env: &Env, args: &[&str]) -> BTreeSet<PathBuf> {
     let trace = env.path().join("trace.txt");
@@ -120,7 +111,7 @@ fn packs_opened(env: &Env, args: &[&str]) -> BTreeSet<PathBuf> {
 #[test]
 fn show_opens_a_bounded_number_of_packs() {
     if !precondition(
-        strace_usable(),
+        crate::common::strace_usable(),
         "strace that can trace here (apt-get install -y strace)",
     ) {
         return;

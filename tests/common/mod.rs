@@ -497,3 +497,13 @@ pub fn age_keygen(env: &Env, name: &str) -> (PathBuf, String) {
         .to_string();
     (path, public)
 }
+
+/// Whether strace can trace a child here (it is installed and ptrace is allowed).
+pub fn strace_usable() -> bool {
+    std::process::Command::new("strace")
+        .args(["-f", "-qq", "-o", "/dev/null", "true"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}

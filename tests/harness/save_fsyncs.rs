@@ -5,18 +5,9 @@
 use crate::common;
 
 use std::fs;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::{Env, pack_files, text};
-
-fn strace_usable() -> bool {
-    Command::new("strace")
-        .args(["-f", "-qq", "-o", "/dev/null", "true"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 /// fsync and fdatasync calls of one traced `baton save work` in `env`.
 fn traced_save_syncs(env: &Env) -> Vec<String> {
@@ -49,7 +40,7 @@ fn traced_save_syncs(env: &Env) -> Vec<String> {
 #[test]
 fn a_500_file_save_makes_at_most_10_fsyncs() {
     if !common::precondition(
-        strace_usable(),
+        common::strace_usable(),
         "strace that can trace here (apt-get install -y strace)",
     ) {
         return;

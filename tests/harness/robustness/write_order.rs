@@ -175,15 +175,6 @@ fn strace_parser_reads_split_and_padded_lines() {
     );
 }
 
-fn strace_usable() -> bool {
-    Command::new("strace")
-        .args(["-f", "-qq", "-o", "/dev/null", "true"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// Best effort by nature: strace shows the order in which syscalls were issued and
 /// completed, which is what the write-ordering rules constrain. What it cannot show is
 /// what the file system does with them, so this checks the program's side of the contract.
@@ -191,7 +182,7 @@ fn strace_usable() -> bool {
 fn save_orders_fsyncs_and_renames_durably() {
     let start = Instant::now();
     if !common::precondition(
-        strace_usable(),
+        common::strace_usable(),
         "strace that can trace here (apt-get install -y strace)",
     ) {
         return;
