@@ -6,8 +6,8 @@ use crate::format::layout::Kind;
 use crate::format::names::{RefName, generation_name, parse_generation};
 use crate::format::{LogEntry, ObjectId, StoreConfig};
 use crate::store::packs::pack_name_id;
+use crate::transport::RemoteEntry;
 use crate::transport::backend::{Backend, Listing};
-use crate::transport::{Published, RemoteEntry};
 
 /// What one look at a remote store found (one batch, plus one for the newest ref file).
 pub struct RemoteState {
@@ -266,18 +266,6 @@ pub fn new_store_config(local: &StoreConfig) -> Vec<u8> {
     .encode()
 }
 
-/// Create the store layout on the remote (dirs first, `config` last: a store with a
-/// config is complete). Safe to run concurrently: every step tolerates a twin. (A push
-/// creates the store with its first pack instead: `Backend::begin_new_store`.)
-pub fn create_store(remote: &mut dyn Backend, local: &StoreConfig) -> Result<()> {
-    let (_, mut listings) = remote.read_and_list(&[], &[Listing::Root], 1 << 20)?;
-    check_room_for_store(remote, &listings.pop().flatten().unwrap_or_default())?;
-    if remote.create_store(new_store_config(local))? == Published::Exists {
-        check_twin_config(remote)?;
-    }
-    Ok(())
-}
-
 /// Someone created the store at the same time; theirs must be a store we read.
 pub fn check_twin_config(remote: &mut dyn Backend) -> Result<()> {
     let (files, _) = remote.read_and_list(&[(Kind::Config, String::new())], &[], 1 << 20)?;
@@ -320,7 +308,7 @@ pub fn check_room_for_store(remote: &dyn Backend, entries: &[RemoteEntry]) -> Re
 mod tests {
     use super::*;
     use crate::transport::local::LocalRemote;
-    use crate::transport::{Remote, Upload};
+    use crate::transport::{Published, Remote, Upload};
 
     #[derive(Clone, Copy)]
     enum Race {
@@ -404,8 +392,8 @@ mod tests {
 
     /// A remote store with generations 1..=3 of `refs/current`; the id of the newest.
     fn store_with_generations(dir: &std::path::Path) -> ObjectId {
-        let mut remote = LocalRemote::new(dir.to_path_buf());
-        create_store(&mut remote, &StoreConfig::default()).unwrap();
+        std::fs::create_dir_all(dir.join(layout::ref_dir(&RefName::Current))).unwrap();
+        std::fs::write(dir.join(layout::CONFIG), StoreConfig::default().encode()).unwrap();
         let mut old = None;
         for n in 1..=3u64 {
             let new = ObjectId::of(format!("bundle {n}").as_bytes());

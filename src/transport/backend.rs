@@ -66,18 +66,13 @@ pub trait Backend {
     fn read_sized(&mut self, kind: &Kind, name: &str, len: u64, sink: &mut dyn Write)
     -> Result<()>;
 
-    /// Create a store with `config` (its directories and small files first, `config`
-    /// last: a store with a config is complete). A twin creating the same store at the
-    /// same time is tolerated: `Exists` says its config won.
-    fn create_store(&mut self, config: Vec<u8>) -> Result<Published>;
-
     /// Get ready to create items of `kinds` soon (a store made by an older baton may lack
     /// their directories; SFTP opens them now so that each later publish costs one round
     /// trip).
     fn prepare(&mut self, kinds: &[Kind]) -> Result<()>;
 
     /// Start an item whose name is known only once it is written (a pack named by its
-    /// hash); write it with `upload`, then `finish_new` or `abandon`.
+    /// hash); write it with `upload_with`, then `publish_chain` or `abandon`.
     fn begin_new(&mut self) -> Result<NewItem>;
 
     /// `begin_new` for a remote without a store: the store is created with the item,
@@ -85,9 +80,6 @@ pub trait Backend {
     /// (`upload_with`) and published in the same batch before it (`publish_chain`): a
     /// store with a config is complete.
     fn begin_new_store(&mut self, config: Vec<u8>) -> Result<NewItem>;
-
-    /// The stream into a begun item.
-    fn upload(&mut self, item: &NewItem) -> Result<Box<dyn Upload + '_>>;
 
     /// The stream into a begun item, with small items `beside` (name, bytes) staged with
     /// it: written, fsynced and read back in the upload's own batches (`finish` fails if
@@ -98,7 +90,7 @@ pub trait Backend {
         beside: &[(String, Vec<u8>)],
     ) -> Result<Box<dyn Upload + '_>>;
 
-    /// Give a written item its name (as `finish_new`) and then, only if that happened,
+    /// Give a written item its name, never over an existing item, and then, only if that happened,
     /// give the small item `then.0` staged beside it the name `then.2` of kind `then.1`,
     /// in one batch (a pack, then the ref generation that needs it: one round trip). The
     /// item's name taken means nothing of `then` was published (both `Exists`): check
@@ -125,16 +117,8 @@ pub trait Backend {
     /// whatever is left of it (best effort: a leftover is swept later).
     fn close_new(&mut self, item: NewItem, all: bool);
 
-    /// Give a written item its name, atomically and never over an existing item.
-    fn finish_new(&mut self, item: NewItem, kind: &Kind, name: &str) -> Result<Published>;
-
     /// Forget a begun item (best effort: a leftover is swept later).
     fn abandon(&mut self, item: NewItem);
-
-    /// Create small items, each atomically and never over an existing one: `Exists` for
-    /// a name already taken is how a ref's next generation loses a race (the
-    /// compare-and-swap).
-    fn create_new(&mut self, kind: &Kind, items: &[(String, Vec<u8>)]) -> Result<Vec<Published>>;
 
     /// Remove what interrupted writers left (entries of `Listing::Leftovers`) that are
     /// stale or were left by a dead process of this host.
@@ -208,32 +192,6 @@ impl<T: Remote + ?Sized> Backend for T {
         self.read_file_sized(&layout::path(kind, name), len, sink)
     }
 
-    fn create_store(&mut self, config: Vec<u8>) -> Result<Published> {
-        let dirs: Vec<String> = std::iter::once("")
-            .chain(layout::DIRS)
-            .map(|d| d.to_string())
-            .collect();
-        self.make_dirs(&dirs)?;
-        let staging = layout::staging_dir(&staging_name());
-        self.make_dirs(std::slice::from_ref(&staging))?;
-        let files: Vec<(String, Vec<u8>)> = layout::INITIAL_FILES
-            .iter()
-            .map(|(name, bytes)| (name.to_string(), bytes.to_vec()))
-            .chain([(layout::CONFIG.to_string(), config)])
-            .map(|(name, bytes)| (format!("{staging}/{name}"), bytes))
-            .collect();
-        self.put_files(&files)?;
-        let moves: Vec<(String, String)> = layout::INITIAL_FILES
-            .iter()
-            .map(|(n, _)| (format!("{staging}/{n}"), n.to_string()))
-            .collect();
-        self.publish_many(&moves)?;
-        // The config goes last: a store with a config is complete.
-        let config = self.publish(&format!("{staging}/{}", layout::CONFIG), layout::CONFIG)?;
-        let _ = self.remove_dir_all(&staging);
-        Ok(config)
-    }
-
     fn prepare(&mut self, kinds: &[Kind]) -> Result<()> {
         let dirs: Vec<String> = kinds
             .iter()
@@ -276,10 +234,6 @@ impl<T: Remote + ?Sized> Backend for T {
             .chain([(layout::CONFIG.to_string(), config)])
             .collect();
         Ok(item)
-    }
-
-    fn upload(&mut self, item: &NewItem) -> Result<Box<dyn Upload + '_>> {
-        self.create(&format!("{}/item", item.staging))
     }
 
     fn upload_with(
@@ -379,47 +333,8 @@ impl<T: Remote + ?Sized> Backend for T {
         }
     }
 
-    fn finish_new(&mut self, item: NewItem, kind: &Kind, name: &str) -> Result<Published> {
-        let published = self.publish(&format!("{}/item", item.staging), &layout::path(kind, name));
-        match published {
-            // Best effort: a leftover is removed by a later push once it is stale.
-            Ok(Published::Done) => self.remove_empty_dir(&item.staging),
-            _ => {
-                let _ = self.remove_dir_all(&item.staging);
-            }
-        }
-        published
-    }
-
     fn abandon(&mut self, item: NewItem) {
         let _ = self.remove_dir_all(&item.staging);
-    }
-
-    fn create_new(&mut self, kind: &Kind, items: &[(String, Vec<u8>)]) -> Result<Vec<Published>> {
-        let staging = layout::staging_dir(&staging_name());
-        self.make_dirs(std::slice::from_ref(&staging))?;
-        let staged: Vec<(String, Vec<u8>)> = items
-            .iter()
-            .enumerate()
-            .map(|(i, (_, bytes))| (format!("{staging}/{i}"), bytes.clone()))
-            .collect();
-        let result = self.put_files(&staged).and_then(|()| {
-            let moves: Vec<(String, String)> = items
-                .iter()
-                .enumerate()
-                .map(|(i, (name, _))| (format!("{staging}/{i}"), layout::path(kind, name)))
-                .collect();
-            self.publish_many(&moves)
-        });
-        match &result {
-            Ok(outcomes) if outcomes.iter().all(|p| *p == Published::Done) => {
-                self.remove_empty_dir(&staging)
-            }
-            _ => {
-                let _ = self.remove_dir_all(&staging);
-            }
-        }
-        result
     }
 
     fn sweep_leftovers(&mut self, listed: &[RemoteEntry]) {
