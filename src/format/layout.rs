@@ -17,13 +17,24 @@ pub const STAGING: &str = "staging";
 pub const PACK_SUFFIX: &str = ".pack";
 /// The stat cache of `save DIR` (SPEC §5.1): local only, never synced, never verified.
 pub const STATCACHE: &str = "statcache";
+/// The target hints of push and pull (SPEC §5.2): local only, never synced, never verified.
+pub const TARGET_HINTS: &str = "targethints";
 
 /// The directories of a store, each after its parent.
 pub const DIRS: [&str; 6] = [OBJECTS, PACKS, REFS, CURRENT, TARGETS, STAGING];
 
 /// Every name a store's top directory may hold (a store being created holds some of them).
-pub const TOP_NAMES: [&str; 9] = [
-    OBJECTS, PACKS, REFS, STAGING, GITIGNORE, LOG, LOCK, CONFIG, STATCACHE,
+pub const TOP_NAMES: [&str; 10] = [
+    OBJECTS,
+    PACKS,
+    REFS,
+    STAGING,
+    GITIGNORE,
+    LOG,
+    LOCK,
+    CONFIG,
+    STATCACHE,
+    TARGET_HINTS,
 ];
 
 /// The small files a new store starts with besides `config`, which is written last (a

@@ -29,6 +29,7 @@ pub mod shape;
 pub mod snapshot;
 pub mod statcache;
 pub mod streams;
+pub mod target_hints;
 pub mod verify;
 pub mod walk;
 

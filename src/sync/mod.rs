@@ -5,6 +5,7 @@ pub mod audit;
 pub mod clone;
 pub mod pull;
 pub mod push;
+mod push_hint;
 pub mod remote_store;
 pub mod repair;
 

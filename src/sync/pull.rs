@@ -169,6 +169,8 @@ fn fetch_from(
         };
         store.update_ref(&name, Expect::Any, Some(theirs), &reason)?;
     }
+    // The next push from here can read this generation with its upload.
+    super::push_hint::remember(store, target, state.generation, state.current);
     Ok(report)
 }
 

@@ -18,7 +18,7 @@ use crate::store::Store;
 use crate::store::packs::{PackWriter, pack_file_name};
 use crate::store::refs::{Expect, MoveReason};
 use crate::transport::Published;
-use crate::transport::backend::Backend;
+use crate::transport::backend::{Backend, NewItem};
 
 #[derive(Debug, Default, Serialize)]
 pub struct PushReport {
@@ -59,6 +59,13 @@ pub fn push(
         bundle: Some(bundle),
         ..PushReport::default()
     };
+    // A hint of the remote's generation saves the look before the upload; when the
+    // remote does not bear it out, push the long way.
+    if super::push_hint::try_push(store, remote, request, &mut report, progress)?.is_some() {
+        record_target(store, request.target, bundle)?;
+        report.elapsed_ms = started.elapsed().as_millis() as u64;
+        return Ok(report);
+    }
     let state = remote_store::read_push_state(remote)?;
     match &state.config {
         // Created with the pack, in its publish batch (`Backend::begin_new_store`).
@@ -96,6 +103,7 @@ pub fn push(
     if state.current == Some(bundle) {
         report.up_to_date = true;
         record_target(store, request.target, bundle)?;
+        super::push_hint::remember(store, request.target, state.generation, state.current);
         report.elapsed_ms = started.elapsed().as_millis() as u64;
         return Ok(report);
     }
@@ -118,6 +126,7 @@ pub fn push(
         progress,
     )?;
     record_target(store, request.target, bundle)?;
+    super::push_hint::remember(store, request.target, state.generation + 1, Some(bundle));
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
 }
@@ -130,7 +139,7 @@ pub fn push(
 /// of the remote's bundles they sit on (the boundary). An object that only an older
 /// remote bundle holds is sent again (a duplicate in another pack is harmless); nothing
 /// the remote lacks is ever left out, since everything below the boundary is there.
-fn missing_objects(
+pub(super) fn missing_objects(
     store: &Store,
     bundle: ObjectId,
     remote_current: Option<ObjectId>,
@@ -161,17 +170,7 @@ fn upload_and_publish(
     report: &mut PushReport,
     progress: &ProgressBar,
 ) -> Result<()> {
-    let bundle = request.bundle;
-    // The next generation of the remote ref (a log line naming old and new id), staged
-    // beside the pack and read back with it.
-    let source = store.read_bundle(&bundle)?;
-    let reason = MoveReason {
-        action: "push".into(),
-        from: source.from.clone(),
-        to: source.to.clone(),
-    };
-    let entry = store.log_entry(&RefName::Current, state.current, Some(bundle), &reason)?;
-    let beside = [(STAGED_REF.to_string(), entry.encode_line())];
+    let beside = staged_ref(store, state.current, request.bundle)?;
     // 1. The pack: objects, then manifests, read back after writing.
     let item = if state.config.is_none() {
         report.created_remote = true;
@@ -182,68 +181,115 @@ fn upload_and_publish(
         remote.prepare(&[Kind::Pack, Kind::Generation(RefName::Current)])?;
         remote.begin_new()?
     };
-    let mut manifest_bytes: Vec<(u64, Vec<u8>)> = Vec::new();
-    let mut write_pack = || -> Result<(ObjectId, u64)> {
-        let mut upload = remote.upload_with(&item, &beside)?;
-        let mut writer =
-            PackWriter::new(&mut *upload).map_err(|e| transport_err("cannot upload pack", e))?;
-        for id in objects {
-            let start = writer.begin_object();
-            store.objects.copy_stored_verified(id, &mut writer)?;
-            writer.end_object(store.objects.name_of(id), start);
-            progress.inc(writer.len() - start);
-        }
-        for id in bundles {
-            let mut stored = Vec::new();
-            store.objects.copy_stored_verified(id, &mut stored)?;
-            let start = writer.begin_object();
-            writer
-                .write_all(&stored)
-                .map_err(|e| transport_err("cannot upload pack", e))?;
-            writer.end_object(store.objects.name_of(id), start);
-            manifest_bytes.push((start, stored));
-        }
-        let (pack_id, pack_len, _, _) = writer
-            .finish()
-            .map_err(|e| transport_err("cannot upload pack", e))?;
-        let ranges: Vec<(u64, u64)> = manifest_bytes
-            .iter()
-            .map(|(o, b)| (*o, b.len() as u64))
-            .collect();
-        let receipt = upload.finish(&ranges)?;
-        if receipt.size != pack_len {
-            return Err(Error::new(
-                ErrorKind::Transport,
-                format!(
-                    "staged pack is {} bytes on the remote, {pack_len} were sent",
-                    receipt.size
-                ),
-            ));
-        }
-        for ((_, sent), back) in manifest_bytes.iter().zip(&receipt.readback) {
-            if sent != back {
-                return Err(Error::new(
-                    ErrorKind::Transport,
-                    "a staged manifest reads back differently from what was sent",
-                ));
+    let (pack_id, pack_len) =
+        match write_pack(store, remote, &item, &beside, objects, bundles, progress) {
+            Ok(written) => written,
+            Err(e) => {
+                remote.abandon(item);
+                return Err(e);
             }
-        }
-        Ok((pack_id, pack_len))
-    };
-    let (pack_id, pack_len) = match write_pack() {
-        Ok(written) => written,
-        Err(e) => {
-            remote.abandon(item);
-            return Err(e);
-        }
-    };
+        };
     report.objects_sent = (objects.len() + bundles.len()) as u64;
     report.bytes_sent = pack_len;
+    publish(
+        remote,
+        item,
+        &pack_id,
+        pack_len,
+        state.generation + 1,
+        request.bundle,
+    )
+}
 
-    // 2. Publish, in one batch: the pack (objects and manifests together), then, only
-    // if that happened, the ref.
-    let pack_name = pack_file_name(&pack_id);
-    let next = generation_name(state.generation + 1);
+/// The next generation of the remote ref (a log line naming old and new id), to stage
+/// beside the pack and read back with it.
+pub(super) fn staged_ref(
+    store: &Store,
+    remote_current: Option<ObjectId>,
+    bundle: ObjectId,
+) -> Result<Vec<(String, Vec<u8>)>> {
+    let source = store.read_bundle(&bundle)?;
+    let reason = MoveReason {
+        action: "push".into(),
+        from: source.from.clone(),
+        to: source.to.clone(),
+    };
+    let entry = store.log_entry(&RefName::Current, remote_current, Some(bundle), &reason)?;
+    Ok(vec![(STAGED_REF.to_string(), entry.encode_line())])
+}
+
+/// Write the pack of `objects` and then `bundles` (manifests last) into `item`, with
+/// `beside` staged next to it; check what the remote read back. The caller abandons
+/// `item` on an error.
+pub(super) fn write_pack(
+    store: &Store,
+    remote: &mut dyn Backend,
+    item: &NewItem,
+    beside: &[(String, Vec<u8>)],
+    objects: &[ObjectId],
+    bundles: &[ObjectId],
+    progress: &ProgressBar,
+) -> Result<(ObjectId, u64)> {
+    let mut manifest_bytes: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut upload = remote.upload_with(item, beside)?;
+    let mut writer =
+        PackWriter::new(&mut *upload).map_err(|e| transport_err("cannot upload pack", e))?;
+    for id in objects {
+        let start = writer.begin_object();
+        store.objects.copy_stored_verified(id, &mut writer)?;
+        writer.end_object(store.objects.name_of(id), start);
+        progress.inc(writer.len() - start);
+    }
+    for id in bundles {
+        let mut stored = Vec::new();
+        store.objects.copy_stored_verified(id, &mut stored)?;
+        let start = writer.begin_object();
+        writer
+            .write_all(&stored)
+            .map_err(|e| transport_err("cannot upload pack", e))?;
+        writer.end_object(store.objects.name_of(id), start);
+        manifest_bytes.push((start, stored));
+    }
+    let (pack_id, pack_len, _, _) = writer
+        .finish()
+        .map_err(|e| transport_err("cannot upload pack", e))?;
+    let ranges: Vec<(u64, u64)> = manifest_bytes
+        .iter()
+        .map(|(o, b)| (*o, b.len() as u64))
+        .collect();
+    let receipt = upload.finish(&ranges)?;
+    if receipt.size != pack_len {
+        return Err(Error::new(
+            ErrorKind::Transport,
+            format!(
+                "staged pack is {} bytes on the remote, {pack_len} were sent",
+                receipt.size
+            ),
+        ));
+    }
+    for ((_, sent), back) in manifest_bytes.iter().zip(&receipt.readback) {
+        if sent != back {
+            return Err(Error::new(
+                ErrorKind::Transport,
+                "a staged manifest reads back differently from what was sent",
+            ));
+        }
+    }
+    Ok((pack_id, pack_len))
+}
+
+/// Publish, in one batch: the pack (objects and manifests together), then, only if that
+/// happened, the ref as generation `next`. Closes `item` whatever happens.
+pub(super) fn publish(
+    remote: &mut dyn Backend,
+    item: NewItem,
+    pack_id: &ObjectId,
+    pack_len: u64,
+    next: u64,
+    bundle: ObjectId,
+) -> Result<()> {
+    let pack_name = pack_file_name(pack_id);
+    let next = generation_name(next);
     let generation = Kind::Generation(RefName::Current);
     let chain = remote.publish_chain(
         &item,
@@ -268,7 +314,7 @@ fn upload_and_publish(
     if pack_published == Published::Exists {
         // The name is taken: it must be the same pack (a push that published it and
         // then lost its ref), read no further than our pack's size.
-        if let Err(e) = check_existing_pack(remote, &pack_id, &pack_name, pack_len) {
+        if let Err(e) = check_existing_pack(remote, pack_id, &pack_name, pack_len) {
             remote.close_new(item, false);
             return Err(e);
         }

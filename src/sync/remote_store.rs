@@ -228,6 +228,53 @@ fn probe_state(
     Ok((state, listings))
 }
 
+/// What a push reads to check a hint that the newest generation is `n`: `config`,
+/// generations `n` and `n + 1`, and the staging listing (`check_hint` takes the answers).
+pub fn hint_reads(n: u64) -> (Vec<(Kind, String)>, Vec<Listing>) {
+    let generation = |n: u64| (Kind::Generation(RefName::Current), generation_name(n));
+    (
+        vec![
+            (Kind::Config, String::new()),
+            generation(n),
+            generation(n + 1),
+        ],
+        vec![Listing::Leftovers],
+    )
+}
+
+/// The remote state the answers to `hint_reads(n)` show if they bear the hint out: a
+/// store whose generation `n` names `current` and that has no generation `n + 1`.
+/// `None`: the hint is off (or something it read is damaged), and the caller looks the
+/// long way, which reports any damage.
+#[allow(clippy::type_complexity)]
+pub fn check_hint(
+    remote: &dyn Backend,
+    (files, mut lists): (Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>),
+    n: u64,
+    current: ObjectId,
+) -> Option<RemoteState> {
+    let mut files = files.into_iter();
+    let (config, at_n, after) = (files.next()?, files.next()?, files.next()?);
+    let config = decode_config(remote, config).ok()??;
+    if after.is_some() {
+        return None;
+    }
+    let path = layout::generation_path(&RefName::Current, n);
+    let entry = decode_generation(remote, &path, &at_n?).ok()?;
+    if entry.new != Some(current) {
+        return None;
+    }
+    Some(RemoteState {
+        config: Some(config),
+        generation: n,
+        current: Some(current),
+        packs: Vec::new(),
+        staging: lists.pop().flatten().unwrap_or_default(),
+        fanouts: Vec::new(),
+        top: None,
+    })
+}
+
 /// The remote's `config`, if it has one; damage names the remote.
 fn decode_config(remote: &dyn Backend, bytes: Option<Vec<u8>>) -> Result<Option<StoreConfig>> {
     bytes

@@ -44,6 +44,17 @@ pub struct Chain {
     pub then: Published,
 }
 
+/// Reads and listings begun by `Backend::start_reads`, answered by `collect_reads`.
+#[derive(Debug)]
+pub struct PendingReads {
+    reads: Vec<(Kind, String)>,
+    lists: Vec<Listing>,
+    limit: u64,
+    /// The transport's own token when it split the batch; `None`: `collect_reads`
+    /// reads it all then.
+    token: Option<u64>,
+}
+
 /// A remote store's storage, by kind and name.
 pub trait Backend {
     /// Where this is, for messages.
@@ -62,6 +73,33 @@ pub trait Backend {
     /// `len` bytes of an item at `offset`.
     fn read_range(&mut self, kind: &Kind, name: &str, offset: u64, len: u64) -> Result<Vec<u8>>;
 
+    /// `read_and_list` in two steps, so that it rides with the batches sent between them
+    /// (SFTP: the opens go now, the reads as soon as the next `upload_with` has its own
+    /// opens answered, and `collect_reads` takes the answers). A backend that does not
+    /// split a batch reads it all at `collect_reads`: correct, only not faster.
+    fn start_reads(
+        &mut self,
+        reads: &[(Kind, String)],
+        lists: &[Listing],
+        limit: u64,
+    ) -> Result<PendingReads> {
+        Ok(PendingReads {
+            reads: reads.to_vec(),
+            lists: lists.to_vec(),
+            limit,
+            token: None,
+        })
+    }
+
+    /// The answers of started reads, as `read_and_list` gives them.
+    #[allow(clippy::type_complexity)]
+    fn collect_reads(
+        &mut self,
+        pending: PendingReads,
+    ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
+        self.read_and_list(&pending.reads, &pending.lists, pending.limit)
+    }
+
     /// Stream an item of exactly `len` bytes into `sink`, reading nothing past `len`.
     fn read_sized(&mut self, kind: &Kind, name: &str, len: u64, sink: &mut dyn Write)
     -> Result<()>;
@@ -70,6 +108,12 @@ pub trait Backend {
     /// their directories; SFTP opens them now so that each later publish costs one round
     /// trip).
     fn prepare(&mut self, kinds: &[Kind]) -> Result<()>;
+
+    /// `prepare` for a store known to have the directories (a push that trusts its
+    /// hint, so nothing is made in a location that may no longer hold the store).
+    fn prepare_known(&mut self, kinds: &[Kind]) -> Result<()> {
+        self.prepare(kinds)
+    }
 
     /// Start an item whose name is known only once it is written (a pack named by its
     /// hash); write it with `upload_with`, then `publish_chain` or `abandon`.
@@ -182,6 +226,33 @@ impl<T: Remote + ?Sized> Backend for T {
         Remote::read_range(self, &layout::path(kind, name), offset, len)
     }
 
+    fn start_reads(
+        &mut self,
+        reads: &[(Kind, String)],
+        lists: &[Listing],
+        limit: u64,
+    ) -> Result<PendingReads> {
+        let files: Vec<String> = reads.iter().map(|(k, n)| layout::path(k, n)).collect();
+        let dirs: Vec<String> = lists.iter().map(listing_path).collect();
+        let token = Remote::start_reads(self, &files, &dirs, limit)?;
+        Ok(PendingReads {
+            reads: reads.to_vec(),
+            lists: lists.to_vec(),
+            limit,
+            token,
+        })
+    }
+
+    fn collect_reads(
+        &mut self,
+        pending: PendingReads,
+    ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
+        match pending.token {
+            Some(token) => Remote::collect_reads(self, token),
+            None => self.read_and_list(&pending.reads, &pending.lists, pending.limit),
+        }
+    }
+
     fn read_sized(
         &mut self,
         kind: &Kind,
@@ -202,6 +273,15 @@ impl<T: Remote + ?Sized> Backend for T {
         let mut all = dirs.clone();
         all.push(layout::STAGING.to_string());
         self.make_dirs(&all)?;
+        self.prepare_publish(&dirs)
+    }
+
+    fn prepare_known(&mut self, kinds: &[Kind]) -> Result<()> {
+        let dirs: Vec<String> = kinds
+            .iter()
+            .map(layout::dir)
+            .filter(|d| !d.is_empty())
+            .collect();
         self.prepare_publish(&dirs)
     }
 

@@ -75,6 +75,31 @@ pub trait Remote {
         limit: u64,
     ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)>;
 
+    /// Start a `read_many` whose answers are collected later (`collect_reads`), so that
+    /// it rides with the batches sent in between: SFTP sends the opens now, the reads
+    /// once the next `create_with` has its own opens answered, and waits for nothing
+    /// here. `None`: the transport does not split it, and the caller calls `read_many`
+    /// instead of `collect_reads`.
+    fn start_reads(
+        &mut self,
+        _files: &[String],
+        _dirs: &[String],
+        _limit: u64,
+    ) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
+    /// The answers of started reads, as `read_many` gives them.
+    #[allow(clippy::type_complexity)]
+    fn collect_reads(
+        &mut self,
+        _token: u64,
+    ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
+        Err(crate::error::Error::internal(
+            "collect_reads without start_reads",
+        ))
+    }
+
     /// Create directories (mode 0700) in the order given; existing ones are fine. The
     /// transport may defer the requests to the next batch: errors surface there.
     fn make_dirs(&mut self, dirs: &[String]) -> Result<()>;
@@ -185,6 +210,20 @@ impl Remote for Box<dyn Remote> {
         limit: u64,
     ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
         (**self).read_many(files, dirs, limit)
+    }
+    fn start_reads(
+        &mut self,
+        files: &[String],
+        dirs: &[String],
+        limit: u64,
+    ) -> Result<Option<u64>> {
+        (**self).start_reads(files, dirs, limit)
+    }
+    fn collect_reads(
+        &mut self,
+        token: u64,
+    ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
+        (**self).collect_reads(token)
     }
     fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
         (**self).make_dirs(dirs)

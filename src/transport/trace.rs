@@ -65,6 +65,30 @@ impl<R: Remote> Remote for Traced<R> {
         self.log(&format!("read_many {files:?} {dirs:?}"), t0, r)
     }
 
+    fn start_reads(
+        &mut self,
+        files: &[String],
+        dirs: &[String],
+        limit: u64,
+    ) -> Result<Option<u64>> {
+        let t0 = Instant::now();
+        let r = self.inner.start_reads(files, dirs, limit);
+        self.note(
+            &format!("start_reads {files:?} {dirs:?} (not waited for)"),
+            t0,
+            r,
+        )
+    }
+
+    fn collect_reads(
+        &mut self,
+        token: u64,
+    ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
+        let t0 = Instant::now();
+        let r = self.inner.collect_reads(token);
+        self.log("collect_reads", t0, r)
+    }
+
     fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
         let t0 = Instant::now();
         let r = self.inner.make_dirs(dirs);

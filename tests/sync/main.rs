@@ -11,6 +11,7 @@ mod common;
 mod sshd;
 
 mod round_trips;
+mod round_trips_hint;
 mod scenarios;
 mod ssh_cipher;
 mod ssh_connect;

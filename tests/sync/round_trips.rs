@@ -12,15 +12,29 @@ use std::time::{Duration, Instant};
 use common::{Env, text};
 
 /// `baton --json ARGS` with `BATON_TRACE=1`: the round trips it reported, and its stderr.
-fn traced(t: &Transport, env: &Env, args: &[&str]) -> (u64, String) {
+pub(crate) fn traced(t: &Transport, env: &Env, args: &[&str]) -> (u64, String) {
     // The previous command's staging removals are not waited for: let the server carry
     // them out, so that this command finds no leftover to sweep (which costs a round
     // trip or two) and the count stays the same from run to run.
     let staging = t.remote().join("staging");
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(3);
     while fs::read_dir(&staging).is_ok_and(|mut d| d.next().is_some()) && Instant::now() < deadline
     {
         std::thread::sleep(Duration::from_millis(10));
+    }
+    // OpenSSH's server can drop the last requests of a client that disconnects right
+    // after sending them (seen for 3 of 30 pushes of an unchanged baton on a loaded
+    // machine): the staging removal that was not waited for then never happens. The next
+    // push sweeps such a leftover (its process is gone) at a cost of round trips; it is
+    // removed here, so that the count is the protocol's.
+    if let Ok(dir) = fs::read_dir(&staging) {
+        for entry in dir.flatten() {
+            eprintln!(
+                "removing a leftover staging directory {:?}",
+                entry.file_name()
+            );
+            let _ = fs::remove_dir_all(entry.path());
+        }
     }
     let out = t
         .cmd(env)
@@ -40,7 +54,7 @@ fn traced(t: &Transport, env: &Env, args: &[&str]) -> (u64, String) {
     (counts[0], stderr)
 }
 
-fn store_with_target(t: &Transport) -> Env {
+pub(crate) fn store_with_target(t: &Transport) -> Env {
     let env = Env::new();
     env.init();
     env.write_tree(
@@ -56,7 +70,7 @@ fn store_with_target(t: &Transport) -> Env {
     env
 }
 
-fn save_change(env: &Env, n: u32) {
+pub(crate) fn save_change(env: &Env, n: u32) {
     env.write_tree(
         "work",
         &[("src/a.rs", format!("fn a() {{ {n} }}\n").as_bytes())],
@@ -110,9 +124,10 @@ fn local_syncs_stay_within_their_round_trips() {
 }
 
 /// SFTP: state 2 (open, read; 1 when there is no store), open the pack and the staged
-/// files 1, write/fsync/read back 1, publish 1; a pull reads the state, then the pack's
-/// tail (all of a small pack) in 2.
+/// files 1, write/fsync/read back 1, publish 1; an incremental push with its target
+/// hint (the generation the last push saw) reads the state with the pack's opens and
+/// writes: 3; a pull reads the state, then the pack's tail (all of a small pack) in 2.
 #[test]
 fn ssh_syncs_stay_within_their_round_trips() {
-    assert_counts(&Transport::ssh(), [4, 5, 2, 4]);
+    assert_counts(&Transport::ssh(), [4, 3, 2, 4]);
 }

@@ -22,6 +22,7 @@ mod batch;
 mod download;
 #[doc(hidden)]
 pub mod fuzzing;
+mod probe;
 mod session;
 #[cfg(test)]
 mod tests;
@@ -94,6 +95,9 @@ pub struct SftpRemote {
     sent_in_round: HashMap<u32, u64>,
     /// Waiting for room in a full streaming window: bandwidth, not a round trip.
     streaming: bool,
+    /// Reads started by `start_reads`, by token, until collected.
+    probes: HashMap<u64, probe::Probe>,
+    next_probe: u64,
 }
 
 enum Prepared {
@@ -144,6 +148,8 @@ impl SftpRemote {
             round_trips: 0,
             sent_in_round: HashMap::new(),
             streaming: false,
+            probes: HashMap::new(),
+            next_probe: 0,
         };
         remote.send(Packet::Init(Init::new()))?;
         match remote.recv()? {
@@ -190,6 +196,22 @@ impl Remote for SftpRemote {
         limit: u64,
     ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
         self.read_many_windowed(files, dirs, limit)
+    }
+
+    fn start_reads(
+        &mut self,
+        files: &[String],
+        dirs: &[String],
+        limit: u64,
+    ) -> Result<Option<u64>> {
+        self.probe_start(files, dirs, limit)
+    }
+
+    fn collect_reads(
+        &mut self,
+        token: u64,
+    ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
+        self.probe_collect(token)
     }
 
     fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
@@ -287,6 +309,9 @@ impl Remote for SftpRemote {
                 return Err(e);
             }
         };
+        // Reads started before these opens had their opens answered first: their
+        // reads go out now, with this upload's writes.
+        self.advance_probes()?;
         Ok(Box::new(upload::SftpUpload {
             remote: self,
             handle,

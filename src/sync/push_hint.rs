@@ -1,0 +1,132 @@
+//! A push that trusts its target hint (the remote generation the last sync saw, SPEC
+//! §5.2): the pack is written on the assumption that the remote `current` is still the
+//! hinted bundle, while the same batches read `config`, that generation and the next one
+//! (`Backend::start_reads`), so that it costs three round trips after connect over SFTP
+//! (opens; writes, fsyncs, read-backs and the state reads; publish) instead of five.
+//!
+//! A hint is only a hint: when the remote does not bear it out (another push moved it,
+//! the store was replaced), the staged upload is removed and the caller pushes the long
+//! way. Nothing is published before the reads agree with the hint, and the publish is
+//! the same no-clobber chain as always, so a push that races with this one still loses
+//! or wins by the create of the next generation (SPEC §14).
+
+use indicatif::ProgressBar;
+
+use super::push::{PushReport, PushRequest, missing_objects, publish, staged_ref, write_pack};
+use super::remote_store;
+use crate::error::Result;
+use crate::format::layout::Kind;
+use crate::format::names::RefName;
+use crate::store::Store;
+use crate::store::target_hints::{self, Hint};
+use crate::transport::backend::Backend;
+
+/// The URL of a configured target (hints are kept per target and URL).
+pub(super) fn target_url(store: &Store, target: &str) -> Option<String> {
+    store.config.targets.get(target).map(|t| t.url.clone())
+}
+
+/// Remember what a sync saw of `target`'s remote: generation `generation` naming
+/// `current` (`None`, or generation 0: nothing to remember). Best effort: the sync is
+/// done, and a missing hint only costs round trips next time.
+pub(super) fn remember(
+    store: &Store,
+    target: &str,
+    generation: u64,
+    current: Option<crate::format::ObjectId>,
+) {
+    let Some(url) = target_url(store, target) else {
+        return;
+    };
+    let hint = current.filter(|_| generation > 0).map(|current| Hint {
+        url,
+        generation,
+        current,
+    });
+    let _ = target_hints::record(store, target, hint);
+}
+
+/// Push along the hint. `Ok(None)`: there is no usable hint, or the remote did not bear
+/// it out (nothing was published, and what was staged is being removed): push the long
+/// way.
+pub(super) fn try_push(
+    store: &Store,
+    remote: &mut dyn Backend,
+    request: &PushRequest,
+    report: &mut PushReport,
+    progress: &ProgressBar,
+) -> Result<Option<()>> {
+    let bundle = request.bundle;
+    if request.force.is_some() {
+        return Ok(None);
+    }
+    let Some(url) = target_url(store, request.target) else {
+        return Ok(None);
+    };
+    let Some(hint) = target_hints::get(store, request.target, &url) else {
+        return Ok(None);
+    };
+    // Up to date, or diverged: the long way says so (it costs no more).
+    if hint.current == bundle
+        || !store.objects.contains(&hint.current)
+        || !store.is_ancestor(&hint.current, &bundle)?
+    {
+        return Ok(None);
+    }
+    let (objects, bundles) = missing_objects(store, bundle, Some(hint.current))?;
+    let beside = staged_ref(store, Some(hint.current), bundle)?;
+    progress.set_length(
+        objects
+            .iter()
+            .filter_map(|id| store.objects.stored_len(id))
+            .sum(),
+    );
+    // The state's opens first: they are answered before the pack's, whose wait brings
+    // them in; their reads then travel with the pack's writes.
+    let (reads, lists) = remote_store::hint_reads(hint.generation);
+    let pending = remote.start_reads(&reads, &lists, 1 << 20)?;
+    remote.prepare_known(&[Kind::Pack, Kind::Generation(RefName::Current)])?;
+    let item = remote.begin_new()?;
+    let written = write_pack(store, remote, &item, &beside, &objects, &bundles, progress);
+    let answers = match remote.collect_reads(pending) {
+        Ok(answers) => answers,
+        Err(e) => {
+            remote.abandon(item);
+            return Err(e);
+        }
+    };
+    let Some(state) = remote_store::check_hint(remote, answers, hint.generation, hint.current)
+    else {
+        // Not what the hint said: whatever the upload did is not wanted.
+        remote.abandon(item);
+        return Ok(None);
+    };
+    let (pack_id, pack_len) = match written {
+        Ok(written) => written,
+        Err(e) => {
+            remote.abandon(item);
+            return Err(e);
+        }
+    };
+    if let Some(config) = &state.config
+        && let Err(e) =
+            super::pull::check_same_encryption(store, config, remote.describe().as_str())
+    {
+        remote.abandon(item);
+        return Err(e);
+    }
+    remote.sweep_leftovers(&state.staging);
+    report.remote_before = state.current;
+    report.objects_sent = (objects.len() + bundles.len()) as u64;
+    report.bytes_sent = pack_len;
+    publish(
+        remote,
+        item,
+        &pack_id,
+        pack_len,
+        hint.generation + 1,
+        bundle,
+    )?;
+    remember(store, request.target, hint.generation + 1, Some(bundle));
+    Ok(Some(()))
+}
