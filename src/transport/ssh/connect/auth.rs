@@ -18,20 +18,9 @@ pub(super) fn authenticate(
     link: Option<&TcpStream>,
 ) -> Result<()> {
     let who = format!("{}@{}", res.user, host_port(&res.host, res.port));
-    let methods = session
-        .auth_methods(&res.user)
-        .map_err(|e| auth_transport_error(&e, &who))?;
-    if session.authenticated() {
-        return Ok(());
-    }
-    if !methods.split(',').any(|m| m == "publickey") {
-        return Err(Error::new(
-            ErrorKind::Security,
-            format!("the server refuses public-key authentication for {who} (it offers: {methods})"),
-        )
-        .with_hint("baton authenticates with keys only (ssh-agent or key files); enable PubkeyAuthentication on the server"));
-    }
-
+    // Keys straight away: asking the server for its methods first (a "none" request)
+    // would cost a round trip on every connection; it is asked only when no key was
+    // accepted, to say why.
     let mut tried: Vec<String> = Vec::new();
     let mut rejected = 0usize;
 
@@ -90,6 +79,19 @@ pub(super) fn authenticate(
         }
     }
 
+    // A server that closed the connection after the refused keys has no methods to
+    // tell: what was tried is the message then.
+    let methods = session.auth_methods(&res.user).ok();
+    if session.authenticated() {
+        return Ok(());
+    }
+    if let Some(methods) = methods.filter(|m| !m.split(',').any(|m| m == "publickey")) {
+        return Err(Error::new(
+            ErrorKind::Security,
+            format!("the server refuses public-key authentication for {who} (it offers: {methods})"),
+        )
+        .with_hint("baton authenticates with keys only (ssh-agent or key files); enable PubkeyAuthentication on the server"));
+    }
     let tried = tried.join(", ");
     if let Some(path) = locked.first() {
         return Err(Error::new(
