@@ -49,6 +49,10 @@ pub struct HandoffRequest<'a> {
     pub raw_transcript: Option<(String, Vec<u8>)>,
     pub attachments: Vec<PathBuf>,
     pub secrets: SecretsMode,
+    /// Files whose blobs the store already holds, found clean under the current secret
+    /// policy from exactly these bytes (the transcript cache): added without reading or
+    /// scanning their content again; their names are scanned like every other.
+    pub stored: Vec<MemFile>,
 }
 
 pub struct Assembled {
@@ -57,6 +61,9 @@ pub struct Assembled {
     pub evidence: evidence::Evidence,
     /// Secrets found, by kind (values are never kept anywhere).
     pub secrets: BTreeMap<&'static str, u64>,
+    /// For each of `files`: whether its name and bytes were scanned here and held no
+    /// secret (a `stored` file: false, it was not scanned here).
+    pub clean: Vec<bool>,
 }
 
 pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
@@ -116,20 +123,30 @@ pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
     if let Some((path, bytes)) = &request.raw_transcript {
         files.push(MemFile::new(format!("attachments/{path}"), bytes.clone()));
     }
+    files.extend(request.stored.iter().cloned());
     for (path, bytes, exec) in attachments {
         files.push(MemFile {
             path: format!("attachments/{path}"),
             bytes,
             exec,
+            stored: None,
         });
     }
 
     // Every byte that goes in is scanned, file names included; nothing is written
     // before this point.
     let mut scrubber = secrets::Scrubber::default();
+    let mut clean = Vec::with_capacity(files.len());
     for file in &mut files {
-        file.path = scrubber.text(&file.path);
-        file.bytes = scrubber.bytes(&file.bytes);
+        let mut own = secrets::Scrubber::default();
+        file.path = own.text(&file.path);
+        if file.stored.is_none() {
+            file.bytes = own.bytes(&file.bytes);
+        }
+        clean.push(file.stored.is_none() && !own.found_any());
+        for (kind, n) in own.found {
+            *scrubber.found.entry(kind).or_default() += n;
+        }
     }
     scrubber.refuse_if(request.secrets == SecretsMode::Block)?;
     let found = scrubber.found;
@@ -148,6 +165,7 @@ pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
         briefing,
         evidence: capture.evidence,
         secrets: found,
+        clean,
     })
 }
 

@@ -113,6 +113,25 @@ struct Contents {
     /// The secret-scan policy the entries were found clean under (see `for_root`).
     policy: String,
     sections: Vec<Section>,
+    /// Session transcripts a handoff normalised and found clean (absent in caches of
+    /// older builds), most recent first.
+    #[serde(default)]
+    transcripts: Vec<Transcript>,
+}
+
+/// Transcripts remembered at once; the least recently saved is dropped first.
+const MAX_TRANSCRIPTS: usize = 4;
+
+/// What a handoff made of one session file, found clean under the cache's policy: the
+/// blobs it stored (`path`, id, size of each file of the bundle), keyed by a hash of
+/// everything the result depends on (the caller's key: the session file's bytes, its
+/// harness, name and path). A hit needs every blob present in the store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transcript {
+    pub key: String,
+    /// The bundle's `transcript.source` metadata.
+    pub label: Option<String>,
+    pub files: Vec<(String, ObjectId, u64)>,
 }
 
 /// The cached entries of one directory, ready for lookups.
@@ -196,6 +215,35 @@ pub fn for_root(store: &Store, root: &Path, policy: &str) -> Lookup {
     }
 }
 
+/// The transcript cached under `key` (see [`Transcript`]) if it was found clean under
+/// `policy` and every blob it names is in the store; `None` means: normalise and scan.
+pub fn transcript(store: &Store, policy: &str, key: &str) -> Option<Transcript> {
+    let contents = read(store).filter(|c| c.policy == policy)?;
+    let found = contents.transcripts.into_iter().find(|t| t.key == key)?;
+    found
+        .files
+        .iter()
+        .all(|(_, id, _)| store.objects.contains(id))
+        .then_some(found)
+}
+
+/// Remember `entry` (other transcripts kept, up to `MAX_TRANSCRIPTS`). Call only after
+/// the ref move that makes its blobs reachable, and only for files that were scanned
+/// under `policy` and found clean. Best effort, like [`record`].
+pub fn record_transcript(store: &Store, policy: &str, entry: Transcript) -> Result<()> {
+    if store.config.encryption.is_some() {
+        return Ok(());
+    }
+    let mut contents = read(store)
+        .filter(|c| c.policy == policy)
+        .unwrap_or_default();
+    contents.policy = policy.to_string();
+    contents.transcripts.retain(|t| t.key != entry.key);
+    contents.transcripts.insert(0, entry);
+    contents.transcripts.truncate(MAX_TRANSCRIPTS);
+    write(store, &contents)
+}
+
 /// Replace the entries of `root` by `entries` (other directories kept, up to
 /// `MAX_ROOTS`). Call only after the ref move that makes every id in `entries` reachable.
 /// Best effort by design: the save is complete whatever happens here, so a failure is
@@ -230,7 +278,12 @@ pub fn record(
         },
     );
     contents.sections.truncate(MAX_ROOTS);
-    let json = serde_json::to_vec(&contents)
+    write(store, &contents)
+}
+
+/// Write the cache file (temp file, rename, no fsync).
+fn write(store: &Store, contents: &Contents) -> Result<()> {
+    let json = serde_json::to_vec(contents)
         .map_err(|e| crate::error::Error::other(format!("cannot encode the stat cache: {e}")))?;
     let mut bytes = Vec::with_capacity(MAGIC.len() + json.len() + 66);
     bytes.extend_from_slice(MAGIC.as_bytes());
