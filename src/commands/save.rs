@@ -18,6 +18,7 @@ use crate::handoff::secrets::files::{self, Found, REDACT_LIMIT, all_kinds, descr
 use crate::handoff::sessions;
 use crate::output::{Outcome, terminal_safe};
 use crate::store::memtree::MemFile;
+use crate::store::pack_batch::PackBatch;
 use crate::store::{snapshot, statcache};
 
 pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
@@ -354,8 +355,11 @@ pub(super) fn save_handoff_with(
     } else {
         summary_arg
     };
-    let (tree, ids) = store.write_mem_tree_ids(&assembled.files)?;
-    let (id, bundle) = store.commit_bundle(tree, "save", |b| {
+    // The files, their trees and the manifest go into one pack, published under the
+    // lock just before the ref move.
+    let batch = PackBatch::new(&store.objects);
+    let (tree, ids) = store.mem_tree_into(&assembled.files, &batch)?;
+    let (id, bundle) = store.commit_bundle_in(batch, tree, "save", |b| {
         b.from = from;
         b.to = to;
         b.summary = summary;

@@ -58,6 +58,20 @@ impl Store {
         &self,
         files: &[MemFile],
     ) -> Result<(ObjectId, Vec<(ObjectId, u64)>)> {
+        // New objects go into one pack, durable before this returns (SPEC 12.2).
+        let batch = PackBatch::new(&self.objects);
+        let written = self.mem_tree_into(files, &batch)?;
+        batch.finish()?;
+        Ok(written)
+    }
+
+    /// Append `files` and their trees to `batch` (nothing durable until the caller
+    /// finishes it): the root tree id and each file's (blob id, size) in order.
+    pub fn mem_tree_into(
+        &self,
+        files: &[MemFile],
+        batch: &PackBatch,
+    ) -> Result<(ObjectId, Vec<(ObjectId, u64)>)> {
         let mut root = Dir::default();
         let mut seen = std::collections::BTreeSet::new();
         for file in files {
@@ -89,8 +103,6 @@ impl Store {
                 )));
             }
         }
-        // New objects go into one pack, durable before this returns (SPEC 12.2).
-        let batch = PackBatch::new(&self.objects);
         let mut ids = Vec::with_capacity(files.len());
         for file in files {
             let (id, size) = match file.stored {
@@ -109,8 +121,7 @@ impl Store {
             }
             dir.files.insert(name, (id, size, file.exec));
         }
-        let (id, _) = Self::write_dir(&root, &batch)?;
-        batch.finish()?;
+        let (id, _) = Self::write_dir(&root, batch)?;
         Ok((id, ids))
     }
 

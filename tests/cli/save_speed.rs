@@ -207,3 +207,67 @@ fn a_damaged_or_foreign_cache_is_not_trusted() {
     assert_eq!(saved["transcript_cached"], false, "{saved}");
     in_ws(&env, &ws, &["--store", &other, "verify"]);
 }
+
+/// Files under `dir`, recursively (temp files included).
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_handoff_publishes_its_manifest_in_its_pack_with_five_syncs() {
+    if !common::precondition(
+        common::strace_usable(),
+        "strace that can trace here (apt-get install -y strace)",
+    ) {
+        return;
+    }
+    let env = Env::new();
+    let (ws, _) = workspace_with_session(&env, 3);
+    fs::write(ws.join("a.txt"), "two\n").unwrap();
+    for round in 0..2 {
+        let trace = env.path().join("trace.txt");
+        let out = std::process::Command::new("strace")
+            .args(["-f", "-qq", "-y", "-o"])
+            .arg(&trace)
+            .args(["-e", "trace=fsync,fdatasync"])
+            .arg(env!("CARGO_BIN_EXE_baton"))
+            .args(["handoff", "--to", "codex", "--no-brief"])
+            .args(["--transcript", "claude-code:latest"])
+            .current_dir(&ws)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", env.path())
+            .env("USER", "tester")
+            .env("TZ", "UTC")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "traced handoff\n{}",
+            common::text(&out)
+        );
+        let syncs: Vec<String> = fs::read_to_string(&trace)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("fsync(") || l.contains("fdatasync("))
+            .map(str::to_string)
+            .collect();
+        // The pack and packs/, the log line, the generation file and refs/current/.
+        assert_eq!(syncs.len(), 5, "round {round}:\n{}", syncs.join("\n"));
+        // Nothing loose: blobs, trees and the manifest all went into the pack.
+        let loose = files_under(&ws.join(".baton/objects"));
+        assert!(loose.is_empty(), "round {round}: loose {loose:?}");
+    }
+    assert_eq!(common::pack_files(&ws.join(".baton")).len(), 2);
+    in_ws(&env, &ws, &["verify"]);
+    in_ws(&env, &ws, &["verify", "current~1"]);
+}
