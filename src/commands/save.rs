@@ -13,11 +13,12 @@ use crate::commands::Ctx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::names::RefName;
 use crate::handoff::capture::{self, HandoffRequest, SecretsMode};
+use crate::handoff::evidence;
 use crate::handoff::secrets::Scrubber;
 use crate::handoff::secrets::files::{self, Found, REDACT_LIMIT, all_kinds, describe_files};
-use crate::handoff::sessions;
 use crate::output::{Outcome, terminal_safe};
-use crate::store::memtree::MemFile;
+
+use super::save_transcript;
 use crate::store::pack_batch::PackBatch;
 use crate::store::{snapshot, statcache};
 
@@ -260,65 +261,35 @@ pub(super) fn save_handoff_with(
     let workspace = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let workspace = std::fs::canonicalize(&workspace)
         .map_err(|e| Error::io("cannot open workspace", &workspace, e))?;
-    // A session file a previous handoff of this store normalised and found clean, byte
-    // for byte the same (same key) under the same secret policy, is taken from the
-    // transcript cache: its stored blobs go into the tree without a second pass.
+    // The git evidence is read while the transcript is read, normalised and scanned.
     let policy = crate::handoff::secrets::policy();
-    let session = match &args.transcript {
-        Some(source) => Some(sessions::read_source(
-            &sessions::Homes::from_env(),
-            &sessions::Source::parse(source),
-            &workspace,
-        )?),
-        None => None,
-    };
-    let key = session.as_ref().and_then(|s| s.key());
-    let hit = key
-        .as_deref()
-        .and_then(|k| statcache::transcript(&store, &policy, k));
-    let cached = hit.is_some();
-    let (transcript, raw_transcript, stored, label) = match (hit, session) {
-        (Some(hit), _) => {
-            let stored = hit
-                .files
-                .iter()
-                .map(|(path, id, size)| MemFile::stored(path.clone(), *id, *size))
-                .collect();
-            (None, None, stored, hit.label)
-        }
-        (None, Some(session)) => {
-            let t = session.load()?;
-            (Some(t.jsonl), t.raw, Vec::new(), t.label)
-        }
-        (None, None) => (None, None, Vec::new(), None),
-    };
-    if let Some(label) = label.clone() {
+    let (workspace_evidence, prepared) = std::thread::scope(|s| {
+        let git = s.spawn(|| evidence::capture(&workspace));
+        let prepared =
+            save_transcript::prepare(&store, &policy, args.transcript.as_deref(), &workspace);
+        let found = git
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (found, prepared)
+    });
+    let prepared = prepared?;
+    let cached = prepared.cached;
+    if let Some(label) = prepared.label.clone() {
         metadata.insert("transcript.source".into(), label);
         metadata.insert(
             "transcript.schema".into(),
             format!("baton.events/{}", crate::handoff::events::SCHEMA_VERSION),
         );
     }
-    // The bundle paths of what the session became, for the cache after the save.
-    let mut transcript_paths = Vec::new();
-    if transcript.is_some() {
-        transcript_paths.push("transcript.jsonl".to_string());
-    }
-    if let Some((path, _)) = &raw_transcript {
-        transcript_paths.push(format!("attachments/{path}"));
-    }
     let request = HandoffRequest {
-        workspace: &workspace,
         brief,
-        transcript,
-        raw_transcript,
+        transcript: prepared.files,
         attachments: args.attach.clone(),
         secrets: mode,
-        stored,
     };
     // Everything is assembled, validated and scanned before the store is touched; the
     // manifest's own text fields are scanned like the files.
-    let mut assembled = capture::assemble(&request)?;
+    let mut assembled = capture::assemble(request, workspace_evidence)?;
     let mut scrubber = Scrubber {
         found: std::mem::take(&mut assembled.secrets),
     };
@@ -366,24 +337,14 @@ pub(super) fn save_handoff_with(
         b.note = note;
         b.metadata = metadata;
     })?;
-    // After the ref move, so every blob named is reachable; only when every file the
-    // session became was scanned here and found clean. Best effort: the save is done.
-    if let Some(key) = key.filter(|_| !cached) {
-        let files: Option<Vec<_>> = transcript_paths
-            .iter()
-            .map(|path| {
-                let i = assembled.files.iter().position(|f| &f.path == path)?;
-                let (id, size) = ids
-                    .get(i)
-                    .filter(|_| assembled.clean.get(i) == Some(&true))?;
-                Some((path.clone(), *id, *size))
-            })
-            .collect();
-        if let Some(files) = files.filter(|f| !f.is_empty()) {
-            let entry = statcache::Transcript { key, label, files };
-            let _ = statcache::record_transcript(&store, &policy, entry);
-        }
-    }
+    save_transcript::remember(
+        &store,
+        &policy,
+        prepared.label,
+        prepared.remember,
+        &assembled.files,
+        &ids,
+    );
     super::auto_repack(ctx, &store);
     if !ctx.quiet && !ctx.json && !assembled.secrets.is_empty() {
         eprintln!(
