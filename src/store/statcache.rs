@@ -95,9 +95,13 @@ pub fn now_ns() -> i64 {
     }
 }
 
-/// One cached file: path relative to the root (`/`-separated), metadata, blob id.
+/// What a scan found in a file stored as it is (`save --secrets allow`): counts by kind.
+pub type Findings = Vec<(String, u64)>;
+
+/// One cached file: path relative to the root (`/`-separated), metadata, blob id, and
+/// the secrets found in it when it was stored as it is (`None`: found clean).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-struct Entry(String, FileStat, ObjectId);
+struct Entry(String, FileStat, ObjectId, Option<Findings>);
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Section {
@@ -138,15 +142,21 @@ pub struct Transcript {
 #[derive(Debug, Default)]
 pub struct Lookup {
     started_ns: i64,
-    entries: HashMap<String, (FileStat, ObjectId)>,
+    entries: HashMap<String, (FileStat, ObjectId, Option<Findings>)>,
 }
 
 impl Lookup {
     /// The blob id of `rel` if the cache holds it with exactly `stat` and the entry is
     /// not racy; `None` means: read the file.
-    pub fn get(&self, rel: &str, stat: &FileStat) -> Option<ObjectId> {
-        let (cached, id) = self.entries.get(rel)?;
-        (cached == stat && !stat.is_racy(self.started_ns)).then_some(*id)
+    pub fn get(&self, rel: &str, stat: &FileStat) -> Option<(ObjectId, Option<&Findings>)> {
+        let (cached, id, findings) = self.entries.get(rel)?;
+        (cached == stat && !stat.is_racy(self.started_ns)).then_some((*id, findings.as_ref()))
+    }
+
+    /// The secrets recorded for `rel` (see [`Findings`]); `None` when it was clean or is
+    /// not cached.
+    pub fn findings(&self, rel: &str) -> Option<&Findings> {
+        self.entries.get(rel)?.2.as_ref()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -210,7 +220,7 @@ pub fn for_root(store: &Store, root: &Path, policy: &str) -> Lookup {
         entries: section
             .entries
             .into_iter()
-            .map(|Entry(path, stat, id)| (path, (stat, id)))
+            .map(|Entry(path, stat, id, findings)| (path, (stat, id, findings)))
             .collect(),
     }
 }
@@ -253,7 +263,7 @@ pub fn record(
     root: &Path,
     policy: &str,
     started_ns: i64,
-    entries: Vec<(String, FileStat, ObjectId)>,
+    entries: Vec<(String, FileStat, ObjectId, Option<Findings>)>,
 ) -> Result<()> {
     if store.config.encryption.is_some() {
         return Ok(());
@@ -273,7 +283,7 @@ pub fn record(
             started_ns,
             entries: entries
                 .into_iter()
-                .map(|(path, stat, id)| Entry(path, stat, id))
+                .map(|(path, stat, id, findings)| Entry(path, stat, id, findings))
                 .collect(),
         },
     );
@@ -338,7 +348,7 @@ mod tests {
     fn lookup(started_ns: i64, entry: FileStat) -> Lookup {
         Lookup {
             started_ns,
-            entries: [("a".to_string(), (entry, ObjectId::of(b"abc")))].into(),
+            entries: [("a".to_string(), (entry, ObjectId::of(b"abc"), None))].into(),
         }
     }
 
@@ -347,7 +357,7 @@ mod tests {
         let started = 100_000_000_000_i64;
         let old = stat(started - 1_000_000_001, started - 1_000_000_001);
         let cache = lookup(started, old);
-        assert_eq!(cache.get("a", &old), Some(ObjectId::of(b"abc")));
+        assert_eq!(cache.get("a", &old), Some((ObjectId::of(b"abc"), None)));
         assert_eq!(cache.get("b", &old), None);
         for changed in [
             FileStat { size: 4, ..old },

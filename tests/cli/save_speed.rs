@@ -271,3 +271,61 @@ fn a_handoff_publishes_its_manifest_in_its_pack_with_five_syncs() {
     in_ws(&env, &ws, &["verify"]);
     in_ws(&env, &ws, &["verify", "current~1"]);
 }
+
+/// `baton --json save w` with `extra`: the answer.
+fn save_w(env: &Env, extra: &[&str]) -> Value {
+    let mut args = vec!["save", "w"];
+    args.extend_from_slice(extra);
+    common::json_ok(env, &args)
+}
+
+#[test]
+fn a_file_stored_with_its_secrets_comes_from_the_cache_and_is_reported_again() {
+    let env = Env::new();
+    env.init();
+    let token = format!("ghp_{}", "a1B2c3D4e5".repeat(4).get(..36).unwrap());
+    env.write_tree(
+        "w",
+        &[
+            ("clean.txt", b"nothing\n"),
+            ("leaky.txt", format!("token = {token}\n").as_bytes()),
+        ],
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let reported = |doc: &Value| {
+        assert_eq!(doc["secrets"].as_array().map(Vec::len), Some(1), "{doc}");
+        assert_eq!(doc["secrets"][0]["path"], "leaky.txt", "{doc}");
+        assert_eq!(doc["secrets"][0]["kinds"][0], "github_token", "{doc}");
+    };
+    let first = save_w(&env, &["--secrets", "allow"]);
+    assert_eq!(first["files_cached"], 0, "{first}");
+    reported(&first);
+    let meta = |rev: &str| {
+        env.ok(&["show", rev])
+            .lines()
+            .filter(|l| l.starts_with("meta"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    // Stored as it is, so the same bytes: taken from the cache with what was found.
+    let second = save_w(&env, &["--secrets", "allow"]);
+    assert_eq!(second["files_cached"], 2, "{second}");
+    assert_eq!(second["objects_written"], 0, "{second}");
+    reported(&second);
+    assert_eq!(meta("current"), meta("current~1"));
+    assert!(env.ok(&["cat", "current:leaky.txt"]).contains(&token));
+    // The default (block) refuses it without reading it, naming it.
+    let out = env.run(&["save", "w"]);
+    assert_eq!(out.status.code(), Some(6), "{}", common::text(&out));
+    assert!(common::text(&out).contains("leaky.txt"));
+    // Redacting needs the bytes: read again, and its entry is dropped.
+    let redacted = save_w(&env, &["--secrets", "redact"]);
+    assert_eq!(redacted["files_cached"], 1, "{redacted}");
+    reported(&redacted);
+    assert!(!env.ok(&["cat", "current:leaky.txt"]).contains(&token));
+    let again = save_w(&env, &["--secrets", "allow"]);
+    assert_eq!(again["files_cached"], 1, "{again}");
+    reported(&again);
+    assert!(env.ok(&["cat", "current:leaky.txt"]).contains(&token));
+    assert!(env.ok(&["verify"]).contains("ok"));
+}
