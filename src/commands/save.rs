@@ -13,10 +13,13 @@ use crate::commands::Ctx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::names::RefName;
 use crate::handoff::capture::{self, HandoffRequest, SecretsMode};
+use crate::handoff::evidence;
 use crate::handoff::secrets::Scrubber;
 use crate::handoff::secrets::files::{self, Found, REDACT_LIMIT, all_kinds, describe_files};
-use crate::handoff::sessions;
 use crate::output::{Outcome, terminal_safe};
+
+use super::save_transcript;
+use crate::store::pack_batch::PackBatch;
 use crate::store::{snapshot, statcache};
 
 pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
@@ -47,19 +50,30 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     };
     // Taken before the listing: the stat cache's racy-clean rule compares against it.
     let started_ns = statcache::now_ns();
-    // A file the stat cache vouches for is unchanged since a save that found it clean
-    // under this same secret policy: it is neither read nor scanned again.
+    // A file the stat cache vouches for is unchanged since a save that scanned it under
+    // this same secret policy: it is neither read nor scanned again. One that held
+    // secrets then was stored as it is (`--secrets allow`); its findings are those of
+    // the same bytes, so they are reported (or refused) again, and it is read again only
+    // to be redacted.
     let policy = crate::handoff::secrets::policy();
     let root = std::fs::canonicalize(dir).ok();
     let cache = match &root {
         Some(root) => statcache::for_root(&store, root, &policy),
         None => statcache::Lookup::default(),
     };
-    let lookup = snapshot::cache_lookup(&store, dir, &cache);
+    let with_secrets = |f: &statcache::Findings| mode != SecretsMode::Redact && known_kinds(f);
+    let lookup = snapshot::cache_lookup(&store, dir, &cache, &with_secrets);
     let node = snapshot::scan_cached(dir, skip, ignores, &lookup)?;
     check_refs_readable(&store)?;
     // Every other file is scanned before a single object is written.
-    let found = files::scan_files(&node.uncached_files())?;
+    let mut found = files::scan_files(&node.uncached_files())?;
+    for path in node.cached_files() {
+        let findings = snapshot::cache_name(dir, path).and_then(|rel| cache.findings(&rel));
+        if let Some(findings) = findings {
+            found.push(cached_found(path, findings));
+        }
+    }
+    found.sort_by(|a, b| a.path.cmp(&b.path));
     if !found.is_empty() {
         match mode {
             SecretsMode::Block => return Err(snapshot_refusal(dir, &found)),
@@ -112,12 +126,21 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
         b.metadata = metadata;
     })?;
     // After the ref move: every id recorded is reachable from `current` now. Files that
-    // held secrets are left out, so they are scanned (and reported) on every save. The
-    // save is complete either way, so a cache that cannot be written is simply not.
+    // held secrets are left out (so they are scanned again) unless they were stored as
+    // they are: then with what was found, reported again by the next save. The save is
+    // complete either way, so a cache that cannot be written is simply not.
     if let Some(root) = &root {
-        let flagged: std::collections::HashSet<&Path> =
-            found.iter().map(|f| f.path.as_path()).collect();
-        let entries = node.cache_entries(dir, &blobs, &|p| flagged.contains(p));
+        let flagged: std::collections::HashMap<&Path, &Found> =
+            found.iter().map(|f| (f.path.as_path(), f)).collect();
+        let findings = |p: &Path| match flagged.get(p) {
+            None => Some(None),
+            Some(f) if mode == SecretsMode::Allow => f
+                .counts
+                .as_ref()
+                .map(|counts| Some(counts.iter().map(|(k, n)| (k.to_string(), *n)).collect())),
+            Some(_) => None,
+        };
+        let entries = node.cache_entries(dir, &blobs, &findings);
         let _ = statcache::record(&store, root, &policy, started_ns, entries);
     }
     super::auto_repack(ctx, &store);
@@ -155,6 +178,33 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
             },
         }),
     ))
+}
+
+/// Whether every kind in `findings` is one this build knows (always, under the same
+/// policy fingerprint; anything else is read and scanned again).
+fn known_kinds(findings: &statcache::Findings) -> bool {
+    findings
+        .iter()
+        .all(|(kind, _)| crate::handoff::secrets::KINDS.contains(&kind.as_str()))
+}
+
+/// The finding of a cached file from what its entry recorded (kinds checked by
+/// [`known_kinds`] before the entry was used).
+fn cached_found(path: &Path, findings: &statcache::Findings) -> Found {
+    let counts = findings
+        .iter()
+        .filter_map(|(kind, n)| {
+            let kind = crate::handoff::secrets::KINDS
+                .iter()
+                .find(|k| **k == kind.as_str())?;
+            Some((*kind, *n))
+        })
+        .collect();
+    Found {
+        path: path.to_path_buf(),
+        counts: Some(counts),
+        big_kinds: Default::default(),
+    }
 }
 
 /// At most this many paths are named in a refusal or note.
@@ -258,36 +308,35 @@ pub(super) fn save_handoff_with(
     let workspace = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let workspace = std::fs::canonicalize(&workspace)
         .map_err(|e| Error::io("cannot open workspace", &workspace, e))?;
-    let transcript = match &args.transcript {
-        Some(source) => Some(sessions::load(
-            &sessions::Homes::from_env(),
-            &sessions::Source::parse(source),
-            &workspace,
-        )?),
-        None => None,
-    };
-    if let Some(label) = transcript.as_ref().and_then(|t| t.label.clone()) {
+    // The git evidence is read while the transcript is read, normalised and scanned.
+    let policy = crate::handoff::secrets::policy();
+    let (workspace_evidence, prepared) = std::thread::scope(|s| {
+        let git = s.spawn(|| evidence::capture(&workspace));
+        let prepared =
+            save_transcript::prepare(&store, &policy, args.transcript.as_deref(), &workspace);
+        let found = git
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (found, prepared)
+    });
+    let prepared = prepared?;
+    let cached = prepared.cached;
+    if let Some(label) = prepared.label.clone() {
         metadata.insert("transcript.source".into(), label);
         metadata.insert(
             "transcript.schema".into(),
             format!("baton.events/{}", crate::handoff::events::SCHEMA_VERSION),
         );
     }
-    let (transcript, raw_transcript) = match transcript {
-        Some(t) => (Some(t.jsonl), t.raw),
-        None => (None, None),
-    };
     let request = HandoffRequest {
-        workspace: &workspace,
         brief,
-        transcript,
-        raw_transcript,
+        transcript: prepared.files,
         attachments: args.attach.clone(),
         secrets: mode,
     };
     // Everything is assembled, validated and scanned before the store is touched; the
     // manifest's own text fields are scanned like the files.
-    let mut assembled = capture::assemble(&request)?;
+    let mut assembled = capture::assemble(request, workspace_evidence)?;
     let mut scrubber = Scrubber {
         found: std::mem::take(&mut assembled.secrets),
     };
@@ -324,14 +373,25 @@ pub(super) fn save_handoff_with(
     } else {
         summary_arg
     };
-    let tree = store.write_mem_tree(&assembled.files)?;
-    let (id, bundle) = store.commit_bundle(tree, "save", |b| {
+    // The files, their trees and the manifest go into one pack, published under the
+    // lock just before the ref move.
+    let batch = PackBatch::new(&store.objects);
+    let (tree, ids) = store.mem_tree_into(&assembled.files, &batch)?;
+    let (id, bundle) = store.commit_bundle_in(batch, tree, "save", |b| {
         b.from = from;
         b.to = to;
         b.summary = summary;
         b.note = note;
         b.metadata = metadata;
     })?;
+    save_transcript::remember(
+        &store,
+        &policy,
+        prepared.label,
+        prepared.remember,
+        &assembled.files,
+        &ids,
+    );
     super::auto_repack(ctx, &store);
     if !ctx.quiet && !ctx.json && !assembled.secrets.is_empty() {
         eprintln!(
@@ -355,6 +415,7 @@ pub(super) fn save_handoff_with(
             "files": assembled.files.iter().map(|f| &f.path).collect::<Vec<_>>(),
             "secrets": assembled.secrets,
             "partial": assembled.evidence.partial,
+            "transcript_cached": cached,
         }),
     );
     Ok((outcome, id))

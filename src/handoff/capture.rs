@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use super::briefing::Briefing;
 use super::context::{self, PatchNote};
-use super::{evidence, secrets, transcript};
+use super::{evidence, secrets};
 use crate::error::{Error, IoContext, Result};
 use crate::store::memtree::MemFile;
 
@@ -39,16 +39,44 @@ impl SecretsMode {
     }
 }
 
-pub struct HandoffRequest<'a> {
-    pub workspace: &'a Path,
+pub struct HandoffRequest {
     /// The raw briefing, or `None` for an evidence-only handoff (`--no-brief`).
     pub brief: Option<Vec<u8>>,
-    pub transcript: Option<Vec<u8>>,
-    /// A harness's own session file behind a normalised transcript: (path under
-    /// attachments/, bytes), scanned and redacted like every other file.
-    pub raw_transcript: Option<(String, Vec<u8>)>,
+    /// The transcript's files (`transcript.jsonl`, and a harness's own session file under
+    /// `attachments/`), already through [`scan`] (the caller scans them while the git
+    /// evidence is being read).
+    pub transcript: Vec<Scanned>,
     pub attachments: Vec<PathBuf>,
     pub secrets: SecretsMode,
+}
+
+/// One file of a handoff after its scan: the name and bytes redacted, and what was found.
+pub struct Scanned {
+    pub file: MemFile,
+    pub found: BTreeMap<&'static str, u64>,
+}
+
+impl Scanned {
+    /// Whether its name and bytes were scanned and held no secret (a `stored` file's
+    /// bytes were not scanned here).
+    pub fn clean(&self) -> bool {
+        self.file.stored.is_none() && self.found.is_empty()
+    }
+}
+
+/// The one per-file scan: the name always; the bytes unless `stored` names a blob the
+/// store already holds, found clean under the current secret policy from exactly these
+/// bytes (the transcript cache).
+pub fn scan(mut file: MemFile) -> Scanned {
+    let mut own = secrets::Scrubber::default();
+    file.path = own.text(&file.path);
+    if file.stored.is_none() {
+        file.bytes = own.bytes(&file.bytes);
+    }
+    Scanned {
+        file,
+        found: own.found,
+    }
 }
 
 pub struct Assembled {
@@ -57,9 +85,13 @@ pub struct Assembled {
     pub evidence: evidence::Evidence,
     /// Secrets found, by kind (values are never kept anywhere).
     pub secrets: BTreeMap<&'static str, u64>,
+    /// For each of `files`: [`Scanned::clean`].
+    pub clean: Vec<bool>,
 }
 
-pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
+/// The bundle's files from `request` and the workspace's evidence (`capture`, read by
+/// the caller, concurrently with whatever it did meanwhile).
+pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<Assembled> {
     let briefing = match &request.brief {
         Some(raw) => {
             let text = std::str::from_utf8(raw).map_err(|_| {
@@ -71,12 +103,8 @@ pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
         }
         None => None,
     };
-    if let Some(t) = &request.transcript {
-        transcript::validate(t)?;
-    }
     let attachments = read_attachments(&request.attachments)?;
 
-    let capture = evidence::capture(request.workspace);
     let captured_at = crate::format::bundle::format_time(SystemTime::now());
     let mut files = Vec::new();
     let mut patches = Vec::new();
@@ -110,26 +138,26 @@ pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
     let evidence_json = serde_json::to_vec_pretty(&capture.evidence)
         .map_err(|e| Error::other(format!("cannot encode evidence: {e}")))?;
     files.push(MemFile::new("evidence/evidence.json", evidence_json));
-    if let Some(t) = &request.transcript {
-        files.push(MemFile::new("transcript.jsonl", t.clone()));
-    }
-    if let Some((path, bytes)) = &request.raw_transcript {
-        files.push(MemFile::new(format!("attachments/{path}"), bytes.clone()));
-    }
+    // Every byte that goes in is scanned, file names included; nothing is written
+    // before this point.
+    let mut scanned: Vec<Scanned> = files.into_iter().map(scan).collect();
+    scanned.extend(request.transcript);
     for (path, bytes, exec) in attachments {
-        files.push(MemFile {
+        scanned.push(scan(MemFile {
             path: format!("attachments/{path}"),
             bytes,
             exec,
-        });
+            stored: None,
+        }));
     }
-
-    // Every byte that goes in is scanned, file names included; nothing is written
-    // before this point.
     let mut scrubber = secrets::Scrubber::default();
-    for file in &mut files {
-        file.path = scrubber.text(&file.path);
-        file.bytes = scrubber.bytes(&file.bytes);
+    let clean = scanned.iter().map(Scanned::clean).collect();
+    let mut files = Vec::with_capacity(scanned.len());
+    for one in scanned {
+        for (kind, n) in one.found {
+            *scrubber.found.entry(kind).or_default() += n;
+        }
+        files.push(one.file);
     }
     scrubber.refuse_if(request.secrets == SecretsMode::Block)?;
     let found = scrubber.found;
@@ -148,6 +176,7 @@ pub fn assemble(request: &HandoffRequest) -> Result<Assembled> {
         briefing,
         evidence: capture.evidence,
         secrets: found,
+        clean,
     })
 }
 

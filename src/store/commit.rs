@@ -4,6 +4,7 @@ use std::time::SystemTime;
 
 use super::Store;
 use super::objects::PendingDirs;
+use super::pack_batch::PackBatch;
 use super::refs::{Expect, MoveReason};
 use crate::error::{Error, Result};
 use crate::format::id::show_short;
@@ -20,7 +21,21 @@ impl Store {
         action: &str,
         fill: impl FnOnce(&mut Bundle),
     ) -> Result<(ObjectId, Bundle)> {
-        self.commit_bundle_with(tree, None, &[], action, fill)
+        self.commit_bundle_with(tree, None, &[], action, fill, None)
+    }
+
+    /// `commit_bundle` of a tree whose new objects are still in `batch` (not finished):
+    /// the manifest goes into the same pack, so one durable publish (one file fsync and
+    /// one of `packs/`) covers the tree and the manifest before the ref moves (SPEC 12.2),
+    /// instead of a loose manifest's fsyncs of its file and fan-out directories.
+    pub fn commit_bundle_in(
+        &self,
+        batch: PackBatch<'_>,
+        tree: ObjectId,
+        action: &str,
+        fill: impl FnOnce(&mut Bundle),
+    ) -> Result<(ObjectId, Bundle)> {
+        self.commit_bundle_with(tree, None, &[], action, fill, Some(batch))
     }
 
     /// `commit_bundle` with more parents after `current` (a merge: `current`, then
@@ -34,7 +49,7 @@ impl Store {
         action: &str,
         fill: impl FnOnce(&mut Bundle),
     ) -> Result<(ObjectId, Bundle)> {
-        self.commit_bundle_with(tree, Some(Some(expect)), extra, action, fill)
+        self.commit_bundle_with(tree, Some(Some(expect)), extra, action, fill, None)
     }
 
     fn commit_bundle_with(
@@ -44,6 +59,7 @@ impl Store {
         extra: &[ObjectId],
         action: &str,
         fill: impl FnOnce(&mut Bundle),
+        batch: Option<PackBatch<'_>>,
     ) -> Result<(ObjectId, Bundle)> {
         let lock = self.lock()?;
         let parent = self.read_ref(&RefName::Current)?;
@@ -61,9 +77,19 @@ impl Store {
         parents.extend(extra.iter().copied());
         let mut bundle = Bundle::new(tree, parents, SystemTime::now());
         fill(&mut bundle);
-        let pending = PendingDirs::default();
-        let stored = self.objects.put_bytes(&bundle.encode(), &pending)?;
-        pending.sync()?;
+        let stored = match batch {
+            Some(batch) => {
+                let stored = batch.put_bytes(&bundle.encode())?;
+                batch.finish()?;
+                stored
+            }
+            None => {
+                let pending = PendingDirs::default();
+                let stored = self.objects.put_bytes(&bundle.encode(), &pending)?;
+                pending.sync()?;
+                stored
+            }
+        };
         let reason = MoveReason {
             action: action.into(),
             from: bundle.from.clone(),

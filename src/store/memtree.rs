@@ -8,12 +8,14 @@ use super::shape::MAX_TREE_DEPTH;
 use crate::error::{Error, Result};
 use crate::format::{EntryKind, ObjectId, Tree, TreeEntry};
 
-/// One file of an in-memory tree: slash-separated relative path, bytes, executable bit.
+/// One file of an in-memory tree: slash-separated relative path, bytes, executable bit;
+/// or, with `stored`, a blob already in the store (id, size; `bytes` empty).
 #[derive(Clone, Debug)]
 pub struct MemFile {
     pub path: String,
     pub bytes: Vec<u8>,
     pub exec: bool,
+    pub stored: Option<(ObjectId, u64)>,
 }
 
 impl MemFile {
@@ -22,6 +24,17 @@ impl MemFile {
             path: path.into(),
             bytes: bytes.into(),
             exec: false,
+            stored: None,
+        }
+    }
+
+    /// A file whose blob the store already holds (the caller checked it is there).
+    pub fn stored(path: impl Into<String>, id: ObjectId, size: u64) -> Self {
+        MemFile {
+            path: path.into(),
+            bytes: Vec::new(),
+            exec: false,
+            stored: Some((id, size)),
         }
     }
 }
@@ -37,6 +50,28 @@ impl Store {
     /// like tree entry names; a path given twice, or both as a file and a directory, is
     /// refused before anything is written.
     pub fn write_mem_tree(&self, files: &[MemFile]) -> Result<ObjectId> {
+        self.write_mem_tree_ids(files).map(|(tree, _)| tree)
+    }
+
+    /// [`Store::write_mem_tree`], also returning each file's (blob id, size) in order.
+    pub fn write_mem_tree_ids(
+        &self,
+        files: &[MemFile],
+    ) -> Result<(ObjectId, Vec<(ObjectId, u64)>)> {
+        // New objects go into one pack, durable before this returns (SPEC 12.2).
+        let batch = PackBatch::new(&self.objects);
+        let written = self.mem_tree_into(files, &batch)?;
+        batch.finish()?;
+        Ok(written)
+    }
+
+    /// Append `files` and their trees to `batch` (nothing durable until the caller
+    /// finishes it): the root tree id and each file's (blob id, size) in order.
+    pub fn mem_tree_into(
+        &self,
+        files: &[MemFile],
+        batch: &PackBatch,
+    ) -> Result<(ObjectId, Vec<(ObjectId, u64)>)> {
         let mut root = Dir::default();
         let mut seen = std::collections::BTreeSet::new();
         for file in files {
@@ -68,21 +103,26 @@ impl Store {
                 )));
             }
         }
-        // New objects go into one pack, durable before this returns (SPEC 12.2).
-        let batch = PackBatch::new(&self.objects);
+        let mut ids = Vec::with_capacity(files.len());
         for file in files {
-            let stored = batch.put_bytes(&file.bytes)?;
+            let (id, size) = match file.stored {
+                Some(known) => known,
+                None => {
+                    let stored = batch.put_bytes(&file.bytes)?;
+                    (stored.id, stored.size)
+                }
+            };
+            ids.push((id, size));
             let mut parts: Vec<&str> = file.path.split('/').collect();
             let name = parts.pop().unwrap_or_default().to_string();
             let mut dir = &mut root;
             for part in parts {
                 dir = dir.dirs.entry(part.to_string()).or_default();
             }
-            dir.files.insert(name, (stored.id, stored.size, file.exec));
+            dir.files.insert(name, (id, size, file.exec));
         }
-        let (id, _) = Self::write_dir(&root, &batch)?;
-        batch.finish()?;
-        Ok(id)
+        let (id, _) = Self::write_dir(&root, batch)?;
+        Ok((id, ids))
     }
 
     /// `tree` with the top-level file `file.path` (no `/`) put in, replacing whatever
@@ -96,7 +136,13 @@ impl Store {
         })?;
         let root = self.read_tree(tree)?;
         let batch = PackBatch::new(&self.objects);
-        let stored = batch.put_bytes(&file.bytes)?;
+        let (id, size) = match file.stored {
+            Some(known) => known,
+            None => {
+                let stored = batch.put_bytes(&file.bytes)?;
+                (stored.id, stored.size)
+            }
+        };
         let mut entries: Vec<TreeEntry> = root
             .entries
             .into_iter()
@@ -109,8 +155,8 @@ impl Store {
             } else {
                 EntryKind::File
             },
-            size: stored.size,
-            id: stored.id,
+            size,
+            id,
         });
         let stored = batch.put_bytes(&Tree::new(entries)?.encode())?;
         batch.finish()?;

@@ -25,7 +25,7 @@ use super::fsutil::open_regular;
 use super::objects::Stored;
 use super::pack_batch::PackBatch;
 use super::shape::MAX_TREE_DEPTH;
-use super::statcache::{FileStat, Lookup};
+use super::statcache::{FileStat, Findings, Lookup};
 use crate::error::{Error, IoContext, Result};
 use crate::format::{EntryKind, MAX_METADATA_OBJECT, ObjectId, Tree, TreeEntry};
 
@@ -309,13 +309,24 @@ impl Node {
         &self,
         base: &Path,
         blobs: &[ObjectId],
-        leave_out: &dyn Fn(&Path) -> bool,
-    ) -> Vec<(String, FileStat, ObjectId)> {
+        findings: &dyn Fn(&Path) -> Option<Option<Findings>>,
+    ) -> Vec<(String, FileStat, ObjectId, Option<Findings>)> {
         self.file_nodes()
             .into_iter()
             .zip(blobs)
-            .filter(|(f, _)| !leave_out(f.path))
-            .filter_map(|(f, id)| Some((relative(base, f.path)?, *f.stat, *id)))
+            .filter_map(|(f, id)| {
+                let found = findings(f.path)?;
+                Some((relative(base, f.path)?, *f.stat, *id, found))
+            })
+            .collect()
+    }
+
+    /// The regular files below this node that the stat cache gave.
+    pub fn cached_files(&self) -> Vec<&Path> {
+        self.file_nodes()
+            .into_iter()
+            .filter(|f| f.cached.is_some())
+            .map(|f| f.path)
             .collect()
     }
 }
@@ -334,19 +345,30 @@ fn relative(base: &Path, path: &Path) -> Option<String> {
 
 /// The stat cache's answer for [`scan_cached`]: the cached blob id of a file below
 /// `base` whose metadata matches its entry, if the store holds that blob.
+/// An entry that recorded secrets (a file stored as it is) is used only if
+/// `with_secrets` accepts its findings.
 pub fn cache_lookup<'a>(
     store: &'a Store,
     base: &'a Path,
     cache: &'a Lookup,
+    with_secrets: &'a (dyn Fn(&Findings) -> bool + Sync),
 ) -> impl Fn(&Path, &FileStat) -> Option<ObjectId> + Sync + 'a {
     move |path, stat| {
         if cache.is_empty() {
             return None;
         }
-        relative(base, path)
-            .and_then(|rel| cache.get(&rel, stat))
-            .filter(|id| store.objects.contains(id))
+        let rel = relative(base, path)?;
+        let (id, findings) = cache.get(&rel, stat)?;
+        if findings.is_some_and(|f| !with_secrets(f)) {
+            return None;
+        }
+        Some(id).filter(|id| store.objects.contains(id))
     }
+}
+
+/// `path` below `base` as the stat cache names it (see [`Lookup::findings`]).
+pub fn cache_name(base: &Path, path: &Path) -> Option<String> {
+    relative(base, path)
 }
 
 /// Store every file (in parallel), then the trees bottom-up; returns the root tree id

@@ -95,9 +95,13 @@ pub fn now_ns() -> i64 {
     }
 }
 
-/// One cached file: path relative to the root (`/`-separated), metadata, blob id.
+/// What a scan found in a file stored as it is (`save --secrets allow`): counts by kind.
+pub type Findings = Vec<(String, u64)>;
+
+/// One cached file: path relative to the root (`/`-separated), metadata, blob id, and
+/// the secrets found in it when it was stored as it is (`None`: found clean).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-struct Entry(String, FileStat, ObjectId);
+struct Entry(String, FileStat, ObjectId, Option<Findings>);
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Section {
@@ -113,21 +117,46 @@ struct Contents {
     /// The secret-scan policy the entries were found clean under (see `for_root`).
     policy: String,
     sections: Vec<Section>,
+    /// Session transcripts a handoff normalised and found clean (absent in caches of
+    /// older builds), most recent first.
+    #[serde(default)]
+    transcripts: Vec<Transcript>,
+}
+
+/// Transcripts remembered at once; the least recently saved is dropped first.
+const MAX_TRANSCRIPTS: usize = 4;
+
+/// What a handoff made of one session file, found clean under the cache's policy: the
+/// blobs it stored (`path`, id, size of each file of the bundle), keyed by a hash of
+/// everything the result depends on (the caller's key: the session file's bytes, its
+/// harness, name and path). A hit needs every blob present in the store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transcript {
+    pub key: String,
+    /// The bundle's `transcript.source` metadata.
+    pub label: Option<String>,
+    pub files: Vec<(String, ObjectId, u64)>,
 }
 
 /// The cached entries of one directory, ready for lookups.
 #[derive(Debug, Default)]
 pub struct Lookup {
     started_ns: i64,
-    entries: HashMap<String, (FileStat, ObjectId)>,
+    entries: HashMap<String, (FileStat, ObjectId, Option<Findings>)>,
 }
 
 impl Lookup {
     /// The blob id of `rel` if the cache holds it with exactly `stat` and the entry is
     /// not racy; `None` means: read the file.
-    pub fn get(&self, rel: &str, stat: &FileStat) -> Option<ObjectId> {
-        let (cached, id) = self.entries.get(rel)?;
-        (cached == stat && !stat.is_racy(self.started_ns)).then_some(*id)
+    pub fn get(&self, rel: &str, stat: &FileStat) -> Option<(ObjectId, Option<&Findings>)> {
+        let (cached, id, findings) = self.entries.get(rel)?;
+        (cached == stat && !stat.is_racy(self.started_ns)).then_some((*id, findings.as_ref()))
+    }
+
+    /// The secrets recorded for `rel` (see [`Findings`]); `None` when it was clean or is
+    /// not cached.
+    pub fn findings(&self, rel: &str) -> Option<&Findings> {
+        self.entries.get(rel)?.2.as_ref()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -191,9 +220,38 @@ pub fn for_root(store: &Store, root: &Path, policy: &str) -> Lookup {
         entries: section
             .entries
             .into_iter()
-            .map(|Entry(path, stat, id)| (path, (stat, id)))
+            .map(|Entry(path, stat, id, findings)| (path, (stat, id, findings)))
             .collect(),
     }
+}
+
+/// The transcript cached under `key` (see [`Transcript`]) if it was found clean under
+/// `policy` and every blob it names is in the store; `None` means: normalise and scan.
+pub fn transcript(store: &Store, policy: &str, key: &str) -> Option<Transcript> {
+    let contents = read(store).filter(|c| c.policy == policy)?;
+    let found = contents.transcripts.into_iter().find(|t| t.key == key)?;
+    found
+        .files
+        .iter()
+        .all(|(_, id, _)| store.objects.contains(id))
+        .then_some(found)
+}
+
+/// Remember `entry` (other transcripts kept, up to `MAX_TRANSCRIPTS`). Call only after
+/// the ref move that makes its blobs reachable, and only for files that were scanned
+/// under `policy` and found clean. Best effort, like [`record`].
+pub fn record_transcript(store: &Store, policy: &str, entry: Transcript) -> Result<()> {
+    if store.config.encryption.is_some() {
+        return Ok(());
+    }
+    let mut contents = read(store)
+        .filter(|c| c.policy == policy)
+        .unwrap_or_default();
+    contents.policy = policy.to_string();
+    contents.transcripts.retain(|t| t.key != entry.key);
+    contents.transcripts.insert(0, entry);
+    contents.transcripts.truncate(MAX_TRANSCRIPTS);
+    write(store, &contents)
 }
 
 /// Replace the entries of `root` by `entries` (other directories kept, up to
@@ -205,7 +263,7 @@ pub fn record(
     root: &Path,
     policy: &str,
     started_ns: i64,
-    entries: Vec<(String, FileStat, ObjectId)>,
+    entries: Vec<(String, FileStat, ObjectId, Option<Findings>)>,
 ) -> Result<()> {
     if store.config.encryption.is_some() {
         return Ok(());
@@ -225,12 +283,17 @@ pub fn record(
             started_ns,
             entries: entries
                 .into_iter()
-                .map(|(path, stat, id)| Entry(path, stat, id))
+                .map(|(path, stat, id, findings)| Entry(path, stat, id, findings))
                 .collect(),
         },
     );
     contents.sections.truncate(MAX_ROOTS);
-    let json = serde_json::to_vec(&contents)
+    write(store, &contents)
+}
+
+/// Write the cache file (temp file, rename, no fsync).
+fn write(store: &Store, contents: &Contents) -> Result<()> {
+    let json = serde_json::to_vec(contents)
         .map_err(|e| crate::error::Error::other(format!("cannot encode the stat cache: {e}")))?;
     let mut bytes = Vec::with_capacity(MAGIC.len() + json.len() + 66);
     bytes.extend_from_slice(MAGIC.as_bytes());
@@ -285,7 +348,7 @@ mod tests {
     fn lookup(started_ns: i64, entry: FileStat) -> Lookup {
         Lookup {
             started_ns,
-            entries: [("a".to_string(), (entry, ObjectId::of(b"abc")))].into(),
+            entries: [("a".to_string(), (entry, ObjectId::of(b"abc"), None))].into(),
         }
     }
 
@@ -294,7 +357,7 @@ mod tests {
         let started = 100_000_000_000_i64;
         let old = stat(started - 1_000_000_001, started - 1_000_000_001);
         let cache = lookup(started, old);
-        assert_eq!(cache.get("a", &old), Some(ObjectId::of(b"abc")));
+        assert_eq!(cache.get("a", &old), Some((ObjectId::of(b"abc"), None)));
         assert_eq!(cache.get("b", &old), None);
         for changed in [
             FileStat { size: 4, ..old },

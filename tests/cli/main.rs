@@ -19,4 +19,5 @@ mod handoff_cli;
 mod handoff_evidence;
 mod perf_history;
 mod save_pack;
+mod save_speed;
 mod statcache;

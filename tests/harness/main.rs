@@ -12,6 +12,7 @@ mod faultproxy;
 mod sshd;
 
 mod crash;
+mod crash_handoff;
 mod crash_pack;
 mod crash_repack;
 mod faults;

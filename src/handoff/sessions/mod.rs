@@ -142,24 +142,30 @@ fn same_dir(recorded: &Path, workspace: &Path) -> bool {
 
 /// Resolve `--transcript` and read it into what a bundle keeps.
 pub fn load(homes: &Homes, source: &Source, workspace: &Path) -> Result<Loaded> {
+    read_source(homes, source, workspace)?.load()
+}
+
+/// A transcript source resolved and read, before anything is made of it.
+pub struct SessionFile {
+    /// The harness whose format the file is in; `None` for a plain JSON-lines FILE.
+    harness: Option<Harness>,
+    path: PathBuf,
+    bytes: Vec<u8>,
+    /// The session id asked for or found while listing.
+    session: Option<String>,
+}
+
+/// Resolve `--transcript` and read the file (cut at its last complete line).
+pub fn read_source(homes: &Homes, source: &Source, workspace: &Path) -> Result<SessionFile> {
     let (harness, path, session) = match source {
         Source::File(path) => {
             let bytes = read_complete(path)?;
-            return match detect(&bytes) {
-                Some(harness) => normalise(harness, path, &bytes, None),
-                None => {
-                    let events = super::transcript::validate(&bytes).map_err(|e| Error {
-                        message: format!("{}: {}", path.display(), e.message),
-                        ..e
-                    })?;
-                    Ok(Loaded {
-                        jsonl: bytes,
-                        raw: None,
-                        label: None,
-                        events,
-                    })
-                }
-            };
+            return Ok(SessionFile {
+                harness: detect(&bytes),
+                path: path.clone(),
+                bytes,
+                session: None,
+            });
         }
         Source::Session(harness, None) => {
             let newest = list(homes, *harness, workspace)?.into_iter().next();
@@ -172,18 +178,65 @@ pub fn load(homes: &Homes, source: &Source, workspace: &Path) -> Result<Loaded> 
         }
     };
     let bytes = read_complete(&path)?;
-    normalise(harness, &path, &bytes, session)
+    Ok(SessionFile {
+        harness: Some(harness),
+        path,
+        bytes,
+        session,
+    })
+}
+
+impl SessionFile {
+    /// A hash of everything [`SessionFile::load`] of a harness's session depends on (the
+    /// harness, the session id, the path and every byte of the file; the build is in the
+    /// secret policy the caller pairs it with), so equal keys mean equal results. `None`
+    /// for a plain FILE, which is kept as it is.
+    pub fn key(&self) -> Option<String> {
+        use std::os::unix::ffi::OsStrExt;
+        let harness = self.harness?;
+        let mut hasher = blake3::Hasher::new();
+        let session = self.session.as_deref().map(str::as_bytes);
+        for part in [
+            b"baton transcript key 1".as_slice(),
+            harness.name().as_bytes(),
+            session.unwrap_or_default(),
+            self.path.as_os_str().as_bytes(),
+            &self.bytes,
+        ] {
+            hasher.update(&(part.len() as u64).to_le_bytes());
+            hasher.update(part);
+        }
+        hasher.update(&[u8::from(session.is_some())]);
+        Some(hasher.finalize().to_hex().to_string())
+    }
+
+    /// Normalise a harness's session into events (a plain FILE is only validated).
+    pub fn load(self) -> Result<Loaded> {
+        let Some(harness) = self.harness else {
+            let events = super::transcript::validate(&self.bytes).map_err(|e| Error {
+                message: format!("{}: {}", self.path.display(), e.message),
+                ..e
+            })?;
+            return Ok(Loaded {
+                jsonl: self.bytes,
+                raw: None,
+                label: None,
+                events,
+            });
+        };
+        normalise(harness, &self.path, self.bytes, self.session)
+    }
 }
 
 fn normalise(
     harness: Harness,
     path: &Path,
-    bytes: &[u8],
+    bytes: Vec<u8>,
     session: Option<String>,
 ) -> Result<Loaded> {
     let (found_session, drafts) = match harness {
-        Harness::ClaudeCode => claude_code::read(path, bytes)?,
-        Harness::Codex => codex::read(path, bytes)?,
+        Harness::ClaudeCode => claude_code::read(path, &bytes)?,
+        Harness::Codex => codex::read(path, &bytes)?,
     };
     let session = session.or(found_session).unwrap_or_else(|| {
         path.file_stem()
@@ -203,10 +256,7 @@ fn normalise(
         .collect();
     Ok(Loaded {
         jsonl: events::to_jsonl(&events),
-        raw: Some((
-            format!("transcript/{}-{safe}.jsonl", harness.name()),
-            bytes.to_vec(),
-        )),
+        raw: Some((format!("transcript/{}-{safe}.jsonl", harness.name()), bytes)),
         label: Some(format!("{}:{session}", harness.name())),
         events: events.len(),
     })
