@@ -135,6 +135,19 @@ fn chain(e: &object_store::Error) -> String {
     text.replace(['\n', '\r'], " ")
 }
 
+/// The innermost cause of an error (a refused connection, a status and its body), short.
+fn cause(e: &object_store::Error) -> String {
+    let mut last: &dyn std::error::Error = e;
+    while let Some(s) = last.source() {
+        last = s;
+    }
+    let text = last.to_string().replace(['\n', '\r'], " ");
+    match text.char_indices().nth(300) {
+        Some((at, _)) => format!("{}...", &text[..at]),
+        None => text,
+    }
+}
+
 /// Which S3 error codes mean what (from the response body, which servers fill in).
 const DENIED: [&str; 7] = [
     "AccessDenied",
@@ -162,7 +175,7 @@ pub fn map_error(e: object_store::Error, place: &str, key: &str) -> Error {
     if denied {
         return Error::new(
             ErrorKind::Security,
-            format!("S3 refused access to {key} at {place}: {text}"),
+            format!("S3 refused access to {key} at {place}: {}", cause(&e)),
         )
         .with_hint("check the credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the AWS_PROFILE profile), the region and the bucket policy");
     }
@@ -175,7 +188,7 @@ pub fn map_error(e: object_store::Error, place: &str, key: &str) -> Error {
         }
         _ => Error::new(
             ErrorKind::Transport,
-            format!("S3 request for {key} at {place} failed: {text}"),
+            format!("S3 request for {key} at {place} failed: {}", cause(&e)),
         )
         .with_hint(format!(
             "check the endpoint and the network, then run the command again (retried for {} s; {} sets it)",
