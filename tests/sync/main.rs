@@ -7,10 +7,13 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../common/s3.rs"]
+mod s3;
 #[path = "../common/sshd.rs"]
 mod sshd;
 
 mod round_trips;
+mod s3_harness;
 mod scenarios;
 mod ssh_cipher;
 mod ssh_connect;
