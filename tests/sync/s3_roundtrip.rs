@@ -40,13 +40,24 @@ fn json(env: &Env, server: &S3Server, args: &[&str]) -> (i32, Value, Output) {
 
 fn json_ok(env: &Env, server: &S3Server, args: &[&str]) -> Value {
     let (code, doc, out) = json(env, server, args);
-    assert_eq!(code, 0, "baton {args:?}: {}\nserver log:\n{}", text(&out), server.log());
+    assert_eq!(
+        code,
+        0,
+        "baton {args:?}: {}\nserver log:\n{}",
+        text(&out),
+        server.log()
+    );
     doc
 }
 
 fn json_err(env: &Env, server: &S3Server, args: &[&str], exit: i32) -> Value {
     let (code, doc, out) = json(env, server, args);
-    assert_eq!(code, exit, "baton {args:?} should exit {exit}: {}", text(&out));
+    assert_eq!(
+        code,
+        exit,
+        "baton {args:?} should exit {exit}: {}",
+        text(&out)
+    );
     doc["error"].clone()
 }
 
@@ -79,9 +90,21 @@ fn bucket_copy(server: &S3Server, prefix: &str, into: &Path) -> PathBuf {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(&path, server.get(&key).unwrap()).unwrap();
     }
-    for dir in ["objects", "packs", "refs/current", "refs/targets", "staging"] {
+    for dir in [
+        "objects",
+        "packs",
+        "refs/current",
+        "refs/targets",
+        "staging",
+    ] {
         fs::create_dir_all(dest.join(dir)).unwrap();
     }
+    // Private, as a store made by baton is (verify checks the modes).
+    let out = Command::new("chmod")
+        .args(["-R", "u=rwX,go=", s(&dest)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "chmod: {out:?}");
     dest
 }
 
@@ -96,7 +119,14 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
     let base = a.save("work", &["--summary", "base"]);
     // The endpoint from the target's config (none in the environment).
     let url = server.url("team/main");
-    a.ok(&["target", "add", "hub", &url, "--endpoint", &server.endpoint()]);
+    a.ok(&[
+        "target",
+        "add",
+        "hub",
+        &url,
+        "--endpoint",
+        &server.endpoint(),
+    ]);
     let config = fs::read_to_string(a.store().join("config")).unwrap();
     assert!(config.contains(&server.endpoint()), "{config}");
     assert!(!config.contains(server.secret_key()), "{config}");
@@ -122,8 +152,15 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
         keys.contains(&"team/main/refs/current/00000000000000000001".to_string()),
         "{keys:?}"
     );
-    assert_eq!(keys.iter().filter(|k| k.ends_with(".pack")).count(), 1, "{keys:?}");
-    assert!(!keys.iter().any(|k| k.contains("probe")), "probe left: {keys:?}");
+    assert_eq!(
+        keys.iter().filter(|k| k.ends_with(".pack")).count(),
+        1,
+        "{keys:?}"
+    );
+    assert!(
+        !keys.iter().any(|k| k.contains("probe")),
+        "probe left: {keys:?}"
+    );
 
     // Clone (the URL directly, endpoint from the environment) and compare trees.
     let b = Env::new();
@@ -138,7 +175,10 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
     json_ok(&a, &server, &["push"]);
     let doc = json_ok(&b, &server, &["pull"]);
     assert_eq!(doc["report"]["outcome"], "fast-forward", "{doc}");
-    assert_eq!(common::disk_current(&b.store()).as_deref(), Some(second.as_str()));
+    assert_eq!(
+        common::disk_current(&b.store()).as_deref(),
+        Some(second.as_str())
+    );
 
     // Both save on top of `second`; b pushes first, a loses the race: store_conflict,
     // and the bucket keeps b's generation 3.
@@ -149,17 +189,35 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
     let a_id = a.save("work", &["--summary", "a"]);
     let err = json_err(&a, &server, &["push"], 5);
     assert_eq!(err["code"], "store_conflict", "{err}");
-    let gen3 = server.get("team/main/refs/current/00000000000000000003").unwrap();
-    assert!(String::from_utf8_lossy(&gen3).contains(&b_id), "generation 3 is b's");
+    let gen3 = server
+        .get("team/main/refs/current/00000000000000000003")
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&gen3).contains(&b_id),
+        "generation 3 is b's"
+    );
     // --force with the wrong expectation is refused; with b's id it replaces b's.
     let err = json_err(&a, &server, &["push", "--force", &second], 5);
-    assert!(err["message"].as_str().unwrap().contains("--force expected"), "{err}");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("--force expected"),
+        "{err}"
+    );
     json_ok(&a, &server, &["push", "--force", &b_id]);
-    let gen4 = server.get("team/main/refs/current/00000000000000000004").unwrap();
-    assert!(String::from_utf8_lossy(&gen4).contains(&a_id), "generation 4 is a's");
+    let gen4 = server
+        .get("team/main/refs/current/00000000000000000004")
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&gen4).contains(&a_id),
+        "generation 4 is a's"
+    );
     // Generations are created, never overwritten.
     assert_eq!(
-        server.get("team/main/refs/current/00000000000000000003").unwrap(),
+        server
+            .get("team/main/refs/current/00000000000000000003")
+            .unwrap(),
         gen3
     );
 
@@ -187,11 +245,14 @@ fn an_encrypted_store_puts_only_ciphertext_in_the_bucket_and_pulls_into_an_archi
     a.ok(&["init", "--encrypt", "--recipient", &public]);
     a.write_tree(
         "work",
-        &[("ZQXJname.txt", "secret ZQXJcontent\n".repeat(1000).as_bytes())],
+        &[(
+            "ZQXJname.txt",
+            "secret ZQXJcontent\n".repeat(1000).as_bytes(),
+        )],
     );
     let id = a.save("work", &["--identity", s(&key), "--summary", "ZQXJsummary"]);
     let url = server.url("enc");
-    a.ok(&["target", "add", "hub", &url]);
+    a.ok(&["--identity", s(&key), "target", "add", "hub", &url]);
     json_ok(&a, &server, &["--identity", s(&key), "push"]);
     for (k, _) in server.list("enc/") {
         let bytes = server.get(&k).unwrap();
@@ -209,20 +270,41 @@ fn an_encrypted_store_puts_only_ciphertext_in_the_bucket_and_pulls_into_an_archi
     // A clone with the key reads it back; without it the store stays locked.
     let b = Env::new();
     let dest = b.store();
-    json_ok(&b, &server, &["--identity", s(&key), "clone", &url, s(&dest)]);
+    json_ok(
+        &b,
+        &server,
+        &["--identity", s(&key), "clone", &url, s(&dest)],
+    );
     let co = checkout(&b, &id, &["--identity", s(&key)]);
     assert_eq!(co, checkout(&a, &id, &["--identity", s(&key)]));
-    // What was pulled goes into an archive, which imports into a fresh store.
+    // What was pulled goes into an archive, which a store at the older state imports.
+    let c = Env::new();
+    let c_store = c.store();
+    json_ok(
+        &c,
+        &server,
+        &["--identity", s(&key), "clone", &url, s(&c_store)],
+    );
+    a.write_tree("work", &[("later.txt", b"ZQXJlater\n")]);
+    let second = a.save("work", &["--identity", s(&key), "--summary", "ZQXJsecond"]);
+    json_ok(&a, &server, &["--identity", s(&key), "push"]);
+    let doc = json_ok(&b, &server, &["--identity", s(&key), "pull"]);
+    assert_eq!(doc["report"]["outcome"], "fast-forward", "{doc}");
     let tar = b.path().join("pulled.tar");
     b.ok(&["--identity", s(&key), "export", "-o", s(&tar)]);
-    let c = Env::new();
-    c.init();
-    let doc = common::json_ok(&c, &["import", s(&tar)]);
-    assert!(doc["ok"] == true, "{doc}");
+    let bytes = fs::read(&tar).unwrap();
+    assert!(
+        !bytes.windows(4).any(|w| w == b"ZQXJ"),
+        "plaintext in the archive"
+    );
+    c.ok(&["--identity", s(&key), "import", s(&tar)]);
     assert_eq!(
-        checkout(&c, &id, &[]),
-        co,
-        "the archive holds what was pulled"
+        common::disk_current(&c.store()).as_deref(),
+        Some(second.as_str())
+    );
+    assert_eq!(
+        checkout(&c, &second, &["--identity", s(&key)]),
+        checkout(&a, &second, &["--identity", s(&key)])
     );
     // The bucket copy is an encrypted store that verifies with the key.
     let copy = bucket_copy(&server, "enc", a.path());
@@ -242,8 +324,21 @@ fn bad_s3_targets_are_refused_with_one_clear_line() {
     for (args, exit) in [
         (vec!["target", "add", "x", "s3://Bad_Bucket/p"], 2),
         (vec!["target", "add", "x", "s3://team/a//b"], 2),
-        (vec!["target", "add", "x", "s3://team/p", "--endpoint", "http://k:s@h:1"], 2),
-        (vec!["target", "add", "x", "/tmp/p", "--region", "us-east-1"], 2),
+        (
+            vec![
+                "target",
+                "add",
+                "x",
+                "s3://team/p",
+                "--endpoint",
+                "http://k:s@h:1",
+            ],
+            2,
+        ),
+        (
+            vec!["target", "add", "x", "/tmp/p", "--region", "us-east-1"],
+            2,
+        ),
     ] {
         let err = json_err(&a, &server, &args, exit);
         assert!(!err["message"].as_str().unwrap().contains('\n'), "{err}");
@@ -252,7 +347,10 @@ fn bad_s3_targets_are_refused_with_one_clear_line() {
     // A bucket that does not exist: exit 3, naming the bucket problem; nothing created.
     a.ok(&["target", "add", "nb", "s3://no-such-bucket-here/p"]);
     let err = json_err(&a, &server, &["push", "nb"], 3);
-    assert!(err["message"].as_str().unwrap().contains("no such bucket"), "{err}");
+    assert!(
+        err["message"].as_str().unwrap().contains("no such bucket"),
+        "{err}"
+    );
     // No credentials anywhere: exit 6 before any request.
     let out = a
         .cmd()
@@ -264,6 +362,15 @@ fn bad_s3_targets_are_refused_with_one_clear_line() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+    assert!(!a.path().join("c").exists());
+    // A wrong secret: exit 6, the secret never printed.
+    let out = cmd(&a, &server, true)
+        .env("AWS_SECRET_ACCESS_KEY", "wrong-secret-ZQXJ")
+        .args(["--json", "clone", &server.url("p"), s(&a.path().join("c"))])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+    assert!(!text(&out).contains("ZQXJ"), "{}", text(&out));
     assert!(!a.path().join("c").exists());
     let after = fs::read(a.store().join("config")).unwrap();
     assert_ne!(before, after, "the nb target was added");
