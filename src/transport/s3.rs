@@ -11,7 +11,7 @@ pub mod settings;
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -604,7 +604,9 @@ impl Backend for S3Backend {
             .file
             .try_clone()
             .map_err(|e| Error::other(format!("cannot write the staged upload: {e}")))?;
+        let mut file = file;
         file.set_len(0)
+            .and_then(|()| file.seek(SeekFrom::Start(0)).map(|_| ()))
             .map_err(|e| Error::other(format!("cannot write the staged upload: {e}")))?;
         Ok(Box::new(S3Upload {
             out: BufWriter::with_capacity(1 << 20, file),
