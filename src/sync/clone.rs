@@ -65,6 +65,8 @@ pub fn clone(
             "origin".into(),
             TargetConfig {
                 url: url.to_string(),
+                endpoint: None,
+                region: None,
             },
         );
         config.default_target = Some("origin".into());

@@ -1,0 +1,270 @@
+//! Round trips through an S3 target on a real S3-compatible server (tests/common/s3.rs):
+//! push, clone, pull, a lost race and `--force EXPECTED`, the hub audit over S3, an
+//! encrypted store (ciphertext only in the bucket), an archive of what was pulled, and
+//! the bucket itself: its keys under the prefix are a store's files, so a copy of them
+//! verifies as a store.
+
+use crate::common;
+use crate::s3::S3Server;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{Env, random_bytes, s, snapshot_files, text};
+use serde_json::Value;
+
+/// A `baton` command in `env` with the server's credentials (and its endpoint in
+/// `AWS_ENDPOINT_URL` unless `endpoint_from_env` is false: the target's own then).
+fn cmd(env: &Env, server: &S3Server, endpoint_from_env: bool) -> Command {
+    let mut cmd = env.cmd();
+    for (k, v) in server.env() {
+        if endpoint_from_env || k != "AWS_ENDPOINT_URL" {
+            cmd.env(k, v);
+        }
+    }
+    cmd.env("BATON_S3_RETRY_TIMEOUT", "5");
+    cmd
+}
+
+fn json(env: &Env, server: &S3Server, args: &[&str]) -> (i32, Value, Output) {
+    let out = cmd(env, server, true)
+        .arg("--json")
+        .args(args)
+        .output()
+        .expect("run baton");
+    let doc = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", text(&out)));
+    (out.status.code().unwrap_or(-1), doc, out)
+}
+
+fn json_ok(env: &Env, server: &S3Server, args: &[&str]) -> Value {
+    let (code, doc, out) = json(env, server, args);
+    assert_eq!(code, 0, "baton {args:?}: {}\nserver log:\n{}", text(&out), server.log());
+    doc
+}
+
+fn json_err(env: &Env, server: &S3Server, args: &[&str], exit: i32) -> Value {
+    let (code, doc, out) = json(env, server, args);
+    assert_eq!(code, exit, "baton {args:?} should exit {exit}: {}", text(&out));
+    doc["error"].clone()
+}
+
+fn tree(env: &Env, seed: u64) {
+    env.write_tree(
+        "work",
+        &[
+            ("handoff.md", format!("# handoff {seed}\n").as_bytes()),
+            ("empty", b""),
+            ("data/big.bin", &random_bytes(seed, 300_000)),
+        ],
+    );
+}
+
+fn checkout(env: &Env, rev: &str, extra: &[&str]) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = env.path().join(format!("co-{}", rev.replace('/', "_")));
+    let _ = fs::remove_dir_all(&dir);
+    let mut args = extra.to_vec();
+    args.extend(["checkout", rev, s(&dir)]);
+    env.ok(&args);
+    snapshot_files(&dir)
+}
+
+/// Every object under `prefix/` copied into a directory: the store the bucket holds.
+fn bucket_copy(server: &S3Server, prefix: &str, into: &Path) -> PathBuf {
+    let dest = into.join(format!("bucket-{}", prefix.replace('/', "_")));
+    for (key, _) in server.list(&format!("{prefix}/")) {
+        let rel = key.strip_prefix(&format!("{prefix}/")).unwrap();
+        let path = dest.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, server.get(&key).unwrap()).unwrap();
+    }
+    for dir in ["objects", "packs", "refs/current", "refs/targets", "staging"] {
+        fs::create_dir_all(dest.join(dir)).unwrap();
+    }
+    dest
+}
+
+#[test]
+fn push_clone_pull_race_and_force_through_an_s3_target() {
+    let Some(server) = S3Server::start_or_skip() else {
+        return;
+    };
+    let a = Env::new();
+    a.init();
+    tree(&a, 1);
+    let base = a.save("work", &["--summary", "base"]);
+    // The endpoint from the target's config (none in the environment).
+    let url = server.url("team/main");
+    a.ok(&["target", "add", "hub", &url, "--endpoint", &server.endpoint()]);
+    let config = fs::read_to_string(a.store().join("config")).unwrap();
+    assert!(config.contains(&server.endpoint()), "{config}");
+    assert!(!config.contains(server.secret_key()), "{config}");
+    let out = cmd(&a, &server, false)
+        .env("BATON_TRACE", "1")
+        .args(["--json", "push"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["report"]["created_remote"], true, "{doc}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let summary = stderr
+        .lines()
+        .find(|l| l.starts_with("trace summary: requests: "))
+        .unwrap_or_else(|| panic!("no request summary: {stderr}"));
+    assert!(summary.contains("PUT "), "{summary}");
+    assert!(!stderr.contains(server.secret_key()), "{stderr}");
+    // Exactly one pack and one ref generation, under the prefix, at the layout's paths.
+    let keys = server.keys("team/main/");
+    assert!(keys.contains(&"team/main/config".to_string()), "{keys:?}");
+    assert!(
+        keys.contains(&"team/main/refs/current/00000000000000000001".to_string()),
+        "{keys:?}"
+    );
+    assert_eq!(keys.iter().filter(|k| k.ends_with(".pack")).count(), 1, "{keys:?}");
+    assert!(!keys.iter().any(|k| k.contains("probe")), "probe left: {keys:?}");
+
+    // Clone (the URL directly, endpoint from the environment) and compare trees.
+    let b = Env::new();
+    let clone_dir = b.store();
+    let doc = json_ok(&b, &server, &["clone", &url, s(&clone_dir)]);
+    assert_eq!(doc["report"]["outcome"], "initial", "{doc}");
+    assert_eq!(checkout(&b, &base, &[]), checkout(&a, &base, &[]));
+
+    // a pushes a change, b pulls it (fast-forward).
+    a.write_tree("work", &[("more.txt", b"more\n")]);
+    let second = a.save("work", &["--summary", "second"]);
+    json_ok(&a, &server, &["push"]);
+    let doc = json_ok(&b, &server, &["pull"]);
+    assert_eq!(doc["report"]["outcome"], "fast-forward", "{doc}");
+    assert_eq!(common::disk_current(&b.store()).as_deref(), Some(second.as_str()));
+
+    // Both save on top of `second`; b pushes first, a loses the race: store_conflict,
+    // and the bucket keeps b's generation 3.
+    b.write_tree("work", &[("b.txt", b"b\n")]);
+    let b_id = b.save("work", &["--summary", "b"]);
+    json_ok(&b, &server, &["push"]);
+    a.write_tree("work", &[("a.txt", b"a\n")]);
+    let a_id = a.save("work", &["--summary", "a"]);
+    let err = json_err(&a, &server, &["push"], 5);
+    assert_eq!(err["code"], "store_conflict", "{err}");
+    let gen3 = server.get("team/main/refs/current/00000000000000000003").unwrap();
+    assert!(String::from_utf8_lossy(&gen3).contains(&b_id), "generation 3 is b's");
+    // --force with the wrong expectation is refused; with b's id it replaces b's.
+    let err = json_err(&a, &server, &["push", "--force", &second], 5);
+    assert!(err["message"].as_str().unwrap().contains("--force expected"), "{err}");
+    json_ok(&a, &server, &["push", "--force", &b_id]);
+    let gen4 = server.get("team/main/refs/current/00000000000000000004").unwrap();
+    assert!(String::from_utf8_lossy(&gen4).contains(&a_id), "generation 4 is a's");
+    // Generations are created, never overwritten.
+    assert_eq!(
+        server.get("team/main/refs/current/00000000000000000003").unwrap(),
+        gen3
+    );
+
+    // The hub audit over S3: every move, oldest first.
+    let doc = json_ok(&a, &server, &["log", "--audit", "--target", "hub"]);
+    let entries = doc["entries"].as_array().unwrap();
+    let news: Vec<&str> = entries.iter().map(|e| e["new"].as_str().unwrap()).collect();
+    assert_eq!(news, [base.as_str(), &second, &b_id, &a_id], "{doc}");
+
+    // The bucket is a store: a copy of its keys verifies and shows the same audit.
+    let copy = bucket_copy(&server, "team/main", a.path());
+    let out = Env::new().run(&["--store", s(&copy), "verify"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let doc = common::json_ok(&Env::new(), &["--store", s(&copy), "log", "--audit"]);
+    assert_eq!(doc["entries"].as_array().unwrap().len(), 4, "{doc}");
+}
+
+#[test]
+fn an_encrypted_store_puts_only_ciphertext_in_the_bucket_and_pulls_into_an_archive() {
+    let Some(server) = S3Server::start_or_skip() else {
+        return;
+    };
+    let a = Env::new();
+    let (key, public) = common::age_keygen(&a, "key.txt");
+    a.ok(&["init", "--encrypt", "--recipient", &public]);
+    a.write_tree(
+        "work",
+        &[("ZQXJname.txt", "secret ZQXJcontent\n".repeat(1000).as_bytes())],
+    );
+    let id = a.save("work", &["--identity", s(&key), "--summary", "ZQXJsummary"]);
+    let url = server.url("enc");
+    a.ok(&["target", "add", "hub", &url]);
+    json_ok(&a, &server, &["--identity", s(&key), "push"]);
+    for (k, _) in server.list("enc/") {
+        let bytes = server.get(&k).unwrap();
+        let mut views = vec![bytes.clone()];
+        if let Ok(plain) = zstd::stream::decode_all(&bytes[..]) {
+            views.push(plain);
+        }
+        for view in views {
+            assert!(
+                !view.windows(4).any(|w| w == b"ZQXJ"),
+                "plaintext marker in {k}"
+            );
+        }
+    }
+    // A clone with the key reads it back; without it the store stays locked.
+    let b = Env::new();
+    let dest = b.store();
+    json_ok(&b, &server, &["--identity", s(&key), "clone", &url, s(&dest)]);
+    let co = checkout(&b, &id, &["--identity", s(&key)]);
+    assert_eq!(co, checkout(&a, &id, &["--identity", s(&key)]));
+    // What was pulled goes into an archive, which imports into a fresh store.
+    let tar = b.path().join("pulled.tar");
+    b.ok(&["--identity", s(&key), "export", "-o", s(&tar)]);
+    let c = Env::new();
+    c.init();
+    let doc = common::json_ok(&c, &["import", s(&tar)]);
+    assert!(doc["ok"] == true, "{doc}");
+    assert_eq!(
+        checkout(&c, &id, &[]),
+        co,
+        "the archive holds what was pulled"
+    );
+    // The bucket copy is an encrypted store that verifies with the key.
+    let copy = bucket_copy(&server, "enc", a.path());
+    let out = Env::new().run(&["--store", s(&copy), "--identity", s(&key), "verify"]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn bad_s3_targets_are_refused_with_one_clear_line() {
+    let Some(server) = S3Server::start_or_skip() else {
+        return;
+    };
+    let a = Env::new();
+    a.init();
+    tree(&a, 3);
+    a.save("work", &[]);
+    for (args, exit) in [
+        (vec!["target", "add", "x", "s3://Bad_Bucket/p"], 2),
+        (vec!["target", "add", "x", "s3://team/a//b"], 2),
+        (vec!["target", "add", "x", "s3://team/p", "--endpoint", "http://k:s@h:1"], 2),
+        (vec!["target", "add", "x", "/tmp/p", "--region", "us-east-1"], 2),
+    ] {
+        let err = json_err(&a, &server, &args, exit);
+        assert!(!err["message"].as_str().unwrap().contains('\n'), "{err}");
+    }
+    let before = fs::read(a.store().join("config")).unwrap();
+    // A bucket that does not exist: exit 3, naming the bucket problem; nothing created.
+    a.ok(&["target", "add", "nb", "s3://no-such-bucket-here/p"]);
+    let err = json_err(&a, &server, &["push", "nb"], 3);
+    assert!(err["message"].as_str().unwrap().contains("no such bucket"), "{err}");
+    // No credentials anywhere: exit 6 before any request.
+    let out = a
+        .cmd()
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env("HOME", a.path())
+        .env("AWS_ENDPOINT_URL", server.endpoint())
+        .args(["--json", "clone", &server.url("p"), s(&a.path().join("c"))])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+    assert!(!a.path().join("c").exists());
+    let after = fs::read(a.store().join("config")).unwrap();
+    assert_ne!(before, after, "the nb target was added");
+}
