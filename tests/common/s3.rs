@@ -1,5 +1,5 @@
 //! A real S3-compatible server on 127.0.0.1 for integration tests: moto's S3 server
-//! (PyPI `moto[server]`, pinned in `.ci/run`) run by `tests/common/s3_server.py`, with
+//! (PyPI `moto[s3]` + flask, pinned in `.ci/run`) run by `tests/common/s3_server.py`, with
 //! generated credentials (an IAM user and access key made at start), one bucket, and the
 //! harness's own `If-None-Match: *` probe before any test runs (the start panics if the
 //! server does not refuse the second conditional create). With authentication on (the
@@ -10,7 +10,7 @@
 //! registries this project may use (checked for issue 15: no MinIO, Garage, RustFS or
 //! radosgw package on PyPI, npm or Debian; Garage and RustFS are crates to build, and
 //! `s3s-fs` 0.14.1, the lightest of those, builds in ~3.5 minutes, which cold CI cannot
-//! afford). moto installs from PyPI in seconds and enforces `If-None-Match` on PutObject;
+//! afford). moto installs from PyPI in ~20 s and enforces `If-None-Match` on PutObject;
 //! the probe here proves it on every start, so a moto release that stopped enforcing it
 //! would fail every S3 test loudly instead of making the CAS tests pass untested.
 //!
@@ -119,8 +119,8 @@ impl S3Server {
         crate::common::precondition(
             available(),
             &format!(
-                "python3 with moto[server]=={MOTO_VERSION} (pip install \
-                 'moto[server]=={MOTO_VERSION}'; .ci/run installs it)"
+                "python3 with moto[s3]=={MOTO_VERSION} and flask (pip install \
+                 'moto[s3]=={MOTO_VERSION}' flask flask-cors; .ci/run does)"
             ),
         )
     }
@@ -128,7 +128,7 @@ impl S3Server {
     fn start_with(opts: S3Builder) -> S3Server {
         assert!(
             available(),
-            "python3 cannot import moto.server: pip install 'moto[server]=={MOTO_VERSION}' \
+            "python3 cannot import moto.server: pip install 'moto[s3]=={MOTO_VERSION}' flask flask-cors \
              (.ci/run does)"
         );
         let dir = tempfile::tempdir().expect("tempdir");
