@@ -375,3 +375,63 @@ fn bad_s3_targets_are_refused_with_one_clear_line() {
     let after = fs::read(a.store().join("config")).unwrap();
     assert_ne!(before, after, "the nb target was added");
 }
+
+/// The request summary line of a `BATON_TRACE=1` run: (total, the whole line).
+fn requests(out: &Output) -> (u64, String) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("trace summary: requests: "))
+        .unwrap_or_else(|| panic!("no request summary: {stderr}"))
+        .to_string();
+    let total = line.split(' ').next().unwrap().parse().unwrap();
+    (total, line)
+}
+
+#[test]
+fn a_push_costs_the_same_requests_for_one_file_or_five_hundred() {
+    let Some(server) = S3Server::start_or_skip() else {
+        return;
+    };
+    let mut seen = Vec::new();
+    for (prefix, files) in [("one", 1usize), ("many", 500)] {
+        let env = Env::new();
+        env.init();
+        let tree: Vec<(String, Vec<u8>)> = (0..files)
+            .map(|i| {
+                (
+                    format!("d{}/f{i}.txt", i % 16),
+                    format!("file {i}\n").into_bytes(),
+                )
+            })
+            .collect();
+        let refs: Vec<(&str, &[u8])> = tree
+            .iter()
+            .map(|(n, b)| (n.as_str(), b.as_slice()))
+            .collect();
+        env.write_tree("work", &refs);
+        env.save("work", &[]);
+        env.ok(&["target", "add", "hub", &server.url(prefix)]);
+        let push = |env: &Env| {
+            let out = cmd(env, &server, true)
+                .env("BATON_TRACE", "1")
+                .arg("push")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", text(&out));
+            requests(&out)
+        };
+        let first = push(&env);
+        env.write_tree("work", &[("later.txt", b"later\n")]);
+        env.save("work", &[]);
+        let second = push(&env);
+        seen.push((prefix, first, second));
+    }
+    let (_, (one_first, l1), (one_second, l2)) = &seen[0];
+    let (_, (many_first, l3), (many_second, l4)) = &seen[1];
+    assert_eq!(one_first, many_first, "{l1} / {l3}");
+    assert_eq!(one_second, many_second, "{l2} / {l4}");
+    // One pack, one ref generation: the PUTs do not grow with the objects either.
+    // Probe twice, .gitignore, log, lock, config, the pack, the ref generation.
+    assert!(l3.contains("PUT 8,"), "{l3}");
+}
