@@ -8,11 +8,10 @@
 
 mod http;
 pub mod settings;
+mod upload;
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
-use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -21,16 +20,17 @@ use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut};
 use object_store::path::Path;
 use object_store::{
     ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions,
-    PutPayload, RetryConfig, WriteMultipart,
+    PutPayload, RetryConfig,
 };
 
 use super::backend::{Backend, Chain, Listing, NewItem, staging_name};
-use super::{Published, Receipt, RemoteEntry, Upload};
+use super::{Published, RemoteEntry, Upload};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::layout::{self, Kind};
 use crate::store::leftovers;
 use http::{CountingConnector, Counts, map_error};
 pub use settings::S3Options;
+use upload::{S3Upload, Staged};
 
 /// Items larger than this go up as multipart uploads (`BATON_S3_MULTIPART_ABOVE` bytes).
 const MULTIPART_ABOVE: u64 = 64 << 20;
@@ -41,16 +41,6 @@ const PARTS_IN_FLIGHT: usize = 4;
 const READS_IN_FLIGHT: usize = 16;
 /// How much of a published item's end is read back when the caller named no ranges.
 const TAIL_CHECK: u64 = 64 << 10;
-
-/// A begun item: its bytes in an unnamed local temporary file (0600, gone with the
-/// process), the small items staged beside it, and a new store's files.
-struct Staged {
-    file: File,
-    len: u64,
-    readback: Vec<(u64, u64)>,
-    beside: HashMap<String, Vec<u8>>,
-    store: Vec<(String, Vec<u8>)>,
-}
 
 pub struct S3Backend {
     s3: AmazonS3,
@@ -235,97 +225,6 @@ impl S3Backend {
             .ok_or_else(|| Error::internal(format!("no staged S3 item {}", item.key())))
     }
 
-    /// Upload a staged item under `rel` unless something is there: one conditional PUT,
-    /// or (large) a HEAD and then a multipart upload of the content-named item (a twin
-    /// racing on the same name writes the same bytes).
-    fn put_item(&self, staged: &Staged, rel: &str) -> Result<Published> {
-        if staged.len <= self.multipart_above {
-            let mut bytes = vec![0u8; staged.len as usize];
-            staged
-                .file
-                .read_exact_at(&mut bytes, 0)
-                .map_err(|e| Error::other(format!("cannot read the staged upload: {e}")))?;
-            return self.create(rel, bytes);
-        }
-        let path = self.path(rel)?;
-        match self.rt.block_on(self.s3.head(&path)) {
-            Ok(_) => return Ok(Published::Exists),
-            Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(self.err(e, rel)),
-        }
-        let result: object_store::Result<()> = self.rt.block_on(async {
-            let upload = self.s3.put_multipart(&path).await?;
-            let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
-            let mut offset = 0u64;
-            let mut buf = vec![0u8; PART_SIZE];
-            while offset < staged.len {
-                let n = (staged.len - offset).min(PART_SIZE as u64) as usize;
-                if let Err(e) = staged.file.read_exact_at(&mut buf[..n], offset) {
-                    let _ = writer.abort().await;
-                    return Err(object_store::Error::Generic {
-                        store: "S3",
-                        source: Box::new(e),
-                    });
-                }
-                if let Err(e) = writer.wait_for_capacity(PARTS_IN_FLIGHT).await {
-                    let _ = writer.abort().await;
-                    return Err(e);
-                }
-                writer.write(&buf[..n]);
-                offset += n as u64;
-            }
-            writer.finish().await.map(|_| ())
-        });
-        result.map_err(|e| self.err(e, rel))?;
-        Ok(Published::Done)
-    }
-
-    /// Read back what the server holds under `rel` (its size, and the ranges the caller
-    /// asked for, else its tail) and compare it with the staged bytes.
-    fn verify_item(&self, staged: &Staged, rel: &str) -> Result<()> {
-        let start = staged
-            .readback
-            .iter()
-            .map(|(o, _)| *o)
-            .min()
-            .unwrap_or(staged.len.saturating_sub(TAIL_CHECK))
-            .min(staged.len);
-        if start == staged.len {
-            return Ok(());
-        }
-        let path = self.path(rel)?;
-        let opts = GetOptions {
-            range: Some(GetRange::Bounded(start..staged.len)),
-            ..GetOptions::default()
-        };
-        let (size, bytes) = self
-            .rt
-            .block_on(async {
-                let got = self.s3.get_opts(&path, opts).await?;
-                let size = got.meta.size;
-                Ok::<_, object_store::Error>((size, got.bytes().await?))
-            })
-            .map_err(|e| self.err(e, rel))?;
-        let mut ours = vec![0u8; (staged.len - start) as usize];
-        staged
-            .file
-            .read_exact_at(&mut ours, start)
-            .map_err(|e| Error::other(format!("cannot read the staged upload: {e}")))?;
-        if size != staged.len || bytes.as_ref() != ours.as_slice() {
-            return Err(Error::new(
-                ErrorKind::Transport,
-                format!(
-                    "{} at {} reads back differently from what was sent ({size} bytes, {} sent)",
-                    self.key(rel),
-                    self.place(),
-                    staged.len
-                ),
-            )
-            .with_hint("nothing was published; run the command again"));
-        }
-        Ok(())
-    }
-
     /// Give the small item `name` staged beside an item its name `kind`/`name`.
     fn create_beside(
         &self,
@@ -419,48 +318,6 @@ fn listing_rel(listing: &Listing) -> String {
         Listing::Of(kind) => layout::dir(kind),
         Listing::Fanout(name) => format!("{}/{name}", layout::OBJECTS),
         Listing::Leftovers => layout::STAGING.to_string(),
-    }
-}
-
-/// The upload into a begun item's temporary file. The server sees nothing until
-/// `publish_chain`, which reads back what it stored before anything is named by a ref.
-struct S3Upload<'a> {
-    out: BufWriter<File>,
-    staged: &'a mut Staged,
-    written: u64,
-}
-
-impl Write for S3Upload<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.out.write(buf)?;
-        self.written += n as u64;
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
-    }
-}
-
-impl Upload for S3Upload<'_> {
-    fn finish(mut self: Box<Self>, readback: &[(u64, u64)]) -> Result<Receipt> {
-        self.out
-            .flush()
-            .map_err(|e| Error::other(format!("cannot write the staged upload: {e}")))?;
-        self.staged.len = self.written;
-        self.staged.readback = readback.to_vec();
-        let mut back = Vec::with_capacity(readback.len());
-        for (offset, len) in readback {
-            let mut buf = vec![0u8; *len as usize];
-            self.staged
-                .file
-                .read_exact_at(&mut buf, *offset)
-                .map_err(|e| Error::other(format!("cannot read the staged upload: {e}")))?;
-            back.push(buf);
-        }
-        Ok(Receipt {
-            size: self.written,
-            readback: back,
-        })
     }
 }
 
