@@ -37,6 +37,10 @@ const MULTIPART_ABOVE: u64 = 64 << 20;
 /// The part size of a multipart upload, and how many parts are in flight at once.
 const PART_SIZE: usize = 8 << 20;
 const PARTS_IN_FLIGHT: usize = 4;
+/// How long connecting, and one request, may take unless `--timeout` says otherwise (a
+/// single PUT carries up to `MULTIPART_ABOVE` bytes).
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 /// GETs and LISTs in flight at once in one `read_and_list`.
 const READS_IN_FLIGHT: usize = 16;
 /// How much of a published item's end is read back when the caller named no ranges.
@@ -76,8 +80,8 @@ impl S3Backend {
             .with_retry(retry)
             .with_client_options(
                 ClientOptions::new()
-                    .with_connect_timeout(std::time::Duration::from_secs(10))
-                    .with_timeout(std::time::Duration::from_secs(300)),
+                    .with_connect_timeout(options.timeout.unwrap_or(CONNECT_TIMEOUT))
+                    .with_timeout(options.timeout.unwrap_or(REQUEST_TIMEOUT)),
             )
             .with_http_connector(CountingConnector {
                 counts: counts.clone(),

@@ -435,3 +435,38 @@ fn a_push_costs_the_same_requests_for_one_file_or_five_hundred() {
     // Probe twice, .gitignore, log, lock, config, the pack, the ref generation.
     assert!(l3.contains("PUT 8,"), "{l3}");
 }
+
+#[test]
+fn a_silent_s3_endpoint_ends_in_exit_7_within_the_timeout() {
+    // Accepts connections and never answers (a frozen server).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for conn in listener.incoming().take(64) {
+            match conn {
+                Ok(c) => open.push(c),
+                Err(_) => break,
+            }
+        }
+    });
+    let env = Env::new();
+    let started = std::time::Instant::now();
+    let out = env
+        .cmd()
+        .envs(crate::s3::no_metadata_env())
+        .env("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+        .env("AWS_SECRET_ACCESS_KEY", "secret")
+        .env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"))
+        .env("BATON_S3_RETRY_TIMEOUT", "1")
+        .args(["--json", "clone", "s3://frozen/p", "--timeout", "1"])
+        .arg(env.path().join("c"))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out));
+    // Without --timeout each request would wait 300 s.
+    assert!(took < std::time::Duration::from_secs(60), "took {took:?}");
+    assert!(!env.path().join("c").exists());
+    drop(held);
+}
