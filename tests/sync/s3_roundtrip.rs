@@ -470,3 +470,67 @@ fn a_silent_s3_endpoint_ends_in_exit_7_within_the_timeout() {
     assert!(!env.path().join("c").exists());
     drop(held);
 }
+
+#[test]
+fn credentials_endpoint_and_region_come_from_an_aws_profile() {
+    let Some(server) = S3Server::start_or_skip() else {
+        return;
+    };
+    let a = Env::new();
+    a.init();
+    tree(&a, 5);
+    let id = a.save("work", &[]);
+    a.ok(&["target", "add", "hub", &server.url("prof")]);
+    // HOME is the Env's directory: ~/.aws holds a named profile, nothing else is set.
+    let aws = a.path().join(".aws");
+    fs::create_dir_all(&aws).unwrap();
+    fs::write(
+        aws.join("credentials"),
+        format!(
+            "[default]\naws_access_key_id = AKIANOTTHISONE\naws_secret_access_key = wrong\n\n[team]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+            server.access_key(),
+            server.secret_key()
+        ),
+    )
+    .unwrap();
+    fs::write(
+        aws.join("config"),
+        format!(
+            "[profile team]\nregion = us-east-1\nendpoint_url = {}\n",
+            server.endpoint()
+        ),
+    )
+    .unwrap();
+    let run = |profile: Option<&str>| {
+        let mut cmd = a.cmd();
+        cmd.env("BATON_S3_RETRY_TIMEOUT", "5");
+        for (k, v) in crate::s3::no_metadata_env() {
+            if k != "AWS_REGION" {
+                cmd.env(k, v);
+            }
+        }
+        if let Some(p) = profile {
+            cmd.env("AWS_PROFILE", p);
+        }
+        cmd.args(["--json", "push"]).output().unwrap()
+    };
+    // The default profile has no endpoint (AWS itself would be asked): give it the
+    // server through the environment, where its wrong key is refused.
+    let out = {
+        let mut cmd = a.cmd();
+        cmd.envs(crate::s3::no_metadata_env())
+            .env("AWS_ENDPOINT_URL", server.endpoint())
+            .env("BATON_S3_RETRY_TIMEOUT", "5")
+            .args(["--json", "push"]);
+        cmd.output().unwrap()
+    };
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+    let out = run(Some("team"));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        server
+            .get("prof/refs/current/00000000000000000001")
+            .map(|b| String::from_utf8_lossy(&b).contains(&id)),
+        Some(true)
+    );
+}
