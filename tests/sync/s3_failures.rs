@@ -1,5 +1,6 @@
 //! S3 targets when things go wrong, against a real S3 server (tests/common/s3.rs): four
-//! pushers racing on one prefix, the connection cut mid-push, wrong or missing
+//! pushers racing on one prefix, the connection cut mid-push (the server's state
+//! survives, as a real store's would), the server SIGKILLed mid-push, wrong or missing
 //! credentials, a bucket that does not exist, and a server that ignores `If-None-Match`
 //! (a proxy strips it), which the backend's probe must refuse before writing anything.
 
@@ -268,6 +269,66 @@ fn a_connection_cut_mid_push_publishes_nothing_and_the_next_push_succeeds() {
         "the push after the cut",
     );
     assert_eq!(audit_news(&env, &server, "origin"), vec![base, big.clone()]);
+    assert_eq!(clone_verifies(&server, &url).as_deref(), Some(big.as_str()));
+}
+
+#[test]
+fn a_server_killed_mid_push_gives_exit_7_and_leaves_the_local_store_as_it_was() {
+    let Some(mut server) = S3Server::start_or_skip() else {
+        return;
+    };
+    let proxy = FaultProxy::start(server.port());
+    let url = server.url("team/kill");
+    let (env, _) = seeded(5);
+    env.ok(&["target", "add", "origin", &url]);
+    must(
+        run_json(cmd_via(&env, &server, proxy.port()), &["push"]),
+        "the first push",
+    );
+    env.write_tree("work", &[("big.bin", &random_bytes(8, 3 << 20))]);
+    let big = env.save("work", &["--summary", "big"]);
+    let local_before = snapshot_files(&env.store());
+    // Hold the upload 256 KiB in, SIGKILL the server there, then let the bytes go on
+    // into the dead server's closed socket; every retry finds the port refusing.
+    proxy.set_fault(Fault::Stall {
+        dir: Dir::Up,
+        after: 256 << 10,
+    });
+    let push = cmd_via(&env, &server, proxy.port());
+    let started = std::time::Instant::now();
+    let killed = std::thread::scope(|scope| {
+        let pushing = scope.spawn(move || run_json(push, &["push"]));
+        assert!(
+            proxy
+                .wait_fired(std::time::Duration::from_secs(60))
+                .is_some(),
+            "the push reached the upload"
+        );
+        server.kill();
+        proxy.release();
+        pushing.join().expect("push thread")
+    });
+    assert_eq!(
+        (killed.code, killed.error_code()),
+        (7, "transport"),
+        "{}",
+        killed.describe()
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "the push gave up within its retry deadline: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(snapshot_files(&env.store()), local_before);
+    // moto's objects died with it (in memory): a new server on the same proxy is an empty
+    // bucket, and the next push creates the store there whole.
+    let server = S3Server::start();
+    proxy.set_fault(Fault::Pass);
+    proxy.set_upstream(server.port());
+    must(
+        run_json(cmd_via(&env, &server, proxy.port()), &["push"]),
+        "the push after the restart",
+    );
     assert_eq!(clone_verifies(&server, &url).as_deref(), Some(big.as_str()));
 }
 
