@@ -281,7 +281,7 @@ impl S3Server {
     /// An object's bytes, or `None` when there is no such key.
     pub fn get(&self, key: &str) -> Option<Vec<u8>> {
         let answer = self.command(&format!("get {key}"));
-        answer.as_str().map(|b64| hex_decode(b64))
+        answer.as_str().map(hex_decode)
     }
 
     /// Write an object unconditionally (planting test data behind baton's back).
@@ -304,10 +304,12 @@ impl S3Server {
 
     /// SIGKILL the server now (its objects are gone: moto keeps them in memory).
     pub fn kill(&mut self) {
-        self.io.lock().map(|mut io| io.take()).ok();
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+        }
+        if let Ok(mut io) = self.io.lock() {
+            io.take();
         }
     }
 
