@@ -6,13 +6,16 @@
 //! default), moto checks every request's SigV4 signature and key: a wrong secret gets 403
 //! `SignatureDoesNotMatch`, an unknown key 403 `InvalidAccessKeyId`.
 //!
-//! Why moto: the production object stores are not installable prebuilt from the
-//! registries this project may use (checked for issue 15: no MinIO, Garage, RustFS or
-//! radosgw package on PyPI, npm or Debian; Garage and RustFS are crates to build, and
-//! `s3s-fs` 0.14.1, the lightest of those, builds in ~3.5 minutes, which cold CI cannot
-//! afford). moto installs from PyPI in ~20 s and enforces `If-None-Match` on PutObject;
-//! the probe here proves it on every start, so a moto release that stopped enforcing it
-//! would fail every S3 test loudly instead of making the CAS tests pass untested.
+//! Why moto (looked for issue 15): no production object store installs prebuilt and
+//! standalone from the registries this project may use. PyPI and npm have no MinIO,
+//! Garage, RustFS or radosgw server package; Garage and RustFS are crates to build (and
+//! `s3s-fs` 0.14.1, the lightest S3 server on crates.io, builds in ~3.5 minutes, more than
+//! cold CI can afford); Debian 12 has `radosgw` 16.2.15, but Ceph Pacific's gateway needs a
+//! running RADOS cluster (monitor, manager, OSDs: dozens of packages and a cluster
+//! bootstrap per run; the standalone SQLite store came in later releases). moto installs
+//! from PyPI in ~20 s and enforces `If-None-Match` on PutObject; the probe here proves it
+//! on every start, so a moto release that stopped enforcing it would fail every S3 test
+//! loudly instead of letting the compare-and-swap tests pass untested.
 //!
 //! moto keeps its state in memory: [`S3Server::kill`] loses every object, so "a server
 //! that dies mid-push and comes back" is played by a `FaultProxy` (tests/common/faultproxy.rs) in
@@ -278,7 +281,7 @@ impl S3Server {
     /// An object's bytes, or `None` when there is no such key.
     pub fn get(&self, key: &str) -> Option<Vec<u8>> {
         let answer = self.command(&format!("get {key}"));
-        answer.as_str().map(|b64| hex_decode(b64))
+        answer.as_str().map(hex_decode)
     }
 
     /// Write an object unconditionally (planting test data behind baton's back).
@@ -301,10 +304,12 @@ impl S3Server {
 
     /// SIGKILL the server now (its objects are gone: moto keeps them in memory).
     pub fn kill(&mut self) {
-        self.io.lock().map(|mut io| io.take()).ok();
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+        }
+        if let Ok(mut io) = self.io.lock() {
+            io.take();
         }
     }
 
@@ -324,29 +329,16 @@ impl Drop for S3Server {
 
 /// Variables that keep the AWS credential chain off the EC2 instance-metadata endpoint
 /// (169.254.169.254), so a test without credentials fails at once instead of waiting on
-/// a link-local address: the AWS SDKs' switch, and object_store's metadata endpoint
-/// pointed at a closed loopback port.
+/// a link-local address: the AWS SDKs' switch (baton's S3 backend asks the instance
+/// metadata only when it says `false`), and object_store's metadata endpoint pointed at a
+/// closed loopback port.
 pub fn no_metadata_env() -> Vec<(String, String)> {
     vec![
         ("AWS_REGION".into(), "us-east-1".into()),
         ("AWS_EC2_METADATA_DISABLED".into(), "true".into()),
-        (
-            "AWS_METADATA_ENDPOINT".into(),
-            format!("http://127.0.0.1:{}", closed_port()),
-        ),
+        // Port 1 (tcpmux): nothing listens there, so a connection is refused at once.
+        ("AWS_METADATA_ENDPOINT".into(), "http://127.0.0.1:1".into()),
     ]
-}
-
-/// A loopback port nothing listens on (bound once, then released, and never reused by
-/// these helpers).
-fn closed_port() -> u16 {
-    static PORT: OnceLock<u16> = OnceLock::new();
-    *PORT.get_or_init(|| {
-        TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("bind 127.0.0.1:0")
-    })
 }
 
 fn hex_encode(data: &[u8]) -> String {
