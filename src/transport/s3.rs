@@ -89,8 +89,9 @@ impl S3Backend {
             })
             .with_allow_http(false)
             // One DELETE per key (not a POST of a batch): every server has it.
-            .with_disable_bulk_delete(true)
-            .with_virtual_hosted_style_request(false);
+            // Path-style requests unless AWS_VIRTUAL_HOSTED_STYLE_REQUEST=true says otherwise
+            // (object_store's default; every S3-compatible server takes them).
+            .with_disable_bulk_delete(true);
         if let Some(endpoint) = &endpoint {
             builder = builder
                 .with_endpoint(endpoint)
