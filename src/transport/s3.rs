@@ -42,7 +42,7 @@ const PARTS_IN_FLIGHT: usize = 4;
 const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 /// GETs and LISTs in flight at once in one `read_and_list`.
-const READS_IN_FLIGHT: usize = 16;
+const READS_IN_FLIGHT: usize = 32;
 /// How much of a published item's end is read back when the caller named no ranges.
 const TAIL_CHECK: u64 = 64 << 10;
 
@@ -146,12 +146,13 @@ impl S3Backend {
 
     /// Create `rel` with `bytes` unless it exists (`If-None-Match: *`).
     fn create(&self, rel: &str, bytes: Vec<u8>) -> Result<Published> {
+        self.rt.block_on(self.create_async(rel, bytes))
+    }
+
+    async fn create_async(&self, rel: &str, bytes: Vec<u8>) -> Result<Published> {
         let path = self.path(rel)?;
         let opts = PutOptions::from(PutMode::Create);
-        match self
-            .rt
-            .block_on(self.s3.put_opts(&path, PutPayload::from(bytes), opts))
-        {
+        match self.s3.put_opts(&path, PutPayload::from(bytes), opts).await {
             Ok(_) => Ok(Published::Done),
             Err(
                 object_store::Error::AlreadyExists { .. }
@@ -485,10 +486,13 @@ impl Backend for S3Backend {
         (staged_name, then_kind, then_name): (&str, &Kind, &str),
     ) -> Result<Chain> {
         let staged = self.staged(item)?;
-        // A new store's small files, `config` last: a store with a config is complete.
+        // A new store's small files at once (any already there is fine: a half-made
+        // store, or a twin making it), then `config`: a store with a config is complete.
         let mut store = None;
-        for (file, bytes) in &staged.store {
-            store = Some(self.create_small(file, bytes)?);
+        if let Some(((config, bytes), first)) = staged.store.split_last() {
+            let creates = first.iter().map(|(f, b)| self.create_async(f, b.clone()));
+            self.rt.block_on(futures::future::try_join_all(creates))?;
+            store = Some(self.create_small(config, bytes)?);
         }
         let rel = layout::path(kind, name);
         let item_published = self.put_item(staged, &rel)?;
