@@ -462,6 +462,12 @@ pub struct CloneArgs {
     pub url: String,
     /// Where to create the new store [default: --store, else ./.baton]
     pub path: Option<PathBuf>,
+    /// S3 URLs: the endpoint, recorded with origin (default: AWS_ENDPOINT_URL, the profile, AWS)
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// S3 URLs: the region, recorded with origin (default: AWS_REGION, the profile, us-east-1)
+    #[arg(long, value_name = "REGION")]
+    pub region: Option<String>,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }

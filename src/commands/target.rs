@@ -62,7 +62,7 @@ fn absolute_local(url: &str) -> Result<String> {
 
 /// `--endpoint` and `--region`, checked: for S3 targets only, an endpoint an http(s) URL
 /// without credentials, a region a plain name.
-fn s3_settings(
+pub(super) fn s3_settings(
     url: &TargetUrl,
     endpoint: Option<String>,
     region: Option<String>,

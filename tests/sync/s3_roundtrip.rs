@@ -162,18 +162,39 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
         "probe left: {keys:?}"
     );
 
-    // Clone (the URL directly, endpoint from the environment) and compare trees.
+    // Clone (the URL directly, the endpoint on the command line and recorded with
+    // origin) and compare trees.
     let b = Env::new();
     let clone_dir = b.store();
-    let doc = json_ok(&b, &server, &["clone", &url, s(&clone_dir)]);
+    let endpoint = server.endpoint();
+    let out = cmd(&b, &server, false)
+        .args([
+            "--json",
+            "clone",
+            &url,
+            s(&clone_dir),
+            "--endpoint",
+            &endpoint,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["report"]["outcome"], "initial", "{doc}");
+    let config = fs::read_to_string(clone_dir.join("config")).unwrap();
+    assert!(config.contains(&endpoint), "{config}");
     assert_eq!(checkout(&b, &base, &[]), checkout(&a, &base, &[]));
 
     // a pushes a change, b pulls it (fast-forward).
     a.write_tree("work", &[("more.txt", b"more\n")]);
     let second = a.save("work", &["--summary", "second"]);
     json_ok(&a, &server, &["push"]);
-    let doc = json_ok(&b, &server, &["pull"]);
+    let out = cmd(&b, &server, false)
+        .args(["--json", "pull"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["report"]["outcome"], "fast-forward", "{doc}");
     assert_eq!(
         common::disk_current(&b.store()).as_deref(),
