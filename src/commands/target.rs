@@ -149,7 +149,15 @@ pub fn run(ctx: &Ctx, command: TargetCommand) -> Result<Outcome> {
                     target.url,
                     seen.map(|i| i.short()).unwrap_or_else(|| "-".into())
                 );
-                list.push(json!({ "name": name, "url": target.url, "default": is_default, "last_seen": seen }));
+                let mut entry = json!({ "name": name, "url": target.url, "default": is_default, "last_seen": seen });
+                // S3 targets: where they are reached (never a credential).
+                for (key, value) in [("endpoint", &target.endpoint), ("region", &target.region)] {
+                    if let Some(v) = value {
+                        entry[key] = json!(v);
+                        let _ = writeln!(human, "  {key} {v}");
+                    }
+                }
+                list.push(entry);
             }
             Ok(Outcome::new(
                 human.trim_end().to_string(),

@@ -130,6 +130,8 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
     let config = fs::read_to_string(a.store().join("config")).unwrap();
     assert!(config.contains(&server.endpoint()), "{config}");
     assert!(!config.contains(server.secret_key()), "{config}");
+    let doc = common::json_ok(&a, &["target", "list"]);
+    assert_eq!(doc["targets"][0]["endpoint"], server.endpoint(), "{doc}");
     let out = cmd(&a, &server, false)
         .env("BATON_TRACE", "1")
         .args(["--json", "push"])
