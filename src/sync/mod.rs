@@ -35,10 +35,8 @@ pub fn target_settings(
     mut settings: ConnectSettings,
 ) -> ConnectSettings {
     if let Some(target) = config.targets.get(name) {
-        settings.s3 = S3Options {
-            endpoint: target.endpoint.clone(),
-            region: target.region.clone(),
-        };
+        settings.s3.endpoint = target.endpoint.clone();
+        settings.s3.region = target.region.clone();
     }
     settings
 }
@@ -51,11 +49,12 @@ pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Back
     let remote: Box<dyn Remote> = match TargetUrl::parse(url)? {
         TargetUrl::S3 { bucket, prefix } => {
             // Requests are counted and traced by the backend itself (no `Remote` calls).
+            let options = S3Options {
+                timeout: settings.timeout,
+                ..settings.s3.clone()
+            };
             return Ok(Box::new(S3Backend::open(
-                &bucket,
-                &prefix,
-                &settings.s3,
-                trace,
+                &bucket, &prefix, &options, trace,
             )?));
         }
         TargetUrl::Local { path } => boxed(Box::new(LocalRemote::new(path))),

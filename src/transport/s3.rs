@@ -8,11 +8,10 @@
 
 mod http;
 pub mod settings;
+mod upload;
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::os::unix::fs::FileExt;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -21,36 +20,31 @@ use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut};
 use object_store::path::Path;
 use object_store::{
     ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions,
-    PutPayload, RetryConfig, WriteMultipart,
+    PutPayload, RetryConfig,
 };
 
 use super::backend::{Backend, Chain, Listing, NewItem, staging_name};
-use super::{Published, Receipt, RemoteEntry, Upload};
+use super::{Published, RemoteEntry, Upload};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::layout::{self, Kind};
 use crate::store::leftovers;
 use http::{CountingConnector, Counts, map_error};
 pub use settings::S3Options;
+use upload::{S3Upload, Staged};
 
 /// Items larger than this go up as multipart uploads (`BATON_S3_MULTIPART_ABOVE` bytes).
 const MULTIPART_ABOVE: u64 = 64 << 20;
 /// The part size of a multipart upload, and how many parts are in flight at once.
 const PART_SIZE: usize = 8 << 20;
 const PARTS_IN_FLIGHT: usize = 4;
+/// How long connecting, and one request, may take unless `--timeout` says otherwise (a
+/// single PUT carries up to `MULTIPART_ABOVE` bytes).
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 /// GETs and LISTs in flight at once in one `read_and_list`.
-const READS_IN_FLIGHT: usize = 16;
+const READS_IN_FLIGHT: usize = 32;
 /// How much of a published item's end is read back when the caller named no ranges.
 const TAIL_CHECK: u64 = 64 << 10;
-
-/// A begun item: its bytes in an unnamed local temporary file (0600, gone with the
-/// process), the small items staged beside it, and a new store's files.
-struct Staged {
-    file: File,
-    len: u64,
-    readback: Vec<(u64, u64)>,
-    beside: HashMap<String, Vec<u8>>,
-    store: Vec<(String, Vec<u8>)>,
-}
 
 pub struct S3Backend {
     s3: AmazonS3,
@@ -86,8 +80,8 @@ impl S3Backend {
             .with_retry(retry)
             .with_client_options(
                 ClientOptions::new()
-                    .with_connect_timeout(std::time::Duration::from_secs(10))
-                    .with_timeout(std::time::Duration::from_secs(300)),
+                    .with_connect_timeout(options.timeout.unwrap_or(CONNECT_TIMEOUT))
+                    .with_timeout(options.timeout.unwrap_or(REQUEST_TIMEOUT)),
             )
             .with_http_connector(CountingConnector {
                 counts: counts.clone(),
@@ -95,8 +89,9 @@ impl S3Backend {
             })
             .with_allow_http(false)
             // One DELETE per key (not a POST of a batch): every server has it.
-            .with_disable_bulk_delete(true)
-            .with_virtual_hosted_style_request(false);
+            // Path-style requests unless AWS_VIRTUAL_HOSTED_STYLE_REQUEST=true says otherwise
+            // (object_store's default; every S3-compatible server takes them).
+            .with_disable_bulk_delete(true);
         if let Some(endpoint) = &endpoint {
             builder = builder
                 .with_endpoint(endpoint)
@@ -151,12 +146,13 @@ impl S3Backend {
 
     /// Create `rel` with `bytes` unless it exists (`If-None-Match: *`).
     fn create(&self, rel: &str, bytes: Vec<u8>) -> Result<Published> {
+        self.rt.block_on(self.create_async(rel, bytes))
+    }
+
+    async fn create_async(&self, rel: &str, bytes: Vec<u8>) -> Result<Published> {
         let path = self.path(rel)?;
         let opts = PutOptions::from(PutMode::Create);
-        match self
-            .rt
-            .block_on(self.s3.put_opts(&path, PutPayload::from(bytes), opts))
-        {
+        match self.s3.put_opts(&path, PutPayload::from(bytes), opts).await {
             Ok(_) => Ok(Published::Done),
             Err(
                 object_store::Error::AlreadyExists { .. }
@@ -233,97 +229,6 @@ impl S3Backend {
         self.staged
             .get(item.key())
             .ok_or_else(|| Error::internal(format!("no staged S3 item {}", item.key())))
-    }
-
-    /// Upload a staged item under `rel` unless something is there: one conditional PUT,
-    /// or (large) a HEAD and then a multipart upload of the content-named item (a twin
-    /// racing on the same name writes the same bytes).
-    fn put_item(&self, staged: &Staged, rel: &str) -> Result<Published> {
-        if staged.len <= self.multipart_above {
-            let mut bytes = vec![0u8; staged.len as usize];
-            staged
-                .file
-                .read_exact_at(&mut bytes, 0)
-                .map_err(|e| Error::other(format!("cannot read the staged upload: {e}")))?;
-            return self.create(rel, bytes);
-        }
-        let path = self.path(rel)?;
-        match self.rt.block_on(self.s3.head(&path)) {
-            Ok(_) => return Ok(Published::Exists),
-            Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(self.err(e, rel)),
-        }
-        let result: object_store::Result<()> = self.rt.block_on(async {
-            let upload = self.s3.put_multipart(&path).await?;
-            let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
-            let mut offset = 0u64;
-            let mut buf = vec![0u8; PART_SIZE];
-            while offset < staged.len {
-                let n = (staged.len - offset).min(PART_SIZE as u64) as usize;
-                if let Err(e) = staged.file.read_exact_at(&mut buf[..n], offset) {
-                    let _ = writer.abort().await;
-                    return Err(object_store::Error::Generic {
-                        store: "S3",
-                        source: Box::new(e),
-                    });
-                }
-                if let Err(e) = writer.wait_for_capacity(PARTS_IN_FLIGHT).await {
-                    let _ = writer.abort().await;
-                    return Err(e);
-                }
-                writer.write(&buf[..n]);
-                offset += n as u64;
-            }
-            writer.finish().await.map(|_| ())
-        });
-        result.map_err(|e| self.err(e, rel))?;
-        Ok(Published::Done)
-    }
-
-    /// Read back what the server holds under `rel` (its size, and the ranges the caller
-    /// asked for, else its tail) and compare it with the staged bytes.
-    fn verify_item(&self, staged: &Staged, rel: &str) -> Result<()> {
-        let start = staged
-            .readback
-            .iter()
-            .map(|(o, _)| *o)
-            .min()
-            .unwrap_or(staged.len.saturating_sub(TAIL_CHECK))
-            .min(staged.len);
-        if start == staged.len {
-            return Ok(());
-        }
-        let path = self.path(rel)?;
-        let opts = GetOptions {
-            range: Some(GetRange::Bounded(start..staged.len)),
-            ..GetOptions::default()
-        };
-        let (size, bytes) = self
-            .rt
-            .block_on(async {
-                let got = self.s3.get_opts(&path, opts).await?;
-                let size = got.meta.size;
-                Ok::<_, object_store::Error>((size, got.bytes().await?))
-            })
-            .map_err(|e| self.err(e, rel))?;
-        let mut ours = vec![0u8; (staged.len - start) as usize];
-        staged
-            .file
-            .read_exact_at(&mut ours, start)
-            .map_err(|e| Error::other(format!("cannot read the staged upload: {e}")))?;
-        if size != staged.len || bytes.as_ref() != ours.as_slice() {
-            return Err(Error::new(
-                ErrorKind::Transport,
-                format!(
-                    "{} at {} reads back differently from what was sent ({size} bytes, {} sent)",
-                    self.key(rel),
-                    self.place(),
-                    staged.len
-                ),
-            )
-            .with_hint("nothing was published; run the command again"));
-        }
-        Ok(())
     }
 
     /// Give the small item `name` staged beside an item its name `kind`/`name`.
@@ -419,48 +324,6 @@ fn listing_rel(listing: &Listing) -> String {
         Listing::Of(kind) => layout::dir(kind),
         Listing::Fanout(name) => format!("{}/{name}", layout::OBJECTS),
         Listing::Leftovers => layout::STAGING.to_string(),
-    }
-}
-
-/// The upload into a begun item's temporary file. The server sees nothing until
-/// `publish_chain`, which reads back what it stored before anything is named by a ref.
-struct S3Upload<'a> {
-    out: BufWriter<File>,
-    staged: &'a mut Staged,
-    written: u64,
-}
-
-impl Write for S3Upload<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.out.write(buf)?;
-        self.written += n as u64;
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
-    }
-}
-
-impl Upload for S3Upload<'_> {
-    fn finish(mut self: Box<Self>, readback: &[(u64, u64)]) -> Result<Receipt> {
-        self.out
-            .flush()
-            .map_err(|e| Error::other(format!("cannot write the staged upload: {e}")))?;
-        self.staged.len = self.written;
-        self.staged.readback = readback.to_vec();
-        let mut back = Vec::with_capacity(readback.len());
-        for (offset, len) in readback {
-            let mut buf = vec![0u8; *len as usize];
-            self.staged
-                .file
-                .read_exact_at(&mut buf, *offset)
-                .map_err(|e| Error::other(format!("cannot read the staged upload: {e}")))?;
-            back.push(buf);
-        }
-        Ok(Receipt {
-            size: self.written,
-            readback: back,
-        })
     }
 }
 
@@ -604,7 +467,9 @@ impl Backend for S3Backend {
             .file
             .try_clone()
             .map_err(|e| Error::other(format!("cannot write the staged upload: {e}")))?;
+        let mut file = file;
         file.set_len(0)
+            .and_then(|()| file.seek(SeekFrom::Start(0)).map(|_| ()))
             .map_err(|e| Error::other(format!("cannot write the staged upload: {e}")))?;
         Ok(Box::new(S3Upload {
             out: BufWriter::with_capacity(1 << 20, file),
@@ -621,10 +486,13 @@ impl Backend for S3Backend {
         (staged_name, then_kind, then_name): (&str, &Kind, &str),
     ) -> Result<Chain> {
         let staged = self.staged(item)?;
-        // A new store's small files, `config` last: a store with a config is complete.
+        // A new store's small files at once (any already there is fine: a half-made
+        // store, or a twin making it), then `config`: a store with a config is complete.
         let mut store = None;
-        for (file, bytes) in &staged.store {
-            store = Some(self.create_small(file, bytes)?);
+        if let Some(((config, bytes), first)) = staged.store.split_last() {
+            let creates = first.iter().map(|(f, b)| self.create_async(f, b.clone()));
+            self.rt.block_on(futures::future::try_join_all(creates))?;
+            store = Some(self.create_small(config, bytes)?);
         }
         let rel = layout::path(kind, name);
         let item_published = self.put_item(staged, &rel)?;

@@ -17,6 +17,7 @@ mod sshd;
 mod round_trips;
 mod s3_failures;
 mod s3_harness;
+mod s3_roundtrip;
 mod scenarios;
 mod ssh_cipher;
 mod ssh_connect;

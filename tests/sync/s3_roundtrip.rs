@@ -40,13 +40,24 @@ fn json(env: &Env, server: &S3Server, args: &[&str]) -> (i32, Value, Output) {
 
 fn json_ok(env: &Env, server: &S3Server, args: &[&str]) -> Value {
     let (code, doc, out) = json(env, server, args);
-    assert_eq!(code, 0, "baton {args:?}: {}\nserver log:\n{}", text(&out), server.log());
+    assert_eq!(
+        code,
+        0,
+        "baton {args:?}: {}\nserver log:\n{}",
+        text(&out),
+        server.log()
+    );
     doc
 }
 
 fn json_err(env: &Env, server: &S3Server, args: &[&str], exit: i32) -> Value {
     let (code, doc, out) = json(env, server, args);
-    assert_eq!(code, exit, "baton {args:?} should exit {exit}: {}", text(&out));
+    assert_eq!(
+        code,
+        exit,
+        "baton {args:?} should exit {exit}: {}",
+        text(&out)
+    );
     doc["error"].clone()
 }
 
@@ -79,9 +90,21 @@ fn bucket_copy(server: &S3Server, prefix: &str, into: &Path) -> PathBuf {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(&path, server.get(&key).unwrap()).unwrap();
     }
-    for dir in ["objects", "packs", "refs/current", "refs/targets", "staging"] {
+    for dir in [
+        "objects",
+        "packs",
+        "refs/current",
+        "refs/targets",
+        "staging",
+    ] {
         fs::create_dir_all(dest.join(dir)).unwrap();
     }
+    // Private, as a store made by baton is (verify checks the modes).
+    let out = Command::new("chmod")
+        .args(["-R", "u=rwX,go=", s(&dest)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "chmod: {out:?}");
     dest
 }
 
@@ -96,7 +119,14 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
     let base = a.save("work", &["--summary", "base"]);
     // The endpoint from the target's config (none in the environment).
     let url = server.url("team/main");
-    a.ok(&["target", "add", "hub", &url, "--endpoint", &server.endpoint()]);
+    a.ok(&[
+        "target",
+        "add",
+        "hub",
+        &url,
+        "--endpoint",
+        &server.endpoint(),
+    ]);
     let config = fs::read_to_string(a.store().join("config")).unwrap();
     assert!(config.contains(&server.endpoint()), "{config}");
     assert!(!config.contains(server.secret_key()), "{config}");
@@ -122,8 +152,15 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
         keys.contains(&"team/main/refs/current/00000000000000000001".to_string()),
         "{keys:?}"
     );
-    assert_eq!(keys.iter().filter(|k| k.ends_with(".pack")).count(), 1, "{keys:?}");
-    assert!(!keys.iter().any(|k| k.contains("probe")), "probe left: {keys:?}");
+    assert_eq!(
+        keys.iter().filter(|k| k.ends_with(".pack")).count(),
+        1,
+        "{keys:?}"
+    );
+    assert!(
+        !keys.iter().any(|k| k.contains("probe")),
+        "probe left: {keys:?}"
+    );
 
     // Clone (the URL directly, endpoint from the environment) and compare trees.
     let b = Env::new();
@@ -138,7 +175,10 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
     json_ok(&a, &server, &["push"]);
     let doc = json_ok(&b, &server, &["pull"]);
     assert_eq!(doc["report"]["outcome"], "fast-forward", "{doc}");
-    assert_eq!(common::disk_current(&b.store()).as_deref(), Some(second.as_str()));
+    assert_eq!(
+        common::disk_current(&b.store()).as_deref(),
+        Some(second.as_str())
+    );
 
     // Both save on top of `second`; b pushes first, a loses the race: store_conflict,
     // and the bucket keeps b's generation 3.
@@ -149,17 +189,35 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
     let a_id = a.save("work", &["--summary", "a"]);
     let err = json_err(&a, &server, &["push"], 5);
     assert_eq!(err["code"], "store_conflict", "{err}");
-    let gen3 = server.get("team/main/refs/current/00000000000000000003").unwrap();
-    assert!(String::from_utf8_lossy(&gen3).contains(&b_id), "generation 3 is b's");
+    let gen3 = server
+        .get("team/main/refs/current/00000000000000000003")
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&gen3).contains(&b_id),
+        "generation 3 is b's"
+    );
     // --force with the wrong expectation is refused; with b's id it replaces b's.
     let err = json_err(&a, &server, &["push", "--force", &second], 5);
-    assert!(err["message"].as_str().unwrap().contains("--force expected"), "{err}");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("--force expected"),
+        "{err}"
+    );
     json_ok(&a, &server, &["push", "--force", &b_id]);
-    let gen4 = server.get("team/main/refs/current/00000000000000000004").unwrap();
-    assert!(String::from_utf8_lossy(&gen4).contains(&a_id), "generation 4 is a's");
+    let gen4 = server
+        .get("team/main/refs/current/00000000000000000004")
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&gen4).contains(&a_id),
+        "generation 4 is a's"
+    );
     // Generations are created, never overwritten.
     assert_eq!(
-        server.get("team/main/refs/current/00000000000000000003").unwrap(),
+        server
+            .get("team/main/refs/current/00000000000000000003")
+            .unwrap(),
         gen3
     );
 
@@ -187,11 +245,14 @@ fn an_encrypted_store_puts_only_ciphertext_in_the_bucket_and_pulls_into_an_archi
     a.ok(&["init", "--encrypt", "--recipient", &public]);
     a.write_tree(
         "work",
-        &[("ZQXJname.txt", "secret ZQXJcontent\n".repeat(1000).as_bytes())],
+        &[(
+            "ZQXJname.txt",
+            "secret ZQXJcontent\n".repeat(1000).as_bytes(),
+        )],
     );
     let id = a.save("work", &["--identity", s(&key), "--summary", "ZQXJsummary"]);
     let url = server.url("enc");
-    a.ok(&["target", "add", "hub", &url]);
+    a.ok(&["--identity", s(&key), "target", "add", "hub", &url]);
     json_ok(&a, &server, &["--identity", s(&key), "push"]);
     for (k, _) in server.list("enc/") {
         let bytes = server.get(&k).unwrap();
@@ -209,20 +270,41 @@ fn an_encrypted_store_puts_only_ciphertext_in_the_bucket_and_pulls_into_an_archi
     // A clone with the key reads it back; without it the store stays locked.
     let b = Env::new();
     let dest = b.store();
-    json_ok(&b, &server, &["--identity", s(&key), "clone", &url, s(&dest)]);
+    json_ok(
+        &b,
+        &server,
+        &["--identity", s(&key), "clone", &url, s(&dest)],
+    );
     let co = checkout(&b, &id, &["--identity", s(&key)]);
     assert_eq!(co, checkout(&a, &id, &["--identity", s(&key)]));
-    // What was pulled goes into an archive, which imports into a fresh store.
+    // What was pulled goes into an archive, which a store at the older state imports.
+    let c = Env::new();
+    let c_store = c.store();
+    json_ok(
+        &c,
+        &server,
+        &["--identity", s(&key), "clone", &url, s(&c_store)],
+    );
+    a.write_tree("work", &[("later.txt", b"ZQXJlater\n")]);
+    let second = a.save("work", &["--identity", s(&key), "--summary", "ZQXJsecond"]);
+    json_ok(&a, &server, &["--identity", s(&key), "push"]);
+    let doc = json_ok(&b, &server, &["--identity", s(&key), "pull"]);
+    assert_eq!(doc["report"]["outcome"], "fast-forward", "{doc}");
     let tar = b.path().join("pulled.tar");
     b.ok(&["--identity", s(&key), "export", "-o", s(&tar)]);
-    let c = Env::new();
-    c.init();
-    let doc = common::json_ok(&c, &["import", s(&tar)]);
-    assert!(doc["ok"] == true, "{doc}");
+    let bytes = fs::read(&tar).unwrap();
+    assert!(
+        !bytes.windows(4).any(|w| w == b"ZQXJ"),
+        "plaintext in the archive"
+    );
+    c.ok(&["--identity", s(&key), "import", s(&tar)]);
     assert_eq!(
-        checkout(&c, &id, &[]),
-        co,
-        "the archive holds what was pulled"
+        common::disk_current(&c.store()).as_deref(),
+        Some(second.as_str())
+    );
+    assert_eq!(
+        checkout(&c, &second, &["--identity", s(&key)]),
+        checkout(&a, &second, &["--identity", s(&key)])
     );
     // The bucket copy is an encrypted store that verifies with the key.
     let copy = bucket_copy(&server, "enc", a.path());
@@ -242,8 +324,21 @@ fn bad_s3_targets_are_refused_with_one_clear_line() {
     for (args, exit) in [
         (vec!["target", "add", "x", "s3://Bad_Bucket/p"], 2),
         (vec!["target", "add", "x", "s3://team/a//b"], 2),
-        (vec!["target", "add", "x", "s3://team/p", "--endpoint", "http://k:s@h:1"], 2),
-        (vec!["target", "add", "x", "/tmp/p", "--region", "us-east-1"], 2),
+        (
+            vec![
+                "target",
+                "add",
+                "x",
+                "s3://team/p",
+                "--endpoint",
+                "http://k:s@h:1",
+            ],
+            2,
+        ),
+        (
+            vec!["target", "add", "x", "/tmp/p", "--region", "us-east-1"],
+            2,
+        ),
     ] {
         let err = json_err(&a, &server, &args, exit);
         assert!(!err["message"].as_str().unwrap().contains('\n'), "{err}");
@@ -252,7 +347,10 @@ fn bad_s3_targets_are_refused_with_one_clear_line() {
     // A bucket that does not exist: exit 3, naming the bucket problem; nothing created.
     a.ok(&["target", "add", "nb", "s3://no-such-bucket-here/p"]);
     let err = json_err(&a, &server, &["push", "nb"], 3);
-    assert!(err["message"].as_str().unwrap().contains("no such bucket"), "{err}");
+    assert!(
+        err["message"].as_str().unwrap().contains("no such bucket"),
+        "{err}"
+    );
     // No credentials anywhere: exit 6 before any request.
     let out = a
         .cmd()
@@ -265,6 +363,174 @@ fn bad_s3_targets_are_refused_with_one_clear_line() {
         .unwrap();
     assert_eq!(out.status.code(), Some(6), "{}", text(&out));
     assert!(!a.path().join("c").exists());
+    // A wrong secret: exit 6, the secret never printed.
+    let out = cmd(&a, &server, true)
+        .env("AWS_SECRET_ACCESS_KEY", "wrong-secret-ZQXJ")
+        .args(["--json", "clone", &server.url("p"), s(&a.path().join("c"))])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+    assert!(!text(&out).contains("ZQXJ"), "{}", text(&out));
+    assert!(!a.path().join("c").exists());
     let after = fs::read(a.store().join("config")).unwrap();
     assert_ne!(before, after, "the nb target was added");
+}
+
+/// The request summary line of a `BATON_TRACE=1` run: (total, the whole line).
+fn requests(out: &Output) -> (u64, String) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("trace summary: requests: "))
+        .unwrap_or_else(|| panic!("no request summary: {stderr}"))
+        .to_string();
+    let total = line.split(' ').next().unwrap().parse().unwrap();
+    (total, line)
+}
+
+#[test]
+fn a_push_costs_the_same_requests_for_one_file_or_five_hundred() {
+    let Some(server) = S3Server::start_or_skip() else {
+        return;
+    };
+    let mut seen = Vec::new();
+    for (prefix, files) in [("one", 1usize), ("many", 500)] {
+        let env = Env::new();
+        env.init();
+        let tree: Vec<(String, Vec<u8>)> = (0..files)
+            .map(|i| {
+                (
+                    format!("d{}/f{i}.txt", i % 16),
+                    format!("file {i}\n").into_bytes(),
+                )
+            })
+            .collect();
+        let refs: Vec<(&str, &[u8])> = tree
+            .iter()
+            .map(|(n, b)| (n.as_str(), b.as_slice()))
+            .collect();
+        env.write_tree("work", &refs);
+        env.save("work", &[]);
+        env.ok(&["target", "add", "hub", &server.url(prefix)]);
+        let push = |env: &Env| {
+            let out = cmd(env, &server, true)
+                .env("BATON_TRACE", "1")
+                .arg("push")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", text(&out));
+            requests(&out)
+        };
+        let first = push(&env);
+        env.write_tree("work", &[("later.txt", b"later\n")]);
+        env.save("work", &[]);
+        let second = push(&env);
+        seen.push((prefix, first, second));
+    }
+    let (_, (one_first, l1), (one_second, l2)) = &seen[0];
+    let (_, (many_first, l3), (many_second, l4)) = &seen[1];
+    assert_eq!(one_first, many_first, "{l1} / {l3}");
+    assert_eq!(one_second, many_second, "{l2} / {l4}");
+    // One pack, one ref generation: the PUTs do not grow with the objects either.
+    // Probe twice, .gitignore, log, lock, config, the pack, the ref generation.
+    assert!(l3.contains("PUT 8,"), "{l3}");
+}
+
+#[test]
+fn a_silent_s3_endpoint_ends_in_exit_7_within_the_timeout() {
+    // Accepts connections and never answers (a frozen server).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for conn in listener.incoming().take(64) {
+            match conn {
+                Ok(c) => open.push(c),
+                Err(_) => break,
+            }
+        }
+    });
+    let env = Env::new();
+    let started = std::time::Instant::now();
+    let out = env
+        .cmd()
+        .envs(crate::s3::no_metadata_env())
+        .env("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+        .env("AWS_SECRET_ACCESS_KEY", "secret")
+        .env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"))
+        .env("BATON_S3_RETRY_TIMEOUT", "1")
+        .args(["--json", "clone", "s3://frozen/p", "--timeout", "1"])
+        .arg(env.path().join("c"))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out));
+    // Without --timeout each request would wait 300 s.
+    assert!(took < std::time::Duration::from_secs(60), "took {took:?}");
+    assert!(!env.path().join("c").exists());
+    drop(held);
+}
+
+#[test]
+fn credentials_endpoint_and_region_come_from_an_aws_profile() {
+    let Some(server) = S3Server::start_or_skip() else {
+        return;
+    };
+    let a = Env::new();
+    a.init();
+    tree(&a, 5);
+    let id = a.save("work", &[]);
+    a.ok(&["target", "add", "hub", &server.url("prof")]);
+    // HOME is the Env's directory: ~/.aws holds a named profile, nothing else is set.
+    let aws = a.path().join(".aws");
+    fs::create_dir_all(&aws).unwrap();
+    fs::write(
+        aws.join("credentials"),
+        format!(
+            "[default]\naws_access_key_id = AKIANOTTHISONE\naws_secret_access_key = wrong\n\n[team]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+            server.access_key(),
+            server.secret_key()
+        ),
+    )
+    .unwrap();
+    fs::write(
+        aws.join("config"),
+        format!(
+            "[profile team]\nregion = us-east-1\nendpoint_url = {}\n",
+            server.endpoint()
+        ),
+    )
+    .unwrap();
+    let run = |profile: Option<&str>| {
+        let mut cmd = a.cmd();
+        cmd.env("BATON_S3_RETRY_TIMEOUT", "5");
+        for (k, v) in crate::s3::no_metadata_env() {
+            if k != "AWS_REGION" {
+                cmd.env(k, v);
+            }
+        }
+        if let Some(p) = profile {
+            cmd.env("AWS_PROFILE", p);
+        }
+        cmd.args(["--json", "push"]).output().unwrap()
+    };
+    // The default profile has no endpoint (AWS itself would be asked): give it the
+    // server through the environment, where its wrong key is refused.
+    let out = {
+        let mut cmd = a.cmd();
+        cmd.envs(crate::s3::no_metadata_env())
+            .env("AWS_ENDPOINT_URL", server.endpoint())
+            .env("BATON_S3_RETRY_TIMEOUT", "5")
+            .args(["--json", "push"]);
+        cmd.output().unwrap()
+    };
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+    let out = run(Some("team"));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        server
+            .get("prof/refs/current/00000000000000000001")
+            .map(|b| String::from_utf8_lossy(&b).contains(&id)),
+        Some(true)
+    );
 }

@@ -14,6 +14,8 @@ use crate::error::{Error, ErrorKind, Result};
 pub struct S3Options {
     pub endpoint: Option<String>,
     pub region: Option<String>,
+    /// `--timeout`: for connecting and for each request (then retried until the deadline).
+    pub timeout: Option<Duration>,
 }
 
 /// How long throttled, failed (5xx) or broken requests are retried by default.
