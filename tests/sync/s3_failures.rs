@@ -13,12 +13,18 @@ use crate::common::{self, Env, random_bytes, s, snapshot_files, text};
 use crate::faultproxy::{Dir, Fault, FaultProxy};
 use crate::s3::{S3Server, StripProxy};
 
-/// A `baton` command in `env` reaching `server` through loopback port `port` with these
-/// credentials' environment.
+/// A `baton` command in `env` reaching `server` through loopback port `port` with the
+/// server's credentials (and the backend's default retry deadline).
 fn cmd_via(env: &Env, server: &S3Server, port: u16) -> Command {
     let mut cmd = env.cmd();
-    cmd.envs(server.env_via(port))
-        .env("BATON_S3_RETRY_TIMEOUT", "2");
+    cmd.envs(server.env_via(port));
+    cmd
+}
+
+/// The same with a 2 s retry deadline, for a push that is meant to fail on the network.
+fn cmd_failing(env: &Env, server: &S3Server, port: u16) -> Command {
+    let mut cmd = cmd_via(env, server, port);
+    cmd.env("BATON_S3_RETRY_TIMEOUT", "2");
     cmd
 }
 
@@ -242,7 +248,7 @@ fn a_connection_cut_mid_push_publishes_nothing_and_the_next_push_succeeds() {
         dir: Dir::Up,
         after: 256 << 10,
     });
-    let cut = run_json(cmd_via(&env, &server, proxy.port()), &["push"]);
+    let cut = run_json(cmd_failing(&env, &server, proxy.port()), &["push"]);
     assert_eq!(
         (cut.code, cut.error_code()),
         (7, "transport"),
@@ -294,7 +300,7 @@ fn a_server_killed_mid_push_gives_exit_7_and_leaves_the_local_store_as_it_was() 
         dir: Dir::Up,
         after: 256 << 10,
     });
-    let push = cmd_via(&env, &server, proxy.port());
+    let push = cmd_failing(&env, &server, proxy.port());
     let started = std::time::Instant::now();
     let killed = std::thread::scope(|scope| {
         let pushing = scope.spawn(move || run_json(push, &["push"]));
