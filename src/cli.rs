@@ -347,13 +347,19 @@ pub struct GcArgs {
 #[derive(Debug, Subcommand)]
 pub enum TargetCommand {
     /// Add a target: ssh://[user@]host[:port]/path, [user@]host:path, /abs/path, file:///abs/path,
-    /// or a relative path (stored absolute)
+    /// s3://BUCKET[/PREFIX], or a relative path (stored absolute)
     Add {
         name: String,
         url: String,
         /// Make it the default for push and pull
         #[arg(long)]
         default: bool,
+        /// S3 targets: the endpoint URL (default: AWS_ENDPOINT_URL, the AWS_PROFILE profile, AWS)
+        #[arg(long, value_name = "URL")]
+        endpoint: Option<String>,
+        /// S3 targets: the region (default: AWS_REGION, AWS_DEFAULT_REGION, the profile, us-east-1)
+        #[arg(long, value_name = "REGION")]
+        region: Option<String>,
     },
     /// List targets
     List,
@@ -456,6 +462,12 @@ pub struct CloneArgs {
     pub url: String,
     /// Where to create the new store [default: --store, else ./.baton]
     pub path: Option<PathBuf>,
+    /// S3 URLs: the endpoint, recorded with origin (default: AWS_ENDPOINT_URL, the profile, AWS)
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// S3 URLs: the region, recorded with origin (default: AWS_REGION, the profile, us-east-1)
+    #[arg(long, value_name = "REGION")]
+    pub region: Option<String>,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }

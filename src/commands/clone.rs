@@ -8,13 +8,17 @@ use super::connect_settings;
 use crate::cli::CloneArgs;
 use crate::commands::Ctx;
 use crate::error::{Error, Result};
+use crate::format::config::TargetConfig;
 use crate::output::Outcome;
 use crate::store::DEFAULT_STORE_DIR;
 use crate::sync::open_remote;
 use crate::transport::url::TargetUrl;
 
 pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
-    let url = TargetUrl::parse(&args.url)?.to_string();
+    let parsed = TargetUrl::parse(&args.url)?;
+    let url = parsed.to_string();
+    let (endpoint, region) =
+        super::target::s3_settings(&parsed, args.endpoint.clone(), args.region.clone())?;
     let path = args
         .path
         .clone()
@@ -25,9 +29,18 @@ pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
             .with_hint("clone into a new path, or use 'baton target add' and 'baton pull' in an existing store"));
     }
     // Connect before creating anything, so a bad URL or host key leaves no empty store.
-    let mut remote = open_remote(&url, &connect_settings(&args.connect))?;
+    let origin = TargetConfig {
+        url: url.clone(),
+        endpoint,
+        region,
+    };
+    let mut settings = connect_settings(&args.connect);
+    settings.s3.endpoint = origin.endpoint.clone();
+    settings.s3.region = origin.region.clone();
+    let mut remote = open_remote(&url, &settings)?;
     let bar = ctx.progress(0, true);
-    let report = crate::sync::clone::clone(remote.as_mut(), &url, &path, &ctx.key_source(), &bar)?;
+    let report =
+        crate::sync::clone::clone(remote.as_mut(), &origin, &path, &ctx.key_source(), &bar)?;
     bar.finish_and_clear();
     let human = if ctx.quiet {
         String::new()

@@ -15,7 +15,7 @@ use crate::format::names::RefName;
 use crate::handoff::import;
 use crate::output::Outcome;
 use crate::sync::audit::read_remote_audit;
-use crate::sync::{choose_target, open_remote};
+use crate::sync::{choose_target, open_remote, target_settings};
 
 pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
     if args.audit {
@@ -34,7 +34,9 @@ pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
             return audit(&store, store.audit_trail(args.max)?, None);
         };
         let (name, url) = choose_target(&store.config, Some(target))?;
-        let mut remote = open_remote(&url, &super::connect_settings(&args.connect))?;
+        let settings =
+            target_settings(&store.config, &name, super::connect_settings(&args.connect));
+        let mut remote = open_remote(&url, &settings)?;
         let entries = read_remote_audit(remote.as_mut(), args.max)?;
         return audit(&store, entries, Some((&name, &url)));
     }

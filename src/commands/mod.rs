@@ -108,5 +108,6 @@ fn connect_settings(args: &crate::cli::ConnectArgs) -> crate::sync::ConnectSetti
         accept_new_host_key: args.accept_new_host_key,
         timeout: args.timeout.map(std::time::Duration::from_secs),
         key_passphrase: prompts::key_passphrase_prompt(),
+        s3: Default::default(),
     }
 }

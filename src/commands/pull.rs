@@ -9,12 +9,13 @@ use crate::error::Result;
 use crate::format::id::show_short;
 use crate::output::{Outcome, count};
 use crate::sync::pull::pull;
-use crate::sync::{choose_target, open_remote};
+use crate::sync::{choose_target, open_remote, target_settings};
 
 pub fn run(ctx: &Ctx, args: &PullArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;
     let (name, url) = choose_target(&store.config, args.target.as_deref())?;
-    let mut remote = open_remote(&url, &connect_settings(&args.connect))?;
+    let settings = target_settings(&store.config, &name, connect_settings(&args.connect));
+    let mut remote = open_remote(&url, &settings)?;
     if args.repair {
         return repair(ctx, &store, remote.as_mut(), &name, &url);
     }

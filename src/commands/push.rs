@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::format::ObjectId;
 use crate::output::Outcome;
 use crate::sync::push::{PushRequest, push};
-use crate::sync::{choose_target, open_remote};
+use crate::sync::{choose_target, open_remote, target_settings};
 
 pub fn run(ctx: &Ctx, args: &PushArgs) -> Result<Outcome> {
     run_to(ctx, args).map(|(outcome, _)| outcome)
@@ -38,7 +38,8 @@ pub(super) fn run_to(ctx: &Ctx, args: &PushArgs) -> Result<(Outcome, String)> {
         Some("none") => Some(None),
         Some(id) => Some(Some(ObjectId::parse(id)?)),
     };
-    let mut remote = open_remote(&url, &connect_settings(&args.connect))?;
+    let settings = target_settings(&store.config, &name, connect_settings(&args.connect));
+    let mut remote = open_remote(&url, &settings)?;
     let bar = ctx.progress(0, true);
     let report = push(
         &store,

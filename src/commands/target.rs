@@ -60,6 +60,33 @@ fn absolute_local(url: &str) -> Result<String> {
     })
 }
 
+/// `--endpoint` and `--region`, checked: for S3 targets only, an endpoint an http(s) URL
+/// without credentials, a region a plain name.
+pub(super) fn s3_settings(
+    url: &TargetUrl,
+    endpoint: Option<String>,
+    region: Option<String>,
+) -> Result<(Option<String>, Option<String>)> {
+    if !matches!(url, TargetUrl::S3 { .. }) && (endpoint.is_some() || region.is_some()) {
+        return Err(
+            Error::usage("--endpoint and --region are for s3:// targets only")
+                .with_hint("drop them, or use an s3://BUCKET[/PREFIX] URL"),
+        );
+    }
+    let endpoint = endpoint
+        .map(|e| crate::transport::s3::settings::check_endpoint(&e))
+        .transpose()?;
+    if let Some(r) = &region
+        && (r.is_empty()
+            || r.len() > 64
+            || !r.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+    {
+        return Err(Error::usage(format!("bad region '{}'", r.escape_debug()))
+            .with_hint("use a region name such as us-east-1"));
+    }
+    Ok((endpoint, region))
+}
+
 pub fn run(ctx: &Ctx, command: TargetCommand) -> Result<Outcome> {
     // Listing reads only the plain config and ref files, so it works on a locked
     // encrypted store. Every change needs the keys, the same for add, default and
@@ -70,10 +97,17 @@ pub fn run(ctx: &Ctx, command: TargetCommand) -> Result<Outcome> {
         _ => ctx.open_store()?,
     };
     match command {
-        TargetCommand::Add { name, url, default } => {
+        TargetCommand::Add {
+            name,
+            url,
+            default,
+            endpoint,
+            region,
+        } => {
             validate_target_name(&name)?;
             refuse_rev_names(&name)?;
             let parsed = TargetUrl::parse(&absolute_local(&url)?)?;
+            let (endpoint, region) = s3_settings(&parsed, endpoint, region)?;
             let lock = store.lock()?;
             let mut config = store.config.clone();
             if config.targets.contains_key(&name) {
@@ -84,6 +118,8 @@ pub fn run(ctx: &Ctx, command: TargetCommand) -> Result<Outcome> {
                 name.clone(),
                 TargetConfig {
                     url: parsed.to_string(),
+                    endpoint,
+                    region,
                 },
             );
             if default || config.targets.len() == 1 {
@@ -113,7 +149,15 @@ pub fn run(ctx: &Ctx, command: TargetCommand) -> Result<Outcome> {
                     target.url,
                     seen.map(|i| i.short()).unwrap_or_else(|| "-".into())
                 );
-                list.push(json!({ "name": name, "url": target.url, "default": is_default, "last_seen": seen }));
+                let mut entry = json!({ "name": name, "url": target.url, "default": is_default, "last_seen": seen });
+                // S3 targets: where they are reached (never a credential).
+                for (key, value) in [("endpoint", &target.endpoint), ("region", &target.region)] {
+                    if let Some(v) = value {
+                        entry[key] = json!(v);
+                        let _ = writeln!(human, "  {key} {v}");
+                    }
+                }
+                list.push(entry);
             }
             Ok(Outcome::new(
                 human.trim_end().to_string(),

@@ -49,6 +49,12 @@ pub struct EncryptionConfig {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TargetConfig {
     pub url: String,
+    /// S3 targets: the endpoint URL (`target add --endpoint`); never a credential.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// S3 targets: the region (`target add --region`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
 }
 
 impl Default for StoreConfig {

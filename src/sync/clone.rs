@@ -17,13 +17,13 @@ use crate::transport::backend::Backend;
 /// Work directories are named `.baton-clone-<pid>-<random>`.
 pub const WORK_PREFIX: &str = ".baton-clone-";
 
-/// Clone the store behind `remote` (reached at `url`, recorded as target `origin`) into
+/// Clone the store behind `remote` (reached as `origin` says, recorded as target `origin`) into
 /// a new store at `dest`, which must not exist yet. An encrypted remote makes an
 /// encrypted clone with the same keys, unlocked by `keys` before anything is created.
 /// All or nothing: a failed clone leaves nothing at `dest`.
 pub fn clone(
     remote: &mut dyn Backend,
-    url: &str,
+    origin: &TargetConfig,
     dest: &Path,
     keys: &KeySource,
     progress: &ProgressBar,
@@ -61,12 +61,7 @@ pub fn clone(
         }
         let lock = store.lock()?;
         let mut config = store.config.clone();
-        config.targets.insert(
-            "origin".into(),
-            TargetConfig {
-                url: url.to_string(),
-            },
-        );
+        config.targets.insert("origin".into(), origin.clone());
         config.default_target = Some("origin".into());
         store.write_config(&lock, config)?;
         drop(lock);

@@ -1,5 +1,5 @@
 //! Sync: moving bundles between this store and a remote one (push, pull, clone), through
-//! the `Remote` trait only, so local paths and SSH share every line of protocol code.
+//! the `Backend` trait only, so local paths, SSH and S3 share every line of protocol code.
 
 pub mod audit;
 pub mod clone;
@@ -14,6 +14,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::format::StoreConfig;
 use crate::transport::backend::Backend;
+use crate::transport::s3::{S3Backend, S3Options};
 use crate::transport::url::TargetUrl;
 use crate::transport::{Remote, local::LocalRemote};
 
@@ -24,6 +25,21 @@ pub struct ConnectSettings {
     pub timeout: Option<Duration>,
     /// How to ask for an SSH key file's passphrase (the command layer's terminal prompt).
     pub key_passphrase: Option<crate::transport::ssh::connect::KeyPassphrasePrompt>,
+    /// An S3 target's endpoint and region from its config (`target add --endpoint`).
+    pub s3: S3Options,
+}
+
+/// `settings` with what the target `name`'s config says of its endpoint and region.
+pub fn target_settings(
+    config: &StoreConfig,
+    name: &str,
+    mut settings: ConnectSettings,
+) -> ConnectSettings {
+    if let Some(target) = config.targets.get(name) {
+        settings.s3.endpoint = target.endpoint.clone();
+        settings.s3.region = target.region.clone();
+    }
+    settings
 }
 
 /// Connect to the store at `url`.
@@ -32,6 +48,16 @@ pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Back
     let started = std::time::Instant::now();
     let boxed = |r: Box<dyn Remote>| -> Box<dyn Remote> { r };
     let remote: Box<dyn Remote> = match TargetUrl::parse(url)? {
+        TargetUrl::S3 { bucket, prefix } => {
+            // Requests are counted and traced by the backend itself (no `Remote` calls).
+            let options = S3Options {
+                timeout: settings.timeout,
+                ..settings.s3.clone()
+            };
+            return Ok(Box::new(S3Backend::open(
+                &bucket, &prefix, &options, trace,
+            )?));
+        }
         TargetUrl::Local { path } => boxed(Box::new(LocalRemote::new(path))),
         TargetUrl::Ssh {
             user,

@@ -34,6 +34,21 @@ pub struct NewItem {
     store: Vec<(String, Vec<u8>)>,
 }
 
+impl NewItem {
+    /// An item of a backend that keeps its own staging state under `key` (S3).
+    pub fn with_key(key: String) -> NewItem {
+        NewItem {
+            staging: key,
+            store: Vec::new(),
+        }
+    }
+
+    /// The key given to `with_key` (or the staging directory of a path backend).
+    pub fn key(&self) -> &str {
+        &self.staging
+    }
+}
+
 /// What `publish_chain` did.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Chain {

@@ -1,11 +1,13 @@
 //! Transports: where the bytes of a remote store live, behind one batch-oriented trait.
 //!
-//! The sync layer speaks only `Remote`; the local-path and SFTP transports implement it.
+//! The sync layer speaks only `Backend` (`backend.rs`); the local-path and SFTP transports
+//! implement `Remote` and get it from there, the S3 backend (`s3.rs`) implements it directly.
 //! Every method is one batch: over SFTP its requests are pipelined, so a method costs one
 //! or two network round trips however many paths it names.
 
 pub mod backend;
 pub mod local;
+pub mod s3;
 pub mod ssh;
 pub mod trace;
 pub mod url;

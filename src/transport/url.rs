@@ -1,5 +1,5 @@
 //! Target URLs: `ssh://[user@]host[:port]/path`, scp-like `[user@]host:path`,
-//! `/abs/path` and `file:///abs/path`, strictly validated.
+//! `/abs/path`, `file:///abs/path` and `s3://BUCKET[/PREFIX]`, strictly validated.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -19,6 +19,12 @@ pub enum TargetUrl {
         port: Option<u16>,
         path: String,
     },
+    /// An S3-compatible bucket; the store's keys sit under `PREFIX/` (none: the bucket's
+    /// top). The endpoint and region are not part of the URL (target settings, AWS_*).
+    S3 {
+        bucket: String,
+        prefix: String,
+    },
 }
 
 fn malformed(text: &str, why: &str) -> Error {
@@ -26,7 +32,7 @@ fn malformed(text: &str, why: &str) -> Error {
         "malformed target URL '{}': {why}",
         without_password(text).escape_debug()
     ))
-    .with_hint("use ssh://[user@]host[:port]/path, [user@]host:path, /abs/path or file:///abs/path")
+    .with_hint("use ssh://[user@]host[:port]/path, [user@]host:path, /abs/path, file:///abs/path or s3://BUCKET[/PREFIX]")
 }
 
 /// The URL as it may be shown: a password in it is replaced, never echoed into logs.
@@ -88,10 +94,90 @@ fn check_path(text: &str, path: &str) -> Result<()> {
     Ok(())
 }
 
+/// S3 bucket naming rules (general purpose buckets): 3 to 63 lowercase letters, digits,
+/// '.' and '-', starting and ending with a letter or digit, no "..", not an IPv4
+/// address, none of the reserved prefixes and suffixes.
+fn check_bucket(text: &str, bucket: &str) -> Result<()> {
+    let bytes = bucket.as_bytes();
+    let edge = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    let ok = (3..=63).contains(&bytes.len())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b".-".contains(b))
+        && edge(bytes.first())
+        && edge(bytes.last())
+        && !bucket.contains("..")
+        && !bucket.contains(".-")
+        && !bucket.contains("-.")
+        && bucket.parse::<std::net::Ipv4Addr>().is_err()
+        && !["xn--", "sthree-", "amzn-s3-demo-"]
+            .iter()
+            .any(|p| bucket.starts_with(p))
+        && !["-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"]
+            .iter()
+            .any(|s| bucket.ends_with(s));
+    if ok {
+        Ok(())
+    } else {
+        Err(malformed(
+            text,
+            "bad bucket name (3-63 lowercase letters, digits, '.' and '-')",
+        ))
+    }
+}
+
+/// A key prefix: '/'-separated components of S3's safe characters (letters, digits and
+/// `!-_.*'()`), none empty, '.' or '..': no leading, trailing or doubled '/'.
+fn check_prefix(text: &str, prefix: &str) -> Result<()> {
+    for part in prefix.split('/') {
+        if part.is_empty() || part == "." || part == ".." {
+            return Err(malformed(
+                text,
+                "empty, '.' or '..' component in the prefix (no leading, trailing or doubled '/')",
+            ));
+        }
+        if !part
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!-_.*'()".contains(&b))
+        {
+            return Err(malformed(
+                text,
+                "the prefix may hold only letters, digits, '/' and !-_.*'()",
+            ));
+        }
+    }
+    if prefix.len() > 512 {
+        return Err(malformed(text, "prefix longer than 512 bytes"));
+    }
+    Ok(())
+}
+
+fn parse_s3(text: &str) -> Result<TargetUrl> {
+    let rest = &text["s3://".len()..];
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    if bucket.contains(['@', ':']) {
+        return Err(malformed(
+            text,
+            "no credentials or port in an s3:// URL; the endpoint is set with --endpoint or AWS_ENDPOINT_URL",
+        ));
+    }
+    check_bucket(text, bucket)?;
+    if rest.contains('/') {
+        check_prefix(text, prefix)?;
+    }
+    Ok(TargetUrl::S3 {
+        bucket: bucket.to_string(),
+        prefix: prefix.to_string(),
+    })
+}
+
 impl TargetUrl {
     pub fn parse(text: &str) -> Result<TargetUrl> {
         if text.chars().any(|c| c.is_control() || c == ' ') && !text.starts_with('/') {
             return Err(malformed(text, "whitespace or control character"));
+        }
+        if text.starts_with("s3://") {
+            return parse_s3(text);
         }
         if text.starts_with("ssh://") || text.starts_with("file://") {
             let url = url::Url::parse(text).map_err(|e| malformed(text, &e.to_string()))?;
@@ -242,6 +328,8 @@ impl fmt::Display for TargetUrl {
                     None => write!(f, "/~/{encoded}"),
                 }
             }
+            TargetUrl::S3 { bucket, prefix } if prefix.is_empty() => write!(f, "s3://{bucket}"),
+            TargetUrl::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
         }
     }
 }
@@ -320,9 +408,50 @@ mod tests {
             "host:/a/./b",
             "file:///a/%ff",
             "",
+            "s3://",
+            "s3://ab",
+            "s3://Team",
+            "s3://-team/p",
+            "s3://team-/p",
+            "s3://te..am",
+            "s3://192.168.1.1",
+            "s3://xn--team",
+            "s3://team/",
+            "s3://team//p",
+            "s3://team/p/",
+            "s3://team/a/../b",
+            "s3://team/./b",
+            "s3://team/a b",
+            "s3://team/a?b",
+            "s3://key:secret@team/p",
+            "s3://team:9000/p",
+            "s3://team/%2e%2e",
         ] {
             assert!(TargetUrl::parse(bad).is_err(), "{bad:?} should be refused");
         }
+    }
+
+    #[test]
+    fn s3_urls() {
+        assert_eq!(
+            TargetUrl::parse("s3://team-handoffs/baton/main").unwrap(),
+            TargetUrl::S3 {
+                bucket: "team-handoffs".into(),
+                prefix: "baton/main".into()
+            }
+        );
+        let top = TargetUrl::parse("s3://abc").unwrap();
+        assert_eq!(
+            top,
+            TargetUrl::S3 {
+                bucket: "abc".into(),
+                prefix: String::new()
+            }
+        );
+        assert_eq!(top.to_string(), "s3://abc");
+        let long = format!("s3://{}", "a".repeat(64));
+        assert!(TargetUrl::parse(&long).is_err());
+        assert!(TargetUrl::parse(&format!("s3://{}", "a".repeat(63))).is_ok());
     }
 
     #[test]
@@ -336,6 +465,8 @@ mod tests {
             "box:/~/abs",
             "box:~/rel",
             "ssh://box/%7E/abs",
+            "s3://team-handoffs",
+            "s3://team.handoffs/a/b-c_d",
         ] {
             let url = TargetUrl::parse(text).unwrap();
             assert_eq!(TargetUrl::parse(&url.to_string()).unwrap(), url);

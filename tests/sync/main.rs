@@ -7,11 +7,18 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../common/faultproxy.rs"]
+mod faultproxy;
+#[path = "../common/s3.rs"]
+mod s3;
 #[path = "../common/sshd.rs"]
 mod sshd;
 
 mod round_trips;
 mod round_trips_hint;
+mod s3_failures;
+mod s3_harness;
+mod s3_roundtrip;
 mod scenarios;
 mod ssh_cipher;
 mod ssh_connect;
