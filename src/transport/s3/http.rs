@@ -80,6 +80,9 @@ pub struct CountingConnector {
 
 impl HttpConnector for CountingConnector {
     fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
+        // reqwest is built without a crypto provider of its own (no aws-lc-sys): rustls
+        // takes the process default, ring's. Already installed is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let inner = ReqwestConnector::default().connect(options)?;
         Ok(HttpClient::new(Counting {
             inner,
