@@ -111,7 +111,11 @@ export HOME=$WORK/home
 unset BATON_STORE BATON_TRACE AWS_PROFILE AWS_SESSION_TOKEN AWS_DEFAULT_REGION
 export AWS_ENDPOINT_URL=http://127.0.0.1:$WAN_PORT AWS_REGION=us-east-1
 export AWS_ACCESS_KEY_ID=$KEY AWS_SECRET_ACCESS_KEY=$SECRET AWS_EC2_METADATA_DISABLED=true
-AWS=(aws --endpoint-url "$AWS_ENDPOINT_URL" --only-show-errors s3 sync)
+AWS=(aws --endpoint-url "$AWS_ENDPOINT_URL" s3 sync --only-show-errors)
+# A download compares exact timestamps: without it, aws s3 sync skips an object of the
+# local file's size that is newer than the file (awscli's download rule), and misses the
+# 5 rewritten files.
+AWS_DOWN=("${AWS[@]}" --exact-timestamps)
 
 # --- 3. data sets -----------------------------------------------------------------------
 log "generating the data sets (seed $SEED)"
@@ -174,36 +178,37 @@ EOF
 UPTIME_START=$(uptime)
 log "load: $UPTIME_START"
 for ((ROUND = 1; ROUND <= RUNS; ROUND++)); do
-  for set in "${SETS[@]}"; do
-    r=$WORK/r$ROUND/$set
+  for ds in "${SETS[@]}"; do
+    r=$WORK/r$ROUND/$ds
     mkdir -p "$r"
-    cp -r "$WORK/data/$set" "$r/files"
+    cp -r "$WORK/data/$ds" "$r/files"
     "$BATON" --store "$r/store" -q init
-    "$BATON" --store "$r/store" -q save --secrets allow "$r/files" --summary "s3 bench $set" >/dev/null
-    url=s3://$BUCKET/r$ROUND/$set/baton
-    awsurl=s3://$BUCKET/r$ROUND/$set/aws
-    timed "$set.push" "$BATON" --store "$r/store" -q push "$url"
-    timed "$set.aws_up" "${AWS[@]}" "$r/files" "$awsurl"
-    timed "$set.clone" "$BATON" -q clone "$url" "$r/clone"
-    timed "$set.aws_down" "${AWS[@]}" "$awsurl" "$r/down"
+    "$BATON" --store "$r/store" -q save --secrets allow "$r/files" --summary "s3 bench $ds" >/dev/null
+    "$BATON" --store "$r/store" -q target add origin "s3://$BUCKET/r$ROUND/$ds/baton"
+    url=s3://$BUCKET/r$ROUND/$ds/baton
+    awsurl=s3://$BUCKET/r$ROUND/$ds/aws
+    timed "$ds.push" "$BATON" --store "$r/store" -q push
+    timed "$ds.aws_up" "${AWS[@]}" "$r/files" "$awsurl"
+    timed "$ds.clone" "$BATON" -q clone "$url" "$r/clone"
+    timed "$ds.aws_down" "${AWS_DOWN[@]}" "$awsurl" "$r/down"
     change_five "$r/files"
-    "$BATON" --store "$r/store" -q save --secrets allow "$r/files" --summary "s3 bench $set, 5 changed" >/dev/null
-    timed "$set.push_incr" "$BATON" --store "$r/store" -q push "$url"
-    timed "$set.aws_up_incr" "${AWS[@]}" "$r/files" "$awsurl"
-    timed "$set.pull" "$BATON" --store "$r/clone" -q pull
-    timed "$set.aws_down_incr" "${AWS[@]}" "$awsurl" "$r/down"
+    "$BATON" --store "$r/store" -q save --secrets allow "$r/files" --summary "s3 bench $ds, 5 changed" >/dev/null
+    timed "$ds.push_incr" "$BATON" --store "$r/store" -q push
+    timed "$ds.aws_up_incr" "${AWS[@]}" "$r/files" "$awsurl"
+    timed "$ds.pull" "$BATON" --store "$r/clone" -q pull
+    timed "$ds.aws_down_incr" "${AWS_DOWN[@]}" "$awsurl" "$r/down"
     # Untimed checks: the clone is at the pushed bundle and verifies; aws got the files.
     want=$("$BATON" --store "$r/store" --json log -n 1 | python3 -c 'import json, sys; print(json.load(sys.stdin)["bundles"][0]["id"])')
     got=$("$BATON" --store "$r/clone" --json log -n 1 | python3 -c 'import json, sys; print(json.load(sys.stdin)["bundles"][0]["id"])')
-    [[ $want == "$got" ]] || { echo "round $ROUND $set: the pulled clone is at $got, not $want" >&2; exit 1; }
+    [[ $want == "$got" ]] || { echo "round $ROUND $ds: the pulled clone is at $got, not $want" >&2; exit 1; }
     "$BATON" --store "$r/clone" -q verify
     diff -r -q "$r/files" "$r/down"
     # One more incremental push, traced, for the request counts (untimed).
     if ((ROUND == 1)); then
       change_five "$r/files"
       "$BATON" --store "$r/store" -q save --secrets allow "$r/files" --summary traced >/dev/null
-      BATON_TRACE=1 "$BATON" --store "$r/store" -q push "$url" 2>"$WORK/err/$set.trace"
-      grep -m1 '^trace summary: requests' "$WORK/err/$set.trace" >"$WORK/$set.requests" || echo "(no request summary)" >"$WORK/$set.requests"
+      BATON_TRACE=1 "$BATON" --store "$r/store" -q push 2>"$WORK/err/$ds.trace"
+      grep -m1 '^trace summary: requests' "$WORK/err/$ds.trace" >"$WORK/$ds.requests" || echo "(no request summary)" >"$WORK/$ds.requests"
     fi
     rm -rf "$WORK/r$ROUND"
   done
@@ -231,18 +236,18 @@ ratio() { awk -v a="$(med "$1")" -v b="$(med "$2")" 'BEGIN { if (b > 0) printf "
   echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC with \`bash bench/s3.sh\` (commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown))."
   echo
   echo "- Server: the test harness's S3 server (\`tests/common/s3_server.py\`: moto $(python3 -c 'import moto; print(moto.__version__)'), in memory, SigV4 checked) on 127.0.0.1, reached through \`bench/delayproxy.py\` (${DELAY_MS} ms each way). moto is a Python emulator: every request costs it milliseconds of CPU, so these figures are an upper bound for a real object store and compare the two clients' request patterns more than raw speed."
-  echo "- Peer: \`$(aws --version 2>&1 | head -n1)\`, \`aws s3 sync\` of the same files to and from the same server, run right after the matching baton command in every round."
+  echo "- Peer: \`$(aws --version 2>&1 | head -n1)\`, \`aws s3 sync\` of the same files to and from the same server (downloads with \`--exact-timestamps\`, without which it skips rewritten files of unchanged size), run right after the matching baton command in every round."
   echo "- Method: median (min–max) of $RUNS rounds, wall time of the whole command; each round uses a fresh prefix, store and destination. baton pushes a bundle already saved (\`baton save\`, untimed); the incremental rows follow a rewrite of 5 files (saved as a second bundle, untimed). Load: \`$(sed 's/^ *//' <<<"$UPTIME_START")\` at the start, \`$(sed 's/^ *//' <<<"$UPTIME_END")\` at the end."
   echo "- Requests of one traced incremental push (\`BATON_TRACE=1\`): 1,000-file set \`$(cat "$WORK/small.requests")\`; typical set \`$(cat "$WORK/typical.requests")\`."
   echo "- The same data set over SSH at 50 ms RTT: see the Sync (issue 3) section above."
   echo
-  for set in "${SETS[@]}"; do
-    echo "| ${SET_LABEL[$set]} | baton (s) | aws s3 sync (s) | ratio |"
+  for ds in "${SETS[@]}"; do
+    echo "| ${SET_LABEL[$ds]} | baton (s) | aws s3 sync (s) | ratio |"
     echo "|---|--:|--:|--:|"
-    echo "| push, new prefix / sync up | $(stat_of "$set.push") | $(stat_of "$set.aws_up") | $(ratio "$set.push" "$set.aws_up") |"
-    echo "| clone / sync down | $(stat_of "$set.clone") | $(stat_of "$set.aws_down") | $(ratio "$set.clone" "$set.aws_down") |"
-    echo "| push, 5 files changed / sync up | $(stat_of "$set.push_incr") | $(stat_of "$set.aws_up_incr") | $(ratio "$set.push_incr" "$set.aws_up_incr") |"
-    echo "| pull, 5 files changed / sync down | $(stat_of "$set.pull") | $(stat_of "$set.aws_down_incr") | $(ratio "$set.pull" "$set.aws_down_incr") |"
+    echo "| push, new prefix / sync up | $(stat_of "$ds.push") | $(stat_of "$ds.aws_up") | $(ratio "$ds.push" "$ds.aws_up") |"
+    echo "| clone / sync down | $(stat_of "$ds.clone") | $(stat_of "$ds.aws_down") | $(ratio "$ds.clone" "$ds.aws_down") |"
+    echo "| push, 5 files changed / sync up | $(stat_of "$ds.push_incr") | $(stat_of "$ds.aws_up_incr") | $(ratio "$ds.push_incr" "$ds.aws_up_incr") |"
+    echo "| pull, 5 files changed / sync down | $(stat_of "$ds.pull") | $(stat_of "$ds.aws_down_incr") | $(ratio "$ds.pull" "$ds.aws_down_incr") |"
     echo
   done
 } >"$WORK/section.md"
