@@ -47,6 +47,27 @@ def fix_signature_check() -> None:
     access_control.IAMRequestBase._create_aws_request = create_aws_request
 
 
+def serialise_conditional_writes() -> None:
+    """moto 5.2.1 checks `If-None-Match: *` and then stores the object as two steps, and
+    its threaded server runs requests at once: two conditional creates of one key that
+    arrive together can both succeed (a real S3 serialises them), which would let two
+    racing pushers both win. Run every object write and multipart completion under one
+    lock, so the check and the store are one step as on a real server."""
+    import threading
+
+    from moto.s3.responses import S3Response
+
+    lock = threading.Lock()
+    for name in ("put_object", "_key_response_post"):
+        original = getattr(S3Response, name)
+
+        def locked(self, *args, __original=original, **kwargs):
+            with lock:
+                return __original(self, *args, **kwargs)
+
+        setattr(S3Response, name, locked)
+
+
 def main() -> None:
     auth = "--auth" in sys.argv[1:]
     bucket = sys.argv[1]
@@ -61,6 +82,7 @@ def main() -> None:
     from moto.server import ThreadedMotoServer
 
     fix_signature_check()
+    serialise_conditional_writes()
     # No authentication while the harness sets the server up.
     settings.INITIAL_NO_AUTH_ACTION_COUNT = float("inf")
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
