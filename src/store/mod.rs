@@ -26,6 +26,7 @@ pub mod repair;
 pub mod restore;
 pub mod rev;
 pub mod shape;
+pub mod sidecar;
 pub mod snapshot;
 pub mod statcache;
 pub mod streams;

@@ -14,7 +14,6 @@
 
 use std::collections::HashMap;
 use std::fs::Metadata;
-use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -22,8 +21,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::Store;
-use super::leftovers::{self, Rule};
-use crate::error::{IoContext, Result};
+use super::sidecar::Sidecar;
+use crate::error::Result;
 use crate::format::{ObjectId, layout};
 
 /// The first line of the file; a reader ignores a cache with any other.
@@ -164,9 +163,14 @@ impl Lookup {
     }
 }
 
-fn cache_path(store: &Store) -> std::path::PathBuf {
-    store.root().join(layout::STATCACHE)
-}
+/// The file: only a cache, so a lost or torn one costs a re-read, nothing else.
+const FILE: Sidecar = Sidecar {
+    file: layout::STATCACHE,
+    magic: MAGIC,
+    temp_prefix: TEMP_PREFIX,
+    max_len: MAX_LEN,
+    what: "stat cache",
+};
 
 /// What the cache file holds, or `None` for a missing, damaged, foreign or newer-version
 /// cache: every one of those is simply not used.
@@ -174,29 +178,7 @@ fn read(store: &Store) -> Option<Contents> {
     if store.config.encryption.is_some() {
         return None;
     }
-    let bytes = super::fsutil::read_limited(&cache_path(store), MAX_LEN).ok()?;
-    let body = bytes.strip_prefix(MAGIC.as_bytes())?;
-    // The last line is the hex BLAKE3 of everything before it.
-    let (json, sum) = body.strip_suffix(b"\n")?.rsplit_once_byte(b'\n')?;
-    let sum = std::str::from_utf8(sum).ok()?;
-    let mut hashed = Vec::with_capacity(MAGIC.len() + json.len() + 1);
-    hashed.extend_from_slice(MAGIC.as_bytes());
-    hashed.extend_from_slice(json);
-    if ObjectId::of(&hashed).to_hex() != sum {
-        return None;
-    }
-    serde_json::from_slice(json).ok()
-}
-
-trait RsplitOnce {
-    fn rsplit_once_byte(&self, byte: u8) -> Option<(&[u8], &[u8])>;
-}
-
-impl RsplitOnce for [u8] {
-    fn rsplit_once_byte(&self, byte: u8) -> Option<(&[u8], &[u8])> {
-        let at = self.iter().rposition(|b| *b == byte)?;
-        Some((&self[..at], &self[at + 1..]))
-    }
+    FILE.read(store)
 }
 
 /// The entries cached for `root` (canonical), if they were found clean under `policy`
@@ -293,41 +275,7 @@ pub fn record(
 
 /// Write the cache file (temp file, rename, no fsync).
 fn write(store: &Store, contents: &Contents) -> Result<()> {
-    let json = serde_json::to_vec(contents)
-        .map_err(|e| crate::error::Error::other(format!("cannot encode the stat cache: {e}")))?;
-    let mut bytes = Vec::with_capacity(MAGIC.len() + json.len() + 66);
-    bytes.extend_from_slice(MAGIC.as_bytes());
-    bytes.extend_from_slice(&json);
-    let sum = ObjectId::of(&bytes).to_hex();
-    bytes.push(b'\n');
-    bytes.extend_from_slice(sum.as_bytes());
-    bytes.push(b'\n');
-
-    let dir = store.root();
-    let prefix = format!("{TEMP_PREFIX}{}-", std::process::id());
-    leftovers::sweep(
-        dir,
-        &[Rule {
-            prefix: TEMP_PREFIX,
-            pid_after_prefix: true,
-            by_age: true,
-        }],
-    );
-    let mut temp = tempfile::Builder::new()
-        .prefix(&prefix)
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
-        .tempfile_in(dir)
-        .ctx("cannot create a temp file in", dir)?;
-    temp.as_file()
-        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
-        .ctx("cannot set permissions of", temp.path())?;
-    temp.write_all(&bytes).ctx("cannot write", temp.path())?;
-    // No fsync: after a power loss the file is old, absent or torn, and the checksum
-    // makes a torn one ignored.
-    let dest = cache_path(store);
-    temp.persist(&dest)
-        .map_err(|e| crate::error::Error::io("cannot rename into", &dest, e.error))?;
-    Ok(())
+    FILE.write(store, contents)
 }
 
 #[cfg(test)]

@@ -8,14 +8,12 @@
 //! file only costs round trips), read with a version header and a checksum, and ignored
 //! whole when anything about it is off. `verify` never reads it.
 
-use std::collections::BTreeMap;
-use std::io::Write;
-
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 use super::Store;
-use super::leftovers::{self, Rule};
-use crate::error::{IoContext, Result};
+use super::sidecar::Sidecar;
+use crate::error::Result;
 use crate::format::{ObjectId, layout};
 
 /// The first line of the file; a reader ignores a file with any other.
@@ -43,25 +41,17 @@ struct Contents {
     targets: BTreeMap<String, Hint>,
 }
 
-fn hints_path(store: &Store) -> std::path::PathBuf {
-    store.root().join(layout::TARGET_HINTS)
-}
+/// The file: only a hint, so a lost or torn one costs round trips, nothing else.
+const FILE: Sidecar = Sidecar {
+    file: layout::TARGET_HINTS,
+    magic: MAGIC,
+    temp_prefix: TEMP_PREFIX,
+    max_len: MAX_LEN,
+    what: "target hints",
+};
 
-/// What the file holds, or `None` for a missing, damaged or newer-version file.
 fn read(store: &Store) -> Option<Contents> {
-    let bytes = super::fsutil::read_limited(&hints_path(store), MAX_LEN).ok()?;
-    let body = bytes.strip_prefix(MAGIC.as_bytes())?;
-    // The last line is the hex BLAKE3 of everything before it.
-    let body = body.strip_suffix(b"\n")?;
-    let at = body.iter().rposition(|b| *b == b'\n')?;
-    let (json, sum) = (&body[..at], &body[at + 1..]);
-    let mut hashed = Vec::with_capacity(MAGIC.len() + json.len());
-    hashed.extend_from_slice(MAGIC.as_bytes());
-    hashed.extend_from_slice(json);
-    if ObjectId::of(&hashed).to_hex().as_bytes() != sum {
-        return None;
-    }
-    serde_json::from_slice(json).ok()
+    FILE.read(store)
 }
 
 /// The hint for `target` if it was recorded for `url`.
@@ -89,39 +79,5 @@ pub fn record(store: &Store, target: &str, hint: Option<Hint>) -> Result<()> {
     contents
         .targets
         .retain(|name, _| store.config.targets.contains_key(name));
-    let json = serde_json::to_vec(&contents)
-        .map_err(|e| crate::error::Error::other(format!("cannot encode the target hints: {e}")))?;
-    let mut bytes = Vec::with_capacity(MAGIC.len() + json.len() + 66);
-    bytes.extend_from_slice(MAGIC.as_bytes());
-    bytes.extend_from_slice(&json);
-    let sum = ObjectId::of(&bytes).to_hex();
-    bytes.push(b'\n');
-    bytes.extend_from_slice(sum.as_bytes());
-    bytes.push(b'\n');
-
-    let dir = store.root();
-    let prefix = format!("{TEMP_PREFIX}{}-", std::process::id());
-    leftovers::sweep(
-        dir,
-        &[Rule {
-            prefix: TEMP_PREFIX,
-            pid_after_prefix: true,
-            by_age: true,
-        }],
-    );
-    let mut temp = tempfile::Builder::new()
-        .prefix(&prefix)
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
-        .tempfile_in(dir)
-        .ctx("cannot create a temp file in", dir)?;
-    temp.as_file()
-        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
-        .ctx("cannot set permissions of", temp.path())?;
-    temp.write_all(&bytes).ctx("cannot write", temp.path())?;
-    // No fsync: after a power loss the file is old, absent or torn, and the checksum
-    // makes a torn one ignored; an old one is a stale hint, which costs round trips.
-    let dest = hints_path(store);
-    temp.persist(&dest)
-        .map_err(|e| crate::error::Error::io("cannot rename into", &dest, e.error))?;
-    Ok(())
+    FILE.write(store, &contents)
 }
