@@ -333,8 +333,11 @@ impl Objects {
         self.dir.join(&hex[..2]).join(&hex[2..])
     }
 
+    /// Whether object `id` is stored, packed or loose. The pack indexes first: they are
+    /// in memory once read, and since a save packs its objects most are there, so a
+    /// re-save's stat-cache hits cost no failed `stat` of a loose path each.
     pub fn contains(&self, id: &ObjectId) -> bool {
-        self.path(id).is_file() || matches!(self.find_packed(id), Ok(Some(_)))
+        matches!(self.find_packed(id), Ok(Some(_))) || self.path(id).is_file()
     }
 
     /// Whether something is stored under storage name `name`, loose or packed.

@@ -17,5 +17,6 @@ mod crash_pack;
 mod crash_repack;
 mod faults;
 mod load;
+mod resave_stats;
 mod robustness;
 mod save_fsyncs;
