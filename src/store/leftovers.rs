@@ -64,6 +64,32 @@ pub fn is_stale_at(mtime: u64, now: u64) -> bool {
     now.saturating_sub(mtime) > STALE_SECS
 }
 
+/// Which leftovers of a remote's staging may go: the stale ones, and those a dead process
+/// of this host left (its names are `<host>-<pid>-<nanos>`).
+pub struct RemoteSweep {
+    now: u64,
+    here: String,
+}
+
+impl RemoteSweep {
+    /// Judged from now, on this host.
+    pub fn now() -> Self {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        RemoteSweep {
+            now,
+            here: this_host(),
+        }
+    }
+
+    /// Whether the leftover `name`, modified at `mtime` (seconds since the epoch), may go.
+    pub fn removable(&self, name: &str, mtime: u64) -> bool {
+        is_stale_at(mtime, self.now) || left_by_dead_process_here(name, &self.here)
+    }
+}
+
 /// Whether `pid` (decimal) names a process that is gone.
 fn pid_is_dead(pid: &str) -> bool {
     pid.parse::<i32>()

@@ -38,7 +38,7 @@ fn with_retries(
     let mut first = None;
     for attempt in 1..=STATE_READ_ATTEMPTS {
         match look(remote) {
-            Err(e) if attempt < STATE_READ_ATTEMPTS && may_be_a_race(&e) => {
+            Err(e) if attempt < STATE_READ_ATTEMPTS && may_be_a_race(&e, remote) => {
                 first.get_or_insert(e);
                 std::thread::sleep(std::time::Duration::from_millis(50 << attempt));
             }
@@ -51,10 +51,11 @@ fn with_retries(
 
 /// Whether a failed look at a remote's refs may be a lost race with a publisher, worth
 /// another look: a listed generation that could not be read (vanished, or a plain
-/// server failure). A connection that is gone fails the next look at once.
-fn may_be_a_race(e: &Error) -> bool {
+/// server failure). A connection that is gone fails the next look at once; a backend
+/// that retried the request itself has already waited out its deadline.
+fn may_be_a_race(e: &Error, remote: &dyn Backend) -> bool {
     match e.kind {
-        ErrorKind::Transport => true,
+        ErrorKind::Transport => !remote.retries_itself(),
         ErrorKind::Integrity => e.message.contains(VANISHED),
         _ => false,
     }

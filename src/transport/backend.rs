@@ -75,6 +75,13 @@ pub trait Backend {
     /// Where this is, for messages.
     fn describe(&self) -> String;
 
+    /// Whether a transport error of this backend already comes after its own retries
+    /// within a deadline (object storage), so that looking again would only multiply the
+    /// wait; a path transport's error is one failed request.
+    fn retries_itself(&self) -> bool {
+        false
+    }
+
     /// Read small items (missing: `None`; larger than `limit`: an error) and list, in one
     /// batch.
     #[allow(clippy::type_complexity)]
@@ -433,14 +440,9 @@ impl<T: Remote + ?Sized> Backend for T {
     }
 
     fn sweep_leftovers(&mut self, listed: &[RemoteEntry]) {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        let here = leftovers::this_host();
+        let sweep = leftovers::RemoteSweep::now();
         for entry in listed {
-            let stale = leftovers::is_stale_at(entry.mtime, now);
-            if entry.is_dir && (stale || leftovers::left_by_dead_process_here(&entry.name, &here)) {
+            if entry.is_dir && sweep.removable(&entry.name, entry.mtime) {
                 let _ = self.remove_dir_all(&layout::staging_dir(&entry.name));
             }
         }

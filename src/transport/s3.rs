@@ -13,7 +13,7 @@ mod upload;
 use std::collections::HashMap;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use futures::{StreamExt, TryStreamExt};
 use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut};
@@ -328,6 +328,10 @@ fn listing_rel(listing: &Listing) -> String {
 }
 
 impl Backend for S3Backend {
+    fn retries_itself(&self) -> bool {
+        true
+    }
+
     fn describe(&self) -> String {
         format!("s3://{}/{}", self.bucket, self.prefix.trim_end_matches('/'))
             .trim_end_matches('/')
@@ -539,18 +543,13 @@ impl Backend for S3Backend {
     fn sweep_leftovers(&mut self, listed: &[RemoteEntry]) {
         // Only probes can be left (a process killed between creating and deleting one);
         // abandoned multipart uploads are the bucket lifecycle rule's (docs/sync.md).
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        let here = leftovers::this_host();
+        let sweep = leftovers::RemoteSweep::now();
         for entry in listed {
             let Some(name) = entry.name.strip_prefix("probe-") else {
                 continue;
             };
             if !entry.is_dir
-                && (leftovers::is_stale_at(entry.mtime, now)
-                    || leftovers::left_by_dead_process_here(name, &here))
+                && sweep.removable(name, entry.mtime)
                 && let Ok(path) = self.path(&layout::staging_dir(&entry.name))
             {
                 let _ = self.rt.block_on(self.s3.delete(&path));
