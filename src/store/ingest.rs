@@ -20,6 +20,7 @@ use serde::Serialize;
 use super::objects::PendingDirs;
 use super::packs::{PackIndex, pack_file_name};
 use super::refs::{Expect, MoveReason};
+use super::write_behind::WriteBehind;
 use super::{Store, fsutil, leftovers, pack_stream};
 use crate::error::{Error, IoContext, Result};
 use crate::format::ObjectId;
@@ -89,7 +90,7 @@ impl<'s> Ingest<'s> {
             self.store.objects.envelope(),
             pack_id,
             &entries,
-            temp.as_file_mut(),
+            &mut WriteBehind::new(temp.as_file_mut(), 0),
             fill,
         )?;
         let dest = dir.join(pack_file_name(pack_id));
@@ -127,7 +128,7 @@ impl<'s> Ingest<'s> {
         fill: impl FnOnce(&mut dyn Write) -> Result<()>,
     ) -> Result<()> {
         let mut temp = self.store.objects.temp_for_name(name)?;
-        fill(temp.as_file_mut())?;
+        fill(&mut WriteBehind::new(temp.as_file_mut(), 0))?;
         self.store
             .objects
             .put_stored_file(name, temp, &self.pending)?;

@@ -33,6 +33,7 @@ pub mod streams;
 pub mod target_hints;
 pub mod verify;
 pub mod walk;
+pub mod write_behind;
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};

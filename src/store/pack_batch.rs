@@ -22,6 +22,7 @@ use super::codec::hash_stream;
 use super::fsutil::{self, open_regular};
 use super::objects::{IN_MEMORY_LIMIT, Objects, PendingDirs, Stored};
 use super::packs::{self, PackWriter};
+use super::write_behind::WriteBehind;
 use crate::error::{Error, IoContext, Result};
 use crate::format::ObjectId;
 
@@ -50,7 +51,7 @@ struct State {
 
 struct OpenPack {
     temp: tempfile::NamedTempFile,
-    writer: PackWriter<BufWriter<File>>,
+    writer: PackWriter<BufWriter<WriteBehind<File>>>,
 }
 
 /// What `finish` published.
@@ -113,8 +114,8 @@ impl<'a> PackBatch<'a> {
                     .as_file()
                     .try_clone()
                     .ctx("cannot write", temp.path())?;
-                let writer = PackWriter::new(BufWriter::with_capacity(BUF_SIZE, file))
-                    .ctx("cannot write", temp.path())?;
+                let sink = BufWriter::with_capacity(BUF_SIZE, WriteBehind::new(file, 0));
+                let writer = PackWriter::new(sink).ctx("cannot write", temp.path())?;
                 OpenPack { temp, writer }
             }
         };

@@ -17,7 +17,10 @@ pub fn write_pack(dir: &Path, objects: &[(ObjectId, Vec<u8>)]) -> Result<ObjectI
     super::fsutil::ensure_private_dir(dir)?;
     let mut temp = super::fsutil::temp_file_in(dir)?;
     let id = {
-        let sink = io::BufWriter::with_capacity(1 << 20, temp.as_file_mut());
+        let sink = io::BufWriter::with_capacity(
+            1 << 20,
+            super::write_behind::WriteBehind::new(temp.as_file_mut(), 0),
+        );
         let mut writer = PackWriter::new(sink).ctx("cannot write", dir)?;
         for (name, stored) in objects {
             writer.add(*name, stored).ctx("cannot write", dir)?;

@@ -20,3 +20,4 @@ mod load;
 mod resave_stats;
 mod robustness;
 mod save_fsyncs;
+mod write_behind;
