@@ -89,7 +89,7 @@ impl<'s> Ingest<'s> {
             self.store.objects.envelope(),
             pack_id,
             &entries,
-            temp.as_file_mut(),
+            &mut WriteBehind::new(temp.as_file_mut()),
             fill,
         )?;
         let dest = dir.join(pack_file_name(pack_id));
@@ -127,7 +127,7 @@ impl<'s> Ingest<'s> {
         fill: impl FnOnce(&mut dyn Write) -> Result<()>,
     ) -> Result<()> {
         let mut temp = self.store.objects.temp_for_name(name)?;
-        fill(temp.as_file_mut())?;
+        fill(&mut WriteBehind::new(temp.as_file_mut()))?;
         self.store
             .objects
             .put_stored_file(name, temp, &self.pending)?;
@@ -146,6 +146,65 @@ impl<'s> Ingest<'s> {
         })?;
         self.store.check_received(tip)?; // sizes and depth (store/receive.rs)
         Ok((self.objects, self.bytes))
+    }
+}
+
+/// Start the write-back of a file being received every this many bytes.
+const WRITE_BEHIND: u64 = 8 << 20;
+
+/// A file being received, whose dirty pages are handed to the disk as it grows
+/// (`sync_file_range(SYNC_FILE_RANGE_WRITE)` every `WRITE_BEHIND` bytes, which starts the
+/// write-back and waits for nothing), so that the fsync before it is published (which
+/// stays, and is what makes it durable) finds little left to write: for a 256 MiB
+/// object it took 0.7-0.8 s of a 2.1 s local clone. Only a hint to the kernel: its failure is
+/// ignored, and the fsync reports any write error. Packs and large loose objects.
+struct WriteBehind<'a> {
+    file: &'a mut File,
+    written: u64,
+    started: u64,
+}
+
+impl<'a> WriteBehind<'a> {
+    fn new(file: &'a mut File) -> Self {
+        WriteBehind {
+            file,
+            written: 0,
+            started: 0,
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn start_write_back(&mut self) {
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: sync_file_range(2) on our own open file descriptor over a range we
+        // wrote; no memory is passed.
+        unsafe {
+            libc::sync_file_range(
+                self.file.as_raw_fd(),
+                self.started as libc::off64_t,
+                (self.written - self.started) as libc::off64_t,
+                libc::SYNC_FILE_RANGE_WRITE,
+            );
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn start_write_back(&mut self) {}
+}
+
+impl Write for WriteBehind<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.written += n as u64;
+        if self.written - self.started >= WRITE_BEHIND {
+            self.start_write_back();
+            self.started = self.written;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
     }
 }
 

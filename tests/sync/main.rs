@@ -26,3 +26,4 @@ mod ssh_connect;
 mod sync_local;
 mod sync_ssh;
 mod transport;
+mod write_behind;
