@@ -101,3 +101,24 @@ fn local_clone_and_pull_of_large_packs_stay_correct() {
     assert_eq!(disk_current(&b.store()), disk_current(&a.store()));
     b.ok(&["verify"]);
 }
+
+/// A body longer than the read window (64 reads of 255 KiB): the fstat after the last
+/// reads goes out while earlier ones are in flight, so its reply trails their data and
+/// costs no round trip of its own (it was counted as one).
+#[test]
+fn a_clone_past_the_read_window_costs_no_extra_round_trip() {
+    let t = Transport::ssh();
+    let a = store_with_target(&t);
+    let big = random_bytes(7, 20 << 20);
+    a.write_tree("work", &[("data/big.bin", big.as_slice())]);
+    a.save("work", &["--summary", "past the window"]);
+    t.json_ok(&a, &["push"]);
+    let b = Env::new();
+    let (n, stderr) = traced(&t, &b, &["clone", &t.clone_url()]);
+    assert!(
+        n <= 4,
+        "clone: {n} round trips, at most 4 expected:\n{stderr}"
+    );
+    assert_eq!(disk_current(&b.store()), disk_current(&a.store()));
+    b.ok(&["verify"]);
+}

@@ -159,6 +159,9 @@ impl SftpRemote {
             after_sent,
         } = range;
         let mut after = after_sent;
+        // Whether the fstat after the reads went out while earlier reads were in flight,
+        // in the same wait as they were (`after_sent`: before the wait that sent them).
+        let mut behind = false;
         let mut next_offset = inflight.back().map_or(start, |&(_, o, l)| o + l);
         let mut at = start;
         let mut eof = false;
@@ -173,6 +176,9 @@ impl SftpRemote {
             }
             if sized.is_some() && after.is_none() && (next_offset >= end || eof) {
                 after = Some(self.send_fstat(handle)?);
+                // Behind reads still in flight its reply trails their data: no round
+                // trip of its own (it is one when sent after the last reply arrived).
+                behind = waited && !inflight.is_empty();
             }
             if let Some((id, len)) = before.take() {
                 self.check_size(id, what, len)?;
@@ -243,7 +249,10 @@ impl SftpRemote {
                 Some(id) => id,
                 None => self.send_fstat(handle)?,
             };
-            self.check_size(id, what, len)?;
+            self.streaming = behind;
+            let checked = self.check_size(id, what, len);
+            self.streaming = false;
+            checked?;
         }
         Ok(at - start)
     }
