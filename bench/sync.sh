@@ -15,6 +15,9 @@
 #   BENCH_KEEP         1 = keep the work directory (and its sshd logs) afterwards
 #   BENCH_DOCS         1 = write docs/benchmarks.md, 0 = only print the section
 #                      (default: write only with 3 or more rounds and the default delay)
+#   BENCH_ONLY         space-separated operation keys to run (default: all), e.g.
+#                      "pull git_fetch"; the 256 MiB ones run only when named. Never
+#                      writes docs/benchmarks.md (a partial table).
 set -euo pipefail
 export LC_ALL=C
 
@@ -24,7 +27,8 @@ SEED=${BENCH_SEED:-42}
 DELAY_MS=${BENCH_DELAY_MS:-25}
 SCP_TIMEOUT=${BENCH_SCP_TIMEOUT:-300}
 SCP_WAN_RUNS=${BENCH_SCP_WAN_RUNS:-1}
-DOCS=${BENCH_DOCS:-$( ((RUNS >= 3)) && [[ $DELAY_MS == 25 ]] && echo 1 || echo 0)}
+ONLY=${BENCH_ONLY:-}
+DOCS=${BENCH_DOCS:-$( ((RUNS >= 3)) && [[ $DELAY_MS == 25 ]] && [[ -z $ONLY ]] && echo 1 || echo 0)}
 if [[ -n ${BENCH_DIR:-} ]]; then
   WORK=$BENCH_DIR
   mkdir -p "$WORK"
@@ -36,10 +40,12 @@ WORK=$(cd "$WORK" && pwd)
 SERVER=$WORK/server      # sshd config, host key, authorized_keys, log
 CLIENT_HOME=$WORK/home   # HOME for every client: .ssh/config, known_hosts, user key
 DATA_A=$WORK/data/small  # 1,000 files of 12 KiB in 20 directories
+DATA_A2=$WORK/data/small2 # data set (a) with 5 files changed: the bundle a pull fetches
 DATA_B=$WORK/data/big    # one 256 MiB file (a directory holding it, for baton save)
 LOCAL=$WORK/local        # baton stores and the git repository pushed from
 REMOTE=$WORK/remote      # push destinations ("the server's disk")
 PULLED=$WORK/pulled      # clone / download destinations
+PULLSRC=$WORK/pullsrc    # the pull case: remotes (base, base + change) and puller templates
 RESULTS=$WORK/results.tsv
 META=$WORK/meta.tsv
 TRACES=$WORK/traces
@@ -60,7 +66,7 @@ cleanup() {
   if [[ ${BENCH_KEEP:-0} == 1 ]]; then
     log "keeping $WORK (BENCH_KEEP=1)"
   else
-    rm -rf "$SERVER" "$CLIENT_HOME" "$WORK/data" "$LOCAL" "$REMOTE" "$PULLED" \
+    rm -rf "$SERVER" "$CLIENT_HOME" "$WORK/data" "$LOCAL" "$REMOTE" "$PULLED" "$PULLSRC" \
       "$RESULTS" "$META" "$TRACES" "$WORK/err" "$WORK/save_small.json"
     rmdir "$WORK" 2>/dev/null || true
   fi
@@ -208,6 +214,38 @@ g init -q
 g add -A
 g commit -qm "sync bench, 1000 files"
 
+# The pull of one new bundle: data set (a) with 5 files changed, saved on top of the
+# first bundle (baton) or committed on top of the first commit (git). Remotes (made over
+# local paths, untimed): "base" holds the first bundle/commit, "change" both; each run
+# pulls (fetches) into a fresh copy of a store (repository) cloned from "base", whose
+# target (remote) "chg" names "change" over the network being timed.
+cp -a "$DATA_A" "$DATA_A2"
+for f in $(find "$DATA_A2" -type f | sort | head -n 5); do printf 'changed for the pull bench\n' >>"$f"; done
+cp -a "$LOCAL/small" "$LOCAL/small2"
+BUNDLE_CHANGE=$("$BATON" --store "$LOCAL/small2" -q save --secrets allow "$DATA_A2" --summary "sync bench, 5 files changed")
+mkdir -p "$PULLSRC"
+"$BATON" --store "$LOCAL/small" -q target add pbase "$PULLSRC/baton-base"
+"$BATON" --store "$LOCAL/small" -q push pbase
+cp -a "$PULLSRC/baton-base" "$PULLSRC/baton-change"
+"$BATON" --store "$LOCAL/small2" -q target add pchg "$PULLSRC/baton-change"
+"$BATON" --store "$LOCAL/small2" -q push pchg
+cp -a "$LOCAL/small.git" "$LOCAL/small2.git"
+g2() { git --git-dir="$LOCAL/small2.git" --work-tree="$DATA_A2" "$@"; }
+g2 add -A
+g2 commit -qm "sync bench, 5 files changed"
+GIT_CHANGE=$(g2 rev-parse HEAD)
+git init -q --bare "$PULLSRC/git-base"
+g push -q "$PULLSRC/git-base" HEAD:refs/heads/main
+cp -a "$PULLSRC/git-base" "$PULLSRC/git-change"
+g2 push -q "$PULLSRC/git-change" HEAD:refs/heads/main
+for alias in benchbox benchwan; do
+  "$BATON" -q clone "$PULLSRC/baton-base" "$PULLSRC/tpl-baton-$alias"
+  "$BATON" --store "$PULLSRC/tpl-baton-$alias" -q target add chg "$alias:$PULLSRC/baton-change"
+  git clone -q --bare "$PULLSRC/git-base" "$PULLSRC/tpl-git-$alias"
+  git --git-dir="$PULLSRC/tpl-git-$alias" remote set-url origin "$alias:$PULLSRC/git-change"
+  git --git-dir="$PULLSRC/tpl-git-$alias" config remote.origin.fetch '+refs/heads/*:refs/remotes/origin/*'
+done
+
 # --- 4. the operations ------------------------------------------------------------------
 # Each operation is a pair of functions: reset_X (untimed, before every run; picks the
 # fresh destination DEST) and run_X (timed, in a subshell with errexit on).
@@ -265,6 +303,12 @@ run_git_clone() { git clone -q --bare "$HOST:$GIT_DEST" "$DEST"; }
 reset_rsync_down() { fresh "$PULLED/$NET/rsync-down"; }
 run_rsync_down() { rsync -a -e "$SSH" "$HOST:$RSYNC_DEST/" "$DEST/"; }
 
+# A fresh copy of the puller cloned from "base"; the timed part is the pull (fetch).
+reset_pull() { fresh "$PULLED/$NET/baton-pull"; cp -a "$PULLSRC/tpl-baton-$HOST" "$DEST"; }
+run_pull() { "$BATON" --store "$DEST" -q pull chg; }
+reset_git_fetch() { fresh "$PULLED/$NET/git-fetch"; cp -a "$PULLSRC/tpl-git-$HOST" "$DEST"; }
+run_git_fetch() { git --git-dir="$DEST" fetch -q origin; }
+
 # check_X (untimed, after a run that succeeded): did the destination get it all?
 check_store() { # check_store STORE BUNDLE: STORE's current is BUNDLE, and it verifies
   "$BATON" --store "$1" --json show current | grep -q "\"id\":\"$2\"" &&
@@ -279,6 +323,8 @@ check_scp() { diff -r -q "$DATA_A" "$DEST"; }
 check_clone() { check_store "$DEST" "$BUNDLE_SMALL"; }
 check_git_clone() { [[ $(git --git-dir="$DEST" rev-parse refs/heads/main) == "$(g rev-parse HEAD)" ]]; }
 check_rsync_down() { diff -r -q "$DATA_A" "$DEST"; }
+check_pull() { check_store "$DEST" "$BUNDLE_CHANGE"; }
+check_git_fetch() { [[ $(git --git-dir="$DEST" rev-parse refs/remotes/origin/main) == "$GIT_CHANGE" ]]; }
 check_push_big() { check_store "$DEST" "$BUNDLE_BIG"; }
 check_scp_big_up() { cmp "$DATA_B/big.bin" "$DEST"; }
 check_clone_big() { check_store "$DEST" "$BUNDLE_BIG"; }
@@ -296,8 +342,18 @@ reset_scp_big_down() { fresh "$PULLED/$NET/scp-big"; drop_prev scp_big_down; }
 run_scp_big_down() { scp -q -F "$SSH_CONFIG" "$HOST:$DATA_B/big.bin" "$DEST"; }
 
 # The operations in the order they run, and their labels.
-SMALL_OPS=(ssh_true push_init push_new git_push rsync scp noop clone git_clone rsync_down)
+SMALL_OPS=(ssh_true push_init push_new git_push rsync scp noop clone git_clone rsync_down pull git_fetch)
 BIG_OPS=(push_big scp_big_up clone_big scp_big_down)
+# BENCH_ONLY: keep the named operations (in their usual order).
+only() {
+  local key
+  for key in "$@"; do
+    [[ -z $ONLY || " $ONLY " == *" $key "* ]] && printf '%s\n' "$key"
+  done
+  return 0
+}
+mapfile -t SMALL_OPS < <(only "${SMALL_OPS[@]}")
+if [[ -n $ONLY ]]; then mapfile -t BIG_OPS < <(only "${BIG_OPS[@]}"); fi
 declare -A LABEL=(
   [ssh_true]="ssh HOST true (connection only)"
   [push_init]="baton push, 1000 files (existing empty store)"
@@ -309,6 +365,8 @@ declare -A LABEL=(
   [clone]="baton clone, 1000 files (into nothing)"
   [git_clone]="git clone --bare, 1000 files"
   [rsync_down]="rsync -a download, 1000 files"
+  [pull]="baton pull of one new bundle (5 files changed)"
+  [git_fetch]="git fetch of the same change"
   [push_big]="baton push, 256 MiB file"
   [scp_big_up]="scp upload, 256 MiB file"
   [clone_big]="baton clone, 256 MiB file"
@@ -385,6 +443,8 @@ trace() {
     export BATON_TRACE=1 BATON_TRACE_SFTP=1
     if [[ $key == push_* || $key == noop ]]; then
       "$BATON" --store "$FROM" --json push "$TARGET" >"$TRACES/$key.$NET.json"
+    elif [[ $key == pull ]]; then
+      "$BATON" --store "$DEST" --json pull chg >"$TRACES/$key.$NET.json"
     else
       "run_$key"
     fi
@@ -422,15 +482,15 @@ for NET in lo wan; do
   mkdir -p "$REMOTE/$NET" "$PULLED/$NET"
   printf 'load_before_%s\t%s\n' "$NET" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$META"
   log "timing on $NET ($HOST), $RUNS rounds"
-  rounds "${SMALL_OPS[@]}"
-  trace push_init
-  trace push_new
-  trace noop
-  trace clone
-  if [[ $NET == lo ]]; then
+  ((${#SMALL_OPS[@]} == 0)) || rounds "${SMALL_OPS[@]}"
+  for key in push_init push_new noop clone pull; do
+    [[ " ${SMALL_OPS[*]} " == *" $key "* ]] && trace "$key"
+  done
+  if [[ $NET == lo ]] && ((${#BIG_OPS[@]})); then
     rounds "${BIG_OPS[@]}"
-    trace push_big
-    trace clone_big
+    for key in push_big clone_big; do
+      [[ " ${BIG_OPS[*]} " == *" $key "* ]] && trace "$key"
+    done
   fi
   printf 'load_after_%s\t%s\n' "$NET" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$META"
   rm -rf "${REMOTE:?}/$NET" "${PULLED:?}/$NET"

@@ -28,7 +28,7 @@ NETS = ("lo", "wan")
 # when present.
 ROWS = [
     "ssh_true", "push_init", "push_new", "git_push", "rsync", "scp", "noop",
-    "clone", "git_clone", "rsync_down",
+    "clone", "git_clone", "rsync_down", "pull", "git_fetch",
 ]
 BIG_ROWS = ["push_big", "scp_big_up", "clone_big", "scp_big_down"]
 # (numerator, denominator, description) of the ratio table
@@ -39,12 +39,15 @@ RATIOS = [
     ("push_init", "scp", "baton push (existing empty store) / scp -r"),
     ("clone", "git_clone", "baton clone / git clone --bare"),
     ("clone", "rsync_down", "baton clone / rsync -a download"),
+    ("pull", "git_fetch", "baton pull of one new bundle / git fetch"),
 ]
 # "At most a few round trips" for the no-op push: at most this many batches of requests
 # (transport calls in the BATON_TRACE=1 output) once connected. Each batch costs one or
 # two network round trips; the estimate from the wall time at the WAN delay is reported.
 NOOP_MAX_BATCHES = 3
 THROUGHPUT_GOAL = 0.8
+# Issue 14: a pull of one new bundle at the WAN delay, as a fraction of `git fetch`.
+PULL_GOAL = 0.8
 TRACE_LINE = re.compile(r"^trace:\s+([\d.]+) ms\s+([\d.]+) ms\s+(?:\d+ rt\s+)?(.*)$")
 CONNECTED = re.compile(r"^trace: connected in ([\d.]+) ms(?:, cipher (\S+))?")
 ROUND_TRIPS = re.compile(r"^trace summary: round trips: (\d+)")
@@ -271,6 +274,15 @@ def render(results, meta, traces):
         verdict = "PASS" if a >= THROUGHPUT_GOAL * b else "MISS"
         lines.append(f"| {what} | {a:.0f} vs {b:.0f} MiB/s (ratio {a / b:.2f}) | {verdict} |")
 
+    a, b = median(results, "pull", "wan"), median(results, "git_fetch", "wan")
+    if a is not None and b is not None:
+        lines.append(
+            f"| Pull of one new bundle at {wan} ≤ {PULL_GOAL:g} × `git fetch` (issue 14) | "
+            f"median {a:.2f} s vs {b:.2f} s (ratio {a / b:.2f}) | {'PASS' if a <= PULL_GOAL * b else 'MISS'} |"
+        )
+    elif ("pull", "wan") in results or ("git_fetch", "wan") in results:
+        lines.append(f"| Pull of one new bundle at {wan} ≤ {PULL_GOAL:g} × `git fetch` (issue 14) | no figure | MISS |")
+
     # Round trips after connect, as BATON_TRACE counts them.
     lines += ["", "### Round trips after connect (`BATON_TRACE=1`, one extra run each)", "",
               "| sync | loopback | " + wan + " |", "| --- | --- | --- |"]
@@ -279,6 +291,7 @@ def render(results, meta, traces):
         ("push_new", "push of data set (a) creating the store"),
         ("noop", "no-op push"),
         ("clone", "clone of data set (a)"),
+        ("pull", "pull of one new bundle (5 files of data set (a) changed)"),
         ("push_big", "push of data set (b)"),
         ("clone_big", "clone of data set (b)"),
     ):
@@ -295,6 +308,7 @@ def render(results, meta, traces):
         ("push_new", "wan", f"Push of data set (a) creating the store, {wan}"),
         ("noop", "wan", f"No-op push, {wan}"),
         ("clone", "wan", f"Clone of data set (a), {wan}"),
+        ("pull", "wan", f"Pull of one new bundle, {wan}"),
         ("push_big", "lo", "Push of data set (b), loopback"),
         ("clone_big", "lo", "Clone of data set (b), loopback"),
     ):
@@ -396,7 +410,7 @@ def main():
     with open(meta_path) as f:
         meta = dict(line.rstrip("\n").split("\t", 1) for line in f if "\t" in line)
     traces = {}
-    for key in ("push_init", "push_new", "noop", "clone", "push_big", "clone_big"):
+    for key in ("push_init", "push_new", "noop", "clone", "pull", "push_big", "clone_big"):
         for net in NETS:
             tr = parse_trace(os.path.join(traces_dir, f"{key}.{net}"))
             if tr:

@@ -34,7 +34,17 @@ pub struct Hint {
     pub generation: u64,
     /// The bundle that generation names.
     pub current: ObjectId,
+    /// Remote packs (by id) whose objects this store held at that sync: pushed from
+    /// here, or read there. A pull reads such a pack's index first and its body only if
+    /// the index says so; another pack's body it asks for with the index (a guess that
+    /// costs bandwidth when wrong, never correctness). Absent in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packs: Vec<ObjectId>,
 }
+
+/// At most this many pack ids are kept per target (the newest); a pack dropped from
+/// the list only has its body asked for with its index.
+pub const MAX_PACKS: usize = 2048;
 
 #[derive(Default, Serialize, Deserialize)]
 struct Contents {

@@ -7,6 +7,7 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 use serde::Serialize;
 
+use super::push_hint::Packs;
 use super::remote_store::{self};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::ObjectId;
@@ -17,7 +18,7 @@ use crate::store::Store;
 use crate::store::ingest::{self, Forward, Ingest};
 use crate::store::packs::{PackIndex, pack_file_name};
 use crate::store::refs::{Expect, MoveReason};
-use crate::transport::backend::{Backend, Listing};
+use crate::transport::backend::{Backend, Listing, OpenTail};
 
 #[derive(Debug, Default, Serialize)]
 pub struct PullReport {
@@ -124,10 +125,16 @@ fn fetch_from(
     let Some(theirs) = state.current else {
         return Ok(report);
     };
+    let mut packs = Packs::Keep;
+    let listed: Vec<ObjectId> = state.packs.iter().map(|(id, _)| *id).collect();
+    let mut held = Vec::new();
     if store.reachable(&[theirs]).is_err() {
         let mut ingest = Ingest::new(store);
         // A store with no objects yet (a clone) lacks everything in every pack.
         let empty = store.objects.is_empty()?;
+        // Packs whose objects this store held at the last sync (it pushed them): read
+        // by their index first; any other's body is most likely wanted whole.
+        let known = super::push_hint::held_packs(store, target);
         progress.set_length(state.packs.iter().map(|(_, e)| e.size).sum());
         for (pack_id, entry) in &state.packs {
             if store
@@ -139,16 +146,22 @@ fn fetch_from(
                 continue;
             }
             // The trailer and index first: a pack that is not what its listing declares
-            // is refused before a byte of it is stored here.
-            let (entries, whole) = remote_pack_tail(remote, &entry.name, entry.size)?;
+            // is refused before a byte of it is stored here. On the same open the rest
+            // follows; a clone wants every pack whole, so its body is asked for with
+            // the tail (and streams in behind it), and so does a pull for a pack it did
+            // not push.
+            let body = empty || !known.contains(pack_id);
+            let (entries, open) = remote_pack_tail(remote, &entry.name, entry.size, body)?;
+            held.push(*pack_id);
             if !empty && !entries.iter().any(|e| !store.objects.contains_name(&e.id)) {
+                remote.close_tail(open);
                 continue;
             }
             download_pack(
                 &mut ingest,
                 remote,
                 pack_id,
-                (entries, whole),
+                (entries, open),
                 &entry.name,
                 entry.size,
                 progress,
@@ -159,6 +172,10 @@ fn fetch_from(
         let (objects, bytes) = ingest.complete(&theirs, &described)?;
         report.objects_received = objects;
         report.bytes_received = bytes;
+        packs = Packs::Listed {
+            listed: &listed,
+            held: &held,
+        };
     }
     let name = RefName::parse(&format!("targets/{target}"))?;
     if store.read_ref(&name)? != Some(theirs) {
@@ -170,16 +187,20 @@ fn fetch_from(
         store.update_ref(&name, Expect::Any, Some(theirs), &reason)?;
     }
     // The next push from here can read this generation with its upload.
-    super::push_hint::remember(store, target, state.generation, state.current);
+    super::push_hint::remember(store, target, state.generation, state.current, packs);
     Ok(report)
 }
 
 /// Largest remote pack index read (48 bytes an entry: over five million objects).
 pub const MAX_REMOTE_PACK_INDEX: u64 = 256 << 20;
 
-/// The tail of a remote pack read in one request: its footer and an index of up to
-/// about 1,300 objects, or all of a pack that small.
-const INDEX_TAIL_READ: u64 = 64 << 10;
+/// The tail of a remote pack read first: its footer and index, or all of a pack that
+/// small. At least 64 KiB (an index of about 1,300 objects), 1/128 of a larger pack (so
+/// that the index of a pack of objects of 6 KiB or more on average comes with it), at
+/// most 1 MiB; a longer index costs a second read.
+fn index_tail_read(size: u64) -> u64 {
+    (size / 128).clamp(64 << 10, 1 << 20)
+}
 
 /// Read and check a remote pack's footer and index (two ranges at its end), against
 /// the size its listing declared: the footer must place the index exactly at the end of
@@ -190,16 +211,20 @@ pub(crate) fn remote_pack_index(
     name: &str,
     size: u64,
 ) -> Result<Vec<PackEntry>> {
-    Ok(remote_pack_tail(remote, name, size)?.0)
+    let (entries, open) = remote_pack_tail(remote, name, size, false)?;
+    remote.close_tail(open);
+    Ok(entries)
 }
 
-/// `remote_pack_index`, and the whole pack when it is small enough to have come with
-/// its index in the one read of its tail (`INDEX_TAIL_READ`).
+/// `remote_pack_index` on an open kept for the rest of the pack (`read_rest`, or
+/// `close_tail`); `body`: the rest is wanted too (see `Backend::open_tail`). Closed
+/// on every error.
 fn remote_pack_tail(
     remote: &mut dyn Backend,
     name: &str,
     size: u64,
-) -> Result<(Vec<PackEntry>, Option<Vec<u8>>)> {
+    body: bool,
+) -> Result<(Vec<PackEntry>, OpenTail)> {
     let described = remote.describe();
     let bad = |why: String| {
         Error::integrity(format!(
@@ -210,12 +235,30 @@ fn remote_pack_tail(
     if size < PACK_MAGIC.len() as u64 + FOOTER_LEN {
         return Err(bad(format!("it is {size} bytes, too short for a pack")));
     }
-    // One read of the tail holds the footer and, for all but huge packs, the index (and
-    // a small pack whole): a second read fetches only the part of a longer index that
-    // the tail missed.
-    let tail_len = size.min(INDEX_TAIL_READ);
-    let tail_start = size - tail_len;
-    let tail = remote.read_range(&Kind::Pack, name, tail_start, tail_len)?;
+    // One read of the tail holds the footer and, for all but huge indexes, the index
+    // (and a small pack whole): a second read fetches only the part of a longer index
+    // that the tail missed.
+    let open = remote.open_tail(&Kind::Pack, name, size, index_tail_read(size), body)?;
+    match check_pack_tail(remote, &open, size, &bad) {
+        Ok(entries) => Ok((entries, open)),
+        Err(e) => {
+            remote.close_tail(open);
+            Err(e)
+        }
+    }
+}
+
+fn check_pack_tail(
+    remote: &mut dyn Backend,
+    open: &OpenTail,
+    size: u64,
+    bad: &dyn Fn(String) -> Error,
+) -> Result<Vec<PackEntry>> {
+    let tail = &open.tail;
+    let tail_start = open.tail_start();
+    if (tail.len() as u64) < FOOTER_LEN {
+        return Err(bad("its tail could not be read".into()));
+    }
     let footer = &tail[tail.len() - FOOTER_LEN as usize..];
     let (count, index_offset) = decode_footer(footer, size).map_err(|e| bad(e.message))?;
     let index_len = size - FOOTER_LEN - index_offset;
@@ -228,8 +271,7 @@ fn remote_pack_tail(
     let index = if index_offset >= tail_start {
         tail[(index_offset - tail_start) as usize..(index_end - tail_start) as usize].to_vec()
     } else {
-        let mut index =
-            remote.read_range(&Kind::Pack, name, index_offset, tail_start - index_offset)?;
+        let mut index = remote.read_before_tail(open, index_offset, tail_start - index_offset)?;
         index.extend_from_slice(&tail[..(index_end - tail_start) as usize]);
         index
     };
@@ -245,35 +287,45 @@ fn remote_pack_tail(
             "its index declares {declared} bytes of objects in an object area of {area}"
         )));
     }
-    Ok((entries, (tail_start == 0).then_some(tail)))
+    Ok(entries)
 }
 
-/// Download one pack (its `entries` read and checked by `remote_pack_tail`, with the
-/// whole pack when it came with them), verified
-/// object by object as it arrives and never read past the size its listing declared,
-/// and publish it (`Ingest::receive_pack`).
+/// Download one pack (its `entries` read and checked by `remote_pack_tail`, on the open
+/// it kept, which brought the whole pack when it is small), verified object by object
+/// as it arrives and never read past the size its listing declared, and publish it
+/// (`Ingest::receive_pack`).
 fn download_pack(
     ingest: &mut Ingest,
     remote: &mut dyn Backend,
     pack_id: &ObjectId,
-    (entries, whole): (Vec<PackEntry>, Option<Vec<u8>>),
+    (entries, open): (Vec<PackEntry>, OpenTail),
     name: &str,
     size: u64,
     progress: &ProgressBar,
 ) -> Result<PackIndex> {
-    ingest.receive_pack(pack_id, entries, size, |writer| {
+    let mut open = Some(open);
+    let result = ingest.receive_pack(pack_id, entries, size, |writer| {
         let mut sink = ProgressWriter {
             inner: writer,
             progress,
         };
-        match whole {
+        let Some(open) = open.take() else {
+            return Err(Error::internal("pack download started twice"));
+        };
+        if open.tail_start() == 0 {
             // Read with the index already: verified the same way as it is stored.
-            Some(bytes) => sink
-                .write_all(&bytes)
-                .map_err(|e| Error::other(format!("cannot store pack {name}: {e}"))),
-            None => remote.read_sized(&Kind::Pack, name, size, &mut sink),
+            let written = sink
+                .write_all(&open.tail)
+                .map_err(|e| Error::other(format!("cannot store pack {name}: {e}")));
+            remote.close_tail(open);
+            return written;
         }
-    })
+        remote.read_rest(open, &mut sink)
+    });
+    if let Some(open) = open {
+        remote.close_tail(open);
+    }
+    result
 }
 
 /// Download every loose object of the remote that we lack; each is verified on arrival.

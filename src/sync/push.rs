@@ -8,6 +8,7 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 use serde::Serialize;
 
+use super::push_hint::Packs;
 use super::remote_store;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::ObjectId;
@@ -103,7 +104,13 @@ pub fn push(
     if state.current == Some(bundle) {
         report.up_to_date = true;
         record_target(store, request.target, bundle)?;
-        super::push_hint::remember(store, request.target, state.generation, state.current);
+        super::push_hint::remember(
+            store,
+            request.target,
+            state.generation,
+            state.current,
+            Packs::Keep,
+        );
         report.elapsed_ms = started.elapsed().as_millis() as u64;
         return Ok(report);
     }
@@ -115,7 +122,7 @@ pub fn push(
             .filter_map(|id| store.objects.stored_len(id))
             .sum(),
     );
-    upload_and_publish(
+    let pack_id = upload_and_publish(
         store,
         remote,
         request,
@@ -126,7 +133,13 @@ pub fn push(
         progress,
     )?;
     record_target(store, request.target, bundle)?;
-    super::push_hint::remember(store, request.target, state.generation + 1, Some(bundle));
+    super::push_hint::remember(
+        store,
+        request.target,
+        state.generation + 1,
+        Some(bundle),
+        Packs::Pushed(pack_id),
+    );
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
 }
@@ -169,7 +182,7 @@ fn upload_and_publish(
     bundles: &[ObjectId],
     report: &mut PushReport,
     progress: &ProgressBar,
-) -> Result<()> {
+) -> Result<ObjectId> {
     let beside = staged_ref(store, state.current, request.bundle)?;
     // 1. The pack: objects, then manifests, read back after writing.
     let item = if state.config.is_none() {
@@ -198,7 +211,8 @@ fn upload_and_publish(
         pack_len,
         state.generation + 1,
         request.bundle,
-    )
+    )?;
+    Ok(pack_id)
 }
 
 /// The next generation of the remote ref (a log line naming old and new id), to stage

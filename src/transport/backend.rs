@@ -70,6 +70,27 @@ pub struct PendingReads {
     token: Option<u64>,
 }
 
+/// An item whose last bytes `Backend::open_tail` read, kept open (where the transport
+/// can) so that reading the rest costs no second open: pass it to `read_before_tail`,
+/// then `read_rest` or `close_tail`.
+#[derive(Debug)]
+pub struct OpenTail {
+    kind: Kind,
+    name: String,
+    size: u64,
+    /// The item's last bytes, at `tail_start()`: all of it when that is 0.
+    pub tail: Vec<u8>,
+    /// The transport's open, if it kept one.
+    token: Option<u64>,
+}
+
+impl OpenTail {
+    /// The offset of `tail` in the item.
+    pub fn tail_start(&self) -> u64 {
+        self.size - self.tail.len() as u64
+    }
+}
+
 /// A remote store's storage, by kind and name.
 pub trait Backend {
     /// Where this is, for messages.
@@ -125,6 +146,44 @@ pub trait Backend {
     /// Stream an item of exactly `len` bytes into `sink`, reading nothing past `len`.
     fn read_sized(&mut self, kind: &Kind, name: &str, len: u64, sink: &mut dyn Write)
     -> Result<()>;
+
+    /// Read the last `tail_len` bytes of an item of exactly `size` bytes (a pack's index
+    /// and footer) on an open that the transport keeps for the rest (SFTP: one open per
+    /// item, not two). `body`: the rest is most likely wanted too (a clone), so the
+    /// transport may start reading it at once; it is still only handed over by
+    /// `read_rest`, and `close_tail` drops what came early.
+    fn open_tail(
+        &mut self,
+        kind: &Kind,
+        name: &str,
+        size: u64,
+        tail_len: u64,
+        _body: bool,
+    ) -> Result<OpenTail> {
+        let tail_len = tail_len.min(size);
+        let tail = self.read_range(kind, name, size - tail_len, tail_len)?;
+        Ok(OpenTail {
+            kind: kind.clone(),
+            name: name.to_string(),
+            size,
+            tail,
+            token: None,
+        })
+    }
+
+    /// `len` bytes at `offset` (before the tail) of an item opened by `open_tail`.
+    fn read_before_tail(&mut self, item: &OpenTail, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.read_range(&item.kind, &item.name, offset, len)
+    }
+
+    /// The whole item opened by `open_tail` into `sink` (its bytes before the tail, then
+    /// the tail), reading nothing past its size, which is checked again at the end.
+    fn read_rest(&mut self, item: OpenTail, sink: &mut dyn Write) -> Result<()> {
+        self.read_sized(&item.kind, &item.name, item.size, sink)
+    }
+
+    /// Close an item opened by `open_tail` without reading the rest.
+    fn close_tail(&mut self, _item: OpenTail) {}
 
     /// Get ready to create items of `kinds` soon (a store made by an older baton may lack
     /// their directories; SFTP opens them now so that each later publish costs one round
@@ -283,6 +342,40 @@ impl<T: Remote + ?Sized> Backend for T {
         sink: &mut dyn Write,
     ) -> Result<()> {
         self.read_file_sized(&layout::path(kind, name), len, sink)
+    }
+
+    fn open_tail(
+        &mut self,
+        kind: &Kind,
+        name: &str,
+        size: u64,
+        tail_len: u64,
+        body: bool,
+    ) -> Result<OpenTail> {
+        let (tail, token) =
+            Remote::open_tail(self, &layout::path(kind, name), size, tail_len, body)?;
+        Ok(OpenTail {
+            kind: kind.clone(),
+            name: name.to_string(),
+            size,
+            tail,
+            token,
+        })
+    }
+
+    fn read_before_tail(&mut self, item: &OpenTail, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let path = layout::path(&item.kind, &item.name);
+        Remote::read_open(self, item.token, &path, offset, len)
+    }
+
+    fn read_rest(&mut self, item: OpenTail, sink: &mut dyn Write) -> Result<()> {
+        let path = layout::path(&item.kind, &item.name);
+        Remote::read_rest(self, item.token, &path, item.size, &item.tail, sink)
+    }
+
+    fn close_tail(&mut self, item: OpenTail) {
+        let path = layout::path(&item.kind, &item.name);
+        Remote::close_tail(self, item.token, &path)
     }
 
     fn prepare(&mut self, kinds: &[Kind]) -> Result<()> {

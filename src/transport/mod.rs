@@ -177,6 +177,49 @@ pub trait Remote {
     /// Read `len` bytes at `offset`.
     fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>>;
 
+    /// Open a regular file of exactly `size` bytes and read its last `tail_len` bytes,
+    /// keeping it open for `read_open`, `read_rest` or `close_tail` (the returned token).
+    /// `body`: the rest will most likely be read too, so a transport may start reading
+    /// it now. `None`: nothing is kept open (each later call reads the file again).
+    fn open_tail(
+        &mut self,
+        path: &str,
+        size: u64,
+        tail_len: u64,
+        _body: bool,
+    ) -> Result<(Vec<u8>, Option<u64>)> {
+        let tail_len = tail_len.min(size);
+        Ok((self.read_range(path, size - tail_len, tail_len)?, None))
+    }
+
+    /// `len` bytes at `offset` of a file opened by `open_tail`.
+    fn read_open(
+        &mut self,
+        _token: Option<u64>,
+        path: &str,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>> {
+        self.read_range(path, offset, len)
+    }
+
+    /// A file opened by `open_tail`, whole, into `sink`: the bytes before its `tail`
+    /// from the open file (never past them), then `tail`; its size checked again at the
+    /// end, as `read_file_sized` does. Closes the file.
+    fn read_rest(
+        &mut self,
+        _token: Option<u64>,
+        path: &str,
+        size: u64,
+        _tail: &[u8],
+        sink: &mut dyn Write,
+    ) -> Result<()> {
+        self.read_file_sized(path, size, sink)
+    }
+
+    /// Close a file opened by `open_tail` without reading the rest.
+    fn close_tail(&mut self, _token: Option<u64>, _path: &str) {}
+
     /// Remove a directory and everything in it (staging cleanup). Best effort is fine:
     /// a leftover is cleaned up by a later run.
     fn remove_dir_all(&mut self, dir: &str) -> Result<()>;
@@ -263,6 +306,37 @@ impl Remote for Box<dyn Remote> {
     }
     fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
         (**self).read_range(path, offset, len)
+    }
+    fn open_tail(
+        &mut self,
+        path: &str,
+        size: u64,
+        tail_len: u64,
+        body: bool,
+    ) -> Result<(Vec<u8>, Option<u64>)> {
+        (**self).open_tail(path, size, tail_len, body)
+    }
+    fn read_open(
+        &mut self,
+        token: Option<u64>,
+        path: &str,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>> {
+        (**self).read_open(token, path, offset, len)
+    }
+    fn read_rest(
+        &mut self,
+        token: Option<u64>,
+        path: &str,
+        size: u64,
+        tail: &[u8],
+        sink: &mut dyn Write,
+    ) -> Result<()> {
+        (**self).read_rest(token, path, size, tail, sink)
+    }
+    fn close_tail(&mut self, token: Option<u64>, path: &str) {
+        (**self).close_tail(token, path)
     }
     fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
         (**self).remove_dir_all(dir)

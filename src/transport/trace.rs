@@ -167,6 +167,60 @@ impl<R: Remote> Remote for Traced<R> {
         self.log(&format!("read_range {path} {offset}+{len}"), t0, r)
     }
 
+    fn open_tail(
+        &mut self,
+        path: &str,
+        size: u64,
+        tail_len: u64,
+        body: bool,
+    ) -> Result<(Vec<u8>, Option<u64>)> {
+        let t0 = Instant::now();
+        let r = self.inner.open_tail(path, size, tail_len, body);
+        let body = if body { " and the body" } else { "" };
+        self.log(
+            &format!("open_tail {path} {size} (last {tail_len}{body})"),
+            t0,
+            r,
+        )
+    }
+
+    fn read_open(
+        &mut self,
+        token: Option<u64>,
+        path: &str,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>> {
+        let t0 = Instant::now();
+        let r = self.inner.read_open(token, path, offset, len);
+        self.log(&format!("read_open {path} {offset}+{len}"), t0, r)
+    }
+
+    fn read_rest(
+        &mut self,
+        token: Option<u64>,
+        path: &str,
+        size: u64,
+        tail: &[u8],
+        sink: &mut dyn Write,
+    ) -> Result<()> {
+        let t0 = Instant::now();
+        let r = self.inner.read_rest(token, path, size, tail, sink);
+        // A kept open streams on (the transport counts its own round trips); without
+        // one the file is read again, a call that waits.
+        if token.is_some() {
+            self.note(&format!("read_rest {path} {size}"), t0, r)
+        } else {
+            self.log(&format!("read_rest {path} {size}"), t0, r)
+        }
+    }
+
+    fn close_tail(&mut self, token: Option<u64>, path: &str) {
+        let t0 = Instant::now();
+        self.inner.close_tail(token, path);
+        let _ = self.note(&format!("close_tail {path} (not waited for)"), t0, Ok(()));
+    }
+
     fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
         let t0 = Instant::now();
         let r = self.inner.remove_dir_all(dir);

@@ -20,4 +20,3 @@ mod load;
 mod resave_stats;
 mod robustness;
 mod save_fsyncs;
-mod write_behind;

@@ -16,6 +16,7 @@ mod sshd;
 
 mod round_trips;
 mod round_trips_hint;
+mod round_trips_pack;
 mod s3_failures;
 mod s3_harness;
 mod s3_roundtrip;
@@ -25,3 +26,4 @@ mod ssh_connect;
 mod sync_local;
 mod sync_ssh;
 mod transport;
+mod write_behind;

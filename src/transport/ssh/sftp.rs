@@ -24,6 +24,7 @@ mod download;
 pub mod fuzzing;
 mod probe;
 mod session;
+mod tail;
 #[cfg(test)]
 mod tests;
 mod upload;
@@ -98,6 +99,9 @@ pub struct SftpRemote {
     /// Reads started by `start_reads`, by token, until collected.
     probes: HashMap<u64, probe::Probe>,
     next_probe: u64,
+    /// Files kept open by `open_tail`, by token, until read or closed.
+    open_files: HashMap<u64, tail::OpenFile>,
+    next_open: u64,
 }
 
 enum Prepared {
@@ -150,6 +154,8 @@ impl SftpRemote {
             streaming: false,
             probes: HashMap::new(),
             next_probe: 0,
+            open_files: HashMap::new(),
+            next_open: 0,
         };
         remote.send(Packet::Init(Init::new()))?;
         match remote.recv()? {
@@ -376,6 +382,41 @@ impl Remote for SftpRemote {
 
     fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
         self.read_range_of(path, offset, len)
+    }
+
+    fn open_tail(
+        &mut self,
+        path: &str,
+        size: u64,
+        tail_len: u64,
+        body: bool,
+    ) -> Result<(Vec<u8>, Option<u64>)> {
+        self.tail_open(path, size, tail_len, body)
+    }
+
+    fn read_open(
+        &mut self,
+        token: Option<u64>,
+        path: &str,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>> {
+        self.tail_read_more(token, path, offset, len)
+    }
+
+    fn read_rest(
+        &mut self,
+        token: Option<u64>,
+        path: &str,
+        size: u64,
+        tail: &[u8],
+        sink: &mut dyn Write,
+    ) -> Result<()> {
+        self.tail_read_rest(token, path, size, tail, sink)
+    }
+
+    fn close_tail(&mut self, token: Option<u64>, _path: &str) {
+        self.tail_close(token)
     }
 
     fn remove_file(&mut self, path: &str) -> Result<bool> {

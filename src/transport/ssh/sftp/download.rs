@@ -1,6 +1,7 @@
 //! Downloads over SFTP: whole files streamed with `WINDOW` reads in flight, files of a
 //! declared size (never a byte past it), and ranges.
 
+use std::collections::VecDeque;
 use std::io::{self, Write};
 
 use russh_sftp::protocol::{Fstat, OpenFlags, Packet, StatusCode};
@@ -48,20 +49,20 @@ impl SftpRemote {
         Ok(())
     }
 
-    fn open_for_reading(&mut self, path: &str) -> Result<String> {
+    pub(super) fn open_for_reading(&mut self, path: &str) -> Result<String> {
         let id = self.open(path, OpenFlags::READ, None)?;
         let reply = self.wait(id)?;
         self.expect_handle(reply, &format!("open {path}"))?
             .ok_or_else(|| Error::not_found(format!("{path} does not exist on {}", self.describe)))
     }
 
-    fn send_fstat(&mut self, handle: &str) -> Result<u32> {
+    pub(super) fn send_fstat(&mut self, handle: &str) -> Result<u32> {
         let h = handle.to_string();
         self.request(|id| Packet::Fstat(Fstat { id, handle: h }))
     }
 
     /// The reply to an fstat of the open file must show a regular file of `len` bytes.
-    fn check_size(&mut self, id: u32, path: &str, len: u64) -> Result<()> {
+    pub(super) fn check_size(&mut self, id: u32, path: &str, len: u64) -> Result<()> {
         let attrs = match self.wait(id)? {
             Packet::Attrs(a) => a.attrs,
             other => return Err(self.unexpected(&format!("fstat {path}"), other)),
@@ -124,14 +125,44 @@ impl SftpRemote {
         what: &str,
         sized: Option<u64>,
     ) -> Result<u64> {
-        let mut before = match sized {
-            Some(_) => Some(self.send_fstat(handle)?),
+        let before = match sized {
+            Some(len) => Some((self.send_fstat(handle)?, len)),
             None => None,
         };
-        let mut after = None;
-        // (request id, offset, length) in the order they were sent, but for re-asks.
-        let mut inflight: std::collections::VecDeque<(u32, u64, u64)> = Default::default();
-        let mut next_offset = start;
+        let range = Range {
+            start,
+            end,
+            limit,
+            before,
+            after: sized,
+            after_sent: None,
+        };
+        self.stream_sent(handle, range, Inflight::new(), sink, what)
+    }
+
+    /// `stream_range` with reads of the range already sent (`inflight`, in order, from
+    /// its start), and the fstat ahead of them, if any, sent too (`range.before`).
+    pub(super) fn stream_sent(
+        &mut self,
+        handle: &str,
+        range: Range,
+        mut inflight: Inflight,
+        sink: &mut dyn Write,
+        what: &str,
+    ) -> Result<u64> {
+        let Range {
+            start,
+            end,
+            limit,
+            mut before,
+            after: sized,
+            after_sent,
+        } = range;
+        let mut after = after_sent;
+        // Whether the fstat after the reads went out while earlier reads were in flight,
+        // in the same wait as they were (`after_sent`: before the wait that sent them).
+        let mut behind = false;
+        let mut next_offset = inflight.back().map_or(start, |&(_, o, l)| o + l);
         let mut at = start;
         let mut eof = false;
         let mut pending: std::collections::BTreeMap<u64, Vec<u8>> = Default::default();
@@ -145,8 +176,11 @@ impl SftpRemote {
             }
             if sized.is_some() && after.is_none() && (next_offset >= end || eof) {
                 after = Some(self.send_fstat(handle)?);
+                // Behind reads still in flight its reply trails their data: no round
+                // trip of its own (it is one when sent after the last reply arrived).
+                behind = waited && !inflight.is_empty();
             }
-            if let (Some(id), Some(len)) = (before.take(), sized) {
+            if let Some((id, len)) = before.take() {
                 self.check_size(id, what, len)?;
             }
             let Some((id, offset, len)) = inflight.pop_front() else {
@@ -215,14 +249,34 @@ impl SftpRemote {
                 Some(id) => id,
                 None => self.send_fstat(handle)?,
             };
-            self.check_size(id, what, len)?;
+            self.streaming = behind;
+            let checked = self.check_size(id, what, len);
+            self.streaming = false;
+            checked?;
         }
         Ok(at - start)
     }
 }
 
+/// Reads in flight on one handle: (request id, offset, length), in the order sent.
+pub(super) type Inflight = VecDeque<(u32, u64, u64)>;
+
+/// What `stream_sent` reads: `start..end` (exclusive; or to end of file), at most
+/// `limit` bytes; `before: Some((id, len))`: an fstat sent ahead of the reads, whose
+/// reply must show a regular file of `len` bytes before a byte reaches the sink;
+/// `after: Some(len)`: an fstat sent behind the last read must show one too
+/// (`after_sent`: already sent, behind reads of the whole range).
+pub(super) struct Range {
+    pub start: u64,
+    pub end: u64,
+    pub limit: u64,
+    pub before: Option<(u32, u64)>,
+    pub after: Option<u64>,
+    pub after_sent: Option<u32>,
+}
+
 /// A download that cannot be stored here; a full disk says so and what to do.
-fn local_write_error(what: &str, e: io::Error) -> Error {
+pub(super) fn local_write_error(what: &str, e: io::Error) -> Error {
     match e.kind() {
         io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => Error::other(format!(
             "the local disk is full: cannot write {what} locally: {e}"
