@@ -1,0 +1,141 @@
+//! How many git processes a handoff's evidence costs (issue 14): each costs 4-5 ms here,
+//! so the evidence asks each question once, and in as few rounds as it can. Counted with
+//! a logging `git` first on `PATH`; the evidence itself is judged by handoff_evidence.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::common::{self, Env, git, s};
+
+use baton::handoff::evidence;
+
+/// The real git on `PATH`.
+fn real_git() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("git"))
+        .find(|p| p.is_file())
+        .expect("git on PATH")
+}
+
+/// A directory holding a `git` that logs its arguments, one line a call, to `log`, then
+/// runs the real git.
+fn logging_git(env: &Env, log: &Path) -> PathBuf {
+    let bin = env.path().join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let script = format!(
+        "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+        s(log),
+        s(&real_git())
+    );
+    let wrapper = bin.join("git");
+    fs::write(&wrapper, script).unwrap();
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// The subcommand of a logged call (after `-C DIR` and the `-c` settings).
+fn subcommand(line: &str) -> String {
+    let mut words = line.split(' ');
+    while let Some(word) = words.next() {
+        match word {
+            "-C" | "-c" => {
+                words.next();
+            }
+            w => return w.to_string(),
+        }
+    }
+    String::new()
+}
+
+#[test]
+fn a_handoff_asks_git_eight_times() {
+    let env = Env::new();
+    let ws = env.path().join("ws");
+    fs::create_dir_all(&ws).unwrap();
+    let ws = fs::canonicalize(&ws).unwrap();
+    fs::write(ws.join("a.txt"), "one\n").unwrap();
+    git(&ws, &["init", "-q"]);
+    git(&ws, &["add", "-A"]);
+    git(&ws, &["commit", "-q", "-m", "base"]);
+    fs::write(ws.join("a.txt"), "two\n").unwrap();
+    let out = env.cmd().current_dir(&ws).arg("init").output().unwrap();
+    assert!(out.status.success(), "{}", common::text(&out));
+
+    let log = env.path().join("git.log");
+    let bin = logging_git(&env, &log);
+    let path = format!("{}:{}", s(&bin), std::env::var("PATH").unwrap_or_default());
+    let out = env
+        .cmd()
+        .current_dir(&ws)
+        .env("PATH", path)
+        .args(["--json", "handoff", "--to", "codex", "--no-brief"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::text(&out));
+    let calls = fs::read_to_string(&log).unwrap();
+    let calls: Vec<&str> = calls.lines().collect();
+    let mut names: Vec<String> = calls.iter().map(|l| subcommand(l)).collect();
+    names.sort();
+    // rev-parse (work tree, root and the operation state files at once), status,
+    // config (remotes), diff-index and diff-files (patches), log (recent commits),
+    // rev-list twice (root commits; first parents).
+    assert_eq!(
+        names,
+        [
+            "config",
+            "diff-files",
+            "diff-index",
+            "log",
+            "rev-list",
+            "rev-list",
+            "rev-parse",
+            "status"
+        ],
+        "{calls:#?}"
+    );
+    let rev_parse = calls.iter().find(|l| subcommand(l) == "rev-parse").unwrap();
+    assert!(
+        rev_parse.contains("--show-toplevel") && rev_parse.contains("--git-path MERGE_HEAD"),
+        "{rev_parse}"
+    );
+}
+
+/// The operation state paths come relative to the directory git ran in: a capture from
+/// a subdirectory of the work tree still finds the cherry-pick in progress.
+#[test]
+fn an_operation_in_progress_is_found_from_a_subdirectory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path().join("r");
+    fs::create_dir_all(repo.join("sub/deeper")).unwrap();
+    git(&repo, &["init", "-q"]);
+    fs::write(repo.join("sub/deeper/keep"), "k\n").unwrap();
+    fs::write(repo.join("f.txt"), "base\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "base"]);
+    git(&repo, &["checkout", "-q", "-b", "other"]);
+    fs::write(repo.join("f.txt"), "theirs\n").unwrap();
+    git(&repo, &["commit", "-q", "-am", "theirs"]);
+    let theirs = git(&repo, &["rev-parse", "HEAD"]);
+    git(&repo, &["checkout", "-q", "main"]);
+    fs::write(repo.join("f.txt"), "ours\n").unwrap();
+    git(&repo, &["commit", "-q", "-am", "ours"]);
+    let picked = common::git_cmd(&repo, &["cherry-pick", "other"])
+        .output()
+        .unwrap();
+    assert!(!picked.status.success(), "the pick conflicts");
+
+    for at in [repo.clone(), repo.join("sub/deeper")] {
+        let capture = evidence::capture(&at);
+        let g = capture.evidence.git.as_ref().expect("git evidence");
+        let op = g.in_progress.as_ref().expect("cherry-pick in progress");
+        assert_eq!(
+            (op.kind.as_str(), op.target.as_deref()),
+            ("cherry-pick", Some(theirs.as_str())),
+            "from {}",
+            at.display()
+        );
+        assert_eq!(g.conflicted, vec!["f.txt".to_string()]);
+    }
+}
