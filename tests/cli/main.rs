@@ -17,7 +17,7 @@ mod format_vectors;
 mod fuzz_regressions;
 mod handoff_cli;
 mod handoff_evidence;
-mod handoff_git_count;
+mod handoff_latency;
 mod perf_history;
 mod save_pack;
 mod save_speed;

@@ -118,12 +118,30 @@ pub struct Loaded {
     pub events: usize,
 }
 
+/// Whether a listing counts each session's lines (a whole read of every file), or only
+/// finds which session is which (the start of each file, for `latest`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Count {
+    Lines,
+    /// [`SessionInfo::lines`] is left 0.
+    NotLines,
+}
+
 /// Every session of `harness` whose working directory is `workspace`, newest first.
 pub fn list(homes: &Homes, harness: Harness, workspace: &Path) -> Result<Vec<SessionInfo>> {
+    list_counting(homes, harness, workspace, Count::Lines)
+}
+
+fn list_counting(
+    homes: &Homes,
+    harness: Harness,
+    workspace: &Path,
+    count: Count,
+) -> Result<Vec<SessionInfo>> {
     let workspace = canonical(workspace);
     let mut found: Vec<SessionInfo> = match harness {
-        Harness::ClaudeCode => claude_code::sessions(&homes.claude, Some(&workspace))?,
-        Harness::Codex => codex::sessions(&homes.codex, Some(&workspace))?,
+        Harness::ClaudeCode => claude_code::sessions(&homes.claude, Some(&workspace), count)?,
+        Harness::Codex => codex::sessions(&homes.codex, Some(&workspace), count)?,
     };
     found.sort_by(|a, b| {
         (b.modified, &b.started, &b.session).cmp(&(a.modified, &a.started, &a.session))
@@ -168,7 +186,10 @@ pub fn read_source(homes: &Homes, source: &Source, workspace: &Path) -> Result<S
             });
         }
         Source::Session(harness, None) => {
-            let newest = list(homes, *harness, workspace)?.into_iter().next();
+            // Only the newest is read whole (below): the listing reads the start of each.
+            let newest = list_counting(homes, *harness, workspace, Count::NotLines)?
+                .into_iter()
+                .next();
             let info = newest.ok_or_else(|| no_session(homes, *harness, workspace))?;
             (*harness, info.path, Some(info.session))
         }
@@ -282,8 +303,8 @@ fn detect(bytes: &[u8]) -> Option<Harness> {
 
 fn find_session(homes: &Homes, harness: Harness, wanted: &str) -> Result<SessionInfo> {
     let all = match harness {
-        Harness::ClaudeCode => claude_code::sessions(&homes.claude, None)?,
-        Harness::Codex => codex::sessions(&homes.codex, None)?,
+        Harness::ClaudeCode => claude_code::sessions(&homes.claude, None, Count::Lines)?,
+        Harness::Codex => codex::sessions(&homes.codex, None, Count::Lines)?,
     };
     let mut matches: Vec<SessionInfo> = all
         .into_iter()
@@ -332,17 +353,65 @@ fn no_session(homes: &Homes, harness: Harness, workspace: &Path) -> Error {
 /// while we read. A final line without its newline is kept only if it parses whole.
 pub fn read_complete(path: &Path) -> Result<Vec<u8>> {
     let file = fs::File::open(path).map_err(|e| Error::io("cannot read transcript", path, e))?;
-    let mut bytes = Vec::new();
+    // Sized from the file, so a large session is read in a few calls, not in doubling
+    // chunks each copied again (it may still grow while read).
+    let size = file
+        .metadata()
+        .map_or(0, |m| m.len())
+        .min(MAX_SESSION_BYTES);
+    let mut bytes = Vec::with_capacity(size as usize + 1);
     file.take(MAX_SESSION_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io("cannot read transcript", path, e))?;
+    complete_lines(path, bytes)
+}
+
+/// The start of a session file: at least its first `lines` lines, each complete (all of
+/// it, cut as [`read_complete`] cuts, when it has no more), so that whatever is read
+/// from its first `lines` lines is what a whole read gives.
+pub(crate) fn read_head(path: &Path, lines: usize) -> Result<Vec<u8>> {
+    let err = |e| Error::io("cannot read transcript", path, e);
+    let mut file = fs::File::open(path).map_err(err)?;
+    if file.metadata().map_err(err)?.len() > MAX_SESSION_BYTES {
+        return Err(too_large(path));
+    }
+    let mut bytes = Vec::new();
+    let mut newlines = 0;
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let n = match file.read(&mut chunk) {
+            Ok(0) => return complete_lines(path, bytes),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(err(e)),
+        };
+        newlines += chunk[..n].iter().filter(|&&b| b == b'\n').count();
+        bytes.extend_from_slice(&chunk[..n]);
+        if bytes.len() as u64 > MAX_SESSION_BYTES {
+            return Err(too_large(path));
+        }
+        if newlines > lines {
+            let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            bytes.truncate(complete);
+            return Ok(bytes);
+        }
+    }
+}
+
+fn too_large(path: &Path) -> Error {
+    Error::usage(format!(
+        "transcript {} is larger than {} MiB",
+        path.display(),
+        MAX_SESSION_BYTES >> 20
+    ))
+    .with_hint("attach it with --attach instead")
+}
+
+/// `bytes` up to the last complete line; a final line without its newline is kept only
+/// if it parses whole.
+fn complete_lines(path: &Path, mut bytes: Vec<u8>) -> Result<Vec<u8>> {
     if bytes.len() as u64 > MAX_SESSION_BYTES {
-        return Err(Error::usage(format!(
-            "transcript {} is larger than {} MiB",
-            path.display(),
-            MAX_SESSION_BYTES >> 20
-        ))
-        .with_hint("attach it with --attach instead"));
+        return Err(too_large(path));
     }
     let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let tail = bytes[complete..].trim_ascii();

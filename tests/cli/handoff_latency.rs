@@ -139,3 +139,107 @@ fn an_operation_in_progress_is_found_from_a_subdirectory() {
         assert_eq!(g.conflicted, vec!["f.txt".to_string()]);
     }
 }
+
+/// A Claude Code session line in `ws`.
+fn session_line(ws: &Path, session: &str, n: usize) -> String {
+    let line = serde_json::json!({
+        "type": "user", "sessionId": session, "cwd": s(ws), "uuid": format!("u{n}"),
+        "parentUuid": format!("u{}", n - 1), "timestamp": "2026-11-30T10:00:00.000Z",
+        "isSidechain": false,
+        "message": {"role": "user", "content": format!("Step {n}: run the tests.")},
+    });
+    format!("{line}\n")
+}
+
+/// `--transcript claude-code:latest` reads the newest session whole once: the listing
+/// that finds it reads the start of each session (its header), and only the one chosen
+/// is read whole (twice before: the listing read every file whole to count its lines).
+#[test]
+fn the_latest_session_is_read_whole_once() {
+    if !common::precondition(
+        common::strace_usable(),
+        "strace that can trace here (apt-get install -y strace)",
+    ) {
+        return;
+    }
+    let env = Env::new();
+    let ws = env.path().join("ws");
+    fs::create_dir_all(&ws).unwrap();
+    let ws = fs::canonicalize(&ws).unwrap();
+    let project: String = s(&ws)
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = env.path().join(".claude/projects").join(project);
+    fs::create_dir_all(&dir).unwrap();
+    let older = "5e551011-0000-4000-8000-0000000000a1";
+    let newer = "5e551011-0000-4000-8000-0000000000a2";
+    // More lines than the header is looked for in, so that a head read stops early.
+    for (session, lines) in [(older, 3000), (newer, 3000)] {
+        let text: String = (1..=lines).map(|n| session_line(&ws, session, n)).collect();
+        fs::write(dir.join(format!("{session}.jsonl")), text).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1100)); // mtime in seconds
+    }
+    let out = env.cmd().current_dir(&ws).arg("init").output().unwrap();
+    assert!(out.status.success(), "{}", common::text(&out));
+    let trace = env.path().join("trace.txt");
+    let out = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-y", "-o"])
+        .arg(&trace)
+        .args(["-e", "trace=read"])
+        .arg(env!("CARGO_BIN_EXE_baton"))
+        .args(["--json", "handoff", "--to", "codex", "--no-brief"])
+        .args(["--transcript", "claude-code:latest"])
+        .current_dir(&ws)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", env.path())
+        .env("USER", "tester")
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "traced handoff\n{}",
+        common::text(&out)
+    );
+    let trace = fs::read_to_string(&trace).unwrap();
+    // Bytes read from each file (`-y` names the file of each descriptor).
+    let read = |session: &str| -> u64 {
+        trace
+            .lines()
+            .filter(|l| l.contains(&format!("{session}.jsonl>")))
+            .filter_map(|l| l.rsplit("= ").next()?.trim().parse::<u64>().ok())
+            .sum()
+    };
+    let size = |session: &str| {
+        fs::metadata(dir.join(format!("{session}.jsonl")))
+            .unwrap()
+            .len()
+    };
+    // The older one: its head only; the newer: its head, then the whole file once.
+    assert!(
+        read(older) < size(older) / 2,
+        "{} of {}",
+        read(older),
+        size(older)
+    );
+    assert!(
+        read(newer) >= size(newer) && read(newer) < size(newer) * 3 / 2,
+        "{} of {}",
+        read(newer),
+        size(newer)
+    );
+    let saved: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let shown = env
+        .cmd()
+        .current_dir(&ws)
+        .args(["--json", "show", saved["bundle"].as_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains(&format!("claude-code:{newer}")),
+        "{}",
+        common::text(&shown)
+    );
+}
