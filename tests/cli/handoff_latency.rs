@@ -102,6 +102,37 @@ fn a_handoff_asks_git_eight_times() {
     );
 }
 
+/// From the root of the work tree the reads start with the first question (one round);
+/// from a subdirectory they wait for the root (two rounds): eight processes either way,
+/// and the same evidence.
+#[test]
+fn the_evidence_from_the_root_and_from_a_subdirectory_is_the_same() {
+    let env = Env::new();
+    let repo = env.path().join("r");
+    fs::create_dir_all(repo.join("sub")).unwrap();
+    let repo = fs::canonicalize(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    fs::write(repo.join("sub/a.txt"), "one\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "base"]);
+    fs::write(repo.join("sub/a.txt"), "two\n").unwrap();
+    fs::write(repo.join("new.txt"), "new\n").unwrap();
+    let log = env.path().join("git.log");
+    let wrapper = logging_git(&env, &log).join("git");
+    let mut seen = Vec::new();
+    for at in [repo.clone(), repo.join("sub")] {
+        let _ = fs::remove_file(&log);
+        let capture = evidence::capture_with_git(&at, &wrapper);
+        let calls = fs::read_to_string(&log).unwrap();
+        assert_eq!(calls.lines().count(), 8, "from {}: {calls}", at.display());
+        let mut e = capture.evidence;
+        assert!(e.git.is_some(), "{:?}", e.partial);
+        e.workspace = String::new();
+        seen.push((e, capture.staged_patch, capture.unstaged_patch));
+    }
+    assert_eq!(seen[0], seen[1]);
+}
+
 /// The operation state paths come relative to the directory git ran in: a capture from
 /// a subdirectory of the work tree still finds the cherry-pick in progress.
 #[test]

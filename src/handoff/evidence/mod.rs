@@ -30,8 +30,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use git::{bytes_to_path, lossy};
-use reads::{read_patch, read_recent_commits, read_remotes, read_root_commits};
-use status::{Status, fallback_status, parse_status};
+use reads::{Reads, read_all, read_patch};
 use untracked::describe_untracked;
 
 /// The version of the evidence document written by this code.
@@ -251,11 +250,19 @@ pub(crate) fn inspect(dir: &Path, git_program: &Path, full: bool) -> Capture {
     }
 
     let probe = Git::new(git_program, &workspace);
+    // A workspace with its own `.git` is most likely the root of its work tree: then the
+    // reads are started in it at once, while the first question is asked, and kept only
+    // if the answer says it is the root (the very commands asking in turn would run).
+    let at_root = workspace.join(".git").symlink_metadata().is_ok();
+    let (combined, early) = std::thread::scope(|s| {
+        let early = at_root.then(|| s.spawn(|| read_all(&probe, full)));
+        let combined = probe.run(&probe::combined_args());
+        (combined, early.map(joined))
+    });
     // One process answers all three questions in a work tree (is it one, where is its
     // root, where are its operation state files); anything else goes the long way for
     // its exact message.
-    let combined = probe
-        .run(&probe::combined_args())
+    let combined = combined
         .ok()
         .and_then(|out| probe::work_tree_state(&out, &workspace));
     let (root_bytes, state_paths) = match combined {
@@ -267,45 +274,23 @@ pub(crate) fn inspect(dir: &Path, git_program: &Path, full: bool) -> Capture {
     };
     let root = bytes_to_path(&root_bytes);
     let git = Git::new(git_program, &root);
-
-    // Everything else runs at once, `status` too: the reads that need HEAD run before
-    // `status` says whether there is one, and their answers (and failures) are used only
-    // if there is, so the evidence is exactly that of asking in turn.
+    let Reads {
+        status: (status, p_status),
+        remotes: (remotes, p_remotes),
+        root_commits: (root_commits, p_roots),
+        recent_commits: (recent_commits, p_recent),
+        first_parents: (first_parents, p_parents),
+        staged_patch: (staged_patch, p_staged),
+        unstaged_patch: (unstaged_patch, p_unstaged),
+    } = match early {
+        Some(reads) if root == workspace => reads,
+        _ => read_all(&git, full),
+    };
+    let in_progress = match &state_paths {
+        Some(paths) => history::operation_at(paths),
+        None => history::read_operation(&git, &root),
+    };
     let git = &git;
-    let root_dir = root.as_path();
-    let (
-        (status, p_status),
-        (remotes, p_remotes),
-        (root_commits, p_roots),
-        (recent_commits, p_recent),
-        (first_parents, p_parents),
-        in_progress,
-        (staged_patch, p_staged),
-        (unstaged_patch, p_unstaged),
-    ) = std::thread::scope(|s| {
-        let status = s.spawn(move || noting(|p| read_status(git, full, p)));
-        let remotes = s.spawn(|| noting(|p| read_remotes(git, p)));
-        let roots = s.spawn(|| noting(|p| read_root_commits(git, p)));
-        let recent = s.spawn(move || noting(|p| when(full, || read_recent_commits(git, p))));
-        let parents =
-            s.spawn(move || noting(|p| when(full, || history::read_first_parents(git, p))));
-        let operation = s.spawn(move || match &state_paths {
-            Some(paths) => history::operation_at(paths),
-            None => history::read_operation(git, root_dir),
-        });
-        let staged = s.spawn(move || noting(|p| when(full, || read_patch(git, true, true, p))));
-        let unstaged = s.spawn(move || noting(|p| when(full, || read_patch(git, false, true, p))));
-        (
-            joined(status),
-            joined(remotes),
-            joined(roots),
-            joined(recent),
-            joined(parents),
-            joined(operation),
-            joined(staged),
-            joined(unstaged),
-        )
-    });
     partial.extend(p_status);
     if status.detached {
         partial.push("detached HEAD".to_string());
@@ -397,30 +382,6 @@ pub(crate) fn inspect(dir: &Path, git_program: &Path, full: bool) -> Capture {
         patch_hashes,
     });
     capture
-}
-
-/// `git status --porcelain=v2 --branch -z` (all untracked files for a capture), or the
-/// plumbing fallback when it fails (said in `partial`).
-fn read_status(git: &Git, full: bool, partial: &mut Vec<String>) -> Status {
-    let untracked_mode = if full {
-        "--untracked-files=all"
-    } else {
-        "--untracked-files=normal"
-    };
-    match git.run(&[
-        "status",
-        "--porcelain=v2",
-        "--branch",
-        "-z",
-        untracked_mode,
-        "--ignore-submodules=none",
-    ]) {
-        Ok(out) => parse_status(&out),
-        Err(e) => {
-            partial.push(format!("git status failed: {}", e.describe()));
-            fallback_status(git)
-        }
-    }
 }
 
 /// Run `read` with a fresh list of partial-evidence notes; the value and the notes.

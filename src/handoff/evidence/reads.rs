@@ -1,10 +1,75 @@
-//! The independent git reads of a capture: remotes, root and recent commits, and the
-//! staged and unstaged patches.
+//! The independent git reads of a capture, run at once: status, remotes, root and recent
+//! commits, first parents, and the staged and unstaged patches.
 
 use super::git::{Git, GitError, lossy, trim_newline};
-use super::{Commit, PatchHash, RECENT_COMMITS, Remote, hash_patch, redact_url_credentials};
+use super::status::{Status, fallback_status, parse_status};
+use super::{
+    Commit, PatchHash, RECENT_COMMITS, Remote, hash_patch, history, joined, noting,
+    redact_url_credentials, when,
+};
 
-pub(super) fn read_root_commits(git: &Git, partial: &mut Vec<String>) -> Vec<String> {
+/// Each read's answer and its partial-evidence notes.
+pub(super) struct Reads {
+    pub(super) status: (Status, Vec<String>),
+    pub(super) remotes: (Vec<Remote>, Vec<String>),
+    pub(super) root_commits: (Vec<String>, Vec<String>),
+    pub(super) recent_commits: (Vec<Commit>, Vec<String>),
+    pub(super) first_parents: (Vec<String>, Vec<String>),
+    pub(super) staged_patch: (Vec<u8>, Vec<String>),
+    pub(super) unstaged_patch: (Vec<u8>, Vec<String>),
+}
+
+/// Every read at once, `status` too: those that need HEAD run before `status` says
+/// whether there is one, and the caller uses their answers (and failures) only if there
+/// is, so the evidence is exactly that of asking in turn. `full` adds what only a
+/// capture needs (recent commits, first parents, patches).
+pub(super) fn read_all(git: &Git, full: bool) -> Reads {
+    std::thread::scope(|s| {
+        let status = s.spawn(move || noting(|p| read_status(git, full, p)));
+        let remotes = s.spawn(|| noting(|p| read_remotes(git, p)));
+        let roots = s.spawn(|| noting(|p| read_root_commits(git, p)));
+        let recent = s.spawn(move || noting(|p| when(full, || read_recent_commits(git, p))));
+        let parents =
+            s.spawn(move || noting(|p| when(full, || history::read_first_parents(git, p))));
+        let staged = s.spawn(move || noting(|p| when(full, || read_patch(git, true, true, p))));
+        let unstaged = s.spawn(move || noting(|p| when(full, || read_patch(git, false, true, p))));
+        Reads {
+            status: joined(status),
+            remotes: joined(remotes),
+            root_commits: joined(roots),
+            recent_commits: joined(recent),
+            first_parents: joined(parents),
+            staged_patch: joined(staged),
+            unstaged_patch: joined(unstaged),
+        }
+    })
+}
+
+/// `git status --porcelain=v2 --branch -z` (all untracked files for a capture), or the
+/// plumbing fallback when it fails (said in `partial`).
+fn read_status(git: &Git, full: bool, partial: &mut Vec<String>) -> Status {
+    let untracked_mode = if full {
+        "--untracked-files=all"
+    } else {
+        "--untracked-files=normal"
+    };
+    match git.run(&[
+        "status",
+        "--porcelain=v2",
+        "--branch",
+        "-z",
+        untracked_mode,
+        "--ignore-submodules=none",
+    ]) {
+        Ok(out) => parse_status(&out),
+        Err(e) => {
+            partial.push(format!("git status failed: {}", e.describe()));
+            fallback_status(git)
+        }
+    }
+}
+
+fn read_root_commits(git: &Git, partial: &mut Vec<String>) -> Vec<String> {
     match git.run(&["rev-list", "--max-parents=0", "HEAD", "--"]) {
         Ok(out) => out
             .split(|b| *b == b'\n')
@@ -29,7 +94,7 @@ pub(crate) fn read_patch_hashes(git: &Git, has_head: bool) -> Vec<PatchHash> {
     hashes
 }
 
-pub(super) fn read_remotes(git: &Git, partial: &mut Vec<String>) -> Vec<Remote> {
+fn read_remotes(git: &Git, partial: &mut Vec<String>) -> Vec<Remote> {
     let out = match git.run(&["config", "-z", "--get-regexp", r"^remote\..*\.url$"]) {
         Ok(out) => out,
         Err(GitError::Failed { code: Some(1), .. }) => return Vec::new(), // none configured
@@ -61,7 +126,7 @@ pub(super) fn read_remotes(git: &Git, partial: &mut Vec<String>) -> Vec<Remote> 
     remotes
 }
 
-pub(super) fn read_recent_commits(git: &Git, partial: &mut Vec<String>) -> Vec<Commit> {
+fn read_recent_commits(git: &Git, partial: &mut Vec<String>) -> Vec<Commit> {
     let count = format!("-n{RECENT_COMMITS}");
     let out = match git.run(&[
         "log",
