@@ -345,6 +345,7 @@ fn save_handoff_started(
         save_transcript::prepare(&store, &policy, args.transcript.as_deref(), &workspace)?;
     let workspace_evidence = pending.finish();
     let cached = prepared.cached;
+    let appended = prepared.appended;
     if let Some(label) = prepared.label.clone() {
         metadata.insert("transcript.source".into(), label);
         metadata.insert(
@@ -440,6 +441,7 @@ fn save_handoff_started(
             "secrets": assembled.secrets,
             "partial": assembled.evidence.partial,
             "transcript_cached": cached,
+            "transcript_appended": appended,
         }),
     );
     Ok((outcome, id))

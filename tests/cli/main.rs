@@ -22,3 +22,4 @@ mod perf_history;
 mod save_pack;
 mod save_speed;
 mod statcache;
+mod transcript_append;

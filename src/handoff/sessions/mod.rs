@@ -116,6 +116,8 @@ pub struct Loaded {
     /// `claude-code:<session>` and the like, for the bundle's metadata.
     pub label: Option<String>,
     pub events: usize,
+    /// The tool pairing of the events (empty for a plain FILE).
+    pub pairing: events::Pairing,
 }
 
 /// Whether a listing counts each session's lines (a whole read of every file), or only
@@ -213,6 +215,12 @@ impl SessionFile {
     /// secret policy the caller pairs it with), so equal keys mean equal results. `None`
     /// for a plain FILE, which is kept as it is.
     pub fn key(&self) -> Option<String> {
+        self.key_of(self.bytes.len())
+    }
+
+    /// [`SessionFile::key`] of the file's first `len` bytes (what the key of the file was
+    /// when it was that long).
+    pub fn key_of(&self, len: usize) -> Option<String> {
         use std::os::unix::ffi::OsStrExt;
         let harness = self.harness?;
         let mut hasher = blake3::Hasher::new();
@@ -222,13 +230,78 @@ impl SessionFile {
             harness.name().as_bytes(),
             session.unwrap_or_default(),
             self.path.as_os_str().as_bytes(),
-            &self.bytes,
+            self.bytes.get(..len)?,
         ] {
             hasher.update(&(part.len() as u64).to_le_bytes());
             hasher.update(part);
         }
         hasher.update(&[u8::from(session.is_some())]);
         Some(hasher.finalize().to_hex().to_string())
+    }
+
+    /// Which session file this is, whatever its length: a hash of the harness, the
+    /// session id and the path. `None` unless it is a Claude Code session named by id or
+    /// found as `latest` (the only ones whose appended lines are normalised on their own,
+    /// see [`SessionFile::normalise_appended`]).
+    pub fn ident(&self) -> Option<String> {
+        use std::os::unix::ffi::OsStrExt;
+        if self.harness != Some(Harness::ClaudeCode) {
+            return None;
+        }
+        let session = self.session.as_deref()?;
+        let mut hasher = blake3::Hasher::new();
+        for part in [
+            b"baton transcript ident 1".as_slice(),
+            Harness::ClaudeCode.name().as_bytes(),
+            session.as_bytes(),
+            self.path.as_os_str().as_bytes(),
+        ] {
+            hasher.update(&(part.len() as u64).to_le_bytes());
+            hasher.update(part);
+        }
+        Some(hasher.finalize().to_hex().to_string())
+    }
+
+    /// The file's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The file's bytes, given up.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
+    /// The events of the lines after the first `len` bytes (a line boundary) of a
+    /// session whose first `len` bytes normalised to `before` events with `prior`'s
+    /// pairing: the transcript lines to append and the pairing of those events. `None`
+    /// whenever they would not be exactly what normalising the whole file adds after
+    /// those events (not an [`SessionFile::ident`] session, `len` not at a line end, a
+    /// line the reader refuses, which a whole read reports with its line number, or a
+    /// call that would pair an earlier event differently).
+    pub fn normalise_appended(
+        &self,
+        len: usize,
+        before: u64,
+        prior: &events::Pairing,
+    ) -> Option<(Vec<u8>, events::Pairing, u64)> {
+        self.ident()?;
+        let session = self.session.as_deref()?;
+        if len == 0 || self.bytes.get(len - 1) != Some(&b'\n') {
+            return None;
+        }
+        let tail = self.bytes.get(len..)?;
+        // Claude Code's reader keeps no state from line to line but the first session
+        // id, which does not matter here (the id named or listed wins).
+        let (_, drafts) = claude_code::read(&self.path, tail).ok()?;
+        if prior.touched_by(&drafts) {
+            return None;
+        }
+        let events =
+            events::finish_after(Harness::ClaudeCode.name(), session, drafts, before, prior);
+        let mut pairing = prior.clone();
+        pairing.add(&events);
+        Some((events::to_jsonl(&events), pairing, events.len() as u64))
     }
 
     /// Normalise a harness's session into events (a plain FILE is only validated).
@@ -243,6 +316,7 @@ impl SessionFile {
                 raw: None,
                 label: None,
                 events,
+                pairing: events::Pairing::default(),
             });
         };
         normalise(harness, &self.path, self.bytes, self.session)
@@ -280,6 +354,7 @@ fn normalise(
         raw: Some((format!("transcript/{}-{safe}.jsonl", harness.name()), bytes)),
         label: Some(format!("{}:{session}", harness.name())),
         events: events.len(),
+        pairing: events::Pairing::of(&events),
     })
 }
 
