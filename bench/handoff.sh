@@ -113,8 +113,8 @@ for r in $(seq "$RUNS"); do
   measure git_commit commit_once "$r"
   measure resume bash -c "cd '$WS' && '$BATON' resume"
   measure git_status bash -c "cd '$WS' && git status --porcelain=v2 --branch"
-  # The real case: the session grew since the last handoff (a transcript cache miss:
-  # the whole file is normalised and scanned again).
+  # The real case: the session grew since the last handoff (only the new line is
+  # normalised and scanned: the append-aware transcript cache, SPEC 5.1).
   grow_session "$r"
   measure handoff_grown bash -c "cd '$WS' && '$BATON' handoff --to codex --from claude --brief '$WORK/brief.md' --transcript claude-code:latest"
   measure git_commit_2 commit_once "g$r"
