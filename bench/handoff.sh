@@ -46,7 +46,8 @@ g commit -qm base
 # A 3 MB Claude Code session recorded in the workspace.
 ENC=$(printf '%s' "$WS" | sed 's/[^a-zA-Z0-9]/-/g')
 mkdir -p "$HOME/.claude/projects/$ENC"
-python3 - "$WS" "$HOME/.claude/projects/$ENC/5e551011-0000-4000-8000-000000000001.jsonl" <<'EOF'
+SESSION_FILE=$HOME/.claude/projects/$ENC/5e551011-0000-4000-8000-000000000001.jsonl
+python3 - "$WS" "$SESSION_FILE" <<'EOF'
 import json, sys
 ws, out = sys.argv[1], sys.argv[2]
 sid = "5e551011-0000-4000-8000-000000000001"
@@ -96,16 +97,33 @@ commit_once() { # a small incremental commit, as a handoff commits work in progr
   echo "// run $1" >> "$WS/src/mod9/file9.rs"
   g add -A && g commit -qm "run $1"
 }
+grow_session() { # the agent's session gains a turn (one line) between two handoffs
+  python3 - "$WS" "$SESSION_FILE" "$1" <<'EOF'
+import json, sys
+ws, out, r = sys.argv[1], sys.argv[2], sys.argv[3]
+line = {"sessionId": "5e551011-0000-4000-8000-000000000001", "cwd": ws, "uuid": f"g{r}",
+        "parentUuid": f"g{int(r) - 1}", "timestamp": "2026-11-30T11:00:00.000Z",
+        "isSidechain": False, "type": "user",
+        "message": {"role": "user", "content": f"Grown turn {r}: run the tests again."}}
+open(out, "a").write(json.dumps(line) + "\n")
+EOF
+}
 for r in $(seq "$RUNS"); do
   measure handoff bash -c "cd '$WS' && '$BATON' handoff --to codex --from claude --brief '$WORK/brief.md' --transcript claude-code:latest"
   measure git_commit commit_once "$r"
   measure resume bash -c "cd '$WS' && '$BATON' resume"
   measure git_status bash -c "cd '$WS' && git status --porcelain=v2 --branch"
+  # The real case: the session grew since the last handoff (only the new line is
+  # normalised and scanned: the append-aware transcript cache, SPEC 5.1).
+  grow_session "$r"
+  measure handoff_grown bash -c "cd '$WS' && '$BATON' handoff --to codex --from claude --brief '$WORK/brief.md' --transcript claude-code:latest"
+  measure git_commit_2 commit_once "g$r"
 done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 h=$(echo "${T[handoff]}" | median); c=$(echo "${T[git_commit]}" | median)
 r=$(echo "${T[resume]}" | median); s=$(echo "${T[git_status]}" | median)
+hg=$(echo "${T[handoff_grown]}" | median); c2=$(echo "${T[git_commit_2]}" | median)
 ms() { printf '%.1f' "$(echo "$1 * 1000" | bc)"; }
 ratio() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
 events=$(cd "$WS" && "$BATON" search current "" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["total_matches"])')
@@ -114,12 +132,13 @@ events=$(cd "$WS" && "$BATON" search current "" --json | python3 -c 'import json
   echo
   echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC with \`bash bench/handoff.sh\` (commit $(git -C "$ROOT" rev-parse --short HEAD))."
   echo
-  echo "- Data: a 200-file git repository (~4 KiB files, 5 changed and uncommitted), a 3 MB Claude Code session ($events normalised events) found by \`--transcript claude-code:latest\`."
+  echo "- Data: a 200-file git repository (~4 KiB files, 5 changed and uncommitted), a 3 MB Claude Code session ($events normalised events) found by \`--transcript claude-code:latest\`; for the second row one line is appended to the session before each handoff (the agent went on working)."
   echo "- Method: median of $RUNS runs, baton and git alternating in one loop; load average at the end $(cut -d' ' -f1-3 /proc/loadavg). The git commit is a small incremental commit, as a handoff records work in progress; \`baton handoff\` here has no \`--push\`."
   echo
   echo "| work | baton | peer | ratio (baton / peer) |"
   echo "| --- | ---: | ---: | ---: |"
   echo "| \`baton handoff\` vs \`git add -A && git commit\` | $(ms "$h") ms | $(ms "$c") ms | $(ratio "$h" "$c") |"
+  echo "| \`baton handoff\`, the session one line longer than at the last handoff, vs \`git add -A && git commit\` | $(ms "$hg") ms | $(ms "$c2") ms | $(ratio "$hg" "$c2") |"
   echo "| \`baton resume\` vs \`git status --porcelain=v2 --branch\` | $(ms "$r") ms | $(ms "$s") ms | $(ratio "$r" "$s") |"
 } > "$WORK/section.md"
 cat "$WORK/section.md"

@@ -270,8 +270,21 @@ pub(super) fn save_handoff(
     args: &SaveArgs,
     metadata: BTreeMap<String, String>,
 ) -> Result<(Outcome, crate::format::ObjectId)> {
+    // The git evidence starts before anything else, so that it overlaps all of it.
+    let evidence = start_evidence(args);
     let brief = read_brief(args)?;
-    save_handoff_with(ctx, args, brief, metadata)
+    save_handoff_started(ctx, args, brief, metadata, evidence)
+}
+
+/// The git evidence of the workspace a handoff will be made of, started at once; `None`
+/// when the handoff will be refused before it is needed (its error comes in turn).
+fn start_evidence(args: &SaveArgs) -> Option<evidence::Pending> {
+    let mode = args.secrets.unwrap_or(SecretsMode::Redact).for_handoff();
+    if args.no_ignore || mode.is_err() {
+        return None;
+    }
+    let workspace = args.dir.as_deref().unwrap_or(Path::new("."));
+    std::fs::canonicalize(workspace).ok().map(evidence::start)
 }
 
 /// The briefing `--brief` names: a file, `-` for stdin, or none (`--no-brief`).
@@ -297,7 +310,20 @@ pub(super) fn save_handoff_with(
     ctx: &Ctx,
     args: &SaveArgs,
     brief: Option<Vec<u8>>,
+    metadata: BTreeMap<String, String>,
+) -> Result<(Outcome, crate::format::ObjectId)> {
+    let evidence = start_evidence(args);
+    save_handoff_started(ctx, args, brief, metadata, evidence)
+}
+
+/// Save a handoff, its git evidence perhaps already under way (`started`: used when it
+/// is of this handoff's workspace).
+fn save_handoff_started(
+    ctx: &Ctx,
+    args: &SaveArgs,
+    brief: Option<Vec<u8>>,
     mut metadata: BTreeMap<String, String>,
+    started: Option<evidence::Pending>,
 ) -> Result<(Outcome, crate::format::ObjectId)> {
     if args.no_ignore {
         return Err(Error::usage("--no-ignore belongs to a directory snapshot")
@@ -308,19 +334,18 @@ pub(super) fn save_handoff_with(
     let workspace = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let workspace = std::fs::canonicalize(&workspace)
         .map_err(|e| Error::io("cannot open workspace", &workspace, e))?;
-    // The git evidence is read while the transcript is read, normalised and scanned.
+    // The git evidence is read while the store is opened, the secret rules are built and
+    // the transcript is read, normalised and scanned.
+    let pending = match started {
+        Some(pending) if pending.dir() == workspace => pending,
+        _ => evidence::start(workspace.clone()),
+    };
     let policy = crate::handoff::secrets::policy();
-    let (workspace_evidence, prepared) = std::thread::scope(|s| {
-        let git = s.spawn(|| evidence::capture(&workspace));
-        let prepared =
-            save_transcript::prepare(&store, &policy, args.transcript.as_deref(), &workspace);
-        let found = git
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (found, prepared)
-    });
-    let prepared = prepared?;
+    let prepared =
+        save_transcript::prepare(&store, &policy, args.transcript.as_deref(), &workspace)?;
+    let workspace_evidence = pending.finish();
     let cached = prepared.cached;
+    let appended = prepared.appended;
     if let Some(label) = prepared.label.clone() {
         metadata.insert("transcript.source".into(), label);
         metadata.insert(
@@ -416,6 +441,7 @@ pub(super) fn save_handoff_with(
             "secrets": assembled.secrets,
             "partial": assembled.evidence.partial,
             "transcript_cached": cached,
+            "transcript_appended": appended,
         }),
     );
     Ok((outcome, id))

@@ -1,6 +1,7 @@
 //! The transcript of a handoff (`--transcript`): the session file read, taken from the
-//! transcript cache or normalised, and its files scanned (while the git evidence is
-//! read); a clean one remembered for the next handoff after the save (SPEC 5.1).
+//! transcript cache, or only its appended lines normalised and scanned, or normalised and
+//! scanned whole (while the git evidence is read); a clean one remembered for the next
+//! handoff after the save (SPEC 5.1).
 
 use std::path::Path;
 
@@ -9,7 +10,9 @@ use rayon::prelude::*;
 use crate::error::Result;
 use crate::format::ObjectId;
 use crate::handoff::capture::{self, Scanned};
-use crate::handoff::{sessions, transcript};
+use crate::handoff::events::Pairing;
+use crate::handoff::sessions::{self, SessionFile};
+use crate::handoff::transcript;
 use crate::store::memtree::MemFile;
 use crate::store::{Store, statcache};
 
@@ -21,9 +24,19 @@ pub(super) struct Prepared {
     pub label: Option<String>,
     /// Whether the files came from the transcript cache (their bytes not scanned again).
     pub cached: bool,
-    /// What to remember after the save: the cache key and the files' bundle paths, when
-    /// this handoff normalised the session and found every file clean.
-    pub remember: Option<(String, Vec<String>)>,
+    /// Whether only the lines appended since a cached handoff were normalised and scanned.
+    pub appended: bool,
+    /// What to remember after the save, when this handoff normalised the session and
+    /// found every file clean.
+    pub remember: Option<Remember>,
+}
+
+/// A transcript cache entry to be: the key, the files' bundle paths, and what a later
+/// handoff of the same session file with lines appended needs.
+pub(super) struct Remember {
+    key: String,
+    paths: Vec<String>,
+    grown: Option<statcache::Grown>,
 }
 
 /// Read `source` and turn it into the transcript's files. A session file a previous
@@ -41,6 +54,7 @@ pub(super) fn prepare(
             files: Vec::new(),
             label: None,
             cached: false,
+            appended: false,
             remember: None,
         });
     };
@@ -63,11 +77,26 @@ pub(super) fn prepare(
             files,
             label: hit.label,
             cached: true,
+            appended: false,
             remember: None,
         });
     }
+    let session = match appended(store, policy, session) {
+        Ok(prepared) => return Ok(prepared),
+        Err(session) => *session,
+    };
+    // Only a file that ends with a line end can be taken to grow by whole lines.
+    let ident = session.ident().filter(|_| session.bytes().ends_with(b"\n"));
+    let len = session.bytes().len() as u64;
     let loaded = session.load()?;
     transcript::validate(&loaded.jsonl)?;
+    let grown = ident.map(|ident| statcache::Grown {
+        ident,
+        len,
+        events: loaded.events as u64,
+        calls: loaded.pairing.calls.clone(),
+        unpaired: loaded.pairing.unpaired.clone(),
+    });
     let mut files = vec![MemFile::new("transcript.jsonl", loaded.jsonl)];
     if let Some((path, bytes)) = loaded.raw {
         files.push(MemFile::new(format!("attachments/{path}"), bytes));
@@ -75,13 +104,127 @@ pub(super) fn prepare(
     let files: Vec<Scanned> = files.into_par_iter().map(capture::scan).collect();
     let remember = key
         .filter(|_| files.iter().all(Scanned::clean))
-        .map(|k| (k, files.iter().map(|f| f.file.path.clone()).collect()));
+        .map(|key| Remember {
+            key,
+            paths: files.iter().map(|f| f.file.path.clone()).collect(),
+            grown,
+        });
     Ok(Prepared {
         files,
         label: loaded.label,
         cached: false,
+        appended: false,
         remember,
     })
+}
+
+/// The session file as a cached one with lines appended (SPEC 5.1): its first `len`
+/// bytes are exactly those a previous handoff of this store normalised and found clean
+/// (same key), the appended lines normalise on their own to exactly what a whole
+/// normalisation adds (`normalise_appended`), and those lines, raw and normalised, scan
+/// clean. Then the files are the cached transcript followed by the new events, and the
+/// whole session file. Anything else (a secret in the new lines included) gives the
+/// session back, to be normalised and scanned whole.
+fn appended(
+    store: &Store,
+    policy: &str,
+    session: SessionFile,
+) -> std::result::Result<Prepared, Box<SessionFile>> {
+    let Some((entry, prefix_jsonl, tail_jsonl, grown)) = appended_parts(store, policy, &session)
+    else {
+        return Err(Box::new(session));
+    };
+    // The new lines, raw and normalised, scanned on their own: no rule matches across a
+    // line end but a private key block, and an unfinished one in the cached part would
+    // have been a finding (SPEC 5.1).
+    let start = session.bytes().len().min(entry_len(&entry));
+    let raw_tail = capture::scan(MemFile::new("", session.bytes()[start..].to_vec()));
+    let new_lines = capture::scan(MemFile::new("", tail_jsonl.clone()));
+    if !(raw_tail.found.is_empty() && new_lines.found.is_empty()) {
+        return Err(Box::new(session));
+    }
+    let key = session.key();
+    let mut jsonl = prefix_jsonl;
+    jsonl.extend_from_slice(&tail_jsonl);
+    let raw = session.into_bytes();
+    let grown = Some(grown).filter(|_| raw.ends_with(b"\n"));
+    // The names are scanned as always; the bytes were, the cached part then and the new
+    // lines now.
+    let mut files = Vec::new();
+    for ((path, _, _), bytes) in entry.files.iter().zip([jsonl, raw]) {
+        let mut scanned = capture::scan(MemFile::new(path.clone(), Vec::new()));
+        scanned.file.bytes = bytes;
+        files.push(scanned);
+    }
+    let remember = key
+        .filter(|_| files.iter().all(Scanned::clean))
+        .map(|key| Remember {
+            key,
+            paths: files.iter().map(|f| f.file.path.clone()).collect(),
+            grown,
+        });
+    Ok(Prepared {
+        files,
+        label: entry.label,
+        cached: false,
+        appended: true,
+        remember,
+    })
+}
+
+/// The length of the session file an entry was made from.
+fn entry_len(entry: &statcache::Transcript) -> usize {
+    entry
+        .grown
+        .as_ref()
+        .and_then(|g| usize::try_from(g.len).ok())
+        .unwrap_or(usize::MAX)
+}
+
+/// For [`appended`]: the cache entry of this session file at an earlier length whose key
+/// is that of the file's first bytes, its `transcript.jsonl` (read from the store,
+/// verified), the events of the appended lines as transcript lines, and the [`Grown`]
+/// of the whole file.
+///
+/// [`Grown`]: statcache::Grown
+fn appended_parts(
+    store: &Store,
+    policy: &str,
+    session: &SessionFile,
+) -> Option<(statcache::Transcript, Vec<u8>, Vec<u8>, statcache::Grown)> {
+    let ident = session.ident()?;
+    let entry = statcache::grown_transcript(store, policy, &ident)?;
+    let grown = entry.grown.clone()?;
+    let len = usize::try_from(grown.len).ok()?;
+    if len >= session.bytes().len() || session.key_of(len)? != entry.key {
+        return None;
+    }
+    // The bundle's files in the order a whole normalisation gives them.
+    let [(jsonl_path, jsonl_id, _), (raw_path, _, _)] = &entry.files[..] else {
+        return None;
+    };
+    if jsonl_path != "transcript.jsonl" || !raw_path.starts_with("attachments/") {
+        return None;
+    }
+    let prior = Pairing {
+        calls: grown.calls.clone(),
+        unpaired: grown.unpaired.clone(),
+    };
+    let (tail_jsonl, pairing, tail_events) =
+        session.normalise_appended(len, grown.events, &prior)?;
+    transcript::validate(&tail_jsonl).ok()?;
+    let prefix_jsonl = store
+        .objects
+        .get_bytes(jsonl_id, sessions::MAX_SESSION_BYTES * 4)
+        .ok()?;
+    let next = statcache::Grown {
+        ident,
+        len: session.bytes().len() as u64,
+        events: grown.events + tail_events,
+        calls: pairing.calls,
+        unpaired: pairing.unpaired,
+    };
+    Some((entry, prefix_jsonl, tail_jsonl, next))
 }
 
 /// After the ref move (every blob named is reachable from `current` then): remember what
@@ -91,11 +234,11 @@ pub(super) fn remember(
     store: &Store,
     policy: &str,
     label: Option<String>,
-    remember: Option<(String, Vec<String>)>,
+    remember: Option<Remember>,
     files: &[MemFile],
     ids: &[(ObjectId, u64)],
 ) {
-    let Some((key, paths)) = remember else {
+    let Some(Remember { key, paths, grown }) = remember else {
         return;
     };
     let named: Option<Vec<_>> = paths
@@ -107,7 +250,12 @@ pub(super) fn remember(
         })
         .collect();
     if let Some(files) = named.filter(|f| !f.is_empty()) {
-        let entry = statcache::Transcript { key, label, files };
+        let entry = statcache::Transcript {
+            key,
+            label,
+            files,
+            grown,
+        };
         let _ = statcache::record_transcript(store, policy, entry);
     }
 }

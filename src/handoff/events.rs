@@ -97,7 +97,69 @@ pub struct Draft {
 
 /// Number the drafts, give each result its call's tool name, and drop empty texts.
 pub fn finish(harness: &str, session: &str, drafts: Vec<Draft>) -> Vec<Event> {
-    let mut tools = std::collections::HashMap::new();
+    finish_after(harness, session, drafts, 0, &Pairing::default())
+}
+
+/// The tool pairing of normalised events, all [`finish`] carries from one line to a
+/// later one: the calls that name a tool (id, tool; in order, the last of an id wins),
+/// and the results whose id no call named.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pairing {
+    pub calls: Vec<(String, String)>,
+    pub unpaired: Vec<String>,
+}
+
+impl Pairing {
+    /// The pairing of `events`.
+    pub fn of(events: &[Event]) -> Pairing {
+        let mut pairing = Pairing::default();
+        pairing.add(events);
+        pairing
+    }
+
+    /// Add the pairing of `events` that follow the ones this is of.
+    pub fn add(&mut self, events: &[Event]) {
+        for e in events {
+            match (e.kind, &e.call_id, &e.tool) {
+                (Kind::ToolCall, Some(id), Some(tool)) => {
+                    self.calls.push((id.clone(), tool.clone()));
+                }
+                (Kind::ToolResult, Some(id), None) => self.unpaired.push(id.clone()),
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether a call in `drafts` (coming after these events) would change how any of
+    /// these events is paired: it names an id a call or an unpaired result here has.
+    pub fn touched_by(&self, drafts: &[Draft]) -> bool {
+        let ids: std::collections::HashSet<&str> = self
+            .calls
+            .iter()
+            .map(|(id, _)| id.as_str())
+            .chain(self.unpaired.iter().map(String::as_str))
+            .collect();
+        drafts
+            .iter()
+            .filter(|d| d.kind == Kind::ToolCall)
+            .filter_map(|d| d.call_id.as_deref())
+            .any(|id| ids.contains(id))
+    }
+}
+
+/// [`finish`] of drafts that follow `before` events whose pairing is `prior`: numbered
+/// from `before + 1`, results paired with the calls of `prior` and of `drafts`. When no
+/// call of `drafts` is [`Pairing::touched_by`] `prior`, the events of all the lines
+/// are exactly those of the earlier lines followed by these.
+pub fn finish_after(
+    harness: &str,
+    session: &str,
+    drafts: Vec<Draft>,
+    before: u64,
+    prior: &Pairing,
+) -> Vec<Event> {
+    let mut tools: std::collections::HashMap<String, String> =
+        prior.calls.iter().cloned().collect();
     for d in &drafts {
         if let (Kind::ToolCall, Some(id), Some(tool)) = (d.kind, &d.call_id, &d.tool) {
             tools.insert(id.clone(), tool.clone());
@@ -116,7 +178,7 @@ pub fn finish(harness: &str, session: &str, drafts: Vec<Draft>) -> Vec<Event> {
             });
             Event {
                 v: SCHEMA_VERSION,
-                seq: i as u64 + 1,
+                seq: before + i as u64 + 1,
                 time: d.time,
                 source: Source {
                     harness: harness.to_string(),

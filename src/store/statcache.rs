@@ -135,6 +135,26 @@ pub struct Transcript {
     /// The bundle's `transcript.source` metadata.
     pub label: Option<String>,
     pub files: Vec<(String, ObjectId, u64)>,
+    /// For a session that may grow by appended lines: what the next handoff needs to
+    /// normalise only those (absent in caches of older builds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grown: Option<Grown>,
+}
+
+/// What a session file was when its [`Transcript`] entry was made, so that the same file
+/// with lines appended is normalised and scanned only in its new lines (SPEC 5.1).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grown {
+    /// The caller's hash of which session file this is (not of its bytes).
+    pub ident: String,
+    /// The file's length; the entry's key is that of exactly these bytes.
+    pub len: u64,
+    /// Events in the entry's `transcript.jsonl`.
+    pub events: u64,
+    /// Tool calls (id, tool) of those events, in order.
+    pub calls: Vec<(String, String)>,
+    /// Result ids no call named.
+    pub unpaired: Vec<String>,
 }
 
 /// The cached entries of one directory, ready for lookups.
@@ -219,6 +239,22 @@ pub fn transcript(store: &Store, policy: &str, key: &str) -> Option<Transcript> 
         .then_some(found)
 }
 
+/// The transcript entry of the session file `ident` (see [`Grown`]) under `policy`, when
+/// every blob it names is in the store: the caller checks that the file still starts
+/// with exactly the bytes the entry was made from.
+pub fn grown_transcript(store: &Store, policy: &str, ident: &str) -> Option<Transcript> {
+    let contents = read(store).filter(|c| c.policy == policy)?;
+    let found = contents
+        .transcripts
+        .into_iter()
+        .find(|t| t.grown.as_ref().is_some_and(|g| g.ident == ident))?;
+    found
+        .files
+        .iter()
+        .all(|(_, id, _)| store.objects.contains(id))
+        .then_some(found)
+}
+
 /// Remember `entry` (other transcripts kept, up to `MAX_TRANSCRIPTS`). Call only after
 /// the ref move that makes its blobs reachable, and only for files that were scanned
 /// under `policy` and found clean. Best effort, like [`record`].
@@ -230,7 +266,12 @@ pub fn record_transcript(store: &Store, policy: &str, entry: Transcript) -> Resu
         .filter(|c| c.policy == policy)
         .unwrap_or_default();
     contents.policy = policy.to_string();
-    contents.transcripts.retain(|t| t.key != entry.key);
+    // An entry of the same session file at an earlier length is replaced.
+    let ident = entry.grown.as_ref().map(|g| g.ident.clone());
+    contents.transcripts.retain(|t| {
+        t.key != entry.key
+            && (ident.is_none() || t.grown.as_ref().map(|g| &g.ident) != ident.as_ref())
+    });
     contents.transcripts.insert(0, entry);
     contents.transcripts.truncate(MAX_TRANSCRIPTS);
     write(store, &contents)

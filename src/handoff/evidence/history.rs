@@ -67,18 +67,22 @@ pub(crate) fn read_first_parents(git: &Git, partial: &mut Vec<String>) -> Vec<St
     }
 }
 
-/// The operation in progress in the work tree at `root`, if any.
+/// The state files whose presence says which operation is in progress, in the order
+/// `rev-parse --git-path` is asked for them.
+pub(crate) const STATE_FILES: [&str; 6] = [
+    "rebase-merge",
+    "rebase-apply",
+    "MERGE_HEAD",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "BISECT_LOG",
+];
+
+/// The operation in progress in the work tree at `root`, if any (its state files asked
+/// for on their own).
 pub(crate) fn read_operation(git: &Git, root: &Path) -> Option<Operation> {
-    const NAMES: [&str; 6] = [
-        "rebase-merge",
-        "rebase-apply",
-        "MERGE_HEAD",
-        "CHERRY_PICK_HEAD",
-        "REVERT_HEAD",
-        "BISECT_LOG",
-    ];
     let mut args = vec!["rev-parse"];
-    for name in NAMES {
+    for name in STATE_FILES {
         args.extend(["--git-path", name]);
     }
     let out = git.run(&args).ok()?;
@@ -90,7 +94,12 @@ pub(crate) fn read_operation(git: &Git, root: &Path) -> Option<Operation> {
             if p.is_absolute() { p } else { root.join(p) }
         })
         .collect();
-    let [rebase_merge, rebase_apply, merge, pick, revert, bisect] = &paths[..] else {
+    operation_at(&paths)
+}
+
+/// The operation in progress, from the absolute paths of [`STATE_FILES`] (same order).
+pub(crate) fn operation_at(paths: &[PathBuf]) -> Option<Operation> {
+    let [rebase_merge, rebase_apply, merge, pick, revert, bisect] = paths else {
         return None;
     };
     for dir in [rebase_merge, rebase_apply] {

@@ -12,21 +12,25 @@
 mod git;
 mod history;
 mod patches;
+mod pending;
 mod probe;
+mod reads;
 mod status;
 mod untracked;
 
 pub use git::git_available;
-pub(crate) use git::{Git, GitError, absolute, is_object_id};
+pub(crate) use git::{Git, absolute, is_object_id};
 pub use history::{FIRST_PARENTS_CAP, Operation};
 pub use patches::{PatchHash, hash_patch};
+pub use pending::{Pending, start};
+pub(crate) use reads::read_patch_hashes;
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use git::{bytes_to_path, lossy, trim_newline};
-use status::{fallback_status, parse_status};
+use git::{bytes_to_path, lossy};
+use reads::{Reads, read_all, read_patch};
 use untracked::describe_untracked;
 
 /// The version of the evidence document written by this code.
@@ -246,42 +250,48 @@ pub(crate) fn inspect(dir: &Path, git_program: &Path, full: bool) -> Capture {
     }
 
     let probe = Git::new(git_program, &workspace);
-    // One process answers both questions in a work tree; anything else goes the long way
-    // for its exact message.
-    let combined = probe
-        .run(&["rev-parse", "--is-inside-work-tree", "--show-toplevel"])
+    // A workspace with its own `.git` is most likely the root of its work tree: then the
+    // reads are started in it at once, while the first question is asked, and kept only
+    // if the answer says it is the root (the very commands asking in turn would run).
+    let at_root = workspace.join(".git").symlink_metadata().is_ok();
+    let (combined, early) = std::thread::scope(|s| {
+        let early = at_root.then(|| s.spawn(|| read_all(&probe, full)));
+        let combined = probe.run(&probe::combined_args());
+        (combined, early.map(joined))
+    });
+    // One process answers all three questions in a work tree (is it one, where is its
+    // root, where are its operation state files); anything else goes the long way for
+    // its exact message.
+    let combined = combined
         .ok()
-        .and_then(|out| probe::work_tree_root(&out));
-    let root_bytes = match combined {
-        Some(root) => root,
+        .and_then(|out| probe::work_tree_state(&out, &workspace));
+    let (root_bytes, state_paths) = match combined {
+        Some((root, paths)) => (root, Some(paths)),
         None => match probe::probe_root(&probe, partial) {
-            Some(root) => root,
+            Some(root) => (root, None),
             None => return capture,
         },
     };
     let root = bytes_to_path(&root_bytes);
     let git = Git::new(git_program, &root);
-
-    let untracked_mode = if full {
-        "--untracked-files=all"
-    } else {
-        "--untracked-files=normal"
+    let Reads {
+        status: (status, p_status),
+        remotes: (remotes, p_remotes),
+        root_commits: (root_commits, p_roots),
+        recent_commits: (recent_commits, p_recent),
+        first_parents: (first_parents, p_parents),
+        staged_patch: (staged_patch, p_staged),
+        unstaged_patch: (unstaged_patch, p_unstaged),
+    } = match early {
+        Some(reads) if root == workspace => reads,
+        _ => read_all(&git, full),
     };
-    let status = match git.run(&[
-        "status",
-        "--porcelain=v2",
-        "--branch",
-        "-z",
-        untracked_mode,
-        "--ignore-submodules=none",
-    ]) {
-        Ok(out) => parse_status(&out),
-        Err(e) => {
-            partial.push(format!("git status failed: {}", e.describe()));
-            fallback_status(&git)
-        }
+    let in_progress = match &state_paths {
+        Some(paths) => history::operation_at(paths),
+        None => history::read_operation(&git, &root),
     };
-
+    let git = &git;
+    partial.extend(p_status);
     if status.detached {
         partial.push("detached HEAD".to_string());
     } else if status.upstream.is_none() {
@@ -292,41 +302,23 @@ pub(crate) fn inspect(dir: &Path, git_program: &Path, full: bool) -> Capture {
     if status.head.is_none() {
         partial.push("no commits yet".to_string());
     }
-
-    // The rest are independent reads: run at once, their notes kept in this order.
+    // Without HEAD, what was read of it is nothing (as if never asked), and the staged
+    // patch is against the empty tree.
     let has_head = status.head.is_some();
-    let git = &git;
-    let root_dir = root.as_path();
-    let (
-        (remotes, p_remotes),
-        (root_commits, p_roots),
-        (recent_commits, p_recent),
-        (first_parents, p_parents),
-        in_progress,
-        (staged_patch, p_staged),
-        (unstaged_patch, p_unstaged),
-    ) = std::thread::scope(|s| {
-        let remotes = s.spawn(|| noting(|p| read_remotes(git, p)));
-        let roots = s.spawn(move || noting(|p| when(has_head, || read_root_commits(git, p))));
-        let recent =
-            s.spawn(move || noting(|p| when(full && has_head, || read_recent_commits(git, p))));
-        let parents = s.spawn(move || {
-            noting(|p| when(full && has_head, || history::read_first_parents(git, p)))
-        });
-        let operation = s.spawn(move || history::read_operation(git, root_dir));
-        let staged = s.spawn(move || noting(|p| when(full, || read_patch(git, true, has_head, p))));
-        let unstaged =
-            s.spawn(move || noting(|p| when(full, || read_patch(git, false, has_head, p))));
-        (
-            joined(remotes),
-            joined(roots),
-            joined(recent),
-            joined(parents),
-            joined(operation),
-            joined(staged),
-            joined(unstaged),
-        )
-    });
+    let of_head =
+        |read: (Vec<String>, Vec<String>)| if has_head { read } else { Default::default() };
+    let (root_commits, p_roots) = of_head((root_commits, p_roots));
+    let (first_parents, p_parents) = of_head((first_parents, p_parents));
+    let (recent_commits, p_recent) = if has_head {
+        (recent_commits, p_recent)
+    } else {
+        Default::default()
+    };
+    let (staged_patch, p_staged) = if has_head || !full {
+        (staged_patch, p_staged)
+    } else {
+        noting(|p| read_patch(git, true, false, p))
+    };
     for notes in [
         p_remotes, p_roots, p_recent, p_parents, p_staged, p_unstaged,
     ] {
@@ -409,150 +401,6 @@ fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
     handle
         .join()
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-}
-
-fn read_root_commits(git: &Git, partial: &mut Vec<String>) -> Vec<String> {
-    match git.run(&["rev-list", "--max-parents=0", "HEAD", "--"]) {
-        Ok(out) => out
-            .split(|b| *b == b'\n')
-            .filter(|l| !l.is_empty())
-            .map(lossy)
-            .collect(),
-        Err(e) => {
-            partial.push(format!("git rev-list failed: {}", e.describe()));
-            Vec::new()
-        }
-    }
-}
-
-/// The per-file hashes of the live staged and unstaged patches (for a comparison).
-pub(crate) fn read_patch_hashes(git: &Git, has_head: bool) -> Vec<PatchHash> {
-    let mut ignored = Vec::new();
-    let mut hashes = hash_patch(&read_patch(git, true, has_head, &mut ignored), "staged");
-    hashes.extend(hash_patch(
-        &read_patch(git, false, has_head, &mut ignored),
-        "unstaged",
-    ));
-    hashes
-}
-
-fn read_remotes(git: &Git, partial: &mut Vec<String>) -> Vec<Remote> {
-    let out = match git.run(&["config", "-z", "--get-regexp", r"^remote\..*\.url$"]) {
-        Ok(out) => out,
-        Err(GitError::Failed { code: Some(1), .. }) => return Vec::new(), // none configured
-        Err(e) => {
-            partial.push(format!("git config failed: {}", e.describe()));
-            return Vec::new();
-        }
-    };
-    let mut remotes: Vec<Remote> = Vec::new();
-    // With -z each entry is `key\nvalue\0`.
-    for entry in out.split(|b| *b == 0).filter(|e| !e.is_empty()) {
-        let text = lossy(entry);
-        let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
-        let Some(name) = key
-            .strip_prefix("remote.")
-            .and_then(|k| k.strip_suffix(".url"))
-        else {
-            continue;
-        };
-        // The first url of a remote is the one it fetches from.
-        if remotes.iter().any(|r| r.name == name) {
-            continue;
-        }
-        remotes.push(Remote {
-            name: name.to_string(),
-            url: redact_url_credentials(value),
-        });
-    }
-    remotes
-}
-
-fn read_recent_commits(git: &Git, partial: &mut Vec<String>) -> Vec<Commit> {
-    let count = format!("-n{RECENT_COMMITS}");
-    let out = match git.run(&[
-        "log",
-        &count,
-        "-z",
-        "--no-show-signature",
-        "--format=%H%x00%an <%ae>%x00%aI%x00%s",
-        "HEAD",
-        "--",
-    ]) {
-        Ok(out) => out,
-        Err(e) => {
-            partial.push(format!("git log failed: {}", e.describe()));
-            return Vec::new();
-        }
-    };
-    let mut fields: Vec<&[u8]> = out.split(|b| *b == 0).collect();
-    // The format terminates each commit, so the output ends with a NUL.
-    if fields.len() % 4 == 1 && fields.last().is_some_and(|f| f.is_empty()) {
-        fields.pop();
-    }
-    fields
-        .chunks_exact(4)
-        .map(|c| Commit {
-            id: lossy(c[0]),
-            author: lossy(c[1]),
-            time: lossy(c[2]),
-            subject: lossy(c[3]),
-        })
-        .collect()
-}
-
-/// A patch from the plumbing diff commands: `diff-index --cached HEAD` (the empty tree
-/// before the first commit) for staged changes, `diff-files` for unstaged ones. Porcelain
-/// `git diff` is avoided because it rewrites the index to refresh stat information, even
-/// with `GIT_OPTIONAL_LOCKS=0`; the plumbing never writes it.
-fn read_patch(git: &Git, staged: bool, has_head: bool, partial: &mut Vec<String>) -> Vec<u8> {
-    let which = if staged {
-        "git diff-index --cached"
-    } else {
-        "git diff-files"
-    };
-    let base = if !staged {
-        None
-    } else if has_head {
-        Some("HEAD".to_string())
-    } else {
-        // Hashing empty input as a tree writes nothing; it names the empty tree in the
-        // repository's hash algorithm.
-        match git.run(&["hash-object", "-t", "tree", "--stdin"]) {
-            Ok(out) => Some(lossy(trim_newline(&out))),
-            Err(e) => {
-                partial.push(format!("{which} failed: {}", e.describe()));
-                return Vec::new();
-            }
-        }
-    };
-    let mut args: Vec<&str> = if staged {
-        vec!["diff-index", "--cached"]
-    } else {
-        vec!["diff-files"]
-    };
-    args.extend([
-        "-p",
-        "--binary",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-textconv",
-        "--submodule=short",
-        "--ignore-submodules=none",
-        "--src-prefix=a/",
-        "--dst-prefix=b/",
-    ]);
-    if let Some(base) = &base {
-        args.push(base);
-    }
-    args.push("--");
-    match git.run(&args) {
-        Ok(out) => out,
-        Err(e) => {
-            partial.push(format!("{which} failed: {}", e.describe()));
-            Vec::new()
-        }
-    }
 }
 
 #[cfg(test)]

@@ -38,7 +38,11 @@ fn encodings(workspace: &Path) -> Vec<String> {
 }
 
 /// Sessions under `config/projects`; with `workspace`, only those recorded there.
-pub fn sessions(config: &Path, workspace: Option<&Path>) -> Result<Vec<SessionInfo>> {
+pub fn sessions(
+    config: &Path,
+    workspace: Option<&Path>,
+    count: super::Count,
+) -> Result<Vec<SessionInfo>> {
     let projects = config.join("projects");
     let dirs: Vec<PathBuf> = match workspace {
         Some(ws) => encodings(ws)
@@ -62,7 +66,13 @@ pub fn sessions(config: &Path, workspace: Option<&Path>) -> Result<Vec<SessionIn
             if !name.ends_with(".jsonl") || name.starts_with("agent-") || !path.is_file() {
                 continue;
             }
-            let Ok(bytes) = super::read_complete(&path) else {
+            // The header is in the first HEADER_LINES lines: all that is read of a
+            // file whose lines are not counted.
+            let read = match count {
+                super::Count::Lines => super::read_complete(&path),
+                super::Count::NotLines => super::read_head(&path, HEADER_LINES),
+            };
+            let Ok(bytes) = read else {
                 continue;
             };
             let (cwd, started, session) = header(&bytes);
@@ -79,7 +89,10 @@ pub fn sessions(config: &Path, workspace: Option<&Path>) -> Result<Vec<SessionIn
                 session: session.unwrap_or_else(|| name.trim_end_matches(".jsonl").to_string()),
                 cwd,
                 started,
-                lines: super::count_lines(&bytes),
+                lines: match count {
+                    super::Count::Lines => super::count_lines(&bytes),
+                    super::Count::NotLines => 0,
+                },
                 modified: super::modified(&path),
                 path,
             });
@@ -88,10 +101,14 @@ pub fn sessions(config: &Path, workspace: Option<&Path>) -> Result<Vec<SessionIn
     Ok(out)
 }
 
-/// The first recorded working directory, timestamp and session id.
+/// How many lines of a session its header is looked for in.
+const HEADER_LINES: usize = 200;
+
+/// The first recorded working directory, timestamp and session id (in the first
+/// [`HEADER_LINES`] lines).
 fn header(bytes: &[u8]) -> (Option<PathBuf>, String, Option<String>) {
     let (mut cwd, mut started, mut session) = (None, String::new(), None);
-    for line in bytes.split(|&b| b == b'\n').take(200) {
+    for line in bytes.split(|&b| b == b'\n').take(HEADER_LINES) {
         let Ok(v) = serde_json::from_slice::<Value>(line.trim_ascii()) else {
             continue;
         };

@@ -23,7 +23,11 @@ const PREAMBLES: &[&str] = &[
 const SILENT_ITEMS: &[&str] = &["ghost_snapshot", "compaction"];
 
 /// Sessions under `codex_home/sessions`; with `workspace`, only those recorded there.
-pub fn sessions(codex_home: &Path, workspace: Option<&Path>) -> Result<Vec<SessionInfo>> {
+pub fn sessions(
+    codex_home: &Path,
+    workspace: Option<&Path>,
+    count: super::Count,
+) -> Result<Vec<SessionInfo>> {
     let mut files = Vec::new();
     collect_rollouts(&codex_home.join("sessions"), 0, &mut files);
     let mut out = Vec::new();
@@ -36,7 +40,12 @@ pub fn sessions(codex_home: &Path, workspace: Option<&Path>) -> Result<Vec<Sessi
         {
             continue;
         }
-        let lines = super::read_complete(&path).map_or(0, |b| super::count_lines(&b));
+        let lines = match count {
+            super::Count::Lines => {
+                super::read_complete(&path).map_or(0, |b| super::count_lines(&b))
+            }
+            super::Count::NotLines => 0,
+        };
         out.push(SessionInfo {
             harness: Harness::Codex,
             session: id,

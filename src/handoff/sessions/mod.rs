@@ -116,14 +116,34 @@ pub struct Loaded {
     /// `claude-code:<session>` and the like, for the bundle's metadata.
     pub label: Option<String>,
     pub events: usize,
+    /// The tool pairing of the events (empty for a plain FILE).
+    pub pairing: events::Pairing,
+}
+
+/// Whether a listing counts each session's lines (a whole read of every file), or only
+/// finds which session is which (the start of each file, for `latest`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Count {
+    Lines,
+    /// [`SessionInfo::lines`] is left 0.
+    NotLines,
 }
 
 /// Every session of `harness` whose working directory is `workspace`, newest first.
 pub fn list(homes: &Homes, harness: Harness, workspace: &Path) -> Result<Vec<SessionInfo>> {
+    list_counting(homes, harness, workspace, Count::Lines)
+}
+
+fn list_counting(
+    homes: &Homes,
+    harness: Harness,
+    workspace: &Path,
+    count: Count,
+) -> Result<Vec<SessionInfo>> {
     let workspace = canonical(workspace);
     let mut found: Vec<SessionInfo> = match harness {
-        Harness::ClaudeCode => claude_code::sessions(&homes.claude, Some(&workspace))?,
-        Harness::Codex => codex::sessions(&homes.codex, Some(&workspace))?,
+        Harness::ClaudeCode => claude_code::sessions(&homes.claude, Some(&workspace), count)?,
+        Harness::Codex => codex::sessions(&homes.codex, Some(&workspace), count)?,
     };
     found.sort_by(|a, b| {
         (b.modified, &b.started, &b.session).cmp(&(a.modified, &a.started, &a.session))
@@ -168,7 +188,10 @@ pub fn read_source(homes: &Homes, source: &Source, workspace: &Path) -> Result<S
             });
         }
         Source::Session(harness, None) => {
-            let newest = list(homes, *harness, workspace)?.into_iter().next();
+            // Only the newest is read whole (below): the listing reads the start of each.
+            let newest = list_counting(homes, *harness, workspace, Count::NotLines)?
+                .into_iter()
+                .next();
             let info = newest.ok_or_else(|| no_session(homes, *harness, workspace))?;
             (*harness, info.path, Some(info.session))
         }
@@ -192,6 +215,12 @@ impl SessionFile {
     /// secret policy the caller pairs it with), so equal keys mean equal results. `None`
     /// for a plain FILE, which is kept as it is.
     pub fn key(&self) -> Option<String> {
+        self.key_of(self.bytes.len())
+    }
+
+    /// [`SessionFile::key`] of the file's first `len` bytes (what the key of the file was
+    /// when it was that long).
+    pub fn key_of(&self, len: usize) -> Option<String> {
         use std::os::unix::ffi::OsStrExt;
         let harness = self.harness?;
         let mut hasher = blake3::Hasher::new();
@@ -201,13 +230,78 @@ impl SessionFile {
             harness.name().as_bytes(),
             session.unwrap_or_default(),
             self.path.as_os_str().as_bytes(),
-            &self.bytes,
+            self.bytes.get(..len)?,
         ] {
             hasher.update(&(part.len() as u64).to_le_bytes());
             hasher.update(part);
         }
         hasher.update(&[u8::from(session.is_some())]);
         Some(hasher.finalize().to_hex().to_string())
+    }
+
+    /// Which session file this is, whatever its length: a hash of the harness, the
+    /// session id and the path. `None` unless it is a Claude Code session named by id or
+    /// found as `latest` (the only ones whose appended lines are normalised on their own,
+    /// see [`SessionFile::normalise_appended`]).
+    pub fn ident(&self) -> Option<String> {
+        use std::os::unix::ffi::OsStrExt;
+        if self.harness != Some(Harness::ClaudeCode) {
+            return None;
+        }
+        let session = self.session.as_deref()?;
+        let mut hasher = blake3::Hasher::new();
+        for part in [
+            b"baton transcript ident 1".as_slice(),
+            Harness::ClaudeCode.name().as_bytes(),
+            session.as_bytes(),
+            self.path.as_os_str().as_bytes(),
+        ] {
+            hasher.update(&(part.len() as u64).to_le_bytes());
+            hasher.update(part);
+        }
+        Some(hasher.finalize().to_hex().to_string())
+    }
+
+    /// The file's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The file's bytes, given up.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
+    /// The events of the lines after the first `len` bytes (a line boundary) of a
+    /// session whose first `len` bytes normalised to `before` events with `prior`'s
+    /// pairing: the transcript lines to append and the pairing of those events. `None`
+    /// whenever they would not be exactly what normalising the whole file adds after
+    /// those events (not an [`SessionFile::ident`] session, `len` not at a line end, a
+    /// line the reader refuses, which a whole read reports with its line number, or a
+    /// call that would pair an earlier event differently).
+    pub fn normalise_appended(
+        &self,
+        len: usize,
+        before: u64,
+        prior: &events::Pairing,
+    ) -> Option<(Vec<u8>, events::Pairing, u64)> {
+        self.ident()?;
+        let session = self.session.as_deref()?;
+        if len == 0 || self.bytes.get(len - 1) != Some(&b'\n') {
+            return None;
+        }
+        let tail = self.bytes.get(len..)?;
+        // Claude Code's reader keeps no state from line to line but the first session
+        // id, which does not matter here (the id named or listed wins).
+        let (_, drafts) = claude_code::read(&self.path, tail).ok()?;
+        if prior.touched_by(&drafts) {
+            return None;
+        }
+        let events =
+            events::finish_after(Harness::ClaudeCode.name(), session, drafts, before, prior);
+        let mut pairing = prior.clone();
+        pairing.add(&events);
+        Some((events::to_jsonl(&events), pairing, events.len() as u64))
     }
 
     /// Normalise a harness's session into events (a plain FILE is only validated).
@@ -222,6 +316,7 @@ impl SessionFile {
                 raw: None,
                 label: None,
                 events,
+                pairing: events::Pairing::default(),
             });
         };
         normalise(harness, &self.path, self.bytes, self.session)
@@ -259,6 +354,7 @@ fn normalise(
         raw: Some((format!("transcript/{}-{safe}.jsonl", harness.name()), bytes)),
         label: Some(format!("{}:{session}", harness.name())),
         events: events.len(),
+        pairing: events::Pairing::of(&events),
     })
 }
 
@@ -282,8 +378,8 @@ fn detect(bytes: &[u8]) -> Option<Harness> {
 
 fn find_session(homes: &Homes, harness: Harness, wanted: &str) -> Result<SessionInfo> {
     let all = match harness {
-        Harness::ClaudeCode => claude_code::sessions(&homes.claude, None)?,
-        Harness::Codex => codex::sessions(&homes.codex, None)?,
+        Harness::ClaudeCode => claude_code::sessions(&homes.claude, None, Count::Lines)?,
+        Harness::Codex => codex::sessions(&homes.codex, None, Count::Lines)?,
     };
     let mut matches: Vec<SessionInfo> = all
         .into_iter()
@@ -332,17 +428,65 @@ fn no_session(homes: &Homes, harness: Harness, workspace: &Path) -> Error {
 /// while we read. A final line without its newline is kept only if it parses whole.
 pub fn read_complete(path: &Path) -> Result<Vec<u8>> {
     let file = fs::File::open(path).map_err(|e| Error::io("cannot read transcript", path, e))?;
-    let mut bytes = Vec::new();
+    // Sized from the file, so a large session is read in a few calls, not in doubling
+    // chunks each copied again (it may still grow while read).
+    let size = file
+        .metadata()
+        .map_or(0, |m| m.len())
+        .min(MAX_SESSION_BYTES);
+    let mut bytes = Vec::with_capacity(size as usize + 1);
     file.take(MAX_SESSION_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io("cannot read transcript", path, e))?;
+    complete_lines(path, bytes)
+}
+
+/// The start of a session file: at least its first `lines` lines, each complete (all of
+/// it, cut as [`read_complete`] cuts, when it has no more), so that whatever is read
+/// from its first `lines` lines is what a whole read gives.
+pub(crate) fn read_head(path: &Path, lines: usize) -> Result<Vec<u8>> {
+    let err = |e| Error::io("cannot read transcript", path, e);
+    let mut file = fs::File::open(path).map_err(err)?;
+    if file.metadata().map_err(err)?.len() > MAX_SESSION_BYTES {
+        return Err(too_large(path));
+    }
+    let mut bytes = Vec::new();
+    let mut newlines = 0;
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let n = match file.read(&mut chunk) {
+            Ok(0) => return complete_lines(path, bytes),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(err(e)),
+        };
+        newlines += chunk[..n].iter().filter(|&&b| b == b'\n').count();
+        bytes.extend_from_slice(&chunk[..n]);
+        if bytes.len() as u64 > MAX_SESSION_BYTES {
+            return Err(too_large(path));
+        }
+        if newlines > lines {
+            let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            bytes.truncate(complete);
+            return Ok(bytes);
+        }
+    }
+}
+
+fn too_large(path: &Path) -> Error {
+    Error::usage(format!(
+        "transcript {} is larger than {} MiB",
+        path.display(),
+        MAX_SESSION_BYTES >> 20
+    ))
+    .with_hint("attach it with --attach instead")
+}
+
+/// `bytes` up to the last complete line; a final line without its newline is kept only
+/// if it parses whole.
+fn complete_lines(path: &Path, mut bytes: Vec<u8>) -> Result<Vec<u8>> {
     if bytes.len() as u64 > MAX_SESSION_BYTES {
-        return Err(Error::usage(format!(
-            "transcript {} is larger than {} MiB",
-            path.display(),
-            MAX_SESSION_BYTES >> 20
-        ))
-        .with_hint("attach it with --attach instead"));
+        return Err(too_large(path));
     }
     let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let tail = bytes[complete..].trim_ascii();

@@ -1,0 +1,219 @@
+//! The independent git reads of a capture, run at once: status, remotes, root and recent
+//! commits, first parents, and the staged and unstaged patches.
+
+use super::git::{Git, GitError, lossy, trim_newline};
+use super::status::{Status, fallback_status, parse_status};
+use super::{
+    Commit, PatchHash, RECENT_COMMITS, Remote, hash_patch, history, joined, noting,
+    redact_url_credentials, when,
+};
+
+/// Each read's answer and its partial-evidence notes.
+pub(super) struct Reads {
+    pub(super) status: (Status, Vec<String>),
+    pub(super) remotes: (Vec<Remote>, Vec<String>),
+    pub(super) root_commits: (Vec<String>, Vec<String>),
+    pub(super) recent_commits: (Vec<Commit>, Vec<String>),
+    pub(super) first_parents: (Vec<String>, Vec<String>),
+    pub(super) staged_patch: (Vec<u8>, Vec<String>),
+    pub(super) unstaged_patch: (Vec<u8>, Vec<String>),
+}
+
+/// Every read at once, `status` too: those that need HEAD run before `status` says
+/// whether there is one, and the caller uses their answers (and failures) only if there
+/// is, so the evidence is exactly that of asking in turn. `full` adds what only a
+/// capture needs (recent commits, first parents, patches).
+pub(super) fn read_all(git: &Git, full: bool) -> Reads {
+    std::thread::scope(|s| {
+        let status = s.spawn(move || noting(|p| read_status(git, full, p)));
+        let remotes = s.spawn(|| noting(|p| read_remotes(git, p)));
+        let roots = s.spawn(|| noting(|p| read_root_commits(git, p)));
+        let recent = s.spawn(move || noting(|p| when(full, || read_recent_commits(git, p))));
+        let parents =
+            s.spawn(move || noting(|p| when(full, || history::read_first_parents(git, p))));
+        let staged = s.spawn(move || noting(|p| when(full, || read_patch(git, true, true, p))));
+        let unstaged = s.spawn(move || noting(|p| when(full, || read_patch(git, false, true, p))));
+        Reads {
+            status: joined(status),
+            remotes: joined(remotes),
+            root_commits: joined(roots),
+            recent_commits: joined(recent),
+            first_parents: joined(parents),
+            staged_patch: joined(staged),
+            unstaged_patch: joined(unstaged),
+        }
+    })
+}
+
+/// `git status --porcelain=v2 --branch -z` (all untracked files for a capture), or the
+/// plumbing fallback when it fails (said in `partial`).
+fn read_status(git: &Git, full: bool, partial: &mut Vec<String>) -> Status {
+    let untracked_mode = if full {
+        "--untracked-files=all"
+    } else {
+        "--untracked-files=normal"
+    };
+    match git.run(&[
+        "status",
+        "--porcelain=v2",
+        "--branch",
+        "-z",
+        untracked_mode,
+        "--ignore-submodules=none",
+    ]) {
+        Ok(out) => parse_status(&out),
+        Err(e) => {
+            partial.push(format!("git status failed: {}", e.describe()));
+            fallback_status(git)
+        }
+    }
+}
+
+fn read_root_commits(git: &Git, partial: &mut Vec<String>) -> Vec<String> {
+    match git.run(&["rev-list", "--max-parents=0", "HEAD", "--"]) {
+        Ok(out) => out
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(lossy)
+            .collect(),
+        Err(e) => {
+            partial.push(format!("git rev-list failed: {}", e.describe()));
+            Vec::new()
+        }
+    }
+}
+
+/// The per-file hashes of the live staged and unstaged patches (for a comparison).
+pub(crate) fn read_patch_hashes(git: &Git, has_head: bool) -> Vec<PatchHash> {
+    let mut ignored = Vec::new();
+    let mut hashes = hash_patch(&read_patch(git, true, has_head, &mut ignored), "staged");
+    hashes.extend(hash_patch(
+        &read_patch(git, false, has_head, &mut ignored),
+        "unstaged",
+    ));
+    hashes
+}
+
+fn read_remotes(git: &Git, partial: &mut Vec<String>) -> Vec<Remote> {
+    let out = match git.run(&["config", "-z", "--get-regexp", r"^remote\..*\.url$"]) {
+        Ok(out) => out,
+        Err(GitError::Failed { code: Some(1), .. }) => return Vec::new(), // none configured
+        Err(e) => {
+            partial.push(format!("git config failed: {}", e.describe()));
+            return Vec::new();
+        }
+    };
+    let mut remotes: Vec<Remote> = Vec::new();
+    // With -z each entry is `key\nvalue\0`.
+    for entry in out.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+        let text = lossy(entry);
+        let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
+        let Some(name) = key
+            .strip_prefix("remote.")
+            .and_then(|k| k.strip_suffix(".url"))
+        else {
+            continue;
+        };
+        // The first url of a remote is the one it fetches from.
+        if remotes.iter().any(|r| r.name == name) {
+            continue;
+        }
+        remotes.push(Remote {
+            name: name.to_string(),
+            url: redact_url_credentials(value),
+        });
+    }
+    remotes
+}
+
+fn read_recent_commits(git: &Git, partial: &mut Vec<String>) -> Vec<Commit> {
+    let count = format!("-n{RECENT_COMMITS}");
+    let out = match git.run(&[
+        "log",
+        &count,
+        "-z",
+        "--no-show-signature",
+        "--format=%H%x00%an <%ae>%x00%aI%x00%s",
+        "HEAD",
+        "--",
+    ]) {
+        Ok(out) => out,
+        Err(e) => {
+            partial.push(format!("git log failed: {}", e.describe()));
+            return Vec::new();
+        }
+    };
+    let mut fields: Vec<&[u8]> = out.split(|b| *b == 0).collect();
+    // The format terminates each commit, so the output ends with a NUL.
+    if fields.len() % 4 == 1 && fields.last().is_some_and(|f| f.is_empty()) {
+        fields.pop();
+    }
+    fields
+        .chunks_exact(4)
+        .map(|c| Commit {
+            id: lossy(c[0]),
+            author: lossy(c[1]),
+            time: lossy(c[2]),
+            subject: lossy(c[3]),
+        })
+        .collect()
+}
+
+/// A patch from the plumbing diff commands: `diff-index --cached HEAD` (the empty tree
+/// before the first commit) for staged changes, `diff-files` for unstaged ones. Porcelain
+/// `git diff` is avoided because it rewrites the index to refresh stat information, even
+/// with `GIT_OPTIONAL_LOCKS=0`; the plumbing never writes it.
+pub(super) fn read_patch(
+    git: &Git,
+    staged: bool,
+    has_head: bool,
+    partial: &mut Vec<String>,
+) -> Vec<u8> {
+    let which = if staged {
+        "git diff-index --cached"
+    } else {
+        "git diff-files"
+    };
+    let base = if !staged {
+        None
+    } else if has_head {
+        Some("HEAD".to_string())
+    } else {
+        // Hashing empty input as a tree writes nothing; it names the empty tree in the
+        // repository's hash algorithm.
+        match git.run(&["hash-object", "-t", "tree", "--stdin"]) {
+            Ok(out) => Some(lossy(trim_newline(&out))),
+            Err(e) => {
+                partial.push(format!("{which} failed: {}", e.describe()));
+                return Vec::new();
+            }
+        }
+    };
+    let mut args: Vec<&str> = if staged {
+        vec!["diff-index", "--cached"]
+    } else {
+        vec!["diff-files"]
+    };
+    args.extend([
+        "-p",
+        "--binary",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--submodule=short",
+        "--ignore-submodules=none",
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
+    ]);
+    if let Some(base) = &base {
+        args.push(base);
+    }
+    args.push("--");
+    match git.run(&args) {
+        Ok(out) => out,
+        Err(e) => {
+            partial.push(format!("{which} failed: {}", e.describe()));
+            Vec::new()
+        }
+    }
+}

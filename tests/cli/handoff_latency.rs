@@ -1,0 +1,276 @@
+//! How many git processes a handoff's evidence costs (issue 14): each costs 4-5 ms here,
+//! so the evidence asks each question once, and in as few rounds as it can. Counted with
+//! a logging `git` first on `PATH`; the evidence itself is judged by handoff_evidence.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::common::{self, Env, git, s};
+
+use baton::handoff::evidence;
+
+/// The real git on `PATH`.
+fn real_git() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("git"))
+        .find(|p| p.is_file())
+        .expect("git on PATH")
+}
+
+/// A directory holding a `git` that logs its arguments, one line a call, to `log`, then
+/// runs the real git.
+fn logging_git(env: &Env, log: &Path) -> PathBuf {
+    let bin = env.path().join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let script = format!(
+        "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+        s(log),
+        s(&real_git())
+    );
+    let wrapper = bin.join("git");
+    fs::write(&wrapper, script).unwrap();
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// The subcommand of a logged call (after `-C DIR` and the `-c` settings).
+fn subcommand(line: &str) -> String {
+    let mut words = line.split(' ');
+    while let Some(word) = words.next() {
+        match word {
+            "-C" | "-c" => {
+                words.next();
+            }
+            w => return w.to_string(),
+        }
+    }
+    String::new()
+}
+
+#[test]
+fn a_handoff_asks_git_eight_times() {
+    let env = Env::new();
+    let ws = env.path().join("ws");
+    fs::create_dir_all(&ws).unwrap();
+    let ws = fs::canonicalize(&ws).unwrap();
+    fs::write(ws.join("a.txt"), "one\n").unwrap();
+    git(&ws, &["init", "-q"]);
+    git(&ws, &["add", "-A"]);
+    git(&ws, &["commit", "-q", "-m", "base"]);
+    fs::write(ws.join("a.txt"), "two\n").unwrap();
+    let out = env.cmd().current_dir(&ws).arg("init").output().unwrap();
+    assert!(out.status.success(), "{}", common::text(&out));
+
+    let log = env.path().join("git.log");
+    let bin = logging_git(&env, &log);
+    let path = format!("{}:{}", s(&bin), std::env::var("PATH").unwrap_or_default());
+    let out = env
+        .cmd()
+        .current_dir(&ws)
+        .env("PATH", path)
+        .args(["--json", "handoff", "--to", "codex", "--no-brief"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::text(&out));
+    let calls = fs::read_to_string(&log).unwrap();
+    let calls: Vec<&str> = calls.lines().collect();
+    let mut names: Vec<String> = calls.iter().map(|l| subcommand(l)).collect();
+    names.sort();
+    // rev-parse (work tree, root and the operation state files at once), status,
+    // config (remotes), diff-index and diff-files (patches), log (recent commits),
+    // rev-list twice (root commits; first parents).
+    assert_eq!(
+        names,
+        [
+            "config",
+            "diff-files",
+            "diff-index",
+            "log",
+            "rev-list",
+            "rev-list",
+            "rev-parse",
+            "status"
+        ],
+        "{calls:#?}"
+    );
+    let rev_parse = calls.iter().find(|l| subcommand(l) == "rev-parse").unwrap();
+    assert!(
+        rev_parse.contains("--show-toplevel") && rev_parse.contains("--git-path MERGE_HEAD"),
+        "{rev_parse}"
+    );
+}
+
+/// From the root of the work tree the reads start with the first question (one round);
+/// from a subdirectory they wait for the root (two rounds): eight processes either way,
+/// and the same evidence.
+#[test]
+fn the_evidence_from_the_root_and_from_a_subdirectory_is_the_same() {
+    let env = Env::new();
+    let repo = env.path().join("r");
+    fs::create_dir_all(repo.join("sub")).unwrap();
+    let repo = fs::canonicalize(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    fs::write(repo.join("sub/a.txt"), "one\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "base"]);
+    fs::write(repo.join("sub/a.txt"), "two\n").unwrap();
+    fs::write(repo.join("new.txt"), "new\n").unwrap();
+    let log = env.path().join("git.log");
+    let wrapper = logging_git(&env, &log).join("git");
+    let mut seen = Vec::new();
+    for at in [repo.clone(), repo.join("sub")] {
+        let _ = fs::remove_file(&log);
+        let capture = evidence::capture_with_git(&at, &wrapper);
+        let calls = fs::read_to_string(&log).unwrap();
+        assert_eq!(calls.lines().count(), 8, "from {}: {calls}", at.display());
+        let mut e = capture.evidence;
+        assert!(e.git.is_some(), "{:?}", e.partial);
+        e.workspace = String::new();
+        seen.push((e, capture.staged_patch, capture.unstaged_patch));
+    }
+    assert_eq!(seen[0], seen[1]);
+}
+
+/// The operation state paths come relative to the directory git ran in: a capture from
+/// a subdirectory of the work tree still finds the cherry-pick in progress.
+#[test]
+fn an_operation_in_progress_is_found_from_a_subdirectory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path().join("r");
+    fs::create_dir_all(repo.join("sub/deeper")).unwrap();
+    git(&repo, &["init", "-q"]);
+    fs::write(repo.join("sub/deeper/keep"), "k\n").unwrap();
+    fs::write(repo.join("f.txt"), "base\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "base"]);
+    git(&repo, &["checkout", "-q", "-b", "other"]);
+    fs::write(repo.join("f.txt"), "theirs\n").unwrap();
+    git(&repo, &["commit", "-q", "-am", "theirs"]);
+    let theirs = git(&repo, &["rev-parse", "HEAD"]);
+    git(&repo, &["checkout", "-q", "main"]);
+    fs::write(repo.join("f.txt"), "ours\n").unwrap();
+    git(&repo, &["commit", "-q", "-am", "ours"]);
+    let picked = common::git_cmd(&repo, &["cherry-pick", "other"])
+        .output()
+        .unwrap();
+    assert!(!picked.status.success(), "the pick conflicts");
+
+    for at in [repo.clone(), repo.join("sub/deeper")] {
+        let capture = evidence::capture(&at);
+        let g = capture.evidence.git.as_ref().expect("git evidence");
+        let op = g.in_progress.as_ref().expect("cherry-pick in progress");
+        assert_eq!(
+            (op.kind.as_str(), op.target.as_deref()),
+            ("cherry-pick", Some(theirs.as_str())),
+            "from {}",
+            at.display()
+        );
+        assert_eq!(g.conflicted, vec!["f.txt".to_string()]);
+    }
+}
+
+/// A Claude Code session line in `ws`.
+fn session_line(ws: &Path, session: &str, n: usize) -> String {
+    let line = serde_json::json!({
+        "type": "user", "sessionId": session, "cwd": s(ws), "uuid": format!("u{n}"),
+        "parentUuid": format!("u{}", n - 1), "timestamp": "2026-11-30T10:00:00.000Z",
+        "isSidechain": false,
+        "message": {"role": "user", "content": format!("Step {n}: run the tests.")},
+    });
+    format!("{line}\n")
+}
+
+/// `--transcript claude-code:latest` reads the newest session whole once: the listing
+/// that finds it reads the start of each session (its header), and only the one chosen
+/// is read whole (twice before: the listing read every file whole to count its lines).
+#[test]
+fn the_latest_session_is_read_whole_once() {
+    if !common::precondition(
+        common::strace_usable(),
+        "strace that can trace here (apt-get install -y strace)",
+    ) {
+        return;
+    }
+    let env = Env::new();
+    let ws = env.path().join("ws");
+    fs::create_dir_all(&ws).unwrap();
+    let ws = fs::canonicalize(&ws).unwrap();
+    let project: String = s(&ws)
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = env.path().join(".claude/projects").join(project);
+    fs::create_dir_all(&dir).unwrap();
+    let older = "5e551011-0000-4000-8000-0000000000a1";
+    let newer = "5e551011-0000-4000-8000-0000000000a2";
+    // More lines than the header is looked for in, so that a head read stops early.
+    for (session, lines) in [(older, 3000), (newer, 3000)] {
+        let text: String = (1..=lines).map(|n| session_line(&ws, session, n)).collect();
+        fs::write(dir.join(format!("{session}.jsonl")), text).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1100)); // mtime in seconds
+    }
+    let out = env.cmd().current_dir(&ws).arg("init").output().unwrap();
+    assert!(out.status.success(), "{}", common::text(&out));
+    let trace = env.path().join("trace.txt");
+    let out = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-y", "-o"])
+        .arg(&trace)
+        .args(["-e", "trace=read"])
+        .arg(env!("CARGO_BIN_EXE_baton"))
+        .args(["--json", "handoff", "--to", "codex", "--no-brief"])
+        .args(["--transcript", "claude-code:latest"])
+        .current_dir(&ws)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", env.path())
+        .env("USER", "tester")
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "traced handoff\n{}",
+        common::text(&out)
+    );
+    let trace = fs::read_to_string(&trace).unwrap();
+    // Bytes read from each file (`-y` names the file of each descriptor).
+    let read = |session: &str| -> u64 {
+        trace
+            .lines()
+            .filter(|l| l.contains(&format!("{session}.jsonl>")))
+            .filter_map(|l| l.rsplit("= ").next()?.trim().parse::<u64>().ok())
+            .sum()
+    };
+    let size = |session: &str| {
+        fs::metadata(dir.join(format!("{session}.jsonl")))
+            .unwrap()
+            .len()
+    };
+    // The older one: its head only; the newer: its head, then the whole file once.
+    assert!(
+        read(older) < size(older) / 2,
+        "{} of {}",
+        read(older),
+        size(older)
+    );
+    assert!(
+        read(newer) >= size(newer) && read(newer) < size(newer) * 3 / 2,
+        "{} of {}",
+        read(newer),
+        size(newer)
+    );
+    let saved: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let shown = env
+        .cmd()
+        .current_dir(&ws)
+        .args(["--json", "show", saved["bundle"].as_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains(&format!("claude-code:{newer}")),
+        "{}",
+        common::text(&shown)
+    );
+}
