@@ -215,7 +215,7 @@ fn the_latest_session_is_read_whole_once() {
     assert!(out.status.success(), "{}", common::text(&out));
     let trace = env.path().join("trace.txt");
     let out = std::process::Command::new("strace")
-        .args(["-f", "-qq", "-y", "-o"])
+        .args(["-ff", "-qq", "-y", "-o"])
         .arg(&trace)
         .args(["-e", "trace=read"])
         .arg(env!("CARGO_BIN_EXE_baton"))
@@ -234,7 +234,7 @@ fn the_latest_session_is_read_whole_once() {
         "traced handoff\n{}",
         common::text(&out)
     );
-    let trace = fs::read_to_string(&trace).unwrap();
+    let trace = common::strace_per_thread(&trace);
     // Bytes read from each file (`-y` names the file of each descriptor).
     let read = |session: &str| -> u64 {
         trace

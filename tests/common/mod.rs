@@ -499,6 +499,32 @@ pub fn age_keygen(env: &Env, name: &str) -> (PathBuf, String) {
 }
 
 /// Whether strace can trace a child here (it is installed and ptrace is allowed).
+/// The trace of an `strace -ff -o PREFIX` run: every thread's file (`PREFIX.<tid>`) in
+/// turn. One file per thread keeps each call on one line; with `-f` into one file, a call
+/// that overlaps another thread's is split into `<unfinished ...>` and `<... resumed>`
+/// halves, and a filter on the file name and the result together misses it.
+pub fn strace_per_thread(prefix: &std::path::Path) -> String {
+    let dir = prefix.parent().expect("trace prefix in a directory");
+    let stem = format!(
+        "{}.",
+        prefix.file_name().expect("trace prefix").to_string_lossy()
+    );
+    let mut parts: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .expect("trace directory")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&stem))
+        })
+        .collect();
+    parts.sort();
+    assert!(!parts.is_empty(), "no trace files {}*", prefix.display());
+    parts
+        .iter()
+        .map(|p| std::fs::read_to_string(p).expect("trace file"))
+        .collect()
+}
+
 pub fn strace_usable() -> bool {
     std::process::Command::new("strace")
         .args(["-f", "-qq", "-o", "/dev/null", "true"])

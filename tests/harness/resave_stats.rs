@@ -5,7 +5,6 @@
 
 use crate::common;
 
-use std::fs;
 use std::process::Command;
 
 use common::{Env, text};
@@ -39,7 +38,7 @@ fn a_cached_resave_stats_no_loose_object_paths() {
 
     let trace = env.path().join("trace.txt");
     let out = Command::new("strace")
-        .args(["-f", "-qq", "-o"])
+        .args(["-ff", "-qq", "-o"])
         .arg(&trace)
         .args(["-e", "trace=%stat,statx"])
         .arg(env!("CARGO_BIN_EXE_baton"))
@@ -55,8 +54,7 @@ fn a_cached_resave_stats_no_loose_object_paths() {
     assert!(out.status.success(), "traced re-save\n{}", text(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["files_cached"], 300, "{report}");
-    let loose_stats: Vec<String> = fs::read_to_string(&trace)
-        .unwrap()
+    let loose_stats: Vec<String> = common::strace_per_thread(&trace)
         .lines()
         .filter(|l| l.contains("/objects/") && l.contains("ENOENT"))
         .map(str::to_string)
