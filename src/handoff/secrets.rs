@@ -75,6 +75,7 @@ use std::collections::BTreeMap;
 
 pub mod files;
 mod json;
+mod prefilter;
 mod rules;
 mod stream;
 

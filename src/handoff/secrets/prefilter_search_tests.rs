@@ -4,7 +4,8 @@
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
-use super::rules::{Prefilter, RULES, table};
+use super::prefilter::Prefilter;
+use super::rules::{RULES, table};
 
 /// The old prefilter: an overlapping search over every anchor of every rule.
 struct Overlapping {
@@ -175,4 +176,3 @@ fn a_rule_is_compiled_only_when_the_prefilter_selects_it() {
     assert!(super::pattern_candidates_in(&fresh, b"hello world 12345\n", 0).is_empty());
     assert!(fresh.iter().all(|r| !r.is_compiled()));
 }
-
