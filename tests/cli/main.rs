@@ -21,3 +21,4 @@ mod perf_history;
 mod save_pack;
 mod save_speed;
 mod statcache;
+mod statcache_unchanged;
