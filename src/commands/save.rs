@@ -141,7 +141,10 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
             Some(_) => None,
         };
         let entries = node.cache_entries(dir, &blobs, &findings);
-        let _ = statcache::record(&store, root, &policy, started_ns, entries);
+        // A re-save of an unchanged tree would write the same entries again.
+        if !cache.unchanged(&entries) {
+            let _ = statcache::record(&store, root, &policy, started_ns, entries);
+        }
     }
     super::auto_repack(ctx, &store);
     if !ctx.quiet && !ctx.json && !found.is_empty() {

@@ -64,7 +64,8 @@
 //! well (see `secrets/json.rs`): `\u0067hp_...` or a surrogate pair inside a token hides
 //! nothing. One Aho-Corasick pass over the text looks for every rule's anchors (literals
 //! one of which each match contains); only the rules whose anchors occur run their
-//! regex. The patterns themselves are in `secrets/rules.rs`.
+//! regex, and a rule's regex is compiled the first time it runs, so a command that scans
+//! little compiles little. The patterns themselves are in `secrets/rules.rs`.
 //!
 //! Transcripts are JSON lines, so a redaction must never break JSON: no span ends in the
 //! middle of a backslash escape or crosses an unescaped `"`, and a raw JSON key (`"token":`)
@@ -74,6 +75,7 @@ use std::collections::BTreeMap;
 
 pub mod files;
 mod json;
+mod prefilter;
 mod rules;
 mod stream;
 
@@ -409,17 +411,23 @@ fn rank(kind: &str) -> usize {
 
 /// Matches of every pattern rule in `text`, which starts at `offset` in the input.
 fn pattern_candidates(text: &[u8], offset: usize) -> Vec<Candidate> {
+    pattern_candidates_in(&RULES, text, offset)
+}
+
+/// [`pattern_candidates`] with the rules of `table` (the tests give a fresh one).
+fn pattern_candidates_in(table: &[rules::Rule], text: &[u8], offset: usize) -> Vec<Candidate> {
     let mut out = Vec::new();
     if text.is_empty() {
         return out;
     }
-    // One pass of the prefilter finds the few rules that may match; only those run.
+    // One pass of the prefilter finds the few rules that may match; only those run (and
+    // only those are ever compiled).
     for index in rules::candidate_rules(text) {
-        let Some(rule) = RULES.get(index) else {
+        let Some(rule) = table.get(index) else {
             continue;
         };
         let rank = rank(rule.kind);
-        for caps in rule.re.captures_iter(text) {
+        for caps in rule.re().captures_iter(text) {
             let Some(whole) = caps.get(0) else { continue };
             // Rules with groups redact only the first group that took part (the value of
             // an assignment); rules without redact the whole match.
@@ -489,6 +497,8 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
+#[cfg(test)]
+mod prefilter_search_tests;
 #[cfg(test)]
 mod prefilter_tests;
 #[cfg(test)]

@@ -106,7 +106,40 @@ pub fn scan_cached(
         );
     }
     let listing = list(dir, skip, ignores)?;
-    scan_dir(dir, skip, &listing, 0, cached)
+    let mut preloaded = preload(&listing, cached);
+    scan_dir(dir, skip, &listing, &mut preloaded, 0)
+}
+
+/// What one listed path is: its `lstat` metadata and, for a regular file, the stat
+/// cache's blob id or else the proof that it opens (an error otherwise).
+type Preloaded = HashMap<PathBuf, Result<(fs::Metadata, Option<ObjectId>)>>;
+
+/// Every listed path stat'ed (and each regular file the stat cache does not vouch for
+/// opened) in parallel, as git preloads its index with parallel `lstat`s; the walk below
+/// takes the results in listing order, so the first error in that order is the one
+/// reported, as by a serial scan. Flat, so the walk's recursion stays on one thread.
+fn preload(listing: &Listing, cached: Cached) -> Preloaded {
+    let paths: Vec<&PathBuf> = listing.values().flatten().collect();
+    paths
+        .par_iter()
+        .map(|path| {
+            let found = fs::symlink_metadata(path)
+                .ctx("cannot stat", path)
+                .and_then(|meta| {
+                    if !meta.file_type().is_file() {
+                        return Ok((meta, None));
+                    }
+                    let id = cached(path, &FileStat::of(&meta));
+                    // Opening proves the file is readable now, before anything is
+                    // written (a file the stat cache gives is never read).
+                    if id.is_none() {
+                        open_regular(path)?;
+                    }
+                    Ok((meta, id))
+                });
+            ((*path).clone(), found)
+        })
+        .collect()
 }
 
 /// Every directory's kept entries (paths), by the directory's path.
@@ -187,8 +220,8 @@ fn scan_dir(
     dir: &Path,
     skip: Option<(u64, u64)>,
     listing: &Listing,
+    preloaded: &mut Preloaded,
     depth: u32,
-    cached: Cached,
 ) -> Result<Node> {
     // Readers refuse deeper trees (and this scan and the writer recurse per level).
     if depth >= MAX_TREE_DEPTH {
@@ -208,7 +241,16 @@ fn scan_dir(
                 ),
             );
         };
-        let meta = fs::symlink_metadata(&path).ctx("cannot stat", &path)?;
+        let (meta, from_cache) = match preloaded.remove(&path) {
+            Some(Ok(found)) => found,
+            Some(Err(e)) => return Err(e),
+            None => {
+                return Err(Error::other(format!(
+                    "internal error: {} was not preloaded",
+                    path.display()
+                )));
+            }
+        };
         let kind = meta.file_type();
         let node = if kind.is_symlink() {
             let target = fs::read_link(&path).ctx("cannot read link", &path)?;
@@ -219,20 +261,13 @@ fn scan_dir(
             if skip == Some((meta.dev(), meta.ino())) {
                 continue;
             }
-            scan_dir(&path, skip, listing, depth + 1, cached)?
+            scan_dir(&path, skip, listing, preloaded, depth + 1)?
         } else if kind.is_file() {
-            let stat = FileStat::of(&meta);
-            let cached = cached(&path, &stat);
-            // Opening proves the file is readable now, before anything is written (a file
-            // the stat cache gives is never read).
-            if cached.is_none() {
-                open_regular(&path)?;
-            }
             Node::File {
                 exec: meta.mode() & 0o100 != 0,
                 size: meta.len(),
-                stat,
-                cached,
+                stat: FileStat::of(&meta),
+                cached: from_cache,
                 path,
             }
         } else {

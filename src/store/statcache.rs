@@ -162,6 +162,9 @@ pub struct Grown {
 pub struct Lookup {
     started_ns: i64,
     entries: HashMap<String, (FileStat, ObjectId, Option<Findings>)>,
+    /// Whether these entries are the cache file's most recent section (so a save that
+    /// would write exactly them again can leave the file as it is: [`Lookup::unchanged`]).
+    latest: bool,
 }
 
 impl Lookup {
@@ -180,6 +183,21 @@ impl Lookup {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// Whether recording `entries` would change nothing a later lookup sees: they are
+    /// exactly this section's entries, which is the file's most recent one, and each is
+    /// trusted under this section's start time already (a racy entry is re-recorded with
+    /// the new save's start, so that it stops being racy). A re-save of an unchanged tree
+    /// then leaves the file alone instead of encoding and renaming the same entries.
+    pub fn unchanged(&self, entries: &[(String, FileStat, ObjectId, Option<Findings>)]) -> bool {
+        self.latest
+            && entries.len() == self.entries.len()
+            && entries.iter().all(|(path, stat, id, findings)| {
+                self.entries.get(path).is_some_and(|(s, i, f)| {
+                    s == stat && i == id && f == findings && !stat.is_racy(self.started_ns)
+                })
+            })
     }
 }
 
@@ -205,7 +223,7 @@ fn read(store: &Store) -> Option<Contents> {
 /// (a fingerprint of the secret rules, given by the caller): entries made under another
 /// policy are not used, so a file is scanned again whenever the rules change.
 pub fn for_root(store: &Store, root: &Path, policy: &str) -> Lookup {
-    let Some(contents) = read(store) else {
+    let Some(mut contents) = read(store) else {
         return Lookup::default();
     };
     if contents.policy != policy {
@@ -214,10 +232,12 @@ pub fn for_root(store: &Store, root: &Path, policy: &str) -> Lookup {
     let Some(root) = root.to_str() else {
         return Lookup::default();
     };
-    let Some(section) = contents.sections.into_iter().find(|s| s.root == root) else {
+    let Some(at) = contents.sections.iter().position(|s| s.root == root) else {
         return Lookup::default();
     };
+    let section = contents.sections.swap_remove(at);
     Lookup {
+        latest: at == 0,
         started_ns: section.started_ns,
         entries: section
             .entries
@@ -338,6 +358,7 @@ mod tests {
         Lookup {
             started_ns,
             entries: [("a".to_string(), (entry, ObjectId::of(b"abc"), None))].into(),
+            latest: true,
         }
     }
 
@@ -367,6 +388,32 @@ mod tests {
         ] {
             assert_eq!(cache.get("a", &changed), None, "{changed:?}");
         }
+    }
+
+    #[test]
+    fn only_the_same_trusted_entries_of_the_latest_section_are_unchanged() {
+        let started = 100_000_000_000_i64;
+        let old = stat(started - 1_000_000_001, started - 1_000_000_001);
+        let id = ObjectId::of(b"abc");
+        let same = vec![("a".to_string(), old, id, None)];
+        assert!(lookup(started, old).unchanged(&same));
+        // Not the most recent section: rewritten, so that it moves to the front.
+        let not_latest = Lookup {
+            latest: false,
+            ..lookup(started, old)
+        };
+        assert!(!not_latest.unchanged(&same));
+        // A new, missing, changed or differently found entry.
+        let other = ObjectId::of(b"abd");
+        let more = vec![same[0].clone(), ("b".to_string(), old, id, None)];
+        assert!(!lookup(started, old).unchanged(&more));
+        assert!(!lookup(started, old).unchanged(&[]));
+        assert!(!lookup(started, old).unchanged(&[("a".to_string(), old, other, None)]));
+        let found = Some(vec![("github_token".to_string(), 1)]);
+        assert!(!lookup(started, old).unchanged(&[("a".to_string(), old, id, found)]));
+        // A racy entry is recorded again under the new save's start.
+        let racy = stat(started - 10, started - 10);
+        assert!(!lookup(started, racy).unchanged(&[("a".to_string(), racy, id, None)]));
     }
 
     #[test]

@@ -22,4 +22,5 @@ mod perf_history;
 mod save_pack;
 mod save_speed;
 mod statcache;
+mod statcache_unchanged;
 mod transcript_append;

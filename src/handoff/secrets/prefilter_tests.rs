@@ -68,7 +68,7 @@ fn every_rule_is_reachable_through_the_prefilter() {
         assert!(!rule.anchors.is_empty(), "{} has no anchors", rule.kind);
         let matching: Vec<&String> = samples
             .iter()
-            .filter(|(kind, text)| *kind == rule.kind && rule.re.is_match(text.as_bytes()))
+            .filter(|(kind, text)| *kind == rule.kind && rule.re().is_match(text.as_bytes()))
             .map(|(_, text)| text)
             .collect();
         assert!(
@@ -84,7 +84,7 @@ fn every_rule_is_reachable_through_the_prefilter() {
             );
             // The anchor is inside the match itself, not just somewhere in the sample.
             let whole = rule
-                .re
+                .re()
                 .find(text.as_bytes())
                 .map(|m| m.as_bytes().to_ascii_lowercase());
             let whole = whole.unwrap_or_default();

@@ -1,10 +1,11 @@
 //! The pattern table of secret redaction: one rule per pattern, the placeholder and key
 //! block markers, and the tests a match must pass to count (placeholders, types).
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
-use aho_corasick::{AhoCorasick, MatchKind};
 use regex::bytes::Regex;
+
+use super::prefilter::Prefilter;
 #[cfg(test)]
 use regex::bytes::RegexSet;
 
@@ -13,9 +14,30 @@ pub(super) struct Rule {
     /// Literals one of which every match contains (ASCII case ignored): the prefilter
     /// runs a rule only when one of them occurs.
     pub(super) anchors: &'static [&'static str],
-    pub(super) re: Regex,
+    /// The regex's source; compiled on first use ([`Rule::re`]), so a scan pays only for
+    /// the rules whose anchors it meets, and a command that scans nothing pays nothing.
+    pattern: String,
+    compiled: OnceLock<Regex>,
     /// Whether a match (whole match, redacted value) is a secret worth redacting.
     pub(super) keep: fn(&[u8], &[u8]) -> bool,
+}
+
+impl Rule {
+    /// The rule's regex, compiled the first time it is needed.
+    pub(super) fn re(&self) -> &Regex {
+        self.compiled.get_or_init(|| regex(&self.pattern))
+    }
+
+    /// The regex's source (what the policy fingerprint hashes).
+    pub(super) fn pattern(&self) -> &str {
+        &self.pattern
+    }
+
+    /// Whether [`Rule::re`] has been called on this rule.
+    #[cfg(test)]
+    pub(super) fn is_compiled(&self) -> bool {
+        self.compiled.get().is_some()
+    }
 }
 
 fn always(_: &[u8], _: &[u8]) -> bool {
@@ -24,8 +46,8 @@ fn always(_: &[u8], _: &[u8]) -> bool {
 
 /// A token rule: `pattern`, then any `/` (or JSON's `\/`) and more token characters, so
 /// that a token split by a slash escape goes whole.
-fn token(pattern: &str) -> Regex {
-    regex(&format!(r"(?-u){pattern}(?:\\?/[A-Za-z0-9_-]+)*"))
+fn token(pattern: &str) -> String {
+    format!(r"(?-u){pattern}(?:\\?/[A-Za-z0-9_-]+)*")
 }
 
 fn regex(pattern: &str) -> Regex {
@@ -62,59 +84,70 @@ const KEY_ANCHORS: &[&str] = &[
 /// with `{`, `[`, `=` or `:` (an object, `==`, `::`).
 const VALUE: &str = r#"(?:"((?:[^"\\\r\n\s,:}\]]|\\[^\r\n])(?:[^"\\\r\n]|\\[^\r\n])*)"|\\"((?:[^"\\\r\n]|\\[^"\r\n])+)\\"|'((?:[^'"\\\r\n]|\\[^\r\n])+)'|((?:[^\s"'\\{\[=:]|\\[^nrt"'\s])(?:[^\s"'\\]|\\[^nrt"'\s])*))"#;
 
-pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(table);
+
+/// The rules, most specific kind first (uncompiled: see [`Rule::re`]).
+pub(super) fn table() -> Vec<Rule> {
     vec![
         Rule {
             kind: "aws_secret_key",
             anchors: &["aws_secret_access_key"],
-            re: regex(
+            pattern: String::from(
                 r#"(?-u)(?i:aws_secret_access_key)(?:\\?["'])?[ \t]*(?::=|=>|=|:)[ \t]*(?:\\?["'])?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
             ),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "anthropic_api_key",
             anchors: &["sk-ant-"],
-            re: token(r"sk-ant-(?:[A-Za-z0-9_-]|\\?/)*[A-Za-z0-9_-]{20,}"),
+            pattern: token(r"sk-ant-(?:[A-Za-z0-9_-]|\\?/)*[A-Za-z0-9_-]{20,}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "openai_api_key",
             anchors: &["sk-"],
-            re: token(r"(?:\bsk-|sk-proj-)[A-Za-z0-9_-]{20,}"),
+            pattern: token(r"(?:\bsk-|sk-proj-)[A-Za-z0-9_-]{20,}"),
             keep: |m, _| !m.starts_with(b"sk-ant-"),
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "github_token",
             anchors: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
-            re: token(r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+            pattern: token(r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "stripe_key",
             anchors: &["k_live_", "k_test_", "k_prod_"],
-            re: token(r"\b[sr]k_(?:live|test|prod)_[A-Za-z0-9]{20,}"),
+            pattern: token(r"\b[sr]k_(?:live|test|prod)_[A-Za-z0-9]{20,}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "slack_token",
             anchors: &["xox", "xapp-", "hooks.slack.com/"],
-            re: token(
+            pattern: token(
                 r"(?:xox[abposre]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,}|hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56})",
             ),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "google_api_key",
             anchors: &["AIza"],
-            re: token(r"AIza[0-9A-Za-z_-]{35}"),
+            pattern: token(r"AIza[0-9A-Za-z_-]{35}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "aws_access_key",
             anchors: &["AKIA", "ASIA"],
-            re: token(r"(?:AKIA|ASIA)[A-Z0-9]{16}"),
+            pattern: token(r"(?:AKIA|ASIA)[A-Z0-9]{16}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "gitlab_token",
@@ -122,234 +155,228 @@ pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
                 "glpat-", "glptt-", "glrt-", "gldt-", "glcbt-", "glft-", "glimt-", "gloas-",
                 "glsoat-",
             ],
-            re: token(r"gl(?:pat|ptt|rt|dt|cbt|ft|imt|oas|soat)-[A-Za-z0-9_-]{20,}"),
+            pattern: token(r"gl(?:pat|ptt|rt|dt|cbt|ft|imt|oas|soat)-[A-Za-z0-9_-]{20,}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "npm_token",
             anchors: &["npm_"],
-            re: token(r"\bnpm_[A-Za-z0-9]{36}"),
+            pattern: token(r"\bnpm_[A-Za-z0-9]{36}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "huggingface_token",
             anchors: &["hf_", "api_org_"],
-            re: token(r"\b(?:hf_|api_org_)[A-Za-z]{34,}"),
+            pattern: token(r"\b(?:hf_|api_org_)[A-Za-z]{34,}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "sendgrid_api_key",
             anchors: &["SG."],
-            re: token(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+            pattern: token(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "pypi_token",
             anchors: &["pypi-AgEIcHlwaS5vcmc"],
-            re: token(r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}"),
+            pattern: token(r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "twilio_key",
             anchors: &["SK", "AC"],
-            re: token(r"\b(?:SK|AC)[0-9a-fA-F]{32}\b"),
+            pattern: token(r"\b(?:SK|AC)[0-9a-fA-F]{32}\b"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "digitalocean_token",
             anchors: &["_v1_"],
-            re: token(r"do[opr]_v1_[a-f0-9]{64}"),
+            pattern: token(r"do[opr]_v1_[a-f0-9]{64}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "shopify_token",
             anchors: &["shp"],
-            re: token(r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
+            pattern: token(r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "age_secret_key",
             anchors: &["AGE-SECRET-KEY-1"],
-            re: token(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+            pattern: token(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "vault_token",
             anchors: &["hvs.", "hvb."],
-            re: token(r"h(?:vs|vb)\.[A-Za-z0-9_-]{90,}"),
+            pattern: token(r"h(?:vs|vb)\.[A-Za-z0-9_-]{90,}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "doppler_token",
             anchors: &["dp."],
-            re: token(r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}"),
+            pattern: token(r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "databricks_token",
             anchors: &["dapi"],
-            re: token(r"dapi[a-f0-9]{32}(?:-[0-9])?"),
+            pattern: token(r"dapi[a-f0-9]{32}(?:-[0-9])?"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "linear_api_key",
             anchors: &["lin_api_"],
-            re: token(r"lin_api_[A-Za-z0-9]{40}"),
+            pattern: token(r"lin_api_[A-Za-z0-9]{40}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "postman_api_key",
             anchors: &["PMAK-"],
-            re: token(r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"),
+            pattern: token(r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "pulumi_token",
             anchors: &["pul-"],
-            re: token(r"pul-[a-f0-9]{40}"),
+            pattern: token(r"pul-[a-f0-9]{40}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "square_token",
             anchors: &["sq0atp-", "sq0csp-", "EAAA"],
-            re: token(
+            pattern: token(
                 r"(?:sq0atp-[A-Za-z0-9_-]{22}|sq0csp-[A-Za-z0-9_-]{43}|EAAA[A-Za-z0-9_-]{60})",
             ),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "grafana_token",
             anchors: &["glc_", "glsa_"],
-            re: token(r"(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})"),
+            pattern: token(r"(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "sentry_token",
             anchors: &["sntry"],
-            re: token(r"sntry[su]_[A-Za-z0-9+/=_-]{40,}"),
+            pattern: token(r"sntry[su]_[A-Za-z0-9+/=_-]{40,}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "new_relic_key",
             anchors: &["NRAK-", "NRII-", "NRJS-"],
-            re: token(r"NR(?:AK|II|JS)-[A-Za-z0-9]{27,}"),
+            pattern: token(r"NR(?:AK|II|JS)-[A-Za-z0-9]{27,}"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "mailchimp_api_key",
             anchors: &["-us"],
-            re: token(r"\b[0-9a-f]{32}-us[0-9]{1,2}\b"),
+            pattern: token(r"\b[0-9a-f]{32}-us[0-9]{1,2}\b"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         // `Authorization: Basic <base64 of user:password>`, in a header, a curl line or a
         // JSON/YAML map of headers: the credentials go, the scheme stays.
         Rule {
             kind: "basic_auth",
             anchors: &["authorization"],
-            re: regex(
+            pattern: String::from(
                 r#"(?-u)(?i)\bauthorization(?:\\?["'])?[ \t]*[:=][ \t]*(?:\\?["'])?[ \t]*basic[ \t]+([A-Za-z0-9+/]{4,}={0,2})"#,
             ),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "bearer_jwt",
             anchors: &["eyJ"],
-            re: regex(r"(?-u)eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
+            pattern: String::from(r"(?-u)eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "bearer_token",
             anchors: &["bearer"],
-            re: regex(r"(?-u)\b(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{20,}=*)"),
+            pattern: String::from(r"(?-u)\b(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{20,}=*)"),
             keep: always,
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "url_credentials",
             anchors: &["://"],
-            re: regex(r#"(?-u)[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"'<>\\]*:([^\s/@"'<>\\]+)@"#),
+            pattern: String::from(
+                r#"(?-u)[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"'<>\\]*:([^\s/@"'<>\\]+)@"#,
+            ),
             keep: |_, v| !is_placeholder_value(v),
+            compiled: OnceLock::new(),
         },
         // A raw JSON key: only a string value is a secret, and anything else (null, a
         // number, an object) must stay intact for the line to remain JSON.
         Rule {
             kind: "password_assignment",
             anchors: KEY_ANCHORS,
-            re: regex(&format!(
-                r#"(?-u)(?i)\b{KEY}"[ \t]*[:=][ \t]*"((?:[^"\\\r\n]|\\[^\r\n])+)""#
-            )),
+            pattern: format!(r#"(?-u)(?i)\b{KEY}"[ \t]*[:=][ \t]*"((?:[^"\\\r\n]|\\[^\r\n])+)""#),
             keep: |_, v| !is_placeholder_value(v),
+            compiled: OnceLock::new(),
         },
         // A typed declaration with a value, `password: str = "..."`: the type is not the
         // secret, the value is.
         Rule {
             kind: "password_assignment",
             anchors: KEY_ANCHORS,
-            re: regex(&format!(
+            pattern: format!(
                 r"(?-u)(?i)\b{KEY}[ \t]*:[ \t]*[A-Za-z_][A-Za-z0-9_.<>\[\]&']*[ \t]*=[ \t]*{VALUE}"
-            )),
+            ),
             keep: |_, v| !is_placeholder_value(v),
+            compiled: OnceLock::new(),
         },
         Rule {
             kind: "password_assignment",
             anchors: KEY_ANCHORS,
-            re: regex(&format!(
-                r#"(?-u)(?i)\b{KEY}(?:\\["']|')?[ \t]*(?::=|=>|=|:)[ \t]*{VALUE}"#
-            )),
+            pattern: format!(r#"(?-u)(?i)\b{KEY}(?:\\["']|')?[ \t]*(?::=|=>|=|:)[ \t]*{VALUE}"#),
             keep: keep_assignment,
+            compiled: OnceLock::new(),
         },
     ]
-});
+}
 
 /// Every rule's pattern in one set, in the order of [`RULES`] (the tests check the
 /// prefilter against it).
 #[cfg(test)]
 pub(super) static RULE_SET: LazyLock<RegexSet> = LazyLock::new(|| {
-    RegexSet::new(RULES.iter().map(|rule| rule.re.as_str()))
+    RegexSet::new(RULES.iter().map(|rule| rule.pattern()))
         .expect("secret patterns must compile as a set")
 });
 
-/// Every rule's anchors in one automaton, with the rule each pattern belongs to.
-static PREFILTER: LazyLock<(AhoCorasick, Vec<usize>)> = LazyLock::new(|| {
-    let (owners, anchors): (Vec<usize>, Vec<&str>) = RULES
-        .iter()
-        .enumerate()
-        .flat_map(|(i, rule)| rule.anchors.iter().map(move |a| (i, *a)))
-        .unzip();
-    let automaton = AhoCorasick::builder()
-        .ascii_case_insensitive(true)
-        .match_kind(MatchKind::Standard)
-        .build(anchors)
-        .expect("secret anchors must build an automaton");
-    (automaton, owners)
-});
+static PREFILTER: LazyLock<Prefilter> = LazyLock::new(|| Prefilter::new(&RULES));
 
 /// The rules that may match in `text`, by index into [`RULES`]: one pass of the
-/// automaton over the text, then only these rules run their full regex. A rule none of
-/// whose anchors occurs cannot match, so this is a superset of the rules that do.
+/// automaton over the text, then only these rules run their full regex.
 pub(super) fn candidate_rules(text: &[u8]) -> Vec<usize> {
-    let (automaton, owners) = &*PREFILTER;
-    let mut hit = vec![false; RULES.len()];
-    let mut left = RULES.len();
-    for m in automaton.find_overlapping_iter(text) {
-        let Some(&rule) = owners.get(m.pattern().as_usize()) else {
-            continue;
-        };
-        if !std::mem::replace(&mut hit[rule], true) {
-            left -= 1;
-            if left == 0 {
-                break;
-            }
-        }
-    }
-    hit.iter()
-        .enumerate()
-        .filter_map(|(i, h)| h.then_some(i))
-        .collect()
+    PREFILTER.candidates(text)
 }
 
 /// Whether any rule may match in `text` (the first anchor found says so).
 pub(super) fn any_rule_may_match(text: &[u8]) -> bool {
-    PREFILTER.0.is_match(text)
+    PREFILTER.any(text)
 }
 
 /// A fingerprint of everything that decides what a scan finds: this build's version, the
@@ -368,7 +395,7 @@ pub(super) fn fingerprint() -> String {
     }
     for rule in RULES.iter() {
         add(rule.kind);
-        add(rule.re.as_str());
+        add(rule.pattern());
     }
     for re in [&*PLACEHOLDER, &*PEM_BEGIN, &*PEM_ANY_END] {
         add(re.as_str());

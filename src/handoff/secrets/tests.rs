@@ -121,6 +121,7 @@ mod cases {
         LazyLock::force(&RULES);
         LazyLock::force(&PLACEHOLDER);
         for rule in RULES.iter() {
+            rule.re();
             assert!(KINDS.contains(&rule.kind), "{}", rule.kind);
         }
         for kind in KINDS {
