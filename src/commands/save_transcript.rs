@@ -136,10 +136,16 @@ fn appended(
     };
     // The new lines, raw and normalised, scanned on their own: no rule matches across a
     // line end but a private key block, and an unfinished one in the cached part would
-    // have been a finding (SPEC 5.1).
+    // have been a finding (SPEC 5.1). Each scan starts at the newline that ends the
+    // cached part, so a rule that wants a separator before a token sees the one a whole
+    // scan sees.
     let start = session.bytes().len().min(entry_len(&entry));
-    let raw_tail = capture::scan(MemFile::new("", session.bytes()[start..].to_vec()));
-    let new_lines = capture::scan(MemFile::new("", tail_jsonl.clone()));
+    let raw_start = start.saturating_sub(1);
+    let raw_tail = capture::scan(MemFile::new("", session.bytes()[raw_start..].to_vec()));
+    let mut tail_with_line_end = Vec::with_capacity(tail_jsonl.len() + 1);
+    tail_with_line_end.push(b'\n');
+    tail_with_line_end.extend_from_slice(&tail_jsonl);
+    let new_lines = capture::scan(MemFile::new("", tail_with_line_end));
     if !(raw_tail.found.is_empty() && new_lines.found.is_empty()) {
         return Err(Box::new(session));
     }

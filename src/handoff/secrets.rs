@@ -498,6 +498,8 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 #[cfg(test)]
+mod line_bound_tests;
+#[cfg(test)]
 mod prefilter_search_tests;
 #[cfg(test)]
 mod prefilter_tests;
