@@ -19,6 +19,7 @@ use crate::store::envelope::Envelope;
 use crate::store::fsutil::{self, open_regular, read_dir_sorted};
 use crate::store::packs::{self, PackIndex, PackSet};
 use crate::store::streams::{HashingReader, LimitedVec, TeeReader};
+use crate::store::write_behind::WriteBehind;
 
 /// zstd level for new objects: level 3 (zstd's default) balances speed and size.
 pub const ZSTD_LEVEL: i32 = 3;
@@ -453,7 +454,7 @@ impl Objects {
                 path,
                 &id,
                 size,
-                io::BufWriter::with_capacity(BUF_SIZE, temp),
+                io::BufWriter::with_capacity(BUF_SIZE, WriteBehind::new(temp, 0)),
             )?;
             buffered.flush().ctx("cannot write", path)
         })?;
