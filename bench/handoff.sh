@@ -10,7 +10,7 @@ set -euo pipefail
 export LC_ALL=C
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-RUNS=${BENCH_RUNS:-9}
+RUNS=${BENCH_RUNS:-15}
 WORK=${BENCH_DIR:-$ROOT/bench/work}/handoff
 rm -rf "$WORK"
 mkdir -p "$WORK"
@@ -93,6 +93,9 @@ measure() { # name command...
   end=$(now)
   T[$1]+="$(echo "$end - $start" | bc) "
 }
+# Every command runs from this shell (a subshell for baton's cd, git with -C): no
+# process start-up of its own counts against either side.
+in_ws() { (cd "$WS" && "$@"); }
 commit_once() { # a small incremental commit, as a handoff commits work in progress
   echo "// run $1" >> "$WS/src/mod9/file9.rs"
   g add -A && g commit -qm "run $1"
@@ -109,14 +112,14 @@ open(out, "a").write(json.dumps(line) + "\n")
 EOF
 }
 for r in $(seq "$RUNS"); do
-  measure handoff bash -c "cd '$WS' && '$BATON' handoff --to codex --from claude --brief '$WORK/brief.md' --transcript claude-code:latest"
+  measure handoff in_ws "$BATON" handoff --to codex --from claude --brief "$WORK/brief.md" --transcript claude-code:latest
   measure git_commit commit_once "$r"
-  measure resume bash -c "cd '$WS' && '$BATON' resume"
-  measure git_status bash -c "cd '$WS' && git status --porcelain=v2 --branch"
+  measure resume in_ws "$BATON" resume
+  measure git_status in_ws git status --porcelain=v2 --branch
   # The real case: the session grew since the last handoff (only the new line is
   # normalised and scanned: the append-aware transcript cache, SPEC 5.1).
   grow_session "$r"
-  measure handoff_grown bash -c "cd '$WS' && '$BATON' handoff --to codex --from claude --brief '$WORK/brief.md' --transcript claude-code:latest"
+  measure handoff_grown in_ws "$BATON" handoff --to codex --from claude --brief "$WORK/brief.md" --transcript claude-code:latest
   measure git_commit_2 commit_once "g$r"
 done
 
@@ -133,7 +136,7 @@ events=$(cd "$WS" && "$BATON" search current "" --json | python3 -c 'import json
   echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC with \`bash bench/handoff.sh\` (commit $(git -C "$ROOT" rev-parse --short HEAD))."
   echo
   echo "- Data: a 200-file git repository (~4 KiB files, 5 changed and uncommitted), a 3 MB Claude Code session ($events normalised events) found by \`--transcript claude-code:latest\`; for the second row one line is appended to the session before each handoff (the agent went on working)."
-  echo "- Method: median of $RUNS runs, baton and git alternating in one loop; load average at the end $(cut -d' ' -f1-3 /proc/loadavg). The git commit is a small incremental commit, as a handoff records work in progress; \`baton handoff\` here has no \`--push\`."
+  echo "- Method: median of $RUNS runs, baton and git alternating in one loop, each run from the measuring shell (baton in a subshell for its `cd`, git with `-C`; until 2026-12-01 21:00 baton paid a `bash -c` start-up that git did not); load average at the end $(cut -d' ' -f1-3 /proc/loadavg). The git commit is a small incremental commit, as a handoff records work in progress; \`baton handoff\` here has no \`--push\`."
   echo
   echo "| work | baton | peer | ratio (baton / peer) |"
   echo "| --- | ---: | ---: | ---: |"
