@@ -58,28 +58,21 @@ pub(super) fn prepare(
             remember: None,
         });
     };
-    let session = sessions::read_source(
+    let resolved = sessions::resolve_source(
         &sessions::Homes::from_env(),
         &sessions::Source::parse(source),
         workspace,
     )?;
+    if let Some(hit) = unchanged_since_cached(store, policy, &resolved)? {
+        return Ok(cached(hit));
+    }
+    let session = resolved.read()?;
     let key = session.key();
     if let Some(hit) = key
         .as_deref()
         .and_then(|k| statcache::transcript(store, policy, k))
     {
-        let files = hit
-            .files
-            .into_iter()
-            .map(|(path, id, size)| capture::scan(MemFile::stored(path, id, size)))
-            .collect();
-        return Ok(Prepared {
-            files,
-            label: hit.label,
-            cached: true,
-            appended: false,
-            remember: None,
-        });
+        return Ok(cached(hit));
     }
     let session = match appended(store, policy, session) {
         Ok(prepared) => return Ok(prepared),
@@ -116,6 +109,47 @@ pub(super) fn prepare(
         appended: false,
         remember,
     })
+}
+
+/// The transcript cache entry of this session file when the file is still exactly as long
+/// as it was then and its bytes give the entry's key: hashed as read, never held whole
+/// (a 3 MB session was read into memory only to be hashed). A file of another length
+/// goes the usual way (read, then looked up, appended or normalised).
+fn unchanged_since_cached(
+    store: &Store,
+    policy: &str,
+    resolved: &sessions::ResolvedSession,
+) -> Result<Option<statcache::Transcript>> {
+    let Some(entry) = resolved
+        .ident()
+        .and_then(|ident| statcache::grown_transcript(store, policy, &ident))
+    else {
+        return Ok(None);
+    };
+    let Some(len) = entry.grown.as_ref().map(|g| g.len) else {
+        return Ok(None);
+    };
+    if resolved.file_len()? != len {
+        return Ok(None);
+    }
+    let key = resolved.key_of_streamed(len)?;
+    Ok(key.filter(|k| *k == entry.key).map(|_| entry))
+}
+
+/// The files of a transcript cache hit: its stored blobs (names scanned as always).
+fn cached(hit: statcache::Transcript) -> Prepared {
+    let files = hit
+        .files
+        .into_iter()
+        .map(|(path, id, size)| capture::scan(MemFile::stored(path, id, size)))
+        .collect();
+    Prepared {
+        files,
+        label: hit.label,
+        cached: true,
+        appended: false,
+        remember: None,
+    }
 }
 
 /// The session file as a cached one with lines appended (SPEC 5.1): its first `len`

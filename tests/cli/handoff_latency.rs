@@ -274,3 +274,79 @@ fn the_latest_session_is_read_whole_once() {
         common::text(&shown)
     );
 }
+
+/// A session unchanged since the last handoff (the transcript cache hits) is hashed as it
+/// is read, in pieces of at most 256 KiB, and never held whole: a 3 MB session was read
+/// in one piece into memory only to be hashed.
+#[test]
+fn an_unchanged_session_is_hashed_in_pieces() {
+    if !common::precondition(
+        common::strace_usable(),
+        "strace that can trace here (apt-get install -y strace)",
+    ) {
+        return;
+    }
+    let env = Env::new();
+    let ws = env.path().join("ws");
+    fs::create_dir_all(&ws).unwrap();
+    let ws = fs::canonicalize(&ws).unwrap();
+    let project: String = s(&ws)
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = env.path().join(".claude/projects").join(project);
+    fs::create_dir_all(&dir).unwrap();
+    let session = "5e551011-0000-4000-8000-0000000000b1";
+    let text: String = (1..=6000).map(|n| session_line(&ws, session, n)).collect();
+    let file = dir.join(format!("{session}.jsonl"));
+    fs::write(&file, text).unwrap();
+    let size = fs::metadata(&file).unwrap().len();
+    assert!(size > 1 << 20, "a session of {size} bytes");
+    let out = env.cmd().current_dir(&ws).arg("init").output().unwrap();
+    assert!(out.status.success(), "{}", common::text(&out));
+    let handoff = |traced: Option<&Path>| {
+        let mut cmd = match traced {
+            Some(trace) => {
+                let mut cmd = std::process::Command::new("strace");
+                cmd.args(["-ff", "-qq", "-y", "-o"])
+                    .arg(trace)
+                    .args(["-e", "trace=read"])
+                    .arg(env!("CARGO_BIN_EXE_baton"));
+                cmd
+            }
+            None => std::process::Command::new(env!("CARGO_BIN_EXE_baton")),
+        };
+        let out = cmd
+            .args(["--json", "handoff", "--to", "codex", "--no-brief"])
+            .args(["--transcript", "claude-code:latest"])
+            .current_dir(&ws)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", env.path())
+            .env("USER", "tester")
+            .env("TZ", "UTC")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "handoff\n{}", common::text(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let first = handoff(None);
+    assert_eq!(first["saved"]["transcript_cached"], false, "{first}");
+    let trace = env.path().join("trace");
+    let second = handoff(Some(&trace));
+    assert_eq!(second["saved"]["transcript_cached"], true, "{second}");
+    let trace = common::strace_per_thread(&trace);
+    let reads: Vec<u64> = trace
+        .lines()
+        .filter(|l| l.contains(&format!("{session}.jsonl>")))
+        .filter_map(|l| l.rsplit("= ").next()?.trim().parse::<u64>().ok())
+        .collect();
+    let largest = reads.iter().copied().max().unwrap_or(0);
+    assert!(largest <= 256 << 10, "a read of {largest} bytes: {reads:?}");
+    // The head read by the listing, then every byte once.
+    let total: u64 = reads.iter().sum();
+    assert!(
+        total >= size && total < size + (256 << 10),
+        "{total} of {size}"
+    );
+}

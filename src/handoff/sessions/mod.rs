@@ -177,36 +177,139 @@ pub struct SessionFile {
 
 /// Resolve `--transcript` and read the file (cut at its last complete line).
 pub fn read_source(homes: &Homes, source: &Source, workspace: &Path) -> Result<SessionFile> {
+    resolve_source(homes, source, workspace)?.read()
+}
+
+/// How much of a session file [`ResolvedSession::key_of_streamed`] reads at a time.
+const STREAM_PIECE: usize = 256 << 10;
+
+/// A `--transcript` source resolved to its file, not read yet.
+pub struct ResolvedSession {
+    /// `None` for a plain FILE, whose format is told from its bytes.
+    harness: Option<Harness>,
+    path: PathBuf,
+    session: Option<String>,
+}
+
+/// Resolve `--transcript` to its file (listing reads only the start of each session).
+pub fn resolve_source(homes: &Homes, source: &Source, workspace: &Path) -> Result<ResolvedSession> {
     let (harness, path, session) = match source {
-        Source::File(path) => {
-            let bytes = read_complete(path)?;
-            return Ok(SessionFile {
-                harness: detect(&bytes),
-                path: path.clone(),
-                bytes,
-                session: None,
-            });
-        }
+        Source::File(path) => (None, path.clone(), None),
         Source::Session(harness, None) => {
-            // Only the newest is read whole (below): the listing reads the start of each.
+            // Only the newest is read whole (by `read`): the listing reads the start of each.
             let newest = list_counting(homes, *harness, workspace, Count::NotLines)?
                 .into_iter()
                 .next();
             let info = newest.ok_or_else(|| no_session(homes, *harness, workspace))?;
-            (*harness, info.path, Some(info.session))
+            (Some(*harness), info.path, Some(info.session))
         }
         Source::Session(harness, Some(wanted)) => {
             let info = find_session(homes, *harness, wanted)?;
-            (*harness, info.path, Some(info.session))
+            (Some(*harness), info.path, Some(info.session))
         }
     };
-    let bytes = read_complete(&path)?;
-    Ok(SessionFile {
-        harness: Some(harness),
+    Ok(ResolvedSession {
+        harness,
         path,
-        bytes,
         session,
     })
+}
+
+impl ResolvedSession {
+    /// Read the file (cut at its last complete line).
+    pub fn read(self) -> Result<SessionFile> {
+        let bytes = read_complete(&self.path)?;
+        Ok(SessionFile {
+            harness: self.harness.or_else(|| detect(&bytes)),
+            path: self.path,
+            bytes,
+            session: self.session,
+        })
+    }
+
+    /// [`SessionFile::ident`] of this file, known before reading it.
+    pub fn ident(&self) -> Option<String> {
+        ident_of(self.harness, self.session.as_deref(), &self.path)
+    }
+
+    /// The file's current length.
+    pub fn file_len(&self) -> Result<u64> {
+        fs::metadata(&self.path)
+            .map(|m| m.len())
+            .map_err(|e| Error::io("cannot read transcript", &self.path, e))
+    }
+
+    /// [`SessionFile::key_of`] of the file's first `len` bytes, hashed as they are read
+    /// in small pieces, so that a session unchanged since the last handoff is never held
+    /// in memory whole. `None` if the file is shorter now, or for a plain FILE.
+    pub fn key_of_streamed(&self, len: u64) -> Result<Option<String>> {
+        let Some(harness) = self.harness else {
+            return Ok(None);
+        };
+        let err = |e| Error::io("cannot read transcript", &self.path, e);
+        let file = fs::File::open(&self.path).map_err(err)?;
+        let mut hasher = key_start(harness, self.session.as_deref(), &self.path, len);
+        let mut file = file.take(len);
+        let mut buf = vec![0u8; STREAM_PIECE];
+        let mut copied = 0u64;
+        loop {
+            let n = match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(err(e)),
+            };
+            hasher.update(&buf[..n]);
+            copied += n as u64;
+        }
+        if copied != len {
+            return Ok(None);
+        }
+        Ok(Some(key_finish(hasher, self.session.is_some())))
+    }
+}
+
+/// The start of a transcript key (SPEC 5.1): every part length-prefixed, the file's
+/// `len` bytes to follow.
+fn key_start(harness: Harness, session: Option<&str>, path: &Path, len: u64) -> blake3::Hasher {
+    use std::os::unix::ffi::OsStrExt;
+    let mut hasher = blake3::Hasher::new();
+    for part in [
+        b"baton transcript key 1".as_slice(),
+        harness.name().as_bytes(),
+        session.map(str::as_bytes).unwrap_or_default(),
+        path.as_os_str().as_bytes(),
+    ] {
+        hasher.update(&(part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    hasher.update(&len.to_le_bytes());
+    hasher
+}
+
+fn key_finish(mut hasher: blake3::Hasher, named_session: bool) -> String {
+    hasher.update(&[u8::from(named_session)]);
+    hasher.finalize().to_hex().to_string()
+}
+
+/// See [`SessionFile::ident`].
+fn ident_of(harness: Option<Harness>, session: Option<&str>, path: &Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    if harness != Some(Harness::ClaudeCode) {
+        return None;
+    }
+    let session = session?;
+    let mut hasher = blake3::Hasher::new();
+    for part in [
+        b"baton transcript ident 1".as_slice(),
+        Harness::ClaudeCode.name().as_bytes(),
+        session.as_bytes(),
+        path.as_os_str().as_bytes(),
+    ] {
+        hasher.update(&(part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    Some(hasher.finalize().to_hex().to_string())
 }
 
 impl SessionFile {
@@ -221,22 +324,11 @@ impl SessionFile {
     /// [`SessionFile::key`] of the file's first `len` bytes (what the key of the file was
     /// when it was that long).
     pub fn key_of(&self, len: usize) -> Option<String> {
-        use std::os::unix::ffi::OsStrExt;
         let harness = self.harness?;
-        let mut hasher = blake3::Hasher::new();
-        let session = self.session.as_deref().map(str::as_bytes);
-        for part in [
-            b"baton transcript key 1".as_slice(),
-            harness.name().as_bytes(),
-            session.unwrap_or_default(),
-            self.path.as_os_str().as_bytes(),
-            self.bytes.get(..len)?,
-        ] {
-            hasher.update(&(part.len() as u64).to_le_bytes());
-            hasher.update(part);
-        }
-        hasher.update(&[u8::from(session.is_some())]);
-        Some(hasher.finalize().to_hex().to_string())
+        let bytes = self.bytes.get(..len)?;
+        let mut hasher = key_start(harness, self.session.as_deref(), &self.path, len as u64);
+        hasher.update(bytes);
+        Some(key_finish(hasher, self.session.is_some()))
     }
 
     /// Which session file this is, whatever its length: a hash of the harness, the
@@ -244,22 +336,7 @@ impl SessionFile {
     /// found as `latest` (the only ones whose appended lines are normalised on their own,
     /// see [`SessionFile::normalise_appended`]).
     pub fn ident(&self) -> Option<String> {
-        use std::os::unix::ffi::OsStrExt;
-        if self.harness != Some(Harness::ClaudeCode) {
-            return None;
-        }
-        let session = self.session.as_deref()?;
-        let mut hasher = blake3::Hasher::new();
-        for part in [
-            b"baton transcript ident 1".as_slice(),
-            Harness::ClaudeCode.name().as_bytes(),
-            session.as_bytes(),
-            self.path.as_os_str().as_bytes(),
-        ] {
-            hasher.update(&(part.len() as u64).to_le_bytes());
-            hasher.update(part);
-        }
-        Some(hasher.finalize().to_hex().to_string())
+        ident_of(self.harness, self.session.as_deref(), &self.path)
     }
 
     /// The file's bytes.
