@@ -81,6 +81,7 @@ pub(super) fn prepare(
     // Only a file that ends with a line end can be taken to grow by whole lines.
     let ident = session.ident().filter(|_| session.bytes().ends_with(b"\n"));
     let len = session.bytes().len() as u64;
+    let stat = session.stat();
     let loaded = session.load()?;
     transcript::validate(&loaded.jsonl)?;
     let grown = ident.map(|ident| statcache::Grown {
@@ -89,6 +90,7 @@ pub(super) fn prepare(
         events: loaded.events as u64,
         calls: loaded.pairing.calls.clone(),
         unpaired: loaded.pairing.unpaired.clone(),
+        stat,
     });
     let mut files = vec![MemFile::new("transcript.jsonl", loaded.jsonl)];
     if let Some((path, bytes)) = loaded.raw {
@@ -112,9 +114,10 @@ pub(super) fn prepare(
 }
 
 /// The transcript cache entry of this session file when the file is still exactly as long
-/// as it was then and its bytes give the entry's key: hashed as read, never held whole
-/// (a 3 MB session was read into memory only to be hashed). A file of another length
-/// goes the usual way (read, then looked up, appended or normalised).
+/// as it was then and either its metadata proves it unchanged (the stat cache's
+/// racy-clean rule, SPEC 5.1) or its bytes give the entry's key: hashed as read, never
+/// held whole (a 3 MB session was read into memory only to be hashed). A file of another
+/// length goes the usual way (read, then looked up, appended or normalised).
 fn unchanged_since_cached(
     store: &Store,
     policy: &str,
@@ -126,13 +129,21 @@ fn unchanged_since_cached(
     else {
         return Ok(None);
     };
-    let Some(len) = entry.grown.as_ref().map(|g| g.len) else {
+    let Some(grown) = entry.grown.as_ref() else {
         return Ok(None);
     };
-    if resolved.file_len()? != len {
+    let now = resolved.file_stat()?;
+    if now.size != grown.len {
         return Ok(None);
     }
-    let key = resolved.key_of_streamed(len)?;
+    // The stat cache's rule first: the same metadata, old enough, is the same bytes.
+    if grown
+        .stat
+        .is_some_and(|s| s.file.size == grown.len && s.proves_unchanged(&now))
+    {
+        return Ok(Some(entry));
+    }
+    let key = resolved.key_of_streamed(grown.len)?;
     Ok(key.filter(|k| *k == entry.key).map(|_| entry))
 }
 
@@ -263,6 +274,7 @@ fn appended_parts(
         events: grown.events + tail_events,
         calls: pairing.calls,
         unpaired: pairing.unpaired,
+        stat: session.stat(),
     };
     Some((entry, prefix_jsonl, tail_jsonl, next))
 }

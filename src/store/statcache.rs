@@ -155,6 +155,37 @@ pub struct Grown {
     pub calls: Vec<(String, String)>,
     /// Result ids no call named.
     pub unpaired: Vec<String>,
+    /// The file's metadata just before it was read, for the racy-clean rule: a file whose
+    /// metadata still equals it is those bytes without being read (absent in caches of
+    /// older builds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stat: Option<SessionStat>,
+}
+
+/// A session file's metadata and when it was taken, just before the file was read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionStat {
+    pub file: FileStat,
+    pub read_at_ns: i64,
+}
+
+impl SessionStat {
+    /// Take it: call just before reading the file.
+    pub fn take(path: &Path) -> Option<SessionStat> {
+        let read_at_ns = now_ns();
+        let meta = std::fs::metadata(path).ok()?;
+        Some(SessionStat {
+            file: FileStat::of(&meta),
+            read_at_ns,
+        })
+    }
+
+    /// Whether a file whose metadata is `now` is still the bytes read then, by the stat
+    /// cache's rule: every field equal, and the file's timestamps older than that read by
+    /// more than their granularity (so that any later write moved them).
+    pub fn proves_unchanged(&self, now: &FileStat) -> bool {
+        self.file == *now && !self.file.is_racy(self.read_at_ns)
+    }
 }
 
 /// The cached entries of one directory, ready for lookups.

@@ -275,11 +275,12 @@ fn the_latest_session_is_read_whole_once() {
     );
 }
 
-/// A session unchanged since the last handoff (the transcript cache hits) is hashed as it
-/// is read, in pieces of at most 256 KiB, and never held whole: a 3 MB session was read
-/// in one piece into memory only to be hashed.
+/// A session unchanged since the last handoff (the transcript cache hits) is not read when
+/// its metadata proves it unchanged (the stat cache's rule), and otherwise hashed as it is
+/// read, in pieces of at most 256 KiB, never held whole: a 3 MB session was read in one
+/// piece into memory only to be hashed.
 #[test]
-fn an_unchanged_session_is_hashed_in_pieces() {
+fn an_unchanged_session_is_not_read_or_hashed_in_pieces() {
     if !common::precondition(
         common::strace_usable(),
         "strace that can trace here (apt-get install -y strace)",
@@ -330,17 +331,32 @@ fn an_unchanged_session_is_hashed_in_pieces() {
         assert!(out.status.success(), "handoff\n{}", common::text(&out));
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
     };
+    let reads_of_session = |trace: &Path| -> Vec<u64> {
+        common::strace_per_thread(trace)
+            .lines()
+            .filter(|l| l.contains(&format!("{session}.jsonl>")))
+            .filter_map(|l| l.rsplit("= ").next()?.trim().parse::<u64>().ok())
+            .collect()
+    };
+    // Older than the racy-clean window when the first handoff stats it.
+    std::thread::sleep(std::time::Duration::from_millis(200));
     let first = handoff(None);
     assert_eq!(first["saved"]["transcript_cached"], false, "{first}");
-    let trace = env.path().join("trace");
+
+    // Unchanged metadata: not read at all but for the listing's look at its start.
+    let trace = env.path().join("trace-stat");
     let second = handoff(Some(&trace));
     assert_eq!(second["saved"]["transcript_cached"], true, "{second}");
-    let trace = common::strace_per_thread(&trace);
-    let reads: Vec<u64> = trace
-        .lines()
-        .filter(|l| l.contains(&format!("{session}.jsonl>")))
-        .filter_map(|l| l.rsplit("= ").next()?.trim().parse::<u64>().ok())
-        .collect();
+    let total: u64 = reads_of_session(&trace).iter().sum();
+    assert!(total < size / 4, "{total} bytes of {size} read");
+
+    // The same bytes written again (new timestamps): hashed in pieces, then a hit.
+    let bytes = fs::read(&file).unwrap();
+    fs::write(&file, &bytes).unwrap();
+    let trace = env.path().join("trace-hash");
+    let third = handoff(Some(&trace));
+    assert_eq!(third["saved"]["transcript_cached"], true, "{third}");
+    let reads = reads_of_session(&trace);
     let largest = reads.iter().copied().max().unwrap_or(0);
     assert!(largest <= 256 << 10, "a read of {largest} bytes: {reads:?}");
     // The head read by the listing, then every byte once.
@@ -349,4 +365,13 @@ fn an_unchanged_session_is_hashed_in_pieces() {
         total >= size && total < size + (256 << 10),
         "{total} of {size}"
     );
+
+    // Other bytes of the same length: read and normalised again, not taken from the cache.
+    let changed = String::from_utf8(bytes)
+        .unwrap()
+        .replacen("Step 1:", "Step X:", 1);
+    assert_eq!(changed.len() as u64, size);
+    fs::write(&file, changed).unwrap();
+    let fourth = handoff(None);
+    assert_eq!(fourth["saved"]["transcript_cached"], false, "{fourth}");
 }

@@ -9,6 +9,8 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use crate::store::statcache::{FileStat, SessionStat};
+
 use serde::Serialize;
 
 use super::events::{self, Event};
@@ -173,6 +175,8 @@ pub struct SessionFile {
     bytes: Vec<u8>,
     /// The session id asked for or found while listing.
     session: Option<String>,
+    /// The file's metadata just before it was read.
+    stat: Option<SessionStat>,
 }
 
 /// Resolve `--transcript` and read the file (cut at its last complete line).
@@ -218,25 +222,27 @@ pub fn resolve_source(homes: &Homes, source: &Source, workspace: &Path) -> Resul
 impl ResolvedSession {
     /// Read the file (cut at its last complete line).
     pub fn read(self) -> Result<SessionFile> {
+        let stat = SessionStat::take(&self.path);
         let bytes = read_complete(&self.path)?;
         Ok(SessionFile {
             harness: self.harness.or_else(|| detect(&bytes)),
             path: self.path,
             bytes,
             session: self.session,
+            stat,
         })
+    }
+
+    /// The file's metadata now.
+    pub fn file_stat(&self) -> Result<FileStat> {
+        fs::metadata(&self.path)
+            .map(|m| FileStat::of(&m))
+            .map_err(|e| Error::io("cannot read transcript", &self.path, e))
     }
 
     /// [`SessionFile::ident`] of this file, known before reading it.
     pub fn ident(&self) -> Option<String> {
         ident_of(self.harness, self.session.as_deref(), &self.path)
-    }
-
-    /// The file's current length.
-    pub fn file_len(&self) -> Result<u64> {
-        fs::metadata(&self.path)
-            .map(|m| m.len())
-            .map_err(|e| Error::io("cannot read transcript", &self.path, e))
     }
 
     /// [`SessionFile::key_of`] of the file's first `len` bytes, hashed as they are read
@@ -337,6 +343,11 @@ impl SessionFile {
     /// see [`SessionFile::normalise_appended`]).
     pub fn ident(&self) -> Option<String> {
         ident_of(self.harness, self.session.as_deref(), &self.path)
+    }
+
+    /// The file's metadata just before it was read.
+    pub fn stat(&self) -> Option<SessionStat> {
+        self.stat
     }
 
     /// The file's bytes.
