@@ -171,6 +171,20 @@ fn an_operation_in_progress_is_found_from_a_subdirectory() {
     }
 }
 
+/// A workspace `ws` in `env` and the directory Claude Code keeps its sessions in.
+fn workspace_and_project(env: &Env) -> (PathBuf, PathBuf) {
+    let ws = env.path().join("ws");
+    fs::create_dir_all(&ws).unwrap();
+    let ws = fs::canonicalize(&ws).unwrap();
+    let project: String = s(&ws)
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = env.path().join(".claude/projects").join(project);
+    fs::create_dir_all(&dir).unwrap();
+    (ws, dir)
+}
+
 /// A Claude Code session line in `ws`.
 fn session_line(ws: &Path, session: &str, n: usize) -> String {
     let line = serde_json::json!({
@@ -194,15 +208,7 @@ fn the_latest_session_is_read_whole_once() {
         return;
     }
     let env = Env::new();
-    let ws = env.path().join("ws");
-    fs::create_dir_all(&ws).unwrap();
-    let ws = fs::canonicalize(&ws).unwrap();
-    let project: String = s(&ws)
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    let dir = env.path().join(".claude/projects").join(project);
-    fs::create_dir_all(&dir).unwrap();
+    let (ws, dir) = workspace_and_project(&env);
     let older = "5e551011-0000-4000-8000-0000000000a1";
     let newer = "5e551011-0000-4000-8000-0000000000a2";
     // More lines than the header is looked for in, so that a head read stops early.
@@ -288,15 +294,7 @@ fn an_unchanged_session_is_not_read_or_hashed_in_pieces() {
         return;
     }
     let env = Env::new();
-    let ws = env.path().join("ws");
-    fs::create_dir_all(&ws).unwrap();
-    let ws = fs::canonicalize(&ws).unwrap();
-    let project: String = s(&ws)
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    let dir = env.path().join(".claude/projects").join(project);
-    fs::create_dir_all(&dir).unwrap();
+    let (ws, dir) = workspace_and_project(&env);
     let session = "5e551011-0000-4000-8000-0000000000b1";
     let text: String = (1..=6000).map(|n| session_line(&ws, session, n)).collect();
     let file = dir.join(format!("{session}.jsonl"));
