@@ -220,19 +220,11 @@ fn the_latest_session_is_read_whole_once() {
     let out = env.cmd().current_dir(&ws).arg("init").output().unwrap();
     assert!(out.status.success(), "{}", common::text(&out));
     let trace = env.path().join("trace.txt");
-    let out = std::process::Command::new("strace")
-        .args(["-ff", "-qq", "-y", "-o"])
-        .arg(&trace)
-        .args(["-e", "trace=read"])
-        .arg(env!("CARGO_BIN_EXE_baton"))
+    let out = env
+        .strace(&["-ff", "-qq", "-y"], &trace, "read")
         .args(["--json", "handoff", "--to", "codex", "--no-brief"])
         .args(["--transcript", "claude-code:latest"])
         .current_dir(&ws)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", env.path())
-        .env("USER", "tester")
-        .env("TZ", "UTC")
         .output()
         .unwrap();
     assert!(
@@ -305,25 +297,13 @@ fn an_unchanged_session_is_not_read_or_hashed_in_pieces() {
     assert!(out.status.success(), "{}", common::text(&out));
     let handoff = |traced: Option<&Path>| {
         let mut cmd = match traced {
-            Some(trace) => {
-                let mut cmd = std::process::Command::new("strace");
-                cmd.args(["-ff", "-qq", "-y", "-o"])
-                    .arg(trace)
-                    .args(["-e", "trace=read"])
-                    .arg(env!("CARGO_BIN_EXE_baton"));
-                cmd
-            }
-            None => std::process::Command::new(env!("CARGO_BIN_EXE_baton")),
+            Some(trace) => env.strace(&["-ff", "-qq", "-y"], trace, "read"),
+            None => env.cmd(),
         };
         let out = cmd
             .args(["--json", "handoff", "--to", "codex", "--no-brief"])
             .args(["--transcript", "claude-code:latest"])
             .current_dir(&ws)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", env.path())
-            .env("USER", "tester")
-            .env("TZ", "UTC")
             .output()
             .unwrap();
         assert!(out.status.success(), "handoff\n{}", common::text(&out));

@@ -235,19 +235,11 @@ fn a_handoff_publishes_its_manifest_in_its_pack_with_five_syncs() {
     fs::write(ws.join("a.txt"), "two\n").unwrap();
     for round in 0..2 {
         let trace = env.path().join("trace.txt");
-        let out = std::process::Command::new("strace")
-            .args(["-f", "-qq", "-y", "-o"])
-            .arg(&trace)
-            .args(["-e", "trace=fsync,fdatasync"])
-            .arg(env!("CARGO_BIN_EXE_baton"))
+        let out = env
+            .strace(&["-f", "-qq", "-y"], &trace, "fsync,fdatasync")
             .args(["handoff", "--to", "codex", "--no-brief"])
             .args(["--transcript", "claude-code:latest"])
             .current_dir(&ws)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", env.path())
-            .env("USER", "tester")
-            .env("TZ", "UTC")
             .output()
             .unwrap();
         assert!(

@@ -41,6 +41,25 @@ impl Env {
         cmd
     }
 
+    /// `strace FLAGS -o TRACE -e trace=FILTER baton`, with the environment `cmd` gives
+    /// (the same directory, variables and HOME); the caller adds baton's arguments.
+    pub fn strace(&self, flags: &[&str], trace: &Path, filter: &str) -> Command {
+        let mut cmd = Command::new("strace");
+        cmd.args(flags)
+            .arg("-o")
+            .arg(trace)
+            .arg("-e")
+            .arg(format!("trace={filter}"))
+            .arg(env!("CARGO_BIN_EXE_baton"))
+            .current_dir(self.path())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.path())
+            .env("USER", "tester")
+            .env("TZ", "UTC");
+        cmd
+    }
+
     pub fn run(&self, args: &[&str]) -> Output {
         self.cmd().args(args).output().expect("run baton")
     }

@@ -5,8 +5,6 @@
 
 use crate::common;
 
-use std::process::Command;
-
 use common::{Env, text};
 
 #[test]
@@ -37,18 +35,9 @@ fn a_cached_resave_stats_no_loose_object_paths() {
     env.ok(&["save", "work"]);
 
     let trace = env.path().join("trace.txt");
-    let out = Command::new("strace")
-        .args(["-ff", "-qq", "-o"])
-        .arg(&trace)
-        .args(["-e", "trace=%stat,statx"])
-        .arg(env!("CARGO_BIN_EXE_baton"))
+    let out = env
+        .strace(&["-ff", "-qq"], &trace, "%stat,statx")
         .args(["--json", "save", "work"])
-        .current_dir(env.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", env.path())
-        .env("USER", "tester")
-        .env("TZ", "UTC")
         .output()
         .unwrap();
     assert!(out.status.success(), "traced re-save\n{}", text(&out));

@@ -5,25 +5,15 @@
 use crate::common;
 
 use std::fs;
-use std::process::Command;
 
 use common::{Env, pack_files, text};
 
 /// fsync and fdatasync calls of one traced `baton save work` in `env`.
 fn traced_save_syncs(env: &Env) -> Vec<String> {
     let trace = env.path().join("trace.txt");
-    let out = Command::new("strace")
-        .args(["-f", "-qq", "-y", "-o"])
-        .arg(&trace)
-        .args(["-e", "trace=fsync,fdatasync"])
-        .arg(env!("CARGO_BIN_EXE_baton"))
+    let out = env
+        .strace(&["-f", "-qq", "-y"], &trace, "fsync,fdatasync")
         .args(["save", "work"])
-        .current_dir(env.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", env.path())
-        .env("USER", "tester")
-        .env("TZ", "UTC")
         .output()
         .unwrap();
     assert!(out.status.success(), "traced save\n{}", text(&out));

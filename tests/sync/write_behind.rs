@@ -7,7 +7,6 @@ use crate::common;
 
 use std::collections::HashMap;
 use std::fs;
-use std::process::Command;
 
 use common::{Env, random_bytes, text};
 
@@ -37,20 +36,15 @@ fn a_clone_starts_write_back_early_and_still_fsyncs_before_publishing() {
     let b = Env::new();
     let dest = b.path().join("clone");
     let trace = b.path().join("trace.txt");
-    let out = Command::new("strace")
-        .args(["-f", "-qq", "-o"])
-        .arg(&trace)
-        .args(["-e", "trace=sync_file_range,fsync,fdatasync,close"])
-        .arg(env!("CARGO_BIN_EXE_baton"))
+    let out = b
+        .strace(
+            &["-f", "-qq"],
+            &trace,
+            "sync_file_range,fsync,fdatasync,close",
+        )
         .arg("clone")
         .arg(a.store())
         .arg(&dest)
-        .current_dir(b.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", b.path())
-        .env("USER", "tester")
-        .env("TZ", "UTC")
         .output()
         .unwrap();
     assert!(out.status.success(), "traced clone\n{}", text(&out));
