@@ -176,12 +176,7 @@ fn workspace_and_project(env: &Env) -> (PathBuf, PathBuf) {
     let ws = env.path().join("ws");
     fs::create_dir_all(&ws).unwrap();
     let ws = fs::canonicalize(&ws).unwrap();
-    let project: String = s(&ws)
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    let dir = env.path().join(".claude/projects").join(project);
-    fs::create_dir_all(&dir).unwrap();
+    let dir = common::claude_project_dir(env.path(), &ws);
     (ws, dir)
 }
 

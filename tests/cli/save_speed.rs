@@ -14,23 +14,8 @@ const SESSION: &str = "5e551011-0000-4000-8000-0000000000aa";
 /// A git workspace with one commit, a Claude Code session of `lines` exchanges recorded
 /// in it (under the env's HOME), and an initialised store; returns (workspace, session).
 fn workspace_with_session(env: &Env, lines: usize) -> (PathBuf, PathBuf) {
-    let ws = env.path().join("ws");
-    fs::create_dir_all(&ws).unwrap();
-    let ws = fs::canonicalize(&ws).unwrap();
-    fs::write(ws.join("a.txt"), "one\n").unwrap();
-    common::git(&ws, &["init", "-q"]);
-    common::git(&ws, &["add", "-A"]);
-    common::git(&ws, &["commit", "-q", "-m", "base"]);
-    let project: String = s(&ws)
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    let session = env
-        .path()
-        .join(".claude/projects")
-        .join(project)
-        .join(format!("{SESSION}.jsonl"));
-    fs::create_dir_all(session.parent().unwrap()).unwrap();
+    let ws = common::git_workspace(env);
+    let session = common::claude_project_dir(env.path(), &ws).join(format!("{SESSION}.jsonl"));
     let mut text = String::new();
     for n in 1..=lines {
         text.push_str(&exchange(&ws, n, "run the tests"));

@@ -14,23 +14,8 @@ const SESSION: &str = "5e551011-0000-4000-8000-0000000000bb";
 /// A git workspace, a Claude Code session of `n` exchanges (each a message, a tool call
 /// and its result) recorded in it, and a store; returns (workspace, session file).
 fn workspace(env: &Env, n: usize) -> (PathBuf, PathBuf) {
-    let ws = env.path().join("ws");
-    fs::create_dir_all(&ws).unwrap();
-    let ws = fs::canonicalize(&ws).unwrap();
-    fs::write(ws.join("a.txt"), "one\n").unwrap();
-    common::git(&ws, &["init", "-q"]);
-    common::git(&ws, &["add", "-A"]);
-    common::git(&ws, &["commit", "-q", "-m", "base"]);
-    let project: String = s(&ws)
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    let session = env
-        .path()
-        .join(".claude/projects")
-        .join(project)
-        .join(format!("{SESSION}.jsonl"));
-    fs::create_dir_all(session.parent().unwrap()).unwrap();
+    let ws = common::git_workspace(env);
+    let session = common::claude_project_dir(env.path(), &ws).join(format!("{SESSION}.jsonl"));
     let text: String = (1..=n).map(|i| exchange(&ws, i)).collect();
     fs::write(&session, text).unwrap();
     run(env, &ws, &["init"]);

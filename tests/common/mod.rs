@@ -544,6 +544,32 @@ pub fn strace_per_thread(prefix: &std::path::Path) -> String {
         .collect()
 }
 
+/// The directory Claude Code keeps the sessions of workspace `ws` in, under `home`
+/// (`~/.claude/projects/<ws with every other character than a letter or digit as ->`),
+/// created.
+pub fn claude_project_dir(home: &Path, ws: &Path) -> PathBuf {
+    let project: String = ws
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = home.join(".claude/projects").join(project);
+    std::fs::create_dir_all(&dir).expect("claude project dir");
+    dir
+}
+
+/// A git workspace `ws` in `env` (its canonical path) with one commit of `a.txt`.
+pub fn git_workspace(env: &Env) -> PathBuf {
+    let ws = env.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("workspace");
+    let ws = std::fs::canonicalize(&ws).expect("workspace path");
+    std::fs::write(ws.join("a.txt"), "one\n").expect("a.txt");
+    git(&ws, &["init", "-q"]);
+    git(&ws, &["add", "-A"]);
+    git(&ws, &["commit", "-q", "-m", "base"]);
+    ws
+}
+
 pub fn strace_usable() -> bool {
     std::process::Command::new("strace")
         .args(["-f", "-qq", "-o", "/dev/null", "true"])
