@@ -63,18 +63,20 @@ pub(super) fn prepare(
         &sessions::Source::parse(source),
         workspace,
     )?;
-    if let Some(hit) = unchanged_since_cached(store, policy, &resolved)? {
-        return Ok(cached(hit));
+    let cache = statcache::transcripts(store, policy);
+    // The entry of this session file, if any: the one an unchanged or grown file uses.
+    let entry = resolved.ident().and_then(|ident| cache.by_ident(&ident));
+    if let Some(entry) = entry.as_ref()
+        && unchanged_since(entry, &resolved)?
+    {
+        return Ok(cached(entry.clone()));
     }
     let session = resolved.read()?;
     let key = session.key();
-    if let Some(hit) = key
-        .as_deref()
-        .and_then(|k| statcache::transcript(store, policy, k))
-    {
+    if let Some(hit) = key.as_deref().and_then(|k| cache.by_key(k)) {
         return Ok(cached(hit));
     }
-    let session = match appended(store, policy, session) {
+    let session = match appended(store, entry, session) {
         Ok(prepared) => return Ok(prepared),
         Err(session) => *session,
     };
@@ -113,38 +115,31 @@ pub(super) fn prepare(
     })
 }
 
-/// The transcript cache entry of this session file when the file is still exactly as long
+/// Whether the session file is still the one the cache `entry` was made from: exactly as long
 /// as it was then and either its metadata proves it unchanged (the stat cache's
 /// racy-clean rule, SPEC 5.1) or its bytes give the entry's key: hashed as read, never
 /// held whole (a 3 MB session was read into memory only to be hashed). A file of another
 /// length goes the usual way (read, then looked up, appended or normalised).
-fn unchanged_since_cached(
-    store: &Store,
-    policy: &str,
+fn unchanged_since(
+    entry: &statcache::Transcript,
     resolved: &sessions::ResolvedSession,
-) -> Result<Option<statcache::Transcript>> {
-    let Some(entry) = resolved
-        .ident()
-        .and_then(|ident| statcache::grown_transcript(store, policy, &ident))
-    else {
-        return Ok(None);
-    };
+) -> Result<bool> {
     let Some(grown) = entry.grown.as_ref() else {
-        return Ok(None);
+        return Ok(false);
     };
     let now = resolved.file_stat()?;
     if now.size != grown.len {
-        return Ok(None);
+        return Ok(false);
     }
     // The stat cache's rule first: the same metadata, old enough, is the same bytes.
     if grown
         .stat
         .is_some_and(|s| s.file.size == grown.len && s.proves_unchanged(&now))
     {
-        return Ok(Some(entry));
+        return Ok(true);
     }
     let key = resolved.key_of_streamed(grown.len)?;
-    Ok(key.filter(|k| *k == entry.key).map(|_| entry))
+    Ok(key.is_some_and(|k| k == entry.key))
 }
 
 /// The files of a transcript cache hit: its stored blobs (names scanned as always).
@@ -172,10 +167,11 @@ fn cached(hit: statcache::Transcript) -> Prepared {
 /// session back, to be normalised and scanned whole.
 fn appended(
     store: &Store,
-    policy: &str,
+    entry: Option<statcache::Transcript>,
     session: SessionFile,
 ) -> std::result::Result<Prepared, Box<SessionFile>> {
-    let Some((entry, prefix_jsonl, tail_jsonl, grown)) = appended_parts(store, policy, &session)
+    let Some((entry, prefix_jsonl, tail_jsonl, grown)) =
+        entry.and_then(|entry| appended_parts(store, entry, &session))
     else {
         return Err(Box::new(session));
     };
@@ -240,11 +236,10 @@ fn entry_len(entry: &statcache::Transcript) -> usize {
 /// [`Grown`]: statcache::Grown
 fn appended_parts(
     store: &Store,
-    policy: &str,
+    entry: statcache::Transcript,
     session: &SessionFile,
 ) -> Option<(statcache::Transcript, Vec<u8>, Vec<u8>, statcache::Grown)> {
     let ident = session.ident()?;
-    let entry = statcache::grown_transcript(store, policy, &ident)?;
     let grown = entry.grown.clone()?;
     let len = usize::try_from(grown.len).ok()?;
     if len >= session.bytes().len() || session.key_of(len)? != entry.key {

@@ -278,32 +278,42 @@ pub fn for_root(store: &Store, root: &Path, policy: &str) -> Lookup {
     }
 }
 
-/// The transcript cached under `key` (see [`Transcript`]) if it was found clean under
-/// `policy` and every blob it names is in the store; `None` means: normalise and scan.
-pub fn transcript(store: &Store, policy: &str, key: &str) -> Option<Transcript> {
-    let contents = read(store).filter(|c| c.policy == policy)?;
-    let found = contents.transcripts.into_iter().find(|t| t.key == key)?;
-    found
-        .files
-        .iter()
-        .all(|(_, id, _)| store.objects.contains(id))
-        .then_some(found)
+/// The transcript cache entries found clean under `policy`, read from the file once per
+/// handoff; a lookup returns an entry only when every blob it names is in the store.
+pub struct Transcripts<'s> {
+    store: &'s Store,
+    entries: Vec<Transcript>,
 }
 
-/// The transcript entry of the session file `ident` (see [`Grown`]) under `policy`, when
-/// every blob it names is in the store: the caller checks that the file still starts
-/// with exactly the bytes the entry was made from.
-pub fn grown_transcript(store: &Store, policy: &str, ident: &str) -> Option<Transcript> {
-    let contents = read(store).filter(|c| c.policy == policy)?;
-    let found = contents
-        .transcripts
-        .into_iter()
-        .find(|t| t.grown.as_ref().is_some_and(|g| g.ident == ident))?;
-    found
-        .files
-        .iter()
-        .all(|(_, id, _)| store.objects.contains(id))
-        .then_some(found)
+pub fn transcripts<'s>(store: &'s Store, policy: &str) -> Transcripts<'s> {
+    let entries = read(store)
+        .filter(|c| c.policy == policy)
+        .map(|c| c.transcripts)
+        .unwrap_or_default();
+    Transcripts { store, entries }
+}
+
+impl Transcripts<'_> {
+    /// The transcript cached under `key` (see [`Transcript`]); `None` means: normalise
+    /// and scan.
+    pub fn by_key(&self, key: &str) -> Option<Transcript> {
+        self.usable(|t| t.key == key)
+    }
+
+    /// The entry of the session file `ident` (see [`Grown`]): the caller checks that the
+    /// file still starts with exactly the bytes the entry was made from.
+    pub fn by_ident(&self, ident: &str) -> Option<Transcript> {
+        self.usable(|t| t.grown.as_ref().is_some_and(|g| g.ident == ident))
+    }
+
+    fn usable(&self, wanted: impl Fn(&Transcript) -> bool) -> Option<Transcript> {
+        let found = self.entries.iter().find(|t| wanted(t))?;
+        found
+            .files
+            .iter()
+            .all(|(_, id, _)| self.store.objects.contains(id))
+            .then(|| found.clone())
+    }
 }
 
 /// Remember `entry` (other transcripts kept, up to `MAX_TRANSCRIPTS`). Call only after
