@@ -90,7 +90,7 @@ impl<'s> Ingest<'s> {
             self.store.objects.envelope(),
             pack_id,
             &entries,
-            &mut WriteBehind::new(temp.as_file_mut(), 0),
+            &mut WriteBehind::new(temp.as_file_mut()),
             fill,
         )?;
         let dest = dir.join(pack_file_name(pack_id));
@@ -128,7 +128,7 @@ impl<'s> Ingest<'s> {
         fill: impl FnOnce(&mut dyn Write) -> Result<()>,
     ) -> Result<()> {
         let mut temp = self.store.objects.temp_for_name(name)?;
-        fill(&mut WriteBehind::new(temp.as_file_mut(), 0))?;
+        fill(&mut WriteBehind::new(temp.as_file_mut()))?;
         self.store
             .objects
             .put_stored_file(name, temp, &self.pending)?;

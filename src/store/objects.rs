@@ -454,7 +454,7 @@ impl Objects {
                 path,
                 &id,
                 size,
-                io::BufWriter::with_capacity(BUF_SIZE, WriteBehind::new(temp, 0)),
+                io::BufWriter::with_capacity(BUF_SIZE, WriteBehind::new(temp)),
             )?;
             buffered.flush().ctx("cannot write", path)
         })?;

@@ -114,7 +114,7 @@ impl<'a> PackBatch<'a> {
                     .as_file()
                     .try_clone()
                     .ctx("cannot write", temp.path())?;
-                let sink = BufWriter::with_capacity(BUF_SIZE, WriteBehind::new(file, 0));
+                let sink = BufWriter::with_capacity(BUF_SIZE, WriteBehind::new(file));
                 let writer = PackWriter::new(sink).ctx("cannot write", temp.path())?;
                 OpenPack { temp, writer }
             }

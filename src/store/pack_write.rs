@@ -19,7 +19,7 @@ pub fn write_pack(dir: &Path, objects: &[(ObjectId, Vec<u8>)]) -> Result<ObjectI
     let id = {
         let sink = io::BufWriter::with_capacity(
             1 << 20,
-            super::write_behind::WriteBehind::new(temp.as_file_mut(), 0),
+            super::write_behind::WriteBehind::new(temp.as_file_mut()),
         );
         let mut writer = PackWriter::new(sink).ctx("cannot write", dir)?;
         for (name, stored) in objects {

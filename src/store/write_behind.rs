@@ -17,11 +17,10 @@ const WINDOW: u64 = 8 << 20;
 /// A `Write` over a file (or `&mut File`) that starts write-back behind the writer.
 pub struct WriteBehind<F: AsFile> {
     file: F,
-    /// Bytes written through this writer (its offsets start at `base`).
+    /// Bytes written through this writer, from the start of a new file.
     written: u64,
-    /// Write-back has been started for `[base, started)`.
+    /// Write-back has been started for `[0, started)`.
     started: u64,
-    base: u64,
 }
 
 /// What `WriteBehind` can wrap: a file it owns or borrows.
@@ -49,22 +48,17 @@ impl AsFile for &mut File {
 }
 
 impl<F: AsFile> WriteBehind<F> {
-    /// Wrap `file`, whose next write lands at offset `base` (0 for a new file).
-    pub fn new(file: F, base: u64) -> Self {
+    /// Wrap a new, empty `file`.
+    pub fn new(file: F) -> Self {
         WriteBehind {
             file,
-            written: base,
-            started: base,
-            base,
+            written: 0,
+            started: 0,
         }
     }
 
     pub fn into_inner(self) -> F {
         self.file
-    }
-
-    pub fn get_ref(&self) -> &File {
-        self.file.file()
     }
 
     fn advance(&mut self) {
@@ -73,7 +67,7 @@ impl<F: AsFile> WriteBehind<F> {
             start_write_back(self.file.file(), window, WINDOW);
             // Wait for the window before this one, so dirty pages stay bounded and the
             // writer runs at the disk's pace rather than piling up work for the fsync.
-            if window >= self.base + WINDOW {
+            if window >= WINDOW {
                 wait_write_back(self.file.file(), window - WINDOW, WINDOW);
             }
             self.started += WINDOW;
@@ -146,7 +140,7 @@ mod tests {
             .map(|i| (i % 251) as u8)
             .collect();
         {
-            let mut w = WriteBehind::new(File::create(&path).expect("create"), 0);
+            let mut w = WriteBehind::new(File::create(&path).expect("create"));
             for chunk in data.chunks(1 << 20 | 77) {
                 w.write_all(chunk).expect("write");
             }
