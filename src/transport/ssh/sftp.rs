@@ -81,6 +81,8 @@ pub struct SftpRemote {
     deferred_error: Option<Error>,
     has_fsync: bool,
     has_statvfs: bool,
+    /// INIT is sent and its VERSION not read yet (the extensions are unknown until it is).
+    greeting_pending: bool,
     /// A channel read or write failed (timeout, dead connection): the packet stream is
     /// out of step, so later requests fail at once instead of each waiting a timeout.
     broken: bool,
@@ -146,6 +148,7 @@ impl SftpRemote {
             deferred_error: None,
             has_fsync: false,
             has_statvfs: false,
+            greeting_pending: false,
             broken: false,
             trace: std::env::var_os("BATON_TRACE_SFTP").is_some_and(|v| v != "0"),
             prepared: HashMap::new(),
@@ -157,21 +160,11 @@ impl SftpRemote {
             open_files: HashMap::new(),
             next_open: 0,
         };
+        // The VERSION reply is read with the first reply anything waits for: requests
+        // may follow INIT at once, since a server takes its input in order (SFTP v3
+        // needs that of it anyway), so the greeting shares the first batch's round trip.
         remote.send(Packet::Init(Init::new()))?;
-        match remote.recv()? {
-            Packet::Version(v) => {
-                remote.has_fsync = v.extensions.contains_key(FSYNC_EXTENSION);
-                remote.has_statvfs = v.extensions.contains_key(STATVFS_EXTENSION);
-            }
-            other => {
-                return Err(lost(
-                    &remote.describe,
-                    format!("unexpected SFTP greeting {other:?}"),
-                ));
-            }
-        }
-        // The greeting is part of connecting.
-        remote.round_trips = 0;
+        remote.greeting_pending = true;
         Ok(remote)
     }
 

@@ -48,6 +48,33 @@ impl SftpRemote {
     }
 
     pub(super) fn recv(&mut self) -> Result<Packet> {
+        if self.greeting_pending {
+            self.read_greeting()?;
+        }
+        self.recv_packet()
+    }
+
+    /// The server's VERSION, which answers the INIT `over` sent and comes before any
+    /// other reply: the extensions it names are noted.
+    pub(super) fn read_greeting(&mut self) -> Result<()> {
+        self.greeting_pending = false;
+        match self.recv_packet()? {
+            Packet::Version(v) => {
+                self.has_fsync = v.extensions.contains_key(FSYNC_EXTENSION);
+                self.has_statvfs = v.extensions.contains_key(STATVFS_EXTENSION);
+                Ok(())
+            }
+            other => {
+                self.broken = true;
+                Err(lost(
+                    &self.describe,
+                    format!("unexpected SFTP greeting {other:?}"),
+                ))
+            }
+        }
+    }
+
+    fn recv_packet(&mut self) -> Result<Packet> {
         if self.broken {
             return Err(lost(&self.describe, "the connection already failed"));
         }
@@ -176,6 +203,9 @@ impl SftpRemote {
     /// `Some(error)` when the file system holding `rel` is (nearly) out of space or
     /// inodes, asked with statvfs@openssh.com; `None` when it is not or we cannot tell.
     pub(super) fn disk_full(&mut self, what: &str, rel: &str) -> Option<Error> {
+        if self.greeting_pending {
+            self.read_greeting().ok()?;
+        }
         if !self.has_statvfs {
             return None;
         }
@@ -339,6 +369,9 @@ impl SftpRemote {
     }
 
     pub(super) fn fsync(&mut self, handle: &str) -> Result<Option<u32>> {
+        if self.greeting_pending {
+            self.read_greeting()?;
+        }
         if !self.has_fsync {
             return Ok(None);
         }

@@ -440,3 +440,52 @@ fn the_backend_deletes_packs_and_loose_objects_but_never_history() {
         strings(&["s/config", "s/log", "s/refs/current/00000000000000000001"])
     );
 }
+
+#[test]
+fn the_greeting_is_read_with_the_first_batch() {
+    let (mut remote, fake) = fake(&[("a", b"one")]);
+    // INIT is out and its VERSION unread: starting the session waited for nothing.
+    assert_eq!(fake.with(|s| (s.seen.clone(), s.read_at)), (strings(&["Init"]), 0));
+    let (files, _) = remote
+        .read_many(&strings(&["a"]), &[], 100)
+        .expect("read_many");
+    assert_eq!(files, vec![Some(b"one".to_vec())]);
+    // The extensions the VERSION named are known: the upload's file is fsynced.
+    remote
+        .put_files(&[("objects/n".to_string(), b"n".to_vec())])
+        .expect("put_files");
+    assert!(fake.with(|s| s.seen.iter().any(|r| r == "Extended")));
+}
+
+/// A server that answers INIT with something other than VERSION.
+struct Refuser(std::io::Cursor<Vec<u8>>);
+
+impl std::io::Read for Refuser {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl Write for Refuser {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl super::Channel for Refuser {}
+
+#[test]
+fn a_bad_greeting_fails_the_first_wait() {
+    let reply = fake::frame(status(0, StatusCode::OpUnsupported));
+    let channel = Refuser(std::io::Cursor::new(reply));
+    let mut remote = super::SftpRemote::over(Box::new(channel), None, "s", "refuser:s".into())
+        .expect("nothing is read yet");
+    let err = remote
+        .read_file("a", &mut Vec::new())
+        .expect_err("the greeting is refused");
+    assert_eq!(err.kind, ErrorKind::Transport);
+    assert!(err.message.contains("unexpected SFTP greeting"), "{}", err.message);
+}
