@@ -67,14 +67,14 @@ pub(super) fn prepare(
     // The entry of this session file, if any: the one an unchanged or grown file uses.
     let entry = resolved.ident().and_then(|ident| cache.by_ident(&ident));
     if let Some(entry) = entry.as_ref()
-        && unchanged_since(entry, &resolved)?
+        && let Some(refreshed) = unchanged_since(entry, &resolved)?
     {
-        return Ok(cached(entry.clone()));
+        return Ok(cached(entry.clone(), refreshed));
     }
     let session = resolved.read()?;
     let key = session.key();
     if let Some(hit) = key.as_deref().and_then(|k| cache.by_key(k)) {
-        return Ok(cached(hit));
+        return Ok(cached(hit, None));
     }
     let session = match appended(store, entry, session) {
         Ok(prepared) => return Ok(prepared),
@@ -120,30 +120,52 @@ pub(super) fn prepare(
 /// racy-clean rule, SPEC 5.1) or its bytes give the entry's key: hashed as read, never
 /// held whole (a 3 MB session was read into memory only to be hashed). A file of another
 /// length goes the usual way (read, then looked up, appended or normalised).
+///
+/// `None`: not unchanged. `Some(refreshed)`: unchanged, and when the bytes had to be
+/// hashed, the metadata taken just before, if it proves the next handoff's file unchanged
+/// without reading (the entry was racy, or from an older build): as git writes back the
+/// index entries a refresh found clean, so one racy handoff does not make every later one
+/// hash the file.
 fn unchanged_since(
     entry: &statcache::Transcript,
     resolved: &sessions::ResolvedSession,
-) -> Result<bool> {
+) -> Result<Option<Option<statcache::Grown>>> {
     let Some(grown) = entry.grown.as_ref() else {
-        return Ok(false);
+        return Ok(None);
     };
     let now = resolved.file_stat()?;
     if now.size != grown.len {
-        return Ok(false);
+        return Ok(None);
     }
     // The stat cache's rule first: the same metadata, old enough, is the same bytes.
     if grown
         .stat
         .is_some_and(|s| s.file.size == grown.len && s.proves_unchanged(&now))
     {
-        return Ok(true);
+        return Ok(Some(None));
     }
+    let before = resolved.session_stat();
     let key = resolved.key_of_streamed(grown.len)?;
-    Ok(key.is_some_and(|k| k == entry.key))
+    if !key.is_some_and(|k| k == entry.key) {
+        return Ok(None);
+    }
+    let refreshed = before
+        .filter(|s| s.file.size == grown.len && s.proves_unchanged(&s.file))
+        .map(|stat| statcache::Grown {
+            stat: Some(stat),
+            ..grown.clone()
+        });
+    Ok(Some(refreshed))
 }
 
 /// The files of a transcript cache hit: its stored blobs (names scanned as always).
-fn cached(hit: statcache::Transcript) -> Prepared {
+/// `refreshed`: the entry's new session metadata, remembered after the save.
+fn cached(hit: statcache::Transcript, refreshed: Option<statcache::Grown>) -> Prepared {
+    let remember = refreshed.map(|grown| Remember {
+        key: hit.key.clone(),
+        paths: hit.files.iter().map(|(path, _, _)| path.clone()).collect(),
+        grown: Some(grown),
+    });
     let files = hit
         .files
         .into_iter()
@@ -154,7 +176,7 @@ fn cached(hit: statcache::Transcript) -> Prepared {
         label: hit.label,
         cached: true,
         appended: false,
-        remember: None,
+        remember,
     }
 }
 

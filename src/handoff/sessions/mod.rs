@@ -233,6 +233,11 @@ impl ResolvedSession {
         })
     }
 
+    /// The file's metadata and when it was taken: call just before reading the file.
+    pub fn session_stat(&self) -> Option<SessionStat> {
+        SessionStat::take(&self.path)
+    }
+
     /// The file's metadata now.
     pub fn file_stat(&self) -> Result<FileStat> {
         fs::metadata(&self.path)

@@ -445,7 +445,10 @@ fn the_backend_deletes_packs_and_loose_objects_but_never_history() {
 fn the_greeting_is_read_with_the_first_batch() {
     let (mut remote, fake) = fake(&[("a", b"one")]);
     // INIT is out and its VERSION unread: starting the session waited for nothing.
-    assert_eq!(fake.with(|s| (s.seen.clone(), s.read_at)), (strings(&["Init"]), 0));
+    assert_eq!(
+        fake.with(|s| (s.seen.clone(), s.read_at)),
+        (strings(&["Init"]), 0)
+    );
     let (files, _) = remote
         .read_many(&strings(&["a"]), &[], 100)
         .expect("read_many");
@@ -487,5 +490,9 @@ fn a_bad_greeting_fails_the_first_wait() {
         .read_file("a", &mut Vec::new())
         .expect_err("the greeting is refused");
     assert_eq!(err.kind, ErrorKind::Transport);
-    assert!(err.message.contains("unexpected SFTP greeting"), "{}", err.message);
+    assert!(
+        err.message.contains("unexpected SFTP greeting"),
+        "{}",
+        err.message
+    );
 }
