@@ -169,7 +169,7 @@ fn probe_state(
         )
         .collect();
     files.extend(probes.iter().map(|n| generation(*n)));
-    let (mut read, listings) = remote.read_and_list(&files, lists, 1 << 20)?;
+    let (mut read, mut listings) = remote.read_and_list(&files, lists, 1 << 20)?;
     let config = decode_config(remote, read.first_mut().and_then(Option::take))?;
     let mut state = RemoteState {
         top: None,
@@ -208,7 +208,15 @@ fn probe_state(
             .filter(|n| *n < high)
             .collect();
         let items: Vec<(Kind, String)> = probes.iter().map(|n| generation(*n)).collect();
-        let (read, _) = remote.read_and_list(&items, &[], 64 << 10)?;
+        // The listings again, after these generations are read: a push publishes its
+        // pack before its generation, so a generation found here may name objects that
+        // the first batch's listings predate (and a pull would call the remote
+        // incomplete). Read after the generation files, they hold everything a
+        // generation read so far needs; the last round's are the ones kept.
+        let (read, relisted) = remote.read_and_list(&items, lists, 64 << 10)?;
+        if !lists.is_empty() {
+            listings = relisted;
+        }
         for (n, bytes) in probes.iter().zip(read) {
             match bytes {
                 Some(bytes) => {
@@ -355,6 +363,7 @@ pub fn check_room_for_store(remote: &dyn Backend, entries: &[RemoteEntry]) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::packs::pack_file_name;
     use crate::transport::local::LocalRemote;
     use crate::transport::{Published, Remote, Upload};
 
@@ -366,12 +375,14 @@ mod tests {
         Failure,
     }
 
-    /// A local remote whose first `left` reads of `path` lose a race with a publisher.
+    /// A local remote whose first `left` reads of `path` lose a race with a publisher,
+    /// and where `then` (a push) runs once, just after the first look.
     struct Racing {
         inner: LocalRemote,
         path: String,
         left: u32,
         race: Race,
+        then: Option<Box<dyn FnOnce()>>,
     }
 
     impl Remote for Racing {
@@ -385,6 +396,9 @@ mod tests {
             limit: u64,
         ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
             let (mut read, listed) = self.inner.read_many(files, dirs, limit)?;
+            if let Some(push) = self.then.take() {
+                push();
+            }
             if let Some(i) = files.iter().position(|f| *f == self.path)
                 && self.left > 0
             {
@@ -442,8 +456,16 @@ mod tests {
     fn store_with_generations(dir: &std::path::Path) -> ObjectId {
         std::fs::create_dir_all(dir.join(layout::ref_dir(&RefName::Current))).unwrap();
         std::fs::write(dir.join(layout::CONFIG), StoreConfig::default().encode()).unwrap();
-        let mut old = None;
-        for n in 1..=3u64 {
+        add_generations(dir, 1..=3, None)
+    }
+
+    /// Generations `range` of `refs/current` after `old`; the id of the newest.
+    fn add_generations(
+        dir: &std::path::Path,
+        range: std::ops::RangeInclusive<u64>,
+        mut old: Option<ObjectId>,
+    ) -> ObjectId {
+        for n in range {
             let new = ObjectId::of(format!("bundle {n}").as_bytes());
             let entry = LogEntry {
                 time: "2026-12-01T00:00:00Z".into(),
@@ -463,12 +485,42 @@ mod tests {
         old.unwrap()
     }
 
+    /// Generations past the first batch's probes are found in later rounds; a push
+    /// between the first batch and those rounds published a pack the first listing may
+    /// not hold. The packs listed are those as of the generation found.
+    #[test]
+    fn a_generation_found_after_the_first_look_comes_with_its_packs() {
+        let dir = tempfile::tempdir().unwrap();
+        store_with_generations(dir.path());
+        // 1..=9: the first batch finds 1..=8 and misses 16, so later rounds look at 9..=15.
+        add_generations(dir.path(), 4..=9, Some(ObjectId::of(b"bundle 3")));
+        let pack = ObjectId::of(b"the pushed pack");
+        let at = dir.path().to_path_buf();
+        let mut remote = racing(dir.path(), 0, Race::Vanished);
+        // The push: its pack, then generations 10 and 11 naming it.
+        remote.then = Some(Box::new(move || {
+            let packs = at.join(layout::PACKS);
+            std::fs::create_dir_all(&packs).unwrap();
+            std::fs::write(packs.join(pack_file_name(&pack)), b"pack").unwrap();
+            add_generations(&at, 10..=11, Some(ObjectId::of(b"bundle 9")));
+        }));
+        let state = read_state(&mut remote).unwrap();
+        let pushed = ObjectId::of(b"bundle 11");
+        assert_eq!((state.generation, state.current), (11, Some(pushed)));
+        assert!(
+            state.packs.iter().any(|(id, _)| *id == pack),
+            "the pack of generation 11 is listed: {:?}",
+            state.packs
+        );
+    }
+
     fn racing(dir: &std::path::Path, left: u32, race: Race) -> Racing {
         Racing {
             inner: LocalRemote::new(dir.to_path_buf()),
             path: layout::generation_path(&RefName::Current, 3),
             left,
             race,
+            then: None,
         }
     }
 

@@ -104,7 +104,9 @@ pub trait Backend {
     }
 
     /// Read small items (missing: `None`; larger than `limit`: an error) and list, in one
-    /// batch.
+    /// batch. Each listing is taken after every read has been answered (or, over SFTP,
+    /// after the opens of the files, which the server carries out first): a listing then
+    /// holds every pack and object published before any ref generation read.
     #[allow(clippy::type_complexity)]
     fn read_and_list(
         &mut self,

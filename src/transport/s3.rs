@@ -352,12 +352,17 @@ impl Backend for S3Backend {
                     .map(|(k, n)| this.read_small(layout::path(k, n), limit)),
             )
             .buffered(READS_IN_FLIGHT)
-            .try_collect::<Vec<_>>();
+            .try_collect::<Vec<_>>()
+            .await?;
+            // The listings only once the reads are answered (the trait's contract): a
+            // push publishes its pack before the ref generation naming it, so a listing
+            // taken after a generation was read holds that generation's pack.
             let lists = futures::stream::iter(lists.iter().map(|l| this.list(listing_rel(l))))
                 .buffered(READS_IN_FLIGHT)
                 .map_ok(Some)
-                .try_collect::<Vec<_>>();
-            futures::try_join!(reads, lists)
+                .try_collect::<Vec<_>>()
+                .await?;
+            Ok((reads, lists))
         })
     }
 
