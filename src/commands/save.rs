@@ -339,14 +339,16 @@ fn save_handoff_started(
         .map_err(|e| Error::io("cannot open workspace", &workspace, e))?;
     // The git evidence is read while the store is opened, the secret rules are built and
     // the transcript is read, normalised and scanned.
-    let pending = match started {
+    let mut pending = match started {
         Some(pending) if pending.dir() == workspace => pending,
         _ => evidence::start(workspace.clone()),
     };
+    pending.know(statcache::histories(&store));
     let policy = crate::handoff::secrets::policy();
     let prepared =
         save_transcript::prepare(&store, &policy, args.transcript.as_deref(), &workspace)?;
     let workspace_evidence = pending.finish();
+    let history = workspace_evidence.known_history();
     let cached = prepared.cached;
     let appended = prepared.appended;
     if let Some(label) = prepared.label.clone() {
@@ -420,6 +422,10 @@ fn save_handoff_started(
         &assembled.files,
         &ids,
     );
+    // Best effort, as the transcript: the next handoff asks git again without it.
+    if let Some(history) = history {
+        let _ = statcache::record_history(&store, history);
+    }
     super::auto_repack(ctx, &store);
     if !ctx.quiet && !ctx.json && !assembled.secrets.is_empty() {
         eprintln!(

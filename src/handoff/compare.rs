@@ -112,7 +112,7 @@ pub fn compare(captured: &Evidence, live_dir: &Path) -> Comparison {
 
 /// [`compare`] with a given git program.
 pub fn compare_with_git(captured: &Evidence, live_dir: &Path, git_program: &Path) -> Comparison {
-    let live = evidence::inspect(live_dir, git_program, false).evidence;
+    let live = evidence::inspect(live_dir, git_program, false, &Vec::new).evidence;
     let mut c = Comparison {
         same_repository: None,
         matched_by: Vec::new(),

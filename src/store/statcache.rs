@@ -120,6 +120,24 @@ struct Contents {
     /// older builds), most recent first.
     #[serde(default)]
     transcripts: Vec<Transcript>,
+    /// The git history of HEAD the last handoffs of each work tree captured (absent in
+    /// caches of older builds), most recent first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    histories: Vec<History>,
+}
+
+/// Work trees whose history is remembered at once; the least recently saved is dropped.
+const MAX_HISTORIES: usize = 4;
+
+/// What a handoff's evidence recorded of HEAD in one work tree: its id, its parentless
+/// ancestors and its first parents (newest first), so that the next handoff, after a few
+/// commits, need not ask git to walk the whole history again (SPEC 5.1).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct History {
+    pub root: String,
+    pub head: String,
+    pub root_commits: Vec<String>,
+    pub first_parents: Vec<String>,
 }
 
 /// Transcripts remembered at once; the least recently saved is dropped first.
@@ -335,6 +353,28 @@ pub fn record_transcript(store: &Store, policy: &str, entry: Transcript) -> Resu
     });
     contents.transcripts.insert(0, entry);
     contents.transcripts.truncate(MAX_TRANSCRIPTS);
+    write(store, &contents)
+}
+
+/// The histories remembered, most recent first (whatever the secret policy: they hold
+/// commit ids only); none for an encrypted store, which keeps no plaintext cache.
+pub fn histories(store: &Store) -> Vec<History> {
+    read(store).map(|c| c.histories).unwrap_or_default()
+}
+
+/// Remember `history`, replacing that of the same work tree. Best effort, as
+/// [`record_transcript`].
+pub fn record_history(store: &Store, history: History) -> Result<()> {
+    if store.config.encryption.is_some() {
+        return Ok(());
+    }
+    let mut contents = read(store).unwrap_or_default();
+    if contents.histories.first() == Some(&history) {
+        return Ok(());
+    }
+    contents.histories.retain(|h| h.root != history.root);
+    contents.histories.insert(0, history);
+    contents.histories.truncate(MAX_HISTORIES);
     write(store, &contents)
 }
 

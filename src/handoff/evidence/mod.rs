@@ -11,6 +11,7 @@
 
 mod git;
 mod history;
+mod known;
 mod patches;
 mod pending;
 mod probe;
@@ -21,6 +22,7 @@ mod untracked;
 pub use git::git_available;
 pub(crate) use git::{Git, absolute, is_object_id};
 pub use history::{FIRST_PARENTS_CAP, Operation};
+pub use known::KnownHistory;
 pub use patches::{PatchHash, hash_patch};
 pub use pending::{Pending, start};
 pub(crate) use reads::read_patch_hashes;
@@ -191,7 +193,30 @@ pub fn capture(dir: &Path) -> Capture {
 /// Capture the workspace at `dir` with the given git program (tests point it at a
 /// missing file to see the partial capture). Never fails.
 pub fn capture_with_git(dir: &Path, git_program: &Path) -> Capture {
-    inspect(dir, git_program, true)
+    inspect(dir, git_program, true, &Vec::new)
+}
+
+/// [`capture`] with the histories earlier captures recorded (`known`, which may wait for
+/// them; asked at most once): the same evidence, in fewer git processes when HEAD's
+/// newest commits lead back to one of them.
+pub fn capture_knowing(dir: &Path, known: &(dyn Fn() -> Vec<KnownHistory> + Sync)) -> Capture {
+    inspect(dir, Path::new("git"), true, known)
+}
+
+impl Capture {
+    /// What a later capture can build on (see [`KnownHistory`]): `None` unless HEAD, its
+    /// roots and its first parents were all read.
+    pub fn known_history(&self) -> Option<KnownHistory> {
+        let git = self.evidence.git.as_ref()?;
+        let head = git.head.clone()?;
+        let known = KnownHistory {
+            root: git.root.clone(),
+            head,
+            root_commits: git.root_commits.clone(),
+            first_parents: git.first_parents.clone(),
+        };
+        known::usable(&known).then_some(known)
+    }
 }
 
 /// Replace credentials in a URL with [`REDACTED_URL_CREDENTIALS`]: a password anywhere,
@@ -231,7 +256,12 @@ pub fn redact_url_credentials(url: &str) -> String {
 
 /// Inspect a workspace. `full` adds what only a capture needs: recent commits, patches
 /// and untracked hashes (a comparison needs none of them).
-pub(crate) fn inspect(dir: &Path, git_program: &Path, full: bool) -> Capture {
+pub(crate) fn inspect(
+    dir: &Path,
+    git_program: &Path,
+    full: bool,
+    known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
+) -> Capture {
     let workspace = absolute(dir);
     let mut capture = Capture {
         evidence: Evidence {
@@ -255,7 +285,7 @@ pub(crate) fn inspect(dir: &Path, git_program: &Path, full: bool) -> Capture {
     // if the answer says it is the root (the very commands asking in turn would run).
     let at_root = workspace.join(".git").symlink_metadata().is_ok();
     let (combined, early) = std::thread::scope(|s| {
-        let early = at_root.then(|| s.spawn(|| read_all(&probe, full)));
+        let early = at_root.then(|| s.spawn(|| read_all(&probe, full, known)));
         let combined = probe.run(&probe::combined_args());
         (combined, early.map(joined))
     });
@@ -284,7 +314,7 @@ pub(crate) fn inspect(dir: &Path, git_program: &Path, full: bool) -> Capture {
         unstaged_patch: (unstaged_patch, p_unstaged),
     } = match early {
         Some(reads) if root == workspace => reads,
-        _ => read_all(&git, full),
+        _ => read_all(&git, full, known),
     };
     let in_progress = match &state_paths {
         Some(paths) => history::operation_at(paths),

@@ -1,26 +1,60 @@
 //! A capture started at once on its own thread, so that git runs while the rest of a
-//! handoff (the store, the secret scanner, the transcript) is prepared.
+//! handoff (the store, the secret scanner, the transcript) is prepared; the histories
+//! earlier captures recorded reach it once the store is open.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 
-use super::{Capture, capture};
+use super::{Capture, KnownHistory, capture, capture_knowing};
 
 /// A capture under way; [`Pending::finish`] waits for it. Dropped unfinished (an error
 /// elsewhere), it still waits, so no git process outlives the command.
 pub struct Pending {
     dir: PathBuf,
+    /// Hands the capture what earlier captures recorded ([`Pending::know`]); dropped
+    /// unused, the capture goes on knowing nothing.
+    known: Option<Sender<Vec<KnownHistory>>>,
     thread: Option<JoinHandle<Capture>>,
 }
 
 /// Start capturing the workspace at `dir` with the `git` found on `PATH`.
 pub fn start(dir: PathBuf) -> Pending {
     let worker = dir.clone();
+    let (sender, receiver) = channel();
     let thread = std::thread::Builder::new()
         .name("evidence".into())
-        .spawn(move || capture(&worker))
+        .spawn(move || {
+            let received = Received {
+                receiver: std::sync::Mutex::new(receiver),
+                value: OnceLock::new(),
+            };
+            capture_knowing(&worker, &|| received.get())
+        })
         .ok();
-    Pending { dir, thread }
+    Pending {
+        dir,
+        known: Some(sender),
+        thread,
+    }
+}
+
+/// The histories sent to a capture, waited for the first time they are asked for.
+struct Received {
+    receiver: std::sync::Mutex<Receiver<Vec<KnownHistory>>>,
+    value: OnceLock<Vec<KnownHistory>>,
+}
+
+impl Received {
+    fn get(&self) -> Vec<KnownHistory> {
+        self.value
+            .get_or_init(|| match self.receiver.lock() {
+                Ok(receiver) => receiver.recv().unwrap_or_default(),
+                Err(_) => Vec::new(),
+            })
+            .clone()
+    }
 }
 
 impl Pending {
@@ -29,9 +63,18 @@ impl Pending {
         &self.dir
     }
 
+    /// Give the capture the histories earlier captures recorded (once; a capture that
+    /// needs them waits for this or for [`Pending::finish`]).
+    pub fn know(&mut self, known: Vec<KnownHistory>) {
+        if let Some(sender) = self.known.take() {
+            let _ = sender.send(known);
+        }
+    }
+
     /// The capture (taken here if no thread could be started). A panic in the capture
     /// goes on in the caller.
     pub fn finish(mut self) -> Capture {
+        self.known = None; // a capture still waiting for histories goes on without
         match self.thread.take() {
             Some(thread) => thread
                 .join()
@@ -43,6 +86,7 @@ impl Pending {
 
 impl Drop for Pending {
     fn drop(&mut self) {
+        self.known = None;
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }

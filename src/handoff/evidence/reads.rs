@@ -2,11 +2,18 @@
 //! commits, first parents, and the staged and unstaged patches.
 
 use super::git::{Git, GitError, lossy, trim_newline};
+use super::known::{self, KnownHistory};
 use super::status::{Status, fallback_status, parse_status};
 use super::{
     Commit, PatchHash, RECENT_COMMITS, Remote, hash_patch, history, joined, noting,
     redact_url_credentials, when,
 };
+
+/// A read's answer and its partial-evidence notes.
+type Noted<T> = (T, Vec<String>);
+
+/// The recent commits, root commits and first parents of HEAD, each noted.
+type HistoryReads = (Noted<Vec<Commit>>, Noted<Vec<String>>, Noted<Vec<String>>);
 
 /// Each read's answer and its partial-evidence notes.
 pub(super) struct Reads {
@@ -22,27 +29,75 @@ pub(super) struct Reads {
 /// Every read at once, `status` too: those that need HEAD run before `status` says
 /// whether there is one, and the caller uses their answers (and failures) only if there
 /// is, so the evidence is exactly that of asking in turn. `full` adds what only a
-/// capture needs (recent commits, first parents, patches).
-pub(super) fn read_all(git: &Git, full: bool) -> Reads {
+/// capture needs (recent commits, first parents, patches); for it, `known` gives the
+/// histories earlier captures recorded (it may wait for them: see [`read_history`]).
+pub(super) fn read_all(
+    git: &Git,
+    full: bool,
+    known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
+) -> Reads {
     std::thread::scope(|s| {
         let status = s.spawn(move || noting(|p| read_status(git, full, p)));
         let remotes = s.spawn(|| noting(|p| read_remotes(git, p)));
-        let roots = s.spawn(|| noting(|p| read_root_commits(git, p)));
-        let recent = s.spawn(move || noting(|p| when(full, || read_recent_commits(git, p))));
-        let parents =
-            s.spawn(move || noting(|p| when(full, || history::read_first_parents(git, p))));
+        let history = s.spawn(move || {
+            if full {
+                read_history(git, known)
+            } else {
+                let roots = noting(|p| read_root_commits(git, p));
+                (Default::default(), roots, Default::default())
+            }
+        });
         let staged = s.spawn(move || noting(|p| when(full, || read_patch(git, true, true, p))));
         let unstaged = s.spawn(move || noting(|p| when(full, || read_patch(git, false, true, p))));
+        let (recent_commits, root_commits, first_parents) = joined(history);
         Reads {
             status: joined(status),
             remotes: joined(remotes),
-            root_commits: joined(roots),
-            recent_commits: joined(recent),
-            first_parents: joined(parents),
+            root_commits,
+            recent_commits,
+            first_parents,
             staged_patch: joined(staged),
             unstaged_patch: joined(unstaged),
         }
     })
+}
+
+/// The recent commits, root commits and first parents of HEAD. With no history known,
+/// three git processes at once. Otherwise the recent commits first, with their parents:
+/// when they lead back to a known HEAD (commits made since an earlier capture), the
+/// roots and first parents follow from it (`known::derive`) and git is not asked to walk
+/// the whole history twice more; else it is.
+fn read_history(git: &Git, known: &(dyn Fn() -> Vec<KnownHistory> + Sync)) -> HistoryReads {
+    let known = known();
+    let walks = |recent: Option<Noted<Vec<Commit>>>| {
+        std::thread::scope(|s| {
+            let roots = s.spawn(|| noting(|p| read_root_commits(git, p)));
+            let parents = s.spawn(|| noting(|p| history::read_first_parents(git, p)));
+            let recent = recent.unwrap_or_else(|| {
+                let (commits, notes) = noting(|p| read_recent_commits(git, p));
+                (commits.into_iter().map(|(c, _)| c).collect(), notes)
+            });
+            (recent, joined(roots), joined(parents))
+        })
+    };
+    if known.is_empty() {
+        return walks(None);
+    }
+    let (commits, notes) = noting(|p| read_recent_commits(git, p));
+    let derived = if notes.is_empty() {
+        let links: Vec<(String, Vec<String>)> = commits
+            .iter()
+            .map(|(c, parents)| (c.id.clone(), parents.clone()))
+            .collect();
+        known.iter().find_map(|k| known::derive(&links, k))
+    } else {
+        None
+    };
+    let recent = (commits.into_iter().map(|(c, _)| c).collect(), notes);
+    match derived {
+        Some((roots, first_parents)) => (recent, (roots, Vec::new()), (first_parents, Vec::new())),
+        None => walks(Some(recent)),
+    }
 }
 
 /// `git status --porcelain=v2 --branch -z` (all untracked files for a capture), or the
@@ -126,14 +181,15 @@ fn read_remotes(git: &Git, partial: &mut Vec<String>) -> Vec<Remote> {
     remotes
 }
 
-fn read_recent_commits(git: &Git, partial: &mut Vec<String>) -> Vec<Commit> {
+/// The last [`RECENT_COMMITS`] commits of HEAD, each with its parents' ids.
+fn read_recent_commits(git: &Git, partial: &mut Vec<String>) -> Vec<(Commit, Vec<String>)> {
     let count = format!("-n{RECENT_COMMITS}");
     let out = match git.run(&[
         "log",
         &count,
         "-z",
         "--no-show-signature",
-        "--format=%H%x00%an <%ae>%x00%aI%x00%s",
+        "--format=%H%x00%P%x00%an <%ae>%x00%aI%x00%s",
         "HEAD",
         "--",
     ]) {
@@ -145,16 +201,24 @@ fn read_recent_commits(git: &Git, partial: &mut Vec<String>) -> Vec<Commit> {
     };
     let mut fields: Vec<&[u8]> = out.split(|b| *b == 0).collect();
     // The format terminates each commit, so the output ends with a NUL.
-    if fields.len() % 4 == 1 && fields.last().is_some_and(|f| f.is_empty()) {
+    if fields.len() % 5 == 1 && fields.last().is_some_and(|f| f.is_empty()) {
         fields.pop();
     }
     fields
-        .chunks_exact(4)
-        .map(|c| Commit {
-            id: lossy(c[0]),
-            author: lossy(c[1]),
-            time: lossy(c[2]),
-            subject: lossy(c[3]),
+        .chunks_exact(5)
+        .map(|c| {
+            let commit = Commit {
+                id: lossy(c[0]),
+                author: lossy(c[2]),
+                time: lossy(c[3]),
+                subject: lossy(c[4]),
+            };
+            let parents = lossy(c[1])
+                .split(' ')
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect();
+            (commit, parents)
         })
         .collect()
 }
