@@ -146,7 +146,7 @@ fn unchanged_since(
     }
     let before = resolved.session_stat();
     let key = resolved.key_of_streamed(grown.len)?;
-    if !key.is_some_and(|k| k == entry.key) {
+    if key.is_none_or(|k| k != entry.key) {
         return Ok(None);
     }
     let refreshed = before
