@@ -2,11 +2,16 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
+
 use super::Store;
 use super::pack_batch::PackBatch;
 use super::shape::MAX_TREE_DEPTH;
 use crate::error::{Error, Result};
 use crate::format::{EntryKind, ObjectId, Tree, TreeEntry};
+
+/// New bytes from which a tree's files are hashed and compressed in parallel.
+const PARALLEL_PUT_BYTES: usize = 1 << 20;
 
 /// One file of an in-memory tree: slash-separated relative path, bytes, executable bit;
 /// or, with `stored`, a blob already in the store (id, size; `bytes` empty).
@@ -103,16 +108,25 @@ impl Store {
                 )));
             }
         }
-        let mut ids = Vec::with_capacity(files.len());
-        for file in files {
-            let (id, size) = match file.stored {
-                Some(known) => known,
-                None => {
-                    let stored = batch.put_bytes(&file.bytes)?;
-                    (stored.id, stored.size)
-                }
-            };
-            ids.push((id, size));
+        // Hashing and compressing are the work here (a handoff's transcript and session
+        // file run to megabytes): in parallel when there is enough of it, as a directory
+        // save does. Appends take the batch's lock, so the order of objects in the pack
+        // may vary; a pack's bytes are not normative (SPEC 7).
+        let put = |file: &MemFile| match file.stored {
+            Some(known) => Ok(known),
+            None => batch.put_bytes(&file.bytes).map(|s| (s.id, s.size)),
+        };
+        let new_bytes: usize = files
+            .iter()
+            .filter(|f| f.stored.is_none())
+            .map(|f| f.bytes.len())
+            .sum();
+        let ids: Vec<(ObjectId, u64)> = if new_bytes >= PARALLEL_PUT_BYTES {
+            files.par_iter().map(put).collect::<Result<_>>()?
+        } else {
+            files.iter().map(put).collect::<Result<_>>()?
+        };
+        for (file, &(id, size)) in files.iter().zip(&ids) {
             let mut parts: Vec<&str> = file.path.split('/').collect();
             let name = parts.pop().unwrap_or_default().to_string();
             let mut dir = &mut root;
