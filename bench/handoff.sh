@@ -5,7 +5,11 @@
 # Writes the "## Typical handoff (issue 11)" section of docs/benchmarks.md (BENCH_DOCS=0:
 # only print it).
 #
-# Usage: bash bench/handoff.sh            (BENCH_RUNS=9 by default, BENCH_DIR=bench/work)
+# Usage: bash bench/handoff.sh            (BENCH_RUNS=15 by default, BENCH_DIR=bench/work)
+#
+# BENCH_BASELINE=PATH also times another baton build (say, of the last release: build it
+# in a worktree) in the same loop, before or after this one in turns, into a store of its
+# own, and prints it against this build (docs/benchmarks.md is then left alone).
 set -euo pipefail
 export LC_ALL=C
 
@@ -82,6 +86,8 @@ Modules 0-4 done; 5-9 compile but fail tests.
 EOF
 
 (cd "$WS" && "$BATON" init -q)
+BASE=${BENCH_BASELINE:-}
+if [[ -n $BASE ]]; then "$BASE" --store "$WORK/baseline-store" init -q; fi
 for i in 1 2 3 4 5; do echo "// change $i" >> "$WS/src/mod$i/file$i.rs"; done
 
 now() { date +%s.%N; }
@@ -96,9 +102,18 @@ measure() { # name command...
 # Every command runs from this shell (a subshell for baton's cd, git with -C): no
 # process start-up of its own counts against either side.
 in_ws() { (cd "$WS" && "$@"); }
-commit_once() { # a small incremental commit, as a handoff commits work in progress
+handoff_base() {
+  (cd "$WS" && BATON_STORE=$WORK/baseline-store "$BASE" handoff --to codex --from claude --brief "$WORK/brief.md" --transcript claude-code:latest)
+}
+# The baseline before this build in even rounds, after it in odd ones.
+baseline_if() { # parity name
+  if [[ -n $BASE ]] && (( RUN % 2 == $1 )); then measure "$2" handoff_base; fi
+}
+commit_once() { # a small incremental commit, as a handoff commits work in progress;
+  # the 5 changed files stay uncommitted (until 2026-12-02 `add -A` committed them in
+  # the first run, so every later handoff saw a clean work tree)
   echo "// run $1" >> "$WS/src/mod9/file9.rs"
-  g add -A && g commit -qm "run $1"
+  g add src/mod9/file9.rs && g commit -qm "run $1"
 }
 grow_session() { # the agent's session gains a turn (one line) between two handoffs
   python3 - "$WS" "$SESSION_FILE" "$1" <<'EOF'
@@ -112,14 +127,19 @@ open(out, "a").write(json.dumps(line) + "\n")
 EOF
 }
 for r in $(seq "$RUNS"); do
+  RUN=$r
+  baseline_if 0 base_handoff
   measure handoff in_ws "$BATON" handoff --to codex --from claude --brief "$WORK/brief.md" --transcript claude-code:latest
+  baseline_if 1 base_handoff
   measure git_commit commit_once "$r"
   measure resume in_ws "$BATON" resume
   measure git_status in_ws git status --porcelain=v2 --branch
   # The real case: the session grew since the last handoff (only the new line is
   # normalised and scanned: the append-aware transcript cache, SPEC 5.1).
   grow_session "$r"
+  baseline_if 0 base_grown
   measure handoff_grown in_ws "$BATON" handoff --to codex --from claude --brief "$WORK/brief.md" --transcript claude-code:latest
+  baseline_if 1 base_grown
   measure git_commit_2 commit_once "g$r"
 done
 
@@ -136,15 +156,24 @@ events=$(cd "$WS" && "$BATON" search current "" --json | python3 -c 'import json
   echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC with \`bash bench/handoff.sh\` (commit $(git -C "$ROOT" rev-parse --short HEAD))."
   echo
   echo "- Data: a 200-file git repository (~4 KiB files, 5 changed and uncommitted), a 3 MB Claude Code session ($events normalised events) found by \`--transcript claude-code:latest\`; for the second row one line is appended to the session before each handoff (the agent went on working)."
-  echo "- Method: median of $RUNS runs, baton and git alternating in one loop, each run from the measuring shell (baton in a subshell for its `cd`, git with `-C`; until 2026-12-01 21:00 baton paid a `bash -c` start-up that git did not); load average at the end $(cut -d' ' -f1-3 /proc/loadavg). The git commit is a small incremental commit, as a handoff records work in progress; \`baton handoff\` here has no \`--push\`."
+  echo "- Method: median of $RUNS runs, baton and git alternating in one loop, each run from the measuring shell (baton in a subshell for its \`cd\`, git with \`-C\`; until 2026-12-01 21:00 baton paid a \`bash -c\` start-up that git did not); load average at the end $(cut -d' ' -f1-3 /proc/loadavg). The git commit is a small incremental commit, as a handoff records work in progress; \`baton handoff\` here has no \`--push\`."
   echo
   echo "| work | baton | peer | ratio (baton / peer) |"
   echo "| --- | ---: | ---: | ---: |"
-  echo "| \`baton handoff\` vs \`git add -A && git commit\` | $(ms "$h") ms | $(ms "$c") ms | $(ratio "$h" "$c") |"
-  echo "| \`baton handoff\`, the session one line longer than at the last handoff, vs \`git add -A && git commit\` | $(ms "$hg") ms | $(ms "$c2") ms | $(ratio "$hg" "$c2") |"
+  echo "| \`baton handoff\` vs \`git add FILE && git commit\` | $(ms "$h") ms | $(ms "$c") ms | $(ratio "$h" "$c") |"
+  echo "| \`baton handoff\`, the session one line longer than at the last handoff, vs \`git add FILE && git commit\` | $(ms "$hg") ms | $(ms "$c2") ms | $(ratio "$hg" "$c2") |"
   echo "| \`baton resume\` vs \`git status --porcelain=v2 --branch\` | $(ms "$r") ms | $(ms "$s") ms | $(ratio "$r" "$s") |"
 } > "$WORK/section.md"
 cat "$WORK/section.md"
+if [[ -n $BASE ]]; then
+  bh=$(echo "${T[base_handoff]}" | median); bg=$(echo "${T[base_grown]}" | median)
+  echo
+  echo "| against the baseline ($BASE) | this build | baseline | ratio (this / baseline) |"
+  echo "| --- | ---: | ---: | ---: |"
+  echo "| \`baton handoff\` | $(ms "$h") ms | $(ms "$bh") ms | $(ratio "$h" "$bh") |"
+  echo "| the session one line longer | $(ms "$hg") ms | $(ms "$bg") ms | $(ratio "$hg" "$bg") |"
+  exit 0
+fi
 if [[ ${BENCH_DOCS:-1} == 1 ]]; then
   python3 - "$ROOT/docs/benchmarks.md" "$WORK/section.md" <<'PY'
 import re, sys
