@@ -39,6 +39,23 @@ pub(super) struct Remember {
     grown: Option<statcache::Grown>,
 }
 
+impl Remember {
+    /// The entry to record for `files` under `key`, when every one of them scanned clean
+    /// (a session that held a secret is never recorded: it is scanned on every handoff).
+    fn if_clean(
+        key: Option<String>,
+        files: &[Scanned],
+        grown: Option<statcache::Grown>,
+    ) -> Option<Remember> {
+        key.filter(|_| files.iter().all(Scanned::clean))
+            .map(|key| Remember {
+                key,
+                paths: files.iter().map(|f| f.file.path.clone()).collect(),
+                grown,
+            })
+    }
+}
+
 /// Read `source` and turn it into the transcript's files. A session file a previous
 /// handoff of this store normalised and found clean, byte for byte the same (same key)
 /// under the same secret `policy`, is taken as the blobs stored then; any other is
@@ -99,13 +116,7 @@ pub(super) fn prepare(
         files.push(MemFile::new(format!("attachments/{path}"), bytes));
     }
     let files: Vec<Scanned> = files.into_par_iter().map(capture::scan).collect();
-    let remember = key
-        .filter(|_| files.iter().all(Scanned::clean))
-        .map(|key| Remember {
-            key,
-            paths: files.iter().map(|f| f.file.path.clone()).collect(),
-            grown,
-        });
+    let remember = Remember::if_clean(key, &files, grown);
     Ok(Prepared {
         files,
         label: loaded.label,
@@ -225,13 +236,7 @@ fn appended(
         scanned.file.bytes = bytes;
         files.push(scanned);
     }
-    let remember = key
-        .filter(|_| files.iter().all(Scanned::clean))
-        .map(|key| Remember {
-            key,
-            paths: files.iter().map(|f| f.file.path.clone()).collect(),
-            grown,
-        });
+    let remember = Remember::if_clean(key, &files, grown);
     Ok(Prepared {
         files,
         label: entry.label,
