@@ -54,6 +54,11 @@ impl Git {
         }
     }
 
+    /// The directory it runs in.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     fn command(&self, args: &[&str], in_dir: bool) -> Command {
         let mut cmd = Command::new(&self.program);
         if in_dir {

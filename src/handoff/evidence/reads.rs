@@ -62,13 +62,18 @@ pub(super) fn read_all(
     })
 }
 
-/// The recent commits, root commits and first parents of HEAD. With no history known,
-/// three git processes at once. Otherwise the recent commits first, with their parents:
+/// The recent commits, root commits and first parents of HEAD. With no history known
+/// for this work tree, three git processes at once. Otherwise the recent commits first, with their parents:
 /// when they lead back to a known HEAD (commits made since an earlier capture), the
 /// roots and first parents follow from it (`known::derive`) and git is not asked to walk
 /// the whole history twice more; else it is.
 fn read_history(git: &Git, known: &(dyn Fn() -> Vec<KnownHistory> + Sync)) -> HistoryReads {
-    let known = known();
+    // Only this work tree's: any other's would not hold HEAD, and the walks would wait
+    // for a `log` that could not spare them.
+    let known: Vec<KnownHistory> = known()
+        .into_iter()
+        .filter(|k| std::path::Path::new(&k.root) == git.dir())
+        .collect();
     let walks = |recent: Option<Noted<Vec<Commit>>>| {
         std::thread::scope(|s| {
             let roots = s.spawn(|| noting(|p| read_root_commits(git, p)));
