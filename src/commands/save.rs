@@ -414,18 +414,11 @@ fn save_handoff_started(
         b.note = note;
         b.metadata = metadata;
     })?;
-    save_transcript::remember(
-        &store,
-        &policy,
-        prepared.label,
-        prepared.remember,
-        &assembled.files,
-        &ids,
-    );
-    // Best effort, as the transcript: the next handoff asks git again without it.
-    if let Some(history) = history {
-        let _ = statcache::record_history(&store, history);
-    }
+    // Best effort: the save is complete; the next handoff only does more work without
+    // these.
+    let transcript =
+        save_transcript::entry(prepared.label, prepared.remember, &assembled.files, &ids);
+    let _ = statcache::record_handoff(&store, &policy, transcript, history);
     super::auto_repack(ctx, &store);
     if !ctx.quiet && !ctx.json && !assembled.secrets.is_empty() {
         eprintln!(

@@ -144,28 +144,26 @@ fn unchanged_since(
     let Some(grown) = entry.grown.as_ref() else {
         return Ok(None);
     };
-    let now = resolved.file_stat()?;
-    if now.size != grown.len {
+    // Taken before any hash below, so that it can be remembered if the hash matches.
+    let now = resolved.session_stat()?;
+    if now.file.size != grown.len {
         return Ok(None);
     }
     // The stat cache's rule first: the same metadata, old enough, is the same bytes.
     if grown
         .stat
-        .is_some_and(|s| s.file.size == grown.len && s.proves_unchanged(&now))
+        .is_some_and(|s| s.file.size == grown.len && s.proves_unchanged(&now.file))
     {
         return Ok(Some(None));
     }
-    let before = resolved.session_stat();
     let key = resolved.key_of_streamed(grown.len)?;
     if key.is_none_or(|k| k != entry.key) {
         return Ok(None);
     }
-    let refreshed = before
-        .filter(|s| s.file.size == grown.len && s.proves_unchanged(&s.file))
-        .map(|stat| statcache::Grown {
-            stat: Some(stat),
-            ..grown.clone()
-        });
+    let refreshed = now.proves_unchanged(&now.file).then(|| statcache::Grown {
+        stat: Some(now),
+        ..grown.clone()
+    });
     Ok(Some(refreshed))
 }
 
@@ -301,20 +299,16 @@ fn appended_parts(
     Some((entry, prefix_jsonl, tail_jsonl, next))
 }
 
-/// After the ref move (every blob named is reachable from `current` then): remember what
-/// the session became, by the bundle's `files` and their `ids` (same order). Best
-/// effort: the save is complete whatever happens here.
-pub(super) fn remember(
-    store: &Store,
-    policy: &str,
+/// The transcript cache entry of what the session became, by the bundle's `files` and
+/// their `ids` (same order); recorded after the ref move (every blob named is reachable
+/// from `current` then).
+pub(super) fn entry(
     label: Option<String>,
     remember: Option<Remember>,
     files: &[MemFile],
     ids: &[(ObjectId, u64)],
-) {
-    let Some(Remember { key, paths, grown }) = remember else {
-        return;
-    };
+) -> Option<statcache::Transcript> {
+    let Remember { key, paths, grown } = remember?;
     let named: Option<Vec<_>> = paths
         .into_iter()
         .map(|path| {
@@ -323,13 +317,12 @@ pub(super) fn remember(
             Some((path, *id, *size))
         })
         .collect();
-    if let Some(files) = named.filter(|f| !f.is_empty()) {
-        let entry = statcache::Transcript {
+    named
+        .filter(|f| !f.is_empty())
+        .map(|files| statcache::Transcript {
             key,
             label,
             files,
             grown,
-        };
-        let _ = statcache::record_transcript(store, policy, entry);
-    }
+        })
 }

@@ -189,10 +189,10 @@ pub struct SessionStat {
 
 impl SessionStat {
     /// Take it: call just before reading the file.
-    pub fn take(path: &Path) -> Option<SessionStat> {
+    pub fn take(path: &Path) -> std::io::Result<SessionStat> {
         let read_at_ns = now_ns();
-        let meta = std::fs::metadata(path).ok()?;
-        Some(SessionStat {
+        let meta = std::fs::metadata(path)?;
+        Ok(SessionStat {
             file: FileStat::of(&meta),
             read_at_ns,
         })
@@ -334,25 +334,41 @@ impl Transcripts<'_> {
     }
 }
 
-/// Remember `entry` (other transcripts kept, up to `MAX_TRANSCRIPTS`). Call only after
-/// the ref move that makes its blobs reachable, and only for files that were scanned
-/// under `policy` and found clean. Best effort, like [`record`].
-pub fn record_transcript(store: &Store, policy: &str, entry: Transcript) -> Result<()> {
-    if store.config.encryption.is_some() {
+/// What a handoff leaves for the next one, in one write of the cache file: `transcript`
+/// (other transcripts kept, up to `MAX_TRANSCRIPTS`; call only after the ref move that
+/// makes its blobs reachable, and only for files that were scanned under `policy` and
+/// found clean) and `history`, replacing that of the same work tree. Best effort, like
+/// [`record`].
+pub fn record_handoff(
+    store: &Store,
+    policy: &str,
+    transcript: Option<Transcript>,
+    history: Option<History>,
+) -> Result<()> {
+    if store.config.encryption.is_some() || (transcript.is_none() && history.is_none()) {
         return Ok(());
     }
-    let mut contents = read(store)
-        .filter(|c| c.policy == policy)
-        .unwrap_or_default();
-    contents.policy = policy.to_string();
-    // An entry of the same session file at an earlier length is replaced.
-    let ident = entry.grown.as_ref().map(|g| g.ident.clone());
-    contents.transcripts.retain(|t| {
-        t.key != entry.key
-            && (ident.is_none() || t.grown.as_ref().map(|g| &g.ident) != ident.as_ref())
-    });
-    contents.transcripts.insert(0, entry);
-    contents.transcripts.truncate(MAX_TRANSCRIPTS);
+    let mut contents = read(store).unwrap_or_default();
+    let unchanged = transcript.is_none() && contents.histories.first() == history.as_ref();
+    if unchanged {
+        return Ok(());
+    }
+    if let Some(entry) = transcript {
+        under_policy(&mut contents, policy);
+        // An entry of the same session file at an earlier length is replaced.
+        let ident = entry.grown.as_ref().map(|g| g.ident.clone());
+        contents.transcripts.retain(|t| {
+            t.key != entry.key
+                && (ident.is_none() || t.grown.as_ref().map(|g| &g.ident) != ident.as_ref())
+        });
+        contents.transcripts.insert(0, entry);
+        contents.transcripts.truncate(MAX_TRANSCRIPTS);
+    }
+    if let Some(history) = history {
+        contents.histories.retain(|h| h.root != history.root);
+        contents.histories.insert(0, history);
+        contents.histories.truncate(MAX_HISTORIES);
+    }
     write(store, &contents)
 }
 
@@ -362,20 +378,16 @@ pub fn histories(store: &Store) -> Vec<History> {
     read(store).map(|c| c.histories).unwrap_or_default()
 }
 
-/// Remember `history`, replacing that of the same work tree. Best effort, as
-/// [`record_transcript`].
-pub fn record_history(store: &Store, history: History) -> Result<()> {
-    if store.config.encryption.is_some() {
-        return Ok(());
+/// Make `contents` those of `policy`: entries found clean under another are dropped
+/// (the histories, which hold no scan results, stay).
+fn under_policy(contents: &mut Contents, policy: &str) {
+    if contents.policy != policy {
+        *contents = Contents {
+            policy: policy.to_string(),
+            histories: std::mem::take(&mut contents.histories),
+            ..Contents::default()
+        };
     }
-    let mut contents = read(store).unwrap_or_default();
-    if contents.histories.first() == Some(&history) {
-        return Ok(());
-    }
-    contents.histories.retain(|h| h.root != history.root);
-    contents.histories.insert(0, history);
-    contents.histories.truncate(MAX_HISTORIES);
-    write(store, &contents)
 }
 
 /// Replace the entries of `root` by `entries` (other directories kept, up to
@@ -395,10 +407,8 @@ pub fn record(
     let Some(root) = root.to_str() else {
         return Ok(());
     };
-    let mut contents = read(store)
-        .filter(|c| c.policy == policy)
-        .unwrap_or_default();
-    contents.policy = policy.to_string();
+    let mut contents = read(store).unwrap_or_default();
+    under_policy(&mut contents, policy);
     contents.sections.retain(|s| s.root != root);
     contents.sections.insert(
         0,

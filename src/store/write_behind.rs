@@ -92,6 +92,23 @@ impl<F: AsFile> Write for WriteBehind<F> {
 /// nothing the final fsync does not also cover, so it is ignored.
 #[cfg(target_os = "linux")]
 fn start_write_back(file: &File, offset: u64, len: u64) {
+    sync_range(file, offset, len, libc::SYNC_FILE_RANGE_WRITE);
+}
+
+#[cfg(target_os = "linux")]
+fn wait_write_back(file: &File, offset: u64, len: u64) {
+    sync_range(
+        file,
+        offset,
+        len,
+        libc::SYNC_FILE_RANGE_WAIT_BEFORE
+            | libc::SYNC_FILE_RANGE_WRITE
+            | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+    );
+}
+
+#[cfg(target_os = "linux")]
+fn sync_range(file: &File, offset: u64, len: u64, flags: libc::c_uint) {
     use std::os::fd::AsRawFd;
     // SAFETY: sync_file_range reads no memory of ours; the descriptor is open for the
     // lifetime of `file`.
@@ -100,23 +117,7 @@ fn start_write_back(file: &File, offset: u64, len: u64) {
             file.as_raw_fd(),
             offset as libc::off64_t,
             len as libc::off64_t,
-            libc::SYNC_FILE_RANGE_WRITE,
-        );
-    }
-}
-
-#[cfg(target_os = "linux")]
-fn wait_write_back(file: &File, offset: u64, len: u64) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: as above.
-    unsafe {
-        libc::sync_file_range(
-            file.as_raw_fd(),
-            offset as libc::off64_t,
-            len as libc::off64_t,
-            libc::SYNC_FILE_RANGE_WAIT_BEFORE
-                | libc::SYNC_FILE_RANGE_WRITE
-                | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+            flags,
         );
     }
 }

@@ -190,6 +190,14 @@ fn session_line(ws: &Path, session: &str, n: usize) -> String {
     format!("{line}\n")
 }
 
+/// A Claude Code session `session` of `lines` lines in the project directory `dir`.
+fn write_session(ws: &Path, dir: &Path, session: &str, lines: usize) -> PathBuf {
+    let text: String = (1..=lines).map(|n| session_line(ws, session, n)).collect();
+    let file = dir.join(format!("{session}.jsonl"));
+    fs::write(&file, text).unwrap();
+    file
+}
+
 /// `--transcript claude-code:latest` reads the newest session whole once: the listing
 /// that finds it reads the start of each session (its header), and only the one chosen
 /// is read whole (twice before: the listing read every file whole to count its lines).
@@ -206,9 +214,8 @@ fn the_latest_session_is_read_whole_once() {
     let older = "5e551011-0000-4000-8000-0000000000a1";
     let newer = "5e551011-0000-4000-8000-0000000000a2";
     // More lines than the header is looked for in, so that a head read stops early.
-    for (session, lines) in [(older, 3000), (newer, 3000)] {
-        let text: String = (1..=lines).map(|n| session_line(&ws, session, n)).collect();
-        fs::write(dir.join(format!("{session}.jsonl")), text).unwrap();
+    for session in [older, newer] {
+        write_session(&ws, &dir, session, 3000);
         std::thread::sleep(std::time::Duration::from_millis(1100)); // mtime in seconds
     }
     let out = env.cmd().current_dir(&ws).arg("init").output().unwrap();
@@ -269,7 +276,7 @@ fn the_latest_session_is_read_whole_once() {
 
 /// A session unchanged since the last handoff (the transcript cache hits) is not read when
 /// its metadata proves it unchanged (the stat cache's rule), and otherwise hashed as it is
-/// read, in pieces of at most 256 KiB, never held whole: a 3 MB session was read in one
+/// read, in pieces of at most 256 KiB (64 KiB now), never held whole: a 3 MB session was read in one
 /// piece into memory only to be hashed. A hash that finds it unchanged once it is older
 /// than the racy window remembers its metadata (as git writes back a refreshed index).
 #[test]
@@ -283,9 +290,7 @@ fn an_unchanged_session_is_not_read_or_hashed_in_pieces() {
     let env = Env::new();
     let (ws, dir) = workspace_and_project(&env);
     let session = "5e551011-0000-4000-8000-0000000000b1";
-    let text: String = (1..=6000).map(|n| session_line(&ws, session, n)).collect();
-    let file = dir.join(format!("{session}.jsonl"));
-    fs::write(&file, text).unwrap();
+    let file = write_session(&ws, &dir, session, 6000);
     let size = fs::metadata(&file).unwrap().len();
     assert!(size > 1 << 20, "a session of {size} bytes");
     let out = env.cmd().current_dir(&ws).arg("init").output().unwrap();

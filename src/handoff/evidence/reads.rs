@@ -17,13 +17,13 @@ type HistoryReads = (Noted<Vec<Commit>>, Noted<Vec<String>>, Noted<Vec<String>>)
 
 /// Each read's answer and its partial-evidence notes.
 pub(super) struct Reads {
-    pub(super) status: (Status, Vec<String>),
-    pub(super) remotes: (Vec<Remote>, Vec<String>),
-    pub(super) root_commits: (Vec<String>, Vec<String>),
-    pub(super) recent_commits: (Vec<Commit>, Vec<String>),
-    pub(super) first_parents: (Vec<String>, Vec<String>),
-    pub(super) staged_patch: (Vec<u8>, Vec<String>),
-    pub(super) unstaged_patch: (Vec<u8>, Vec<String>),
+    pub(super) status: Noted<Status>,
+    pub(super) remotes: Noted<Vec<Remote>>,
+    pub(super) root_commits: Noted<Vec<String>>,
+    pub(super) recent_commits: Noted<Vec<Commit>>,
+    pub(super) first_parents: Noted<Vec<String>>,
+    pub(super) staged_patch: Noted<Vec<u8>>,
+    pub(super) unstaged_patch: Noted<Vec<u8>>,
 }
 
 /// Every read at once, `status` too: those that need HEAD run before `status` says

@@ -9,7 +9,7 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::store::statcache::{FileStat, SessionStat};
+use crate::store::statcache::SessionStat;
 
 use serde::Serialize;
 
@@ -184,9 +184,6 @@ pub fn read_source(homes: &Homes, source: &Source, workspace: &Path) -> Result<S
     resolve_source(homes, source, workspace)?.read()
 }
 
-/// How much of a session file [`ResolvedSession::key_of_streamed`] reads at a time.
-const STREAM_PIECE: usize = 256 << 10;
-
 /// A `--transcript` source resolved to its file, not read yet.
 pub struct ResolvedSession {
     /// `None` for a plain FILE, whose format is told from its bytes.
@@ -222,7 +219,7 @@ pub fn resolve_source(homes: &Homes, source: &Source, workspace: &Path) -> Resul
 impl ResolvedSession {
     /// Read the file (cut at its last complete line).
     pub fn read(self) -> Result<SessionFile> {
-        let stat = SessionStat::take(&self.path);
+        let stat = SessionStat::take(&self.path).ok();
         let bytes = read_complete(&self.path)?;
         Ok(SessionFile {
             harness: self.harness.or_else(|| detect(&bytes)),
@@ -233,15 +230,9 @@ impl ResolvedSession {
         })
     }
 
-    /// The file's metadata and when it was taken: call just before reading the file.
-    pub fn session_stat(&self) -> Option<SessionStat> {
+    /// The file's metadata now, and when it was taken: call just before reading the file.
+    pub fn session_stat(&self) -> Result<SessionStat> {
         SessionStat::take(&self.path)
-    }
-
-    /// The file's metadata now.
-    pub fn file_stat(&self) -> Result<FileStat> {
-        fs::metadata(&self.path)
-            .map(|m| FileStat::of(&m))
             .map_err(|e| Error::io("cannot read transcript", &self.path, e))
     }
 
@@ -258,23 +249,11 @@ impl ResolvedSession {
             return Ok(None);
         };
         let err = |e| Error::io("cannot read transcript", &self.path, e);
-        let file = fs::File::open(&self.path).map_err(err)?;
+        let mut file = fs::File::open(&self.path).map_err(err)?.take(len);
         let mut hasher = key_start(harness, self.session.as_deref(), &self.path, len);
-        let mut file = file.take(len);
-        let mut buf = vec![0u8; STREAM_PIECE];
-        let mut copied = 0u64;
-        loop {
-            let n = match file.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(err(e)),
-            };
-            hasher.update(&buf[..n]);
-            copied += n as u64;
-        }
-        if copied != len {
-            return Ok(None);
+        hasher.update_reader(&mut file).map_err(err)?;
+        if file.limit() != 0 {
+            return Ok(None); // shorter now
         }
         Ok(Some(key_finish(hasher, self.session.is_some())))
     }
@@ -283,18 +262,30 @@ impl ResolvedSession {
 /// The start of a transcript key (SPEC 5.1): every part length-prefixed, the file's
 /// `len` bytes to follow.
 fn key_start(harness: Harness, session: Option<&str>, path: &Path, len: u64) -> blake3::Hasher {
+    let mut hasher = hash_parts(
+        b"baton transcript key 1",
+        harness,
+        session.unwrap_or_default(),
+        path,
+    );
+    hasher.update(&len.to_le_bytes());
+    hasher
+}
+
+/// A hasher fed `domain`, the harness name, the session id and the path, each
+/// length-prefixed (the common start of a transcript key and a session ident).
+fn hash_parts(domain: &[u8], harness: Harness, session: &str, path: &Path) -> blake3::Hasher {
     use std::os::unix::ffi::OsStrExt;
     let mut hasher = blake3::Hasher::new();
     for part in [
-        b"baton transcript key 1".as_slice(),
+        domain,
         harness.name().as_bytes(),
-        session.map(str::as_bytes).unwrap_or_default(),
+        session.as_bytes(),
         path.as_os_str().as_bytes(),
     ] {
         hasher.update(&(part.len() as u64).to_le_bytes());
         hasher.update(part);
     }
-    hasher.update(&len.to_le_bytes());
     hasher
 }
 
@@ -305,21 +296,15 @@ fn key_finish(mut hasher: blake3::Hasher, named_session: bool) -> String {
 
 /// See [`SessionFile::ident`].
 fn ident_of(harness: Option<Harness>, session: Option<&str>, path: &Path) -> Option<String> {
-    use std::os::unix::ffi::OsStrExt;
     if harness != Some(Harness::ClaudeCode) {
         return None;
     }
-    let session = session?;
-    let mut hasher = blake3::Hasher::new();
-    for part in [
-        b"baton transcript ident 1".as_slice(),
-        Harness::ClaudeCode.name().as_bytes(),
-        session.as_bytes(),
-        path.as_os_str().as_bytes(),
-    ] {
-        hasher.update(&(part.len() as u64).to_le_bytes());
-        hasher.update(part);
-    }
+    let hasher = hash_parts(
+        b"baton transcript ident 1",
+        Harness::ClaudeCode,
+        session?,
+        path,
+    );
     Some(hasher.finalize().to_hex().to_string())
 }
 
