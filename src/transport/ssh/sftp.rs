@@ -19,9 +19,11 @@ use russh_sftp::protocol::{
 };
 
 mod batch;
+mod chain;
 mod download;
 #[doc(hidden)]
 pub mod fuzzing;
+mod guess;
 mod probe;
 mod session;
 mod tail;
@@ -104,6 +106,8 @@ pub struct SftpRemote {
     /// Files kept open by `open_tail`, by token, until read or closed.
     open_files: HashMap<u64, tail::OpenFile>,
     next_open: u64,
+    /// The server's handles as far as the session knows them, for guessing.
+    handles: guess::Handles,
 }
 
 enum Prepared {
@@ -159,6 +163,7 @@ impl SftpRemote {
             next_probe: 0,
             open_files: HashMap::new(),
             next_open: 0,
+            handles: guess::Handles::default(),
         };
         // The VERSION reply is read with the first reply anything waits for: requests
         // may follow INIT at once, since a server takes its input in order (SFTP v3

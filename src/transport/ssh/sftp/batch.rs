@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 
 use russh_sftp::protocol::{
-    FSetStat, FileAttributes, Fstat, MkDir, OpenDir, OpenFlags, Packet, Rename, Stat, StatusCode,
+    FSetStat, FileAttributes, Fstat, MkDir, OpenFlags, Packet, Rename, Stat, StatusCode,
     Write as WriteReq,
 };
 
@@ -60,6 +60,9 @@ impl SftpRemote {
         dirs: &[String],
         limit: u64,
     ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
+        if let Some(chained) = self.chain_send(files, dirs)? {
+            return self.chain_collect(chained, files, dirs, limit);
+        }
         let total = files.len() + dirs.len();
         let name = |i: usize| -> &str {
             if i < files.len() {
@@ -77,8 +80,7 @@ impl SftpRemote {
                 let id = if next < files.len() {
                     self.open(&files[next], OpenFlags::READ, None)?
                 } else {
-                    let path = self.path(name(next));
-                    self.request(|id| Packet::OpenDir(OpenDir { id, path }))?
+                    self.open_dir(name(next))?
                 };
                 queue.push_back((id, next, Step::Open));
                 next += 1;

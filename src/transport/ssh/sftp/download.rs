@@ -53,7 +53,11 @@ impl SftpRemote {
         let id = self.open(path, OpenFlags::READ, None)?;
         let reply = self.wait(id)?;
         self.expect_handle(reply, &format!("open {path}"))?
-            .ok_or_else(|| Error::not_found(format!("{path} does not exist on {}", self.describe)))
+            .ok_or_else(|| self.missing(path))
+    }
+
+    pub(super) fn missing(&self, path: &str) -> Error {
+        Error::not_found(format!("{path} does not exist on {}", self.describe))
     }
 
     pub(super) fn send_fstat(&mut self, handle: &str) -> Result<u32> {

@@ -8,7 +8,9 @@
 //! opened at once); a file longer than two chunks or a listing longer than two READDIRs
 //! is read on at `collect_reads`, at the cost of round trips of its own.
 
-use russh_sftp::protocol::{OpenDir, OpenFlags, Packet, StatusCode};
+use russh_sftp::protocol::{OpenFlags, Packet, StatusCode};
+
+use super::chain::Chained;
 
 use super::batch::HANDLE_WINDOW;
 use super::{CHUNK, SftpRemote};
@@ -26,6 +28,8 @@ pub(super) struct Probe {
     opens: Vec<u32>,
     /// Per item once advanced (`None`: it does not exist).
     advanced: Option<Vec<Option<Advanced>>>,
+    /// Sent as a chain (`opens` is empty): nothing to advance.
+    chained: Option<Chained>,
 }
 
 #[allow(clippy::type_complexity)]
@@ -39,13 +43,13 @@ impl SftpRemote {
         if files.len() + dirs.len() > HANDLE_WINDOW {
             return Ok(None);
         }
+        let chained = self.chain_send(files, dirs)?;
         let mut opens = Vec::with_capacity(files.len() + dirs.len());
-        for f in files {
+        for f in files.iter().filter(|_| chained.is_none()) {
             opens.push(self.open(f, OpenFlags::READ, None)?);
         }
-        for d in dirs {
-            let path = self.path(d);
-            opens.push(self.request(|id| Packet::OpenDir(OpenDir { id, path }))?);
+        for d in dirs.iter().filter(|_| chained.is_none()) {
+            opens.push(self.open_dir(d)?);
         }
         self.next_probe += 1;
         let token = self.next_probe;
@@ -57,6 +61,7 @@ impl SftpRemote {
                 limit,
                 opens,
                 advanced: None,
+                chained,
             },
         );
         Ok(Some(token))
@@ -80,7 +85,7 @@ impl SftpRemote {
         let Some(mut probe) = self.probes.remove(&token) else {
             return Err(Error::internal("advance_reads of reads never started"));
         };
-        if probe.advanced.is_none() {
+        if probe.advanced.is_none() && probe.chained.is_none() {
             let n_files = probe.files.len();
             let mut advanced = Vec::with_capacity(probe.opens.len());
             for (i, id) in probe.opens.iter().enumerate() {
@@ -114,9 +119,12 @@ impl SftpRemote {
         token: u64,
     ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
         self.probe_advance(token)?;
-        let Some(probe) = self.probes.remove(&token) else {
+        let Some(mut probe) = self.probes.remove(&token) else {
             return Err(Error::internal("collect_reads of reads never started"));
         };
+        if let Some(chained) = probe.chained.take() {
+            return self.chain_collect(chained, &probe.files, &probe.dirs, probe.limit);
+        }
         let advanced = probe.advanced.unwrap_or_default();
         let n_files = probe.files.len();
         let mut files = Vec::with_capacity(n_files);
@@ -175,7 +183,12 @@ impl SftpRemote {
     }
 
     /// The entries of a probed directory, sorted by name (read on past two READDIRs).
-    fn probe_dir(&mut self, handle: &str, ids: [u32; 2], name: &str) -> Result<Vec<RemoteEntry>> {
+    pub(super) fn probe_dir(
+        &mut self,
+        handle: &str,
+        ids: [u32; 2],
+        name: &str,
+    ) -> Result<Vec<RemoteEntry>> {
         let mut entries = Vec::new();
         let mut pending = ids.to_vec();
         loop {

@@ -47,11 +47,17 @@ impl SftpRemote {
         Ok(())
     }
 
+    /// The next reply anybody may want (those of `drop_reply` are dropped here).
     pub(super) fn recv(&mut self) -> Result<Packet> {
         if self.greeting_pending {
             self.read_greeting()?;
         }
-        self.recv_packet()
+        loop {
+            let packet = self.recv_packet()?;
+            if !self.handles.dropped.remove(&packet.get_request_id_any()) {
+                return Ok(packet);
+            }
+        }
     }
 
     /// The server's VERSION, which answers the INIT `over` sent and comes before any
@@ -113,6 +119,7 @@ impl SftpRemote {
         {
             self.round_trips += 1;
         }
+        self.handles.answered(packet.get_request_id_any(), &packet);
         Ok(packet)
     }
 
@@ -286,7 +293,13 @@ impl SftpRemote {
             })
     }
 
-    pub(super) fn open(&mut self, rel: &str, flags: OpenFlags, mode: Option<u32>) -> Result<u32> {
+    /// An OPEN request (sent through `open` and its kin, which note how its handle is used).
+    pub(super) fn open_request(
+        &mut self,
+        rel: &str,
+        flags: OpenFlags,
+        mode: Option<u32>,
+    ) -> Result<u32> {
         let filename = self.path(rel);
         let attrs = FileAttributes {
             permissions: mode,
@@ -363,6 +376,7 @@ impl SftpRemote {
     }
 
     pub(super) fn close_later(&mut self, handle: String, what: &str) -> Result<()> {
+        self.handles.closing(&handle);
         let id = self.request(|id| Packet::Close(Close { id, handle }))?;
         self.defer(id, format!("close {what}"), false);
         Ok(())

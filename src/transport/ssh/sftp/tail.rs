@@ -1,15 +1,32 @@
 //! A file read tail first on one open (`Remote::open_tail`): a pack's footer and index,
-//! then, on the same handle, its body. The open is one round trip and the fstat with the
-//! tail's reads a second; with `body`, the first window of body reads goes out right
+//! then, on the same handle, its body. The open, the fstat and the tail's reads take one
+//! round trip when the handle can be guessed (`guess`), else two; with `body`, the first window of body reads goes out right
 //! behind the tail's, so the body streams in behind the tail with no round trip of its
 //! own (the server answers a handle's requests in order). Nothing of the body reaches a
 //! sink before `read_rest` is called, and `close_tail` reads and drops what came early.
 
 use std::collections::VecDeque;
 
+use russh_sftp::protocol::Packet;
+
 use super::download::{Inflight, Range};
 use super::{CHUNK, SftpRemote, WINDOW};
 use crate::error::Result;
+
+/// The requests `tail_open` sent on a handle.
+struct TailSent {
+    fstat: u32,
+    reads: Inflight,
+    ahead: Inflight,
+    after: Option<u32>,
+}
+
+impl TailSent {
+    fn ids(&self) -> impl Iterator<Item = u32> + '_ {
+        let reads = self.reads.iter().chain(&self.ahead).map(|r| r.0);
+        std::iter::once(self.fstat).chain(reads).chain(self.after)
+    }
+}
 
 /// A file kept open between `open_tail` and `read_rest` or `close_tail`.
 pub(super) struct OpenFile {
@@ -31,32 +48,37 @@ impl SftpRemote {
     ) -> Result<(Vec<u8>, Option<u64>)> {
         let tail_len = tail_len.min(size);
         let tail_start = size - tail_len;
-        let handle = self.open_for_reading(path)?;
-        // The fstat first: a file of another size or kind is refused before its tail is
-        // looked at.
-        let fstat = self.send_fstat(&handle)?;
-        let mut reads = Inflight::new();
-        let mut at = tail_start;
-        while at < size {
-            let len = (size - at).min(CHUNK as u64);
-            reads.push_back((self.send_read(&handle, at, len as u32)?, at, len));
-            at += len;
-        }
-        let mut ahead = VecDeque::new();
-        let mut after = None;
-        if body && tail_start > 0 {
-            let mut at = 0;
-            while ahead.len() < WINDOW && at < tail_start {
-                let len = (tail_start - at).min(CHUNK as u64);
-                ahead.push_back((self.send_read(&handle, at, len as u32)?, at, len));
-                at += len;
+        // On a guessed handle the tail's requests go with the open (`guess`).
+        let (handle, sent) = match self.handles.guess() {
+            Some(guess) => {
+                let open = self.open_guessed(path, &guess)?;
+                let sent = self.tail_send(&guess, size, tail_start, body)?;
+                match self.wait(open)? {
+                    Packet::Handle(h) if h.handle == guess => (guess, sent),
+                    reply => {
+                        for id in sent.ids() {
+                            self.drop_reply(id);
+                        }
+                        let handle = self
+                            .expect_handle(reply, &format!("open {path}"))?
+                            .ok_or_else(|| self.missing(path))?;
+                        let sent = self.tail_send(&handle, size, tail_start, body)?;
+                        (handle, sent)
+                    }
+                }
             }
-            // The check that the file did not change, behind the last read (else it
-            // goes with the last reads `read_rest` sends).
-            if at >= tail_start {
-                after = Some(self.send_fstat(&handle)?);
+            None => {
+                let handle = self.open_for_reading(path)?;
+                let sent = self.tail_send(&handle, size, tail_start, body)?;
+                (handle, sent)
             }
-        }
+        };
+        let TailSent {
+            fstat,
+            reads,
+            ahead,
+            after,
+        } = sent;
         let range = Range {
             start: tail_start,
             end: size,
@@ -87,6 +109,47 @@ impl SftpRemote {
                 Err(e)
             }
         }
+    }
+
+    /// The requests of `tail_open` on `handle`: an fstat first (a file of another size
+    /// or kind is refused before its tail is looked at), the tail's reads, and with
+    /// `body` the first window of the body's reads and, when they cover it, an fstat
+    /// behind them (the check that the file did not change; else it goes with the last
+    /// reads `read_rest` sends).
+    fn tail_send(
+        &mut self,
+        handle: &str,
+        size: u64,
+        tail_start: u64,
+        body: bool,
+    ) -> Result<TailSent> {
+        let fstat = self.send_fstat(handle)?;
+        let mut reads = Inflight::new();
+        let mut at = tail_start;
+        while at < size {
+            let len = (size - at).min(CHUNK as u64);
+            reads.push_back((self.send_read(handle, at, len as u32)?, at, len));
+            at += len;
+        }
+        let mut ahead = VecDeque::new();
+        let mut after = None;
+        if body && tail_start > 0 {
+            let mut at = 0;
+            while ahead.len() < WINDOW && at < tail_start {
+                let len = (tail_start - at).min(CHUNK as u64);
+                ahead.push_back((self.send_read(handle, at, len as u32)?, at, len));
+                at += len;
+            }
+            if at >= tail_start {
+                after = Some(self.send_fstat(handle)?);
+            }
+        }
+        Ok(TailSent {
+            fstat,
+            reads,
+            ahead,
+            after,
+        })
     }
 
     /// `len` bytes at `offset` of an open file (behind any body reads already sent).

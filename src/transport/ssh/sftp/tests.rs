@@ -2,6 +2,7 @@
 //! server (a state machine over a file map) answering every request as it is written.
 
 mod fake;
+mod guessing;
 
 use std::io::Write;
 
@@ -358,7 +359,9 @@ fn the_fuzz_entry_point_replays_a_recorded_server() {
         ("refs/current", b"r"),
         ("packs/p.pack", &[9; 1000]),
     ]);
+    // Handles named as OpenSSH names them: the guessed ones are right, as on a real server.
     fake.with(|s| {
+        s.naming = fake::Naming::OpenSsh;
         s.dirs
             .extend(["s/packs".into(), "s/tmp".into(), "s/refs".into()])
     });

@@ -19,6 +19,19 @@ use super::super::{Channel, FSYNC_EXTENSION, STATVFS_EXTENSION, SftpRemote};
 /// reply), `None` leaves the request to the file system.
 pub(super) type Hook = Box<dyn FnMut(&Packet) -> Option<Vec<Vec<u8>>> + Send>;
 
+/// How the server names its handles.
+#[derive(Default, Clone, Copy, PartialEq)]
+pub(super) enum Naming {
+    /// "h1", "h2", ...
+    #[default]
+    Counted,
+    /// As OpenSSH does: by slot, 4 bytes big-endian, reusing the slot freed last first
+    /// (`handle_new` in sftp-server.c).
+    OpenSsh,
+    /// By slot, a free one or a new one picked at random (a generator's state).
+    Random(u64),
+}
+
 #[derive(Default)]
 pub(super) struct Server {
     pub(super) files: BTreeMap<String, Vec<u8>>,
@@ -26,6 +39,9 @@ pub(super) struct Server {
     /// Open handles: the path and whether it is a directory already listed.
     pub(super) handles: HashMap<String, (String, Option<bool>)>,
     pub(super) next_handle: u64,
+    pub(super) naming: Naming,
+    pub(super) free_slots: Vec<u32>,
+    pub(super) slots: u32,
     pub(super) max_open: usize,
     /// Hold every reply until the client reads, then send them newest first.
     pub(super) reorder: bool,
@@ -71,7 +87,31 @@ pub(super) fn parent(path: &str) -> &str {
 impl Server {
     fn handle(&mut self, path: &str, listed: Option<bool>) -> String {
         self.next_handle += 1;
-        let h = format!("h{}", self.next_handle);
+        let reuse = match &mut self.naming {
+            Naming::Counted => None,
+            Naming::OpenSsh => Some(self.free_slots.len().checked_sub(1)),
+            Naming::Random(state) => {
+                *state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let pick = (*state >> 33) as usize;
+                let n = self.free_slots.len();
+                Some((n > 0 && pick % 3 != 0).then(|| pick % n))
+            }
+        };
+        let h = match reuse {
+            None => format!("h{}", self.next_handle),
+            Some(reuse) => {
+                let slot = match reuse {
+                    Some(i) => self.free_slots.remove(i),
+                    None => {
+                        self.slots += 1;
+                        self.slots - 1
+                    }
+                };
+                String::from_utf8(slot.to_be_bytes().to_vec()).expect("a small slot")
+            }
+        };
         self.handles.insert(h.clone(), (path.to_string(), listed));
         self.max_open = self.max_open.max(self.handles.len());
         h
@@ -103,9 +143,22 @@ impl Server {
             }
             P::OpenDir(_) => status(id, StatusCode::NoSuchFile),
             P::Close(c) => match self.handles.remove(&c.handle) {
-                Some(_) => status(id, StatusCode::Ok),
-                None => status(id, StatusCode::Failure),
+                Some(_) => {
+                    if self.naming != Naming::Counted {
+                        let slot: [u8; 4] = c.handle.as_bytes().try_into().expect("a slot");
+                        self.free_slots.push(u32::from_be_bytes(slot));
+                    }
+                    status(id, StatusCode::Ok)
+                }
+                None => status(id, StatusCode::NoSuchFile),
             },
+            // A request on a handle that is not open fails, as on OpenSSH.
+            P::Read(r) if !self.handles.contains_key(&r.handle) => status(id, StatusCode::Failure),
+            P::Write(w) if !self.handles.contains_key(&w.handle) => status(id, StatusCode::Failure),
+            P::Fstat(f) if !self.handles.contains_key(&f.handle) => status(id, StatusCode::Failure),
+            P::ReadDir(r) if !self.handles.contains_key(&r.handle) => {
+                status(id, StatusCode::Failure)
+            }
             P::Read(r) => {
                 let path = self.handles[&r.handle].0.clone();
                 let data = self.files.get(&path).cloned().unwrap_or_default();
