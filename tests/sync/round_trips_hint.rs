@@ -1,5 +1,5 @@
 //! The target hint (`targethints`, SPEC §5.2): an incremental push that trusts the remote
-//! generation its last sync saw takes 3 round trips after connect over SFTP, and a hint
+//! generation its last sync saw takes 2 round trips after connect over SFTP, and a hint
 //! that is wrong (stale, damaged, for another URL) costs round trips, never correctness.
 
 use crate::common;
@@ -26,7 +26,7 @@ fn remote_generations(t: &Transport) -> Vec<String> {
 }
 
 #[test]
-fn an_incremental_push_with_a_hint_takes_three_round_trips() {
+fn an_incremental_push_with_a_hint_takes_two_round_trips() {
     let t = Transport::ssh();
     let a = store_with_target(&t);
     traced(&t, &a, &["push"]);
@@ -34,8 +34,8 @@ fn an_incremental_push_with_a_hint_takes_three_round_trips() {
     save_change(&a, 1);
     let (n, trace) = traced(&t, &a, &["push"]);
     assert!(
-        n <= 3,
-        "incremental push: {n} round trips, at most 3 expected:\n{trace}"
+        n <= 2,
+        "incremental push: {n} round trips, at most 2 expected:\n{trace}"
     );
     // A pull records the hint too: a push after it is just as short.
     let b = Env::new();
@@ -47,8 +47,8 @@ fn an_incremental_push_with_a_hint_takes_three_round_trips() {
     b.save("work", &["--summary", "from b"]);
     let (n, trace) = traced(&t, &b, &["push"]);
     assert!(
-        n <= 3,
-        "push after a pull: {n} round trips, at most 3 expected:\n{trace}"
+        n <= 2,
+        "push after a pull: {n} round trips, at most 2 expected:\n{trace}"
     );
     assert_eq!(remote_generations(&t).len(), 4);
     t.json_ok(&b, &["verify"]);

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 
 use russh_sftp::protocol::{
-    FileAttributes, Init, MkDir, OpenFlags, Packet, Remove, RmDir, SetStat, StatusCode,
+    FileAttributes, Init, MkDir, Packet, Remove, RmDir, SetStat, StatusCode,
 };
 
 mod batch;
@@ -90,8 +90,8 @@ pub struct SftpRemote {
     broken: bool,
     /// `BATON_TRACE_SFTP=1`: log every packet to stderr.
     trace: bool,
-    /// Directories opened ahead of a publish (`prepare_publish`), for their fsync: the
-    /// request id while the reply is outstanding, then the handle.
+    /// Directories opened ahead of a publish (`prepare_publish`), for their fsync: queued,
+    /// then the request id while the reply is outstanding, then the handle.
     prepared: HashMap<String, Prepared>,
     /// Round trips waited for since the session started (after INIT): a reply to a
     /// request sent after the last counted wait began counts one.
@@ -111,6 +111,8 @@ pub struct SftpRemote {
 }
 
 enum Prepared {
+    /// Not opened yet (`send_prepared`).
+    Queued,
     Pending(u32),
     Ready(String),
 }
@@ -271,60 +273,7 @@ impl Remote for SftpRemote {
         path: &str,
         beside: &[(String, Vec<u8>)],
     ) -> Result<Box<dyn Upload + '_>> {
-        if let Some((p, _)) = beside.iter().find(|(_, b)| b.len() > CHUNK) {
-            return Err(Error::other(format!(
-                "{p} is too large to stage beside an upload"
-            )));
-        }
-        let flags = OpenFlags::READ | OpenFlags::WRITE | OpenFlags::CREATE | OpenFlags::EXCLUDE;
-        // Every file is opened in one batch; the small ones are written in `finish`'s.
-        let id = self.open(path, flags, Some(0o600))?;
-        let mut opens = Vec::with_capacity(beside.len());
-        for (p, _) in beside {
-            opens.push(self.open(p, flags, Some(0o600))?);
-        }
-        let reply = self.wait(id)?;
-        let handle = self.created_handle(reply, path);
-        let mut small = Vec::with_capacity(beside.len());
-        let mut failed = None;
-        for (id, (p, bytes)) in opens.into_iter().zip(beside) {
-            let reply = self.wait(id)?;
-            match self.created_handle(reply, p) {
-                Ok(h) => small.push((p.clone(), bytes.clone(), h)),
-                Err(e) => {
-                    failed.get_or_insert(e);
-                }
-            }
-        }
-        let failed = match (handle, failed) {
-            (Ok(h), None) => Ok(h),
-            (Ok(h), Some(e)) => {
-                self.close_later(h, path)?;
-                Err(e)
-            }
-            (Err(e), _) => Err(e),
-        };
-        let handle = match failed {
-            Ok(h) => h,
-            Err(e) => {
-                for (p, _, h) in small {
-                    self.close_later(h, &p)?;
-                }
-                return Err(e);
-            }
-        };
-        // Reads started before these opens had their opens answered first: their
-        // reads go out now, with this upload's writes.
-        self.advance_probes()?;
-        Ok(Box::new(upload::SftpUpload {
-            remote: self,
-            handle,
-            path: path.to_string(),
-            offset: 0,
-            buf: Vec::with_capacity(CHUNK),
-            inflight: Default::default(),
-            beside: small,
-        }))
+        self.create_upload(path, beside)
     }
 
     fn run_in_order(&mut self, steps: &[Step]) -> Result<Vec<bool>> {
@@ -345,12 +294,17 @@ impl Remote for SftpRemote {
     }
 
     fn prepare_publish(&mut self, dirs: &[String]) -> Result<()> {
+        // While handles can be guessed, the opens wait for the next upload's (or the
+        // next look at a directory's handle): a handle held would end the guessing.
+        let queue = self.handles.guess().is_some();
         for dir in dirs {
             // Preparing is only a head start: past the window, publish opens them itself.
             if !self.prepared.contains_key(dir) && self.prepared.len() < batch::HANDLE_WINDOW {
-                let id = self.open(dir, OpenFlags::READ, None)?;
-                self.prepared.insert(dir.clone(), Prepared::Pending(id));
+                self.prepared.insert(dir.clone(), Prepared::Queued);
             }
+        }
+        if !queue {
+            self.send_prepared()?;
         }
         Ok(())
     }

@@ -126,10 +126,22 @@ impl SftpRemote {
         self.send_open(rel, true, OpenFlags::READ, None, Opening::Plain)
     }
 
-    /// Open `rel` for reading on the guessed handle `guess`, kept open.
-    pub(super) fn open_guessed(&mut self, rel: &str, guess: &str) -> Result<u32> {
-        let how = Opening::Kept(guess.to_string());
-        self.send_open(rel, false, OpenFlags::READ, None, how)
+    /// Open `rel` on the guessed handle `guess`: kept open, or `closed_ahead` once the
+    /// requests on it are sent (`close_ahead`).
+    pub(super) fn open_guessed(
+        &mut self,
+        rel: &str,
+        flags: OpenFlags,
+        mode: Option<u32>,
+        guess: &str,
+        closed_ahead: bool,
+    ) -> Result<u32> {
+        let how = if closed_ahead {
+            Opening::ClosedAhead(guess.to_string())
+        } else {
+            Opening::Kept(guess.to_string())
+        };
+        self.send_open(rel, false, flags, mode, how)
     }
 
     /// Open `rel` (`dir`: list it) on the guessed handle `guess`, to be closed ahead

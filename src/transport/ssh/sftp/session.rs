@@ -347,7 +347,23 @@ impl SftpRemote {
         }
     }
 
-    /// The handle of a directory opened by `prepare_publish`, once its reply is in.
+    /// Open the directories `prepare_publish` queued.
+    pub(super) fn send_prepared(&mut self) -> Result<()> {
+        let queued: Vec<String> = self
+            .prepared
+            .iter()
+            .filter(|(_, p)| matches!(p, Prepared::Queued))
+            .map(|(dir, _)| dir.clone())
+            .collect();
+        for dir in queued {
+            let id = self.open(&dir, OpenFlags::READ, None)?;
+            self.prepared.insert(dir, Prepared::Pending(id));
+        }
+        Ok(())
+    }
+
+    /// The handle of a directory opened by `prepare_publish`, once its reply is in (one
+    /// still queued, with no upload since, is opened by the publish itself).
     pub(super) fn prepared_handle(&mut self, dir: &str) -> Result<Option<String>> {
         match self.prepared.remove(dir) {
             Some(Prepared::Ready(handle)) => {
@@ -366,7 +382,7 @@ impl SftpRemote {
                     .insert(dir.to_string(), Prepared::Ready(handle.clone()));
                 Ok(Some(handle))
             }
-            None => Ok(None),
+            Some(Prepared::Queued) | None => Ok(None),
         }
     }
 

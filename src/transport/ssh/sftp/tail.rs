@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 
-use russh_sftp::protocol::Packet;
+use russh_sftp::protocol::{OpenFlags, Packet};
 
 use super::download::{Inflight, Range};
 use super::{CHUNK, SftpRemote, WINDOW};
@@ -51,7 +51,7 @@ impl SftpRemote {
         // On a guessed handle the tail's requests go with the open (`guess`).
         let (handle, sent) = match self.handles.guess() {
             Some(guess) => {
-                let open = self.open_guessed(path, &guess)?;
+                let open = self.open_guessed(path, OpenFlags::READ, None, &guess, false)?;
                 let sent = self.tail_send(&guess, size, tail_start, body)?;
                 match self.wait(open)? {
                     Packet::Handle(h) if h.handle == guess => (guess, sent),

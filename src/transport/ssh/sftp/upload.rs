@@ -1,30 +1,265 @@
 //! An upload into one remote file: chunks written with up to `WINDOW` writes in flight,
 //! then fsync, stat, read back and the mode fixed, for `Upload::finish`; small files
 //! staged beside it (`create_with`) are written, fsynced and read back in the same batch.
+//!
+//! When the handles can be guessed (`guess`), nothing waits for an open: each small file
+//! is created, written, fsynced, stat'ed, read back, chmodded and closed on the guessed
+//! handle in one go, and the upload's writes go out on the guess behind its open. The
+//! chunks are kept until the open's reply confirms the guess; a wrong guess has them
+//! (and the finishing requests) sent again on the handle the server gave.
 
 use std::io::{self, Write};
 
-use russh_sftp::protocol::{FSetStat, FileAttributes, Fstat, Packet, Write as WriteReq};
+use russh_sftp::protocol::{
+    FSetStat, FileAttributes, Fstat, OpenFlags, Packet, StatusCode, Write as WriteReq,
+};
 
 use super::{CHUNK, SftpRemote, WINDOW};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::transport::{Receipt, Upload};
 
+const CREATE: OpenFlags = OpenFlags::READ
+    .union(OpenFlags::WRITE)
+    .union(OpenFlags::CREATE)
+    .union(OpenFlags::EXCLUDE);
+
 pub(super) struct SftpUpload<'a> {
-    pub(super) remote: &'a mut SftpRemote,
-    pub(super) handle: String,
-    pub(super) path: String,
-    pub(super) offset: u64,
-    pub(super) buf: Vec<u8>,
-    pub(super) inflight: std::collections::VecDeque<u32>,
-    /// Small files opened with this one: (path, bytes, handle).
-    pub(super) beside: Vec<(String, Vec<u8>, String)>,
+    remote: &'a mut SftpRemote,
+    handle: String,
+    path: String,
+    offset: u64,
+    buf: Vec<u8>,
+    inflight: std::collections::VecDeque<u32>,
+    /// Small files staged with this one.
+    beside: Vec<Small>,
+    /// The open of a guessed handle not confirmed yet, and the chunks sent on it since.
+    unconfirmed: Option<(u32, Vec<(u64, Vec<u8>)>)>,
+}
+
+/// A small file staged beside an upload.
+struct Small {
+    path: String,
+    bytes: Vec<u8>,
+    how: Staged,
+}
+
+enum Staged {
+    /// Open on this handle; written in `finish`'s batch.
+    Open(String),
+    /// Sent whole on a guessed handle: the open, and the requests after it.
+    Chained {
+        open: u32,
+        guess: String,
+        sent: SmallSent,
+    },
+}
+
+/// The requests that stage a small file on a handle.
+struct SmallSent {
+    write: u32,
+    fsync: Option<u32>,
+    stat: u32,
+    read: u32,
+    /// The chmod to 0600, when it is sent whatever the stat says.
+    chmod: Option<u32>,
+}
+
+impl SmallSent {
+    fn ids(&self) -> impl Iterator<Item = u32> {
+        [
+            Some(self.write),
+            self.fsync,
+            Some(self.stat),
+            Some(self.read),
+            self.chmod,
+        ]
+        .into_iter()
+        .flatten()
+    }
+}
+
+impl SftpRemote {
+    /// `Remote::create_with`: create `path` and the small files `beside` (exclusively,
+    /// 0600), for an upload into `path`.
+    pub(super) fn create_upload(
+        &mut self,
+        path: &str,
+        beside: &[(String, Vec<u8>)],
+    ) -> Result<Box<dyn Upload + '_>> {
+        if let Some((p, _)) = beside.iter().find(|(_, b)| b.len() > CHUNK) {
+            return Err(Error::other(format!(
+                "{p} is too large to stage beside an upload"
+            )));
+        }
+        if let Some(guess) = self.handles.guess() {
+            let mut small = Vec::with_capacity(beside.len());
+            for (p, bytes) in beside {
+                let open = self.open_guessed(p, CREATE, Some(0o600), &guess, true)?;
+                let mut sent = self.send_small(&guess, bytes)?;
+                sent.chmod = Some(self.send_chmod(&guess)?);
+                self.close_ahead(&guess)?;
+                small.push(Small {
+                    path: p.clone(),
+                    bytes: bytes.clone(),
+                    how: Staged::Chained {
+                        open,
+                        guess: guess.clone(),
+                        sent,
+                    },
+                });
+            }
+            let open = self.open_guessed(path, CREATE, Some(0o600), &guess, false)?;
+            return Ok(Box::new(SftpUpload {
+                remote: self,
+                handle: guess,
+                path: path.to_string(),
+                offset: 0,
+                buf: Vec::with_capacity(CHUNK),
+                inflight: Default::default(),
+                beside: small,
+                unconfirmed: Some((open, Vec::new())),
+            }));
+        }
+        // Every file is opened in one batch; the small ones are written in `finish`'s.
+        let id = self.open(path, CREATE, Some(0o600))?;
+        let mut opens = Vec::with_capacity(beside.len());
+        for (p, _) in beside {
+            opens.push(self.open(p, CREATE, Some(0o600))?);
+        }
+        self.send_prepared()?;
+        let reply = self.wait(id)?;
+        let handle = self.created_handle(reply, path);
+        let mut small = Vec::with_capacity(beside.len());
+        let mut failed = None;
+        for (id, (p, bytes)) in opens.into_iter().zip(beside) {
+            let reply = self.wait(id)?;
+            match self.created_handle(reply, p) {
+                Ok(h) => small.push(Small {
+                    path: p.clone(),
+                    bytes: bytes.clone(),
+                    how: Staged::Open(h),
+                }),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        let failed = match (handle, failed) {
+            (Ok(h), None) => Ok(h),
+            (Ok(h), Some(e)) => {
+                self.close_later(h, path)?;
+                Err(e)
+            }
+            (Err(e), _) => Err(e),
+        };
+        let handle = match failed {
+            Ok(h) => h,
+            Err(e) => {
+                for s in small {
+                    if let Staged::Open(h) = s.how {
+                        self.close_later(h, &s.path)?;
+                    }
+                }
+                return Err(e);
+            }
+        };
+        // Reads started before these opens had their opens answered first: their
+        // reads go out now, with this upload's writes.
+        self.advance_probes()?;
+        Ok(Box::new(SftpUpload {
+            remote: self,
+            handle,
+            path: path.to_string(),
+            offset: 0,
+            buf: Vec::with_capacity(CHUNK),
+            inflight: Default::default(),
+            beside: small,
+            unconfirmed: None,
+        }))
+    }
+
+    fn send_write(&mut self, handle: &str, offset: u64, data: Vec<u8>) -> Result<u32> {
+        let handle = handle.to_string();
+        self.request(|id| {
+            Packet::Write(WriteReq {
+                id,
+                handle,
+                offset,
+                data,
+            })
+        })
+    }
+
+    fn send_chmod(&mut self, handle: &str) -> Result<u32> {
+        let (handle, attrs) = (
+            handle.to_string(),
+            FileAttributes {
+                permissions: Some(0o600),
+                ..FileAttributes::empty()
+            },
+        );
+        self.request(|id| Packet::FSetStat(FSetStat { id, handle, attrs }))
+    }
+
+    /// Write, fsync, stat and read back a small file on `handle`.
+    fn send_small(&mut self, handle: &str, bytes: &[u8]) -> Result<SmallSent> {
+        let write = self.send_write(handle, 0, bytes.to_vec())?;
+        let fsync = self.fsync(handle)?;
+        let h = handle.to_string();
+        let stat = self.request(|id| Packet::Fstat(Fstat { id, handle: h }))?;
+        let read = self.send_read(handle, 0, (bytes.len() as u32).max(1))?;
+        Ok(SmallSent {
+            write,
+            fsync,
+            stat,
+            read,
+            chmod: None,
+        })
+    }
+
+    /// Check the replies to `send_small`: the mode the stat saw (`None` when the chmod was
+    /// sent with them and succeeded).
+    fn check_small(&mut self, path: &str, bytes: &[u8], sent: SmallSent) -> Result<Option<u32>> {
+        let reply = self.wait(sent.write)?;
+        self.expect_written(reply, &format!("write {path}"), path)?;
+        if let Some(id) = sent.fsync {
+            let reply = self.wait(id)?;
+            self.expect_written(reply, &format!("fsync {path}"), path)?;
+        }
+        let mode = self.wait_attrs(sent.stat)?.permissions;
+        let back = match self.wait(sent.read)? {
+            Packet::Data(d) => d.data,
+            Packet::Status(s) if s.status_code == StatusCode::Eof => Vec::new(),
+            other => return Err(self.unexpected(&format!("read back {path}"), other)),
+        };
+        if back != bytes {
+            return Err(Error::new(
+                ErrorKind::Transport,
+                format!("{path} reads back differently from what was sent"),
+            ));
+        }
+        match sent.chmod {
+            Some(id) => {
+                let reply = self.wait(id)?;
+                self.expect_ok(reply, &format!("chmod {path}"))?;
+                Ok(None)
+            }
+            None => Ok(mode),
+        }
+    }
 }
 
 impl SftpUpload<'_> {
     fn send_chunk(&mut self) -> Result<()> {
         if self.buf.is_empty() {
             return Ok(());
+        }
+        if self.inflight.len() >= WINDOW && self.unconfirmed.is_some() {
+            // The open's reply came while the window filled: bandwidth, not a round trip.
+            self.remote.streaming = true;
+            let confirmed = self.confirm();
+            self.remote.streaming = false;
+            confirmed?;
         }
         if self.inflight.len() >= WINDOW
             && let Some(oldest) = self.inflight.pop_front()
@@ -38,17 +273,100 @@ impl SftpUpload<'_> {
             self.remote.expect_written(reply, &what, &self.path)?;
         }
         let data = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
-        let (handle, offset, len) = (self.handle.clone(), self.offset, data.len() as u64);
-        let id = self.remote.request(|id| {
-            Packet::Write(WriteReq {
-                id,
-                handle,
-                offset,
-                data,
-            })
-        })?;
+        let (offset, len) = (self.offset, data.len() as u64);
+        if let Some((_, kept)) = &mut self.unconfirmed {
+            kept.push((offset, data.clone()));
+        }
+        let id = self.remote.send_write(&self.handle, offset, data)?;
         self.offset += len;
         self.inflight.push_back(id);
+        Ok(())
+    }
+
+    /// Wait for the reply to a guessed handle's open. Wrong: the chunks go again on the
+    /// handle the server gave (`false`: what else was sent on the guess must be too).
+    fn confirm(&mut self) -> Result<bool> {
+        let Some((open, kept)) = self.unconfirmed.take() else {
+            return Ok(true);
+        };
+        let reply = self.remote.wait(open);
+        let right = matches!(&reply, Ok(Packet::Handle(h)) if h.handle == self.handle);
+        if !right {
+            for id in self.inflight.drain(..) {
+                self.remote.drop_reply(id);
+            }
+            self.handle = self.remote.created_handle(reply?, &self.path)?;
+            for (offset, data) in kept {
+                let id = self.remote.send_write(&self.handle, offset, data)?;
+                self.inflight.push_back(id);
+            }
+        }
+        self.remote.send_prepared()?;
+        Ok(right)
+    }
+
+    /// The requests that finish the upload: fsync, stat, and the reads of `readback`.
+    fn send_finish(
+        &mut self,
+        readback: &[(u64, u64)],
+    ) -> Result<(Option<u32>, u32, Vec<Vec<u32>>)> {
+        let handle = self.handle.clone();
+        let fsync = self.remote.fsync(&handle)?;
+        let h = handle.clone();
+        let stat = self
+            .remote
+            .request(|id| Packet::Fstat(Fstat { id, handle: h }))?;
+        let mut reads = Vec::new();
+        for &(offset, len) in readback {
+            let mut parts = Vec::new();
+            let mut at = offset;
+            while at < offset + len {
+                let take = (offset + len - at).min(CHUNK as u64);
+                parts.push(self.remote.send_read(&handle, at, take as u32)?);
+                at += take;
+            }
+            reads.push(parts);
+        }
+        Ok((fsync, stat, reads))
+    }
+
+    /// Stage the small files: those opened (written now, with the upload's last batch)
+    /// and those sent whole on a guess (checked, or staged again on the handle the
+    /// server gave). Each is closed once checked.
+    fn finish_small(&mut self) -> Result<()> {
+        let beside = std::mem::take(&mut self.beside);
+        let mut opened = Vec::with_capacity(beside.len());
+        for small in beside {
+            let sent = match small.how {
+                Staged::Open(h) => {
+                    let sent = self.remote.send_small(&h, &small.bytes)?;
+                    (small.path, small.bytes, h, sent)
+                }
+                Staged::Chained { open, guess, sent } => {
+                    let reply = self.remote.wait(open);
+                    if matches!(&reply, Ok(Packet::Handle(h)) if h.handle == guess) {
+                        // Closed ahead: only its replies are left to check.
+                        self.remote.check_small(&small.path, &small.bytes, sent)?;
+                        continue;
+                    }
+                    for id in sent.ids() {
+                        self.remote.drop_reply(id);
+                    }
+                    let h = self.remote.created_handle(reply?, &small.path)?;
+                    let sent = self.remote.send_small(&h, &small.bytes)?;
+                    (small.path, small.bytes, h, sent)
+                }
+            };
+            opened.push(sent);
+        }
+        for (path, bytes, h, sent) in opened {
+            let mode = self.remote.check_small(&path, &bytes, sent)?;
+            if mode.map(|p| p & 0o7777) != Some(0o600) {
+                let id = self.remote.send_chmod(&h)?;
+                self.remote.defer(id, format!("chmod {path}"), false);
+            }
+            self.remote.close_later(h, &path)?;
+        }
         Ok(())
     }
 }
@@ -81,44 +399,23 @@ impl Upload for SftpUpload<'_> {
         // Everything goes out before anything is waited for: the server handles a
         // handle's requests in order, so the fsync, stat and reads follow the writes, and
         // a failed write is still seen (its reply is checked) before anything is published.
-        let handle = self.handle.clone();
-        let fsync = self.remote.fsync(&handle)?;
-        let stat = {
-            let handle = handle.clone();
-            self.remote
-                .request(|id| Packet::Fstat(Fstat { id, handle }))?
-        };
-        let mut reads = Vec::new();
-        for &(offset, len) in readback {
-            let mut parts = Vec::new();
-            let mut at = offset;
-            while at < offset + len {
-                let take = (offset + len - at).min(CHUNK as u64);
-                parts.push(self.remote.send_read(&handle, at, take as u32)?);
-                at += take;
+        let mut sent = self.send_finish(readback)?;
+        // The directories to publish into are opened behind the last request on a guess.
+        self.remote.send_prepared()?;
+        if !self.confirm()? {
+            let (fsync, stat, reads) = sent;
+            for id in fsync
+                .into_iter()
+                .chain([stat])
+                .chain(reads.into_iter().flatten())
+            {
+                self.remote.drop_reply(id);
             }
-            reads.push(parts);
+            sent = self.send_finish(readback)?;
         }
-        let beside = std::mem::take(&mut self.beside);
-        let mut small = Vec::with_capacity(beside.len());
-        for (path, bytes, h) in &beside {
-            let (hh, data) = (h.clone(), bytes.clone());
-            let write = self.remote.request(|id| {
-                Packet::Write(WriteReq {
-                    id,
-                    handle: hh,
-                    offset: 0,
-                    data,
-                })
-            })?;
-            let fsync = self.remote.fsync(h)?;
-            let hh = h.clone();
-            let stat = self
-                .remote
-                .request(|id| Packet::Fstat(Fstat { id, handle: hh }))?;
-            let read = self.remote.send_read(h, 0, (bytes.len() as u32).max(1))?;
-            small.push((path, bytes, write, fsync, stat, read));
-        }
+        let (fsync, stat, reads) = sent;
+        // Written with the last batch: small files opened with this one.
+        let staged = self.finish_small();
         let what = format!("write {}", self.path);
         while let Some(id) = self.inflight.pop_front() {
             let reply = self.remote.wait(id)?;
@@ -140,58 +437,11 @@ impl Upload for SftpUpload<'_> {
             }
             back.push(bytes);
         }
-        let mut small_modes = Vec::with_capacity(small.len());
-        for (path, bytes, write, fsync, stat, read) in small {
-            let reply = self.remote.wait(write)?;
-            self.remote
-                .expect_written(reply, &format!("write {path}"), path)?;
-            if let Some(id) = fsync {
-                let reply = self.remote.wait(id)?;
-                self.remote
-                    .expect_written(reply, &format!("fsync {path}"), path)?;
-            }
-            small_modes.push(self.remote.wait_attrs(stat)?.permissions);
-            let read = self
-                .remote
-                .wait_data(read, "read back")?
-                .unwrap_or_default();
-            if &read != bytes {
-                return Err(Error::new(
-                    crate::error::ErrorKind::Transport,
-                    format!("{path} reads back differently from what was sent"),
-                ));
-            }
-        }
-        for ((path, _, h), mode) in beside.into_iter().zip(small_modes) {
-            if mode.map(|p| p & 0o7777) != Some(0o600) {
-                let (hh, attrs) = (
-                    h.clone(),
-                    FileAttributes {
-                        permissions: Some(0o600),
-                        ..FileAttributes::empty()
-                    },
-                );
-                let id = self.remote.request(|id| {
-                    Packet::FSetStat(FSetStat {
-                        id,
-                        handle: hh,
-                        attrs,
-                    })
-                })?;
-                self.remote.defer(id, format!("chmod {path}"), false);
-            }
-            self.remote.close_later(h, &path)?;
-        }
+        staged?;
         // The server's umask may have narrowed (or a hostile setup widened) the mode.
+        let handle = self.handle.clone();
         if attrs.permissions.map(|p| p & 0o7777) != Some(0o600) {
-            let handle = handle.clone();
-            let attrs = FileAttributes {
-                permissions: Some(0o600),
-                ..FileAttributes::empty()
-            };
-            let id = self
-                .remote
-                .request(|id| Packet::FSetStat(FSetStat { id, handle, attrs }))?;
+            let id = self.remote.send_chmod(&handle)?;
             let reply = self.remote.wait(id)?;
             self.remote
                 .expect_ok(reply, &format!("chmod {}", self.path))?;

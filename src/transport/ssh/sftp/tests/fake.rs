@@ -58,6 +58,26 @@ pub(super) struct Server {
     pub(super) seen: Vec<String>,
 }
 
+/// The packet's type, as its `Debug` form begins (formatting stops there: a WRITE's
+/// data is not formatted byte by byte).
+fn type_name(packet: &Packet) -> String {
+    struct Name(String);
+    impl std::fmt::Write for Name {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            for c in s.chars() {
+                if !c.is_alphanumeric() {
+                    return Err(std::fmt::Error);
+                }
+                self.0.push(c);
+            }
+            Ok(())
+        }
+    }
+    let mut name = Name(String::new());
+    let _ = std::fmt::Write::write_fmt(&mut name, format_args!("{packet:?}"));
+    name.0
+}
+
 pub(super) fn frame(packet: Packet) -> Vec<u8> {
     Bytes::try_from(packet).expect("a reply encodes").to_vec()
 }
@@ -274,14 +294,10 @@ impl Server {
             if self.input.len() < 4 + len {
                 return;
             }
-            let body: Vec<u8> = self.input.drain(..4 + len).skip(4).collect();
+            let body = self.input[4..4 + len].to_vec();
+            self.input.drain(..4 + len);
             let request = Packet::try_from(&mut Bytes::from(body)).expect("a valid request");
-            self.seen.push(
-                format!("{request:?}")
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric())
-                    .collect(),
-            );
+            self.seen.push(type_name(&request));
             let frames = if let Packet::Init(_) = request {
                 let mut v = Version::new();
                 v.extensions.insert(FSYNC_EXTENSION.into(), "1".into());

@@ -3,8 +3,8 @@
 
 use super::fake::{Naming, fake};
 use super::strings;
-use crate::transport::Remote;
 use crate::transport::ssh::sftp::{CHUNK, SftpRemote};
+use crate::transport::{Published, Remote};
 
 type Answers = (Vec<Option<Vec<u8>>>, Vec<Option<Vec<String>>>);
 
@@ -136,4 +136,143 @@ fn a_server_that_names_handles_otherwise_gives_the_same_answers() {
     let (mut remote, _) = store(Naming::Counted);
     look(&mut remote);
     assert!(remote.handles.is_off(), "a wrong guess ends guessing");
+}
+
+/// An upload past the write window with two small files beside it, into a directory
+/// prepared for the publish: what the server holds after it, and its round trips.
+fn upload(naming: Naming) -> (SftpRemote, super::fake::Fake, u64) {
+    let (mut remote, fake) = fake(&[]);
+    fake.with(|s| {
+        s.naming = naming;
+        s.dirs.extend(["s/tmp".to_string(), "s/packs".to_string()]);
+    });
+    remote
+        .prepare_publish(&strings(&["packs"]))
+        .expect("prepare");
+    let data = big();
+    let beside = vec![
+        ("tmp/ref".to_string(), b"a ref line\n".to_vec()),
+        ("tmp/config".to_string(), b"config\n".to_vec()),
+    ];
+    let mut upload = remote
+        .create_with("tmp/item", &beside)
+        .expect("create_with");
+    std::io::Write::write_all(&mut upload, &data).expect("write");
+    let receipt = upload.finish(&[(0, 4), (CHUNK as u64, 3)]).expect("finish");
+    assert_eq!(receipt.size, data.len() as u64);
+    assert_eq!(
+        receipt.readback,
+        vec![data[..4].to_vec(), data[CHUNK..CHUNK + 3].to_vec()]
+    );
+    let trips = remote.round_trips;
+    (remote, fake, trips)
+}
+
+/// Past the write window: its first wait finds the reply to the open.
+fn big() -> Vec<u8> {
+    static BIG: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    BIG.get_or_init(|| {
+        let pattern: Vec<u8> = (0..=250).collect();
+        pattern
+            .iter()
+            .copied()
+            .cycle()
+            .take((super::super::WINDOW + 3) * CHUNK + 11)
+            .collect()
+    })
+    .clone()
+}
+
+fn staged(fake: &super::fake::Fake) -> Vec<(String, usize)> {
+    fake.with(|s| {
+        s.files
+            .iter()
+            .map(|(path, bytes)| (path.clone(), bytes.len()))
+            .collect()
+    })
+}
+
+#[test]
+fn an_upload_on_guessed_handles_waits_for_no_open() {
+    let (mut remote, fake, trips) = upload(Naming::OpenSsh);
+    // The opens, writes, fsyncs, stats and read-backs: one round trip (the window's
+    // waits are bandwidth).
+    assert_eq!(trips, 1);
+    assert!(!remote.handles.is_off());
+    assert_eq!(
+        fake.with(|s| s.files.get("s/tmp/item").cloned()),
+        Some(big())
+    );
+    assert_eq!(
+        fake.with(|s| s.files.get("s/tmp/ref").cloned()),
+        Some(b"a ref line\n".to_vec())
+    );
+    // The prepared directory was opened behind the upload: its fsync needs no open.
+    let before = remote.round_trips;
+    let outcomes = remote
+        .publish_many(&[("tmp/item".to_string(), "packs/p".to_string())])
+        .expect("publish");
+    assert!(matches!(outcomes[..], [Published::Done]));
+    assert_eq!(
+        remote.round_trips - before,
+        1,
+        "rename and fsync in one round trip"
+    );
+    assert_eq!(
+        remote.handles.held(),
+        1,
+        "only the prepared directory is open"
+    );
+}
+
+#[test]
+fn an_upload_on_wrong_guesses_stages_the_same_files() {
+    let want = staged(&upload(Naming::OpenSsh).1);
+    for naming in [
+        Naming::Counted,
+        Naming::Random(3),
+        Naming::Random(11),
+        Naming::Random(99),
+    ] {
+        let (mut remote, server, _) = upload(naming);
+        let fake = server;
+        assert_eq!(staged(&fake), want);
+        assert_eq!(
+            fake.with(|s| s.files.get("s/tmp/item").cloned()),
+            Some(big())
+        );
+        assert_eq!(
+            fake.with(|s| s.files.get("s/tmp/config").cloned()),
+            Some(b"config\n".to_vec())
+        );
+        remote
+            .publish_many(&[("tmp/item".to_string(), "packs/p".to_string())])
+            .expect("publish");
+        assert_eq!(
+            fake.with(|s| s.handles.len()),
+            1,
+            "only the prepared directory is open"
+        );
+    }
+    // Creating over an existing file fails, guessed or not.
+    for naming in [Naming::OpenSsh, Naming::Counted] {
+        let (mut remote, fake) = fake(&[("tmp/item", b"there")]);
+        fake.with(|s| {
+            s.naming = naming;
+            s.dirs.insert("s/tmp".to_string());
+        });
+        let failed = match remote.create_with("tmp/item", &[]) {
+            Err(e) => e,
+            Ok(mut upload) => {
+                let _ = std::io::Write::write_all(&mut upload, b"new");
+                upload.finish(&[]).expect_err("the file exists")
+            }
+        };
+        assert!(failed.message.contains("tmp/item"), "{}", failed.message);
+        assert_eq!(
+            fake.with(|s| s.files.get("s/tmp/item").cloned()),
+            Some(b"there".to_vec()),
+            "never written over"
+        );
+    }
 }
