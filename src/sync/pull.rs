@@ -136,15 +136,21 @@ fn fetch_from(
         // by their index first; any other's body is most likely wanted whole.
         let known = super::push_hint::held_packs(store, target);
         progress.set_length(state.packs.iter().map(|(_, e)| e.size).sum());
-        for (pack_id, entry) in &state.packs {
-            if store
-                .objects
-                .packs_dir()
-                .join(pack_file_name(pack_id))
-                .exists()
-            {
-                continue;
-            }
+        let wanted: Vec<_> = state
+            .packs
+            .iter()
+            .filter(|(id, _)| !store.objects.packs_dir().join(pack_file_name(id)).exists())
+            .collect();
+        // The packs are read in this order: a transport may open and read them ahead.
+        let expected: Vec<(String, u64, u64, bool)> = wanted
+            .iter()
+            .map(|(id, e)| {
+                let body = empty || !known.contains(id);
+                (e.name.clone(), e.size, index_tail_read(e.size), body)
+            })
+            .collect();
+        remote.expect_tails(&Kind::Pack, &expected);
+        for (pack_id, entry) in wanted {
             // The trailer and index first: a pack that is not what its listing declares
             // is refused before a byte of it is stored here. On the same open the rest
             // follows; a clone wants every pack whole, so its body is asked for with

@@ -187,6 +187,10 @@ pub trait Backend {
     /// Close an item opened by `open_tail` without reading the rest.
     fn close_tail(&mut self, _item: OpenTail) {}
 
+    /// The items of `kind` that `open_tail` will be asked for next, in this order: (name,
+    /// size, tail_len, body) each (see `Remote::expect_tails`).
+    fn expect_tails(&mut self, _kind: &Kind, _items: &[(String, u64, u64, bool)]) {}
+
     /// Get ready to create items of `kinds` soon (a store made by an older baton may lack
     /// their directories; SFTP opens them now so that each later publish costs one round
     /// trip).
@@ -378,6 +382,14 @@ impl<T: Remote + ?Sized> Backend for T {
     fn close_tail(&mut self, item: OpenTail) {
         let path = layout::path(&item.kind, &item.name);
         Remote::close_tail(self, item.token, &path)
+    }
+
+    fn expect_tails(&mut self, kind: &Kind, items: &[(String, u64, u64, bool)]) {
+        let files: Vec<(String, u64, u64, bool)> = items
+            .iter()
+            .map(|(name, size, tail, body)| (layout::path(kind, name), *size, *tail, *body))
+            .collect();
+        Remote::expect_tails(self, &files)
     }
 
     fn prepare(&mut self, kinds: &[Kind]) -> Result<()> {

@@ -220,6 +220,11 @@ pub trait Remote {
     /// Close a file opened by `open_tail` without reading the rest.
     fn close_tail(&mut self, _token: Option<u64>, _path: &str) {}
 
+    /// The files `open_tail` will be asked for next, in this order: (path, size,
+    /// tail_len, body) each. A transport may open and read them ahead, behind what it is
+    /// reading; a call for another file drops what is left of them.
+    fn expect_tails(&mut self, _files: &[(String, u64, u64, bool)]) {}
+
     /// Remove a directory and everything in it (staging cleanup). Best effort is fine:
     /// a leftover is cleaned up by a later run.
     fn remove_dir_all(&mut self, dir: &str) -> Result<()>;
@@ -337,6 +342,9 @@ impl Remote for Box<dyn Remote> {
     }
     fn close_tail(&mut self, token: Option<u64>, path: &str) {
         (**self).close_tail(token, path)
+    }
+    fn expect_tails(&mut self, files: &[(String, u64, u64, bool)]) {
+        (**self).expect_tails(files)
     }
     fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
         (**self).remove_dir_all(dir)

@@ -215,6 +215,13 @@ impl<R: Remote> Remote for Traced<R> {
         }
     }
 
+    fn expect_tails(&mut self, files: &[(String, u64, u64, bool)]) {
+        let t0 = Instant::now();
+        self.inner.expect_tails(files);
+        let what = format!("expect_tails of {} files (not waited for)", files.len());
+        let _ = self.note(&what, t0, Ok(()));
+    }
+
     fn close_tail(&mut self, token: Option<u64>, path: &str) {
         let t0 = Instant::now();
         self.inner.close_tail(token, path);

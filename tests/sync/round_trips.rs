@@ -78,8 +78,9 @@ pub(crate) fn save_change(env: &Env, n: u32) {
     env.save("work", &["--summary", &format!("change {n}")]);
 }
 
-/// The counts of one transport: (first push, incremental push, no-op push, pull).
-fn counts(t: &Transport) -> [u64; 4] {
+/// The counts of one transport: (first push, incremental push, no-op push, pull, clone
+/// of a remote of 4 packs).
+fn counts(t: &Transport) -> [u64; 5] {
     let a = store_with_target(t);
     let (first, e1) = traced(t, &a, &["push"]);
     // A few generations, so that the remote ref is not at a power of two.
@@ -91,23 +92,26 @@ fn counts(t: &Transport) -> [u64; 4] {
     let (incremental, e2) = traced(t, &a, &["push"]);
     let (noop, e3) = traced(t, &a, &["push"]);
     let b = Env::new();
-    t.json_ok(&b, &["clone", &t.clone_url()]);
+    let (clone, e5) = traced(t, &b, &["clone", &t.clone_url()]);
     save_change(&a, 8);
     traced(t, &a, &["push"]);
     let (pull, e4) = traced(t, &b, &["pull"]);
-    eprintln!("first push:\n{e1}\nincremental push:\n{e2}\nno-op push:\n{e3}\npull:\n{e4}");
-    [first, incremental, noop, pull]
+    eprintln!(
+        "first push:\n{e1}\nincremental push:\n{e2}\nno-op push:\n{e3}\npull:\n{e4}\nclone:\n{e5}"
+    );
+    [first, incremental, noop, pull, clone]
 }
 
-/// (first push, incremental push, no-op push, pull) may cost at most `limits`.
-fn assert_counts(t: &Transport, limits: [u64; 4]) {
+/// (first push, incremental push, no-op push, pull, clone) may cost at most `limits`.
+fn assert_counts(t: &Transport, limits: [u64; 5]) {
     let got = counts(t);
-    eprintln!("round trips (first push, incremental push, no-op push, pull): {got:?}");
+    eprintln!("round trips (first push, incremental push, no-op push, pull, clone): {got:?}");
     let names = [
         "first push (creates the store)",
         "incremental push",
         "no-op push",
         "pull of one new bundle",
+        "clone of 4 packs",
     ];
     for ((name, got), limit) in names.iter().zip(got).zip(limits) {
         assert!(
@@ -120,15 +124,17 @@ fn assert_counts(t: &Transport, limits: [u64; 4]) {
 /// Each call that waits is one batch: read the state, open, finish, publish.
 #[test]
 fn local_syncs_stay_within_their_round_trips() {
-    assert_counts(&Transport::local(), [4, 4, 1, 2]);
+    assert_counts(&Transport::local(), [4, 4, 1, 2, 5]);
 }
 
 /// SFTP, with every request on a file sent with its open (on the handle OpenSSH will
 /// give it, `sftp/guess.rs`): the state 1; the staged files created, written, fsynced
 /// and read back 1; publish 1. An incremental push with its target hint (the generation
 /// the last push saw) reads the state with the upload: 2; a no-op push reads the state:
-/// 1; a pull reads the state, then the pack's tail (all of a small pack): 2.
+/// 1; a pull reads the state, then the pack's tail (all of a small pack): 2; a clone
+/// of 4 packs reads the state, the first pack with the other packs' opens, then those
+/// packs (`sftp/ahead.rs`): 3.
 #[test]
 fn ssh_syncs_stay_within_their_round_trips() {
-    assert_counts(&Transport::ssh(), [3, 2, 1, 2]);
+    assert_counts(&Transport::ssh(), [3, 2, 1, 2, 3]);
 }

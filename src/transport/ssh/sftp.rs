@@ -18,6 +18,7 @@ use russh_sftp::protocol::{
     FileAttributes, Init, MkDir, Packet, Remove, RmDir, SetStat, StatusCode,
 };
 
+mod ahead;
 mod batch;
 mod chain;
 mod download;
@@ -108,6 +109,8 @@ pub struct SftpRemote {
     next_open: u64,
     /// The server's handles as far as the session knows them, for guessing.
     handles: guess::Handles,
+    /// Files `expect_tails` announced, opened and read ahead.
+    expected: ahead::ExpectedFiles,
 }
 
 enum Prepared {
@@ -166,6 +169,7 @@ impl SftpRemote {
             open_files: HashMap::new(),
             next_open: 0,
             handles: guess::Handles::default(),
+            expected: Default::default(),
         };
         // The VERSION reply is read with the first reply anything waits for: requests
         // may follow INIT at once, since a server takes its input in order (SFTP v3
@@ -369,6 +373,10 @@ impl Remote for SftpRemote {
 
     fn close_tail(&mut self, token: Option<u64>, _path: &str) {
         self.tail_close(token)
+    }
+
+    fn expect_tails(&mut self, files: &[(String, u64, u64, bool)]) {
+        self.expect(files)
     }
 
     fn remove_file(&mut self, path: &str) -> Result<bool> {

@@ -10,11 +10,11 @@ use std::collections::VecDeque;
 use russh_sftp::protocol::{OpenFlags, Packet};
 
 use super::download::{Inflight, Range};
-use super::{CHUNK, SftpRemote, WINDOW};
+use super::{CHUNK, SftpRemote, WINDOW, ahead};
 use crate::error::Result;
 
 /// The requests `tail_open` sent on a handle.
-struct TailSent {
+pub(super) struct TailSent {
     fstat: u32,
     reads: Inflight,
     ahead: Inflight,
@@ -22,7 +22,10 @@ struct TailSent {
 }
 
 impl TailSent {
-    fn ids(&self) -> impl Iterator<Item = u32> + '_ {
+    /// The most of the body asked for with the tail.
+    pub(super) const AHEAD_WINDOW: u64 = (WINDOW * CHUNK) as u64;
+
+    pub(super) fn ids(&self) -> impl Iterator<Item = u32> + '_ {
         let reads = self.reads.iter().chain(&self.ahead).map(|r| r.0);
         std::iter::once(self.fstat).chain(reads).chain(self.after)
     }
@@ -48,31 +51,7 @@ impl SftpRemote {
     ) -> Result<(Vec<u8>, Option<u64>)> {
         let tail_len = tail_len.min(size);
         let tail_start = size - tail_len;
-        // On a guessed handle the tail's requests go with the open (`guess`).
-        let (handle, sent) = match self.handles.guess() {
-            Some(guess) => {
-                let open = self.open_guessed(path, OpenFlags::READ, None, &guess, false)?;
-                let sent = self.tail_send(&guess, size, tail_start, body)?;
-                match self.wait(open)? {
-                    Packet::Handle(h) if h.handle == guess => (guess, sent),
-                    reply => {
-                        for id in sent.ids() {
-                            self.drop_reply(id);
-                        }
-                        let handle = self
-                            .expect_handle(reply, &format!("open {path}"))?
-                            .ok_or_else(|| self.missing(path))?;
-                        let sent = self.tail_send(&handle, size, tail_start, body)?;
-                        (handle, sent)
-                    }
-                }
-            }
-            None => {
-                let handle = self.open_for_reading(path)?;
-                let sent = self.tail_send(&handle, size, tail_start, body)?;
-                (handle, sent)
-            }
-        };
+        let (handle, sent) = self.tail_requests(path, size, tail_start, body)?;
         let TailSent {
             fstat,
             reads,
@@ -87,8 +66,14 @@ impl SftpRemote {
             after: None,
             after_sent: None,
         };
+        // Unless more of this file's body is still to be asked for, the files expected
+        // next are read behind it (`ahead`).
+        let all_asked = !(body && tail_start > 0 && after.is_none());
         let mut tail = Vec::with_capacity(tail_len as usize);
         let got = self.stream_sent(&handle, range, reads, &mut tail, path);
+        if got.is_ok() && all_asked {
+            self.read_ahead()?;
+        }
         let file = OpenFile {
             handle,
             tail_start,
@@ -111,12 +96,61 @@ impl SftpRemote {
         }
     }
 
+    /// The handle of `path` and the requests `tail_open` sent on it: sent ahead
+    /// (`expect_tails`), or now, on a guessed handle when one can be told (`guess`). The
+    /// opens of the files expected next go out behind them.
+    fn tail_requests(
+        &mut self,
+        path: &str,
+        size: u64,
+        tail_start: u64,
+        body: bool,
+    ) -> Result<(String, TailSent)> {
+        let open = match self.take_expected(path, size, size - tail_start, body) {
+            Some(ahead::Early::Sent(handle, sent)) => {
+                self.open_ahead()?;
+                return Ok((handle, sent));
+            }
+            Some(ahead::Early::Opening(id)) => {
+                self.open_ahead()?;
+                self.wait(id)?
+            }
+            Some(ahead::Early::Replied(reply)) => reply,
+            Some(ahead::Early::Waiting) | None => match self.handles.guess() {
+                Some(guess) => {
+                    let id = self.open_guessed(path, OpenFlags::READ, None, &guess, false)?;
+                    let sent = self.tail_send(&guess, size, tail_start, body)?;
+                    self.open_ahead()?;
+                    match self.wait(id)? {
+                        Packet::Handle(h) if h.handle == guess => return Ok((guess, sent)),
+                        reply => {
+                            for id in sent.ids() {
+                                self.drop_reply(id);
+                            }
+                            reply
+                        }
+                    }
+                }
+                None => {
+                    let id = self.open(path, OpenFlags::READ, None)?;
+                    self.open_ahead()?;
+                    self.wait(id)?
+                }
+            },
+        };
+        let handle = self
+            .expect_handle(open, &format!("open {path}"))?
+            .ok_or_else(|| self.missing(path))?;
+        let sent = self.tail_send(&handle, size, tail_start, body)?;
+        Ok((handle, sent))
+    }
+
     /// The requests of `tail_open` on `handle`: an fstat first (a file of another size
     /// or kind is refused before its tail is looked at), the tail's reads, and with
     /// `body` the first window of the body's reads and, when they cover it, an fstat
     /// behind them (the check that the file did not change; else it goes with the last
     /// reads `read_rest` sends).
-    fn tail_send(
+    pub(super) fn tail_send(
         &mut self,
         handle: &str,
         size: u64,
@@ -209,7 +243,8 @@ impl SftpRemote {
         }
         sink.write_all(tail)
             .map_err(|e| super::download::local_write_error(path, e))?;
-        self.close_later(file.handle, path)
+        self.close_later(file.handle, path)?;
+        self.read_ahead()
     }
 
     /// Close an open file; body reads sent early are read and dropped (their replies
@@ -223,7 +258,9 @@ impl SftpRemote {
                 return; // the connection failed: the next request says so
             }
         }
-        let _ = self.close_later(file.handle, "an open pack");
+        if self.close_later(file.handle, "an open pack").is_ok() {
+            let _ = self.read_ahead(); // a failure shows at the next wait
+        }
     }
 
     fn short_file(&self, path: &str, actual: u64, declared: u64) -> crate::error::Error {

@@ -1,6 +1,7 @@
 //! Unit tests of the SFTP session against an in-memory channel: a small scripted SFTP
 //! server (a state machine over a file map) answering every request as it is written.
 
+mod ahead;
 mod fake;
 mod guessing;
 

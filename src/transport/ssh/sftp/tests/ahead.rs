@@ -1,0 +1,105 @@
+//! Files read tail first in an announced order (`expect_tails`): opened and read ahead,
+//! the same bytes whatever the order they are asked for in.
+
+use super::fake::{Naming, fake};
+use crate::transport::Remote;
+use crate::transport::ssh::sftp::{CHUNK, SftpRemote};
+
+/// Packs `packs/p0`.. of `sizes` bytes (byte i of pack k is `(i + k) % 251`).
+fn packs(naming: Naming, sizes: &[usize]) -> (SftpRemote, super::fake::Fake, Vec<Vec<u8>>) {
+    let contents: Vec<Vec<u8>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(k, n)| (0..*n).map(|i| ((i + k) % 251) as u8).collect())
+        .collect();
+    let (remote, fake) = fake(&[]);
+    fake.with(|s| {
+        s.naming = naming;
+        s.dirs.insert("s/packs".to_string());
+        for (k, bytes) in contents.iter().enumerate() {
+            s.files.insert(format!("s/packs/p{k}"), bytes.clone());
+        }
+    });
+    (remote, fake, contents)
+}
+
+fn plan(sizes: &[usize]) -> Vec<(String, u64, u64, bool)> {
+    sizes
+        .iter()
+        .enumerate()
+        .map(|(k, n)| (format!("packs/p{k}"), *n as u64, 64, true))
+        .collect()
+}
+
+/// Read pack `k` tail first, then whole (or close it after its tail when `whole` is
+/// false): its bytes.
+fn read(remote: &mut SftpRemote, k: usize, size: usize, whole: bool) -> Vec<u8> {
+    let path = format!("packs/p{k}");
+    let (tail, token) = remote
+        .open_tail(&path, size as u64, 64, true)
+        .expect("open_tail");
+    if !whole {
+        remote.close_tail(token, &path);
+        return tail;
+    }
+    let mut out = Vec::new();
+    remote
+        .read_rest(token, &path, size as u64, &tail, &mut out)
+        .expect("read_rest");
+    out
+}
+
+#[test]
+fn packs_read_in_the_announced_order_take_two_round_trips() {
+    let sizes = [300, 90, 5000, 120, 2 * CHUNK + 7, 64];
+    for naming in [Naming::OpenSsh, Naming::Counted, Naming::Random(5)] {
+        let (mut remote, fake, contents) = packs(naming, &sizes);
+        remote.expect_tails(&plan(&sizes));
+        for (k, size) in sizes.iter().enumerate() {
+            assert_eq!(
+                read(&mut remote, k, *size, k != 3),
+                if k == 3 {
+                    contents[k][size - 64..].to_vec()
+                } else {
+                    contents[k].clone()
+                }
+            );
+        }
+        if naming == Naming::OpenSsh {
+            // The first pack on a guessed handle with the others' opens; their reads
+            // once those are answered.
+            assert_eq!(remote.round_trips, 2);
+        }
+        remote
+            .read_many(&[], &[], 0)
+            .expect("the session is healthy");
+        assert!(fake.with(|s| s.handles.is_empty()), "every pack is closed");
+    }
+}
+
+#[test]
+fn packs_asked_for_out_of_the_announced_order_read_the_same() {
+    let sizes = [300, 90, 5000, 120];
+    let (mut remote, fake, contents) = packs(Naming::OpenSsh, &sizes);
+    remote.expect_tails(&plan(&sizes));
+    assert_eq!(read(&mut remote, 0, sizes[0], true), contents[0]);
+    // Not the one expected next: what was opened ahead is closed, and each is read
+    // on its own.
+    for k in [2, 1, 3] {
+        assert_eq!(read(&mut remote, k, sizes[k], true), contents[k]);
+    }
+    // A missing pack announced ahead fails when it is asked for, and only then.
+    remote.expect_tails(&[
+        ("packs/p1".to_string(), 90, 64, true),
+        ("packs/gone".to_string(), 100, 64, true),
+    ]);
+    assert_eq!(read(&mut remote, 1, 90, true), contents[1]);
+    let err = remote
+        .open_tail("packs/gone", 100, 64, true)
+        .expect_err("a missing pack");
+    assert!(err.message.contains("packs/gone"), "{}", err.message);
+    remote
+        .read_many(&[], &[], 0)
+        .expect("the session is healthy");
+    assert!(fake.with(|s| s.handles.is_empty()), "every pack is closed");
+}
