@@ -125,7 +125,7 @@ fn newest_by_listing(remote: &mut dyn Backend) -> Result<(u64, Option<ObjectId>)
 const PROBES_PER_ROUND: u64 = 128;
 /// The first batch tries generations 1 to `DENSE` and then the powers of two up to
 /// 2^MAX_DOUBLINGS (29 reads: with `config` and two listings, one window of open
-/// handles, so one round trip for the opens and one for the reads). A ref moved at most
+/// handles; over SFTP one round trip, each read sent with its open). A ref moved at most
 /// `DENSE` times needs no bisection; one moved more than 2^MAX_DOUBLINGS times is listed.
 const DENSE: u64 = 8;
 const MAX_DOUBLINGS: u32 = 24;

@@ -16,6 +16,12 @@ use crate::transport::RemoteEntry;
 /// READDIRs sent with each listing (OpenSSH answers up to 100 names each).
 const READDIRS: usize = 3;
 
+/// Items sent as one chain, at most, once a guess was right: each holds one handle, and
+/// only until its close, so the bound is then not the server's limit of open handles
+/// but what is sent unanswered (four or five requests an item; a bisection round of the
+/// ref reads up to 128).
+pub(super) const CHAIN_ITEMS: usize = 160;
+
 /// Reads sent as a chain: the guessed handle and, per item (files, then directories),
 /// its open and the requests on the guess.
 pub(super) struct Chained {
@@ -36,7 +42,14 @@ impl SftpRemote {
         let Some(guess) = self.handles.guess() else {
             return Ok(None);
         };
-        if files.len() + dirs.len() > HANDLE_WINDOW {
+        // Every wrong guess leaves a handle open until its item is read: until a guess
+        // has been right, no more items than the server lets one hold open.
+        let most = if self.handles.confirmed() {
+            CHAIN_ITEMS
+        } else {
+            HANDLE_WINDOW
+        };
+        if files.len() + dirs.len() > most {
             return Ok(None);
         }
         let mut links = Vec::with_capacity(files.len() + dirs.len());

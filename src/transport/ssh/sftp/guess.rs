@@ -40,6 +40,8 @@ enum Opening {
 pub(super) struct Handles {
     /// A guess was wrong: this server names its handles some other way.
     off: bool,
+    /// A guess was right: this server names its handles as OpenSSH does.
+    confirmed: bool,
     /// Handles the server holds for this session.
     held: HashSet<String>,
     opening: HashMap<u32, Opening>,
@@ -66,6 +68,13 @@ impl Handles {
             .then(|| self.last_freed.clone().unwrap_or_else(|| slot_name(0)))
     }
 
+    /// Whether a guess was right in this session (and none wrong): then a wrong one is
+    /// unlikely enough that a batch may hold more items than the server's handle limit
+    /// would allow open at once.
+    pub(super) fn confirmed(&self) -> bool {
+        self.confirmed && !self.off
+    }
+
     pub(super) fn closing(&mut self, handle: &str) {
         self.held.remove(handle);
         self.last_freed = Some(handle.to_string());
@@ -80,9 +89,13 @@ impl Handles {
             return;
         };
         match how {
-            Opening::ClosedAhead(g) if g == h.handle => return,
-            Opening::Kept(g) | Opening::ClosedAhead(g) if g != h.handle => self.off = true,
-            _ => {}
+            Opening::Plain => {}
+            Opening::ClosedAhead(g) if g == h.handle => {
+                self.confirmed = true;
+                return;
+            }
+            Opening::Kept(g) if g == h.handle => self.confirmed = true,
+            Opening::Kept(_) | Opening::ClosedAhead(_) => self.off = true,
         }
         self.held.insert(h.handle.clone());
     }

@@ -4,9 +4,11 @@
 //! after, and their answers are taken from what arrived meanwhile. A push that trusts its hint of the remote's generation reads the
 //! remote state this way while its pack's opens and writes travel (SPEC section 14).
 //!
-//! Meant for a few small files and short listings (at most `HANDLE_WINDOW` items, all
-//! opened at once); a file longer than two chunks or a listing longer than two READDIRs
-//! is read on at `collect_reads`, at the cost of round trips of its own.
+//! Meant for a few small files and short listings (sent the long way, at most
+//! `HANDLE_WINDOW` items, all opened at once; as a chain on a guessed handle, at most
+//! `chain::CHAIN_ITEMS`, all read with their opens); a file longer than two chunks or a
+//! listing longer than the READDIRs sent is read on at `collect_reads`, at the cost of
+//! round trips of its own.
 
 use russh_sftp::protocol::{OpenFlags, Packet, StatusCode};
 
@@ -40,10 +42,10 @@ impl SftpRemote {
         dirs: &[String],
         limit: u64,
     ) -> Result<Option<u64>> {
-        if files.len() + dirs.len() > HANDLE_WINDOW {
+        let chained = self.chain_send(files, dirs)?;
+        if chained.is_none() && files.len() + dirs.len() > HANDLE_WINDOW {
             return Ok(None);
         }
-        let chained = self.chain_send(files, dirs)?;
         let mut opens = Vec::with_capacity(files.len() + dirs.len());
         for f in files.iter().filter(|_| chained.is_none()) {
             opens.push(self.open(f, OpenFlags::READ, None)?);

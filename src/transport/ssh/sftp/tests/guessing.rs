@@ -276,3 +276,27 @@ fn an_upload_on_wrong_guesses_stages_the_same_files() {
         );
     }
 }
+
+#[test]
+fn once_a_guess_was_right_a_long_batch_is_one_chain() {
+    let names: Vec<String> = (0..120).map(|i| format!("refs/{i}")).collect();
+    let (mut remote, fake) = store(Naming::OpenSsh);
+    fake.with(|s| {
+        for n in &names[3..100] {
+            s.files.insert(format!("s/{n}"), n.as_bytes().to_vec());
+        }
+    });
+    // Not yet: a first batch past the handle window goes the long way.
+    let (files, _) = remote.read_many(&names, &[], 100).expect("read_many");
+    assert!(remote.round_trips > 1);
+    // A short batch: its guess is right.
+    remote.read_many(&names[..3], &[], 100).expect("read_many");
+    let before = remote.round_trips;
+    fake.with(|s| s.max_open = 0);
+    let (again, _) = remote.read_many(&names, &[], 100).expect("read_many");
+    assert_eq!(again, files);
+    assert_eq!(remote.round_trips - before, 1, "one chain, one round trip");
+    assert_eq!(fake.with(|s| s.max_open), 1, "one handle at a time");
+    assert_eq!(files.iter().filter(|f| f.is_some()).count(), 99);
+    assert_eq!(files[50].as_deref(), Some(b"refs/50".as_slice()));
+}
