@@ -1,8 +1,10 @@
 //! Reads split in two (`Remote::start_reads`, `collect_reads`), so that a small look at
-//! the remote rides with other batches: the opens go out with the next batch's requests,
-//! the reads (`advance_probes`, called once an upload's opens are answered) with the one
-//! after, and their answers are taken from what arrived meanwhile. A push that trusts its hint of the remote's generation reads the
-//! remote state this way while its pack's opens and writes travel (SPEC section 14).
+//! the remote rides with other batches: on a guessed handle each read goes out with its
+//! open (`chain`); otherwise the opens go out with the next batch's requests, the reads
+//! (`advance_probes`, called once an upload's opens are answered) with the one after.
+//! Their answers are taken from what arrived meanwhile. A push that trusts its hint of
+//! the remote's generation reads the remote state this way while its pack's opens and
+//! writes travel (SPEC section 14).
 //!
 //! Meant for a few small files and short listings (sent the long way, at most
 //! `HANDLE_WINDOW` items, all opened at once; as a chain on a guessed handle, at most
@@ -47,11 +49,13 @@ impl SftpRemote {
             return Ok(None);
         }
         let mut opens = Vec::with_capacity(files.len() + dirs.len());
-        for f in files.iter().filter(|_| chained.is_none()) {
-            opens.push(self.open(f, OpenFlags::READ, None)?);
-        }
-        for d in dirs.iter().filter(|_| chained.is_none()) {
-            opens.push(self.open_dir(d)?);
+        if chained.is_none() {
+            for f in files {
+                opens.push(self.open(f, OpenFlags::READ, None)?);
+            }
+            for d in dirs {
+                opens.push(self.open_dir(d)?);
+            }
         }
         self.next_probe += 1;
         let token = self.next_probe;

@@ -1,9 +1,11 @@
 //! A file read tail first on one open (`Remote::open_tail`): a pack's footer and index,
 //! then, on the same handle, its body. The open, the fstat and the tail's reads take one
-//! round trip when the handle can be guessed (`guess`), else two; with `body`, the first window of body reads goes out right
-//! behind the tail's, so the body streams in behind the tail with no round trip of its
-//! own (the server answers a handle's requests in order). Nothing of the body reaches a
-//! sink before `read_rest` is called, and `close_tail` reads and drops what came early.
+//! round trip when the handle can be guessed (`guess`), else two, and none of their own
+//! when they were sent ahead (`ahead`); with `body`, the first window of body reads goes
+//! out right behind the tail's, so the body streams in behind the tail with no round
+//! trip of its own (the server answers a handle's requests in order). Nothing of the body
+//! reaches a sink before `read_rest` is called, and `close_tail` reads and drops what
+//! came early.
 
 use std::collections::VecDeque;
 
