@@ -33,8 +33,11 @@ pub(super) struct SftpUpload<'a> {
     /// Small files staged with this one.
     beside: Vec<Small>,
     /// The open of a guessed handle not confirmed yet, and the chunks sent on it since.
-    unconfirmed: Option<(u32, Vec<(u64, Vec<u8>)>)>,
+    unconfirmed: Option<(u32, Kept)>,
 }
+
+/// Chunks written on a guessed handle (offset, bytes), kept to be sent again if wrong.
+type Kept = Vec<(u64, Vec<u8>)>;
 
 /// A small file staged beside an upload.
 struct Small {

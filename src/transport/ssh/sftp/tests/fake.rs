@@ -116,7 +116,7 @@ impl Server {
                     .wrapping_add(1442695040888963407);
                 let pick = (*state >> 33) as usize;
                 let n = self.free_slots.len();
-                Some((n > 0 && pick % 3 != 0).then(|| pick % n))
+                Some((n > 0 && !pick.is_multiple_of(3)).then(|| pick % n))
             }
         };
         let h = match reuse {

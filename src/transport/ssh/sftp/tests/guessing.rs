@@ -8,12 +8,13 @@ use crate::transport::{Published, Remote};
 
 type Answers = (Vec<Option<Vec<u8>>>, Vec<Option<Vec<String>>>);
 
-fn names(
-    answers: (
-        Vec<Option<Vec<u8>>>,
-        Vec<Option<Vec<crate::transport::RemoteEntry>>>,
-    ),
-) -> Answers {
+/// What `read_many` answers.
+type Read = (
+    Vec<Option<Vec<u8>>>,
+    Vec<Option<Vec<crate::transport::RemoteEntry>>>,
+);
+
+fn names(answers: Read) -> Answers {
     let (files, dirs) = answers;
     let dirs = dirs
         .into_iter()
