@@ -41,6 +41,7 @@ SERVER=$WORK/server      # sshd config, host key, authorized_keys, log
 CLIENT_HOME=$WORK/home   # HOME for every client: .ssh/config, known_hosts, user key
 DATA_A=$WORK/data/small  # 1,000 files of 12 KiB in 20 directories
 DATA_A2=$WORK/data/small2 # data set (a) with 5 files changed: the bundle a pull fetches
+DATA_H=$WORK/data/hist # data set (a) changed 39 times: the history a clone reads
 DATA_B=$WORK/data/big    # one 256 MiB file (a directory holding it, for baton save)
 LOCAL=$WORK/local        # baton stores and the git repository pushed from
 REMOTE=$WORK/remote      # push destinations ("the server's disk")
@@ -246,6 +247,27 @@ for alias in benchbox benchwan; do
   git --git-dir="$PULLSRC/tpl-git-$alias" config remote.origin.fetch '+refs/heads/*:refs/remotes/origin/*'
 done
 
+# A history (issue 14, long histories on real networks): data set (a), then 39 changes
+# of one file each, pushed one by one over local paths (untimed). The baton remote holds
+# 40 packs, one per push, as a team's remote does; the git remote, 40 pushes.
+HIST_PUSHES=40
+cp -a "$DATA_A" "$DATA_H"
+"$BATON" --store "$LOCAL/hist" -q init
+"$BATON" --store "$LOCAL/hist" -q target add h "$PULLSRC/baton-hist"
+gh() { git --git-dir="$LOCAL/hist.git" --work-tree="$DATA_H" "$@"; }
+gh init -q
+git init -q --bare "$PULLSRC/git-hist"
+HIST_FILE=$(find "$DATA_H" -type f | sort | head -n 1)
+for i in $(seq "$HIST_PUSHES"); do
+  ((i == 1)) || printf 'change %s\n' "$i" >>"$HIST_FILE"
+  "$BATON" --store "$LOCAL/hist" -q save --secrets allow "$DATA_H" --summary "history $i" >/dev/null
+  "$BATON" --store "$LOCAL/hist" -q push h
+  gh add -A
+  gh commit -qm "history $i"
+  gh push -q "$PULLSRC/git-hist" HEAD:refs/heads/main
+done
+BUNDLE_HIST=$("$BATON" --store "$LOCAL/hist" -q log -n 1 --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["bundles"][0]["id"])')
+
 # --- 4. the operations ------------------------------------------------------------------
 # Each operation is a pair of functions: reset_X (untimed, before every run; picks the
 # fresh destination DEST) and run_X (timed, in a subshell with errexit on).
@@ -300,6 +322,11 @@ run_clone() { "$BATON" -q clone "$HOST:$PUSHED_SMALL" "$DEST"; }
 reset_git_clone() { fresh "$PULLED/$NET/git-clone"; }
 run_git_clone() { git clone -q --bare "$HOST:$GIT_DEST" "$DEST"; }
 
+reset_clone_hist() { fresh "$PULLED/$NET/baton-clone-hist"; }
+run_clone_hist() { "$BATON" -q clone "$HOST:$PULLSRC/baton-hist" "$DEST"; }
+reset_git_clone_hist() { fresh "$PULLED/$NET/git-clone-hist"; }
+run_git_clone_hist() { git clone -q --bare "$HOST:$PULLSRC/git-hist" "$DEST"; }
+
 reset_rsync_down() { fresh "$PULLED/$NET/rsync-down"; }
 run_rsync_down() { rsync -a -e "$SSH" "$HOST:$RSYNC_DEST/" "$DEST/"; }
 
@@ -324,6 +351,8 @@ check_clone() { check_store "$DEST" "$BUNDLE_SMALL"; }
 check_git_clone() { [[ $(git --git-dir="$DEST" rev-parse refs/heads/main) == "$(g rev-parse HEAD)" ]]; }
 check_rsync_down() { diff -r -q "$DATA_A" "$DEST"; }
 check_pull() { check_store "$DEST" "$BUNDLE_CHANGE"; }
+check_clone_hist() { check_store "$DEST" "$BUNDLE_HIST"; }
+check_git_clone_hist() { [[ $(git --git-dir="$DEST" rev-parse refs/heads/main) == "$(gh rev-parse HEAD)" ]]; }
 check_git_fetch() { [[ $(git --git-dir="$DEST" rev-parse refs/remotes/origin/main) == "$GIT_CHANGE" ]]; }
 check_push_big() { check_store "$DEST" "$BUNDLE_BIG"; }
 check_scp_big_up() { cmp "$DATA_B/big.bin" "$DEST"; }
@@ -342,7 +371,7 @@ reset_scp_big_down() { fresh "$PULLED/$NET/scp-big"; drop_prev scp_big_down; }
 run_scp_big_down() { scp -q -F "$SSH_CONFIG" "$HOST:$DATA_B/big.bin" "$DEST"; }
 
 # The operations in the order they run, and their labels.
-SMALL_OPS=(ssh_true push_init push_new git_push rsync scp noop clone git_clone rsync_down pull git_fetch)
+SMALL_OPS=(ssh_true push_init push_new git_push rsync scp noop clone git_clone rsync_down pull git_fetch clone_hist git_clone_hist)
 BIG_OPS=(push_big scp_big_up clone_big scp_big_down)
 # BENCH_ONLY: keep the named operations (in their usual order).
 only() {
@@ -367,6 +396,8 @@ declare -A LABEL=(
   [rsync_down]="rsync -a download, 1000 files"
   [pull]="baton pull of one new bundle (5 files changed)"
   [git_fetch]="git fetch of the same change"
+  [clone_hist]="baton clone of a history of 40 pushes"
+  [git_clone_hist]="git clone --bare of the same history"
   [push_big]="baton push, 256 MiB file"
   [scp_big_up]="scp upload, 256 MiB file"
   [clone_big]="baton clone, 256 MiB file"
@@ -483,7 +514,7 @@ for NET in lo wan; do
   printf 'load_before_%s\t%s\n' "$NET" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$META"
   log "timing on $NET ($HOST), $RUNS rounds"
   ((${#SMALL_OPS[@]} == 0)) || rounds "${SMALL_OPS[@]}"
-  for key in push_init push_new noop clone pull; do
+  for key in push_init push_new noop clone pull clone_hist; do
     [[ " ${SMALL_OPS[*]} " == *" $key "* ]] && trace "$key"
   done
   if [[ $NET == lo ]] && ((${#BIG_OPS[@]})); then

@@ -28,7 +28,7 @@ NETS = ("lo", "wan")
 # when present.
 ROWS = [
     "ssh_true", "push_init", "push_new", "git_push", "rsync", "scp", "noop",
-    "clone", "git_clone", "rsync_down", "pull", "git_fetch",
+    "clone", "git_clone", "rsync_down", "pull", "git_fetch", "clone_hist", "git_clone_hist",
 ]
 BIG_ROWS = ["push_big", "scp_big_up", "clone_big", "scp_big_down"]
 # (numerator, denominator, description) of the ratio table
@@ -40,6 +40,7 @@ RATIOS = [
     ("clone", "git_clone", "baton clone / git clone --bare"),
     ("clone", "rsync_down", "baton clone / rsync -a download"),
     ("pull", "git_fetch", "baton pull of one new bundle / git fetch"),
+    ("clone_hist", "git_clone_hist", "baton clone of a history of 40 pushes / git clone --bare"),
 ]
 # "At most a few round trips" for the no-op push: at most this many batches of requests
 # (transport calls in the BATON_TRACE=1 output) once connected. Each batch costs one or
@@ -166,7 +167,9 @@ def render(results, meta, traces):
         f"- Data sets (`bench/gen_sync.py`, seed {meta['seed']}, random bytes, incompressible): "
         f"(a) {meta['small_files']} files of 12 KiB in {meta['small_dirs']} directories, "
         f"{small_mb:.1f} MB{f', baton bundle `{bundle}`' if bundle else ''}; "
-        f"(b) one file of {big_mib:g} MiB.",
+        f"(b) one file of {big_mib:g} MiB; "
+        "(h) a history: data set (a), then 39 changes of one file each, pushed one by one "
+        "(untimed; the baton remote holds 40 packs, one per push, the git remote 40 pushes).",
         f"- Method: {meta['runs']} rounds, each running every operation once in the order of the "
         "table (so that load from other work spreads over all of them alike); median (min–max) "
         "wall time of the whole command, SSH connection included; every run goes into a fresh, empty destination; data "
@@ -292,6 +295,7 @@ def render(results, meta, traces):
         ("noop", "no-op push"),
         ("clone", "clone of data set (a)"),
         ("pull", "pull of one new bundle (5 files of data set (a) changed)"),
+        ("clone_hist", "clone of a history of 40 pushes (40 packs)"),
         ("push_big", "push of data set (b)"),
         ("clone_big", "clone of data set (b)"),
     ):
