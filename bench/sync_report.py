@@ -414,7 +414,7 @@ def main():
     with open(meta_path) as f:
         meta = dict(line.rstrip("\n").split("\t", 1) for line in f if "\t" in line)
     traces = {}
-    for key in ("push_init", "push_new", "noop", "clone", "pull", "push_big", "clone_big"):
+    for key in ("push_init", "push_new", "noop", "clone", "pull", "clone_hist", "push_big", "clone_big"):
         for net in NETS:
             tr = parse_trace(os.path.join(traces_dir, f"{key}.{net}"))
             if tr:

@@ -15,7 +15,7 @@ use super::SftpRemote;
 use super::tail::TailSent;
 use crate::error::Result;
 
-const AHEAD_FILES: usize = 16;
+const AHEAD_FILES: usize = 32;
 const AHEAD_BYTES: u64 = 32 << 20;
 
 /// A file announced by `expect_tails`, and what was sent for it so far.
