@@ -257,7 +257,7 @@ cp -a "$DATA_A" "$DATA_H"
 gh() { git --git-dir="$LOCAL/hist.git" --work-tree="$DATA_H" "$@"; }
 gh init -q
 git init -q --bare "$PULLSRC/git-hist"
-HIST_FILE=$(find "$DATA_H" -type f | sort | head -n 1)
+HIST_FILE=$(find "$DATA_H" -type f | sort | sed -n 1p) # (head would end sort with SIGPIPE under pipefail)
 for i in $(seq "$HIST_PUSHES"); do
   ((i == 1)) || printf 'change %s\n' "$i" >>"$HIST_FILE"
   "$BATON" --store "$LOCAL/hist" -q save --secrets allow "$DATA_H" --summary "history $i" >/dev/null
