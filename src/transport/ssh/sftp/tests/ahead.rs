@@ -103,3 +103,64 @@ fn packs_asked_for_out_of_the_announced_order_read_the_same() {
         .expect("the session is healthy");
     assert!(fake.with(|s| s.handles.is_empty()), "every pack is closed");
 }
+
+/// Reads, uploads and packs read ahead, one after another in one session, against
+/// servers that hand out slots at random: every answer and every staged byte is what an
+/// OpenSSH-like server gives, and nothing is left open.
+#[test]
+fn mixed_work_on_random_handles_matches_openssh() {
+    let sizes = [200, 3000, 70, CHUNK + 9];
+    let run = |naming: Naming| {
+        let (mut remote, fake, _) = packs(naming, &sizes);
+        fake.with(|s| {
+            s.dirs.insert("s/tmp".to_string());
+            s.files.insert("s/config".to_string(), b"config".to_vec());
+        });
+        let mut seen = Vec::new();
+        for round in 0..3 {
+            let files = vec![
+                "config".to_string(),
+                format!("tmp/{round}"),
+                "nope".to_string(),
+            ];
+            let (got, listed) = remote
+                .read_many(&files, &["packs".to_string(), "tmp".to_string()], 1 << 20)
+                .expect("read_many");
+            seen.push(format!(
+                "{got:?} {:?}",
+                listed
+                    .iter()
+                    .map(|l| l.as_ref().map(|e| e.len()))
+                    .collect::<Vec<_>>()
+            ));
+            let beside = vec![(
+                format!("tmp/{round}.ref"),
+                format!("ref {round}").into_bytes(),
+            )];
+            let mut upload = remote
+                .create_with(&format!("tmp/{round}"), &beside)
+                .expect("create");
+            let data: Vec<u8> = (0..(round + 1) * 40_000).map(|i| (i % 7) as u8).collect();
+            std::io::Write::write_all(&mut upload, &data).expect("write");
+            let receipt = upload.finish(&[(0, 3)]).expect("finish");
+            seen.push(format!("{} {:?}", receipt.size, receipt.readback));
+            remote.expect_tails(&plan(&sizes));
+            for (k, size) in sizes.iter().enumerate() {
+                let bytes = read(&mut remote, k, *size, (k + round) % 3 != 0);
+                seen.push(format!("{k}: {} {:?}", bytes.len(), blake3::hash(&bytes)));
+            }
+        }
+        remote
+            .read_many(&[], &[], 0)
+            .expect("the session is healthy");
+        let open = fake.with(|s| s.handles.len());
+        let files = fake.with(|s| s.files.clone());
+        (seen, files, open)
+    };
+    let want = run(Naming::OpenSsh);
+    assert_eq!(want.2, 0, "nothing is left open");
+    for seed in 0..12 {
+        assert_eq!(run(Naming::Random(seed)), want, "seed {seed}");
+    }
+    assert_eq!(run(Naming::Counted), want);
+}
