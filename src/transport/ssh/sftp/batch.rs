@@ -11,8 +11,7 @@
 use std::collections::VecDeque;
 
 use russh_sftp::protocol::{
-    FSetStat, FileAttributes, Fstat, MkDir, OpenFlags, Packet, Rename, Stat, StatusCode,
-    Write as WriteReq,
+    FileAttributes, Fstat, MkDir, OpenFlags, Packet, Rename, Stat, StatusCode, Write as WriteReq,
 };
 
 use super::{CHUNK, SftpRemote, lost, status_error};
@@ -158,11 +157,7 @@ impl SftpRemote {
                     items[i].bytes = sink;
                 }
                 if items[i].bytes.len() as u64 > limit {
-                    return Err(Error::integrity(format!(
-                        "{} on {} is larger than {limit} bytes",
-                        name(i),
-                        self.describe
-                    )));
+                    return Err(self.too_large(name(i), limit));
                 }
             } else if !item.done {
                 let a = self.send_readdir(&handle)?;
@@ -267,20 +262,7 @@ impl SftpRemote {
                         continue;
                     };
                     if modes[i] != Some(0o600) {
-                        let (h, attrs) = (
-                            handle.clone(),
-                            FileAttributes {
-                                permissions: Some(0o600),
-                                ..FileAttributes::empty()
-                            },
-                        );
-                        let id = self.request(|id| {
-                            Packet::FSetStat(FSetStat {
-                                id,
-                                handle: h,
-                                attrs,
-                            })
-                        })?;
+                        let id = self.send_chmod(&handle)?;
                         self.defer(id, format!("chmod {path}"), false);
                     }
                     self.close_later(handle, path)?;

@@ -10,7 +10,7 @@ use russh_sftp::protocol::{Packet, StatusCode};
 
 use super::batch::HANDLE_WINDOW;
 use super::{CHUNK, SftpRemote};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::transport::RemoteEntry;
 
 /// READDIRs sent with each listing (OpenSSH answers up to 100 names each).
@@ -123,16 +123,7 @@ impl SftpRemote {
 
     /// A file read on the right guess: its first chunk, or read again when it is longer.
     fn chained_file(&mut self, reads: &[u32], name: &str, limit: u64) -> Result<Option<Vec<u8>>> {
-        let (mut bytes, mut done, mut more) = (Vec::new(), false, false);
-        for (k, id) in reads.iter().enumerate() {
-            match self.wait(*id)? {
-                Packet::Data(d) if k == 0 => bytes = d.data,
-                Packet::Data(_) => more = true,
-                Packet::Status(s) if s.status_code == StatusCode::Eof => done = true,
-                other => return Err(self.unexpected(&format!("read {name}"), other)),
-            }
-        }
-        if done && !more && bytes.len() as u64 <= limit {
+        if let Some(bytes) = self.whole_in_two_reads(reads, name, limit)? {
             return Ok(Some(bytes));
         }
         // Longer than two reads (or a short read): the handle is closed; read it anew.
@@ -171,10 +162,7 @@ impl SftpRemote {
         self.close_later(handle, name)?;
         read?;
         if bytes.len() as u64 > limit {
-            return Err(Error::integrity(format!(
-                "{name} on {} is larger than {limit} bytes",
-                self.describe
-            )));
+            return Err(self.too_large(name, limit));
         }
         Ok(bytes)
     }

@@ -165,27 +165,43 @@ impl SftpRemote {
         name: &str,
         limit: u64,
     ) -> Result<Vec<u8>> {
+        if let Some(bytes) = self.whole_in_two_reads(&ids, name, limit)? {
+            return Ok(bytes);
+        }
+        let mut bytes = Vec::new();
+        self.stream_handle(handle, limit, &mut bytes, name)?;
+        if bytes.len() as u64 > limit {
+            return Err(self.too_large(name, limit));
+        }
+        Ok(bytes)
+    }
+
+    /// A small file from the replies to its two READs (of a chunk each, from offset 0)
+    /// when they hold all of it, at most `limit` bytes; `None` when it is longer (or a
+    /// read came back short), to be read on.
+    pub(super) fn whole_in_two_reads(
+        &mut self,
+        ids: &[u32],
+        name: &str,
+        limit: u64,
+    ) -> Result<Option<Vec<u8>>> {
         let (mut bytes, mut done, mut more) = (Vec::new(), false, false);
-        for (k, id) in ids.into_iter().enumerate() {
-            match self.wait(id)? {
+        for (k, id) in ids.iter().enumerate() {
+            match self.wait(*id)? {
                 Packet::Data(d) if k == 0 => bytes = d.data,
                 Packet::Data(_) => more = true,
                 Packet::Status(s) if s.status_code == StatusCode::Eof => done = true,
                 other => return Err(self.unexpected(&format!("read {name}"), other)),
             }
         }
-        if !done || more || bytes.len() as u64 > limit {
-            let mut sink = Vec::new();
-            self.stream_handle(handle, limit, &mut sink, name)?;
-            bytes = sink;
-        }
-        if bytes.len() as u64 > limit {
-            return Err(Error::integrity(format!(
-                "{name} on {} is larger than {limit} bytes",
-                self.describe
-            )));
-        }
-        Ok(bytes)
+        Ok((done && !more && bytes.len() as u64 <= limit).then_some(bytes))
+    }
+
+    pub(super) fn too_large(&self, name: &str, limit: u64) -> Error {
+        Error::integrity(format!(
+            "{name} on {} is larger than {limit} bytes",
+            self.describe
+        ))
     }
 
     /// The entries of a probed directory, sorted by name (read on past two READDIRs).

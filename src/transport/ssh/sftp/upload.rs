@@ -193,7 +193,8 @@ impl SftpRemote {
         })
     }
 
-    fn send_chmod(&mut self, handle: &str) -> Result<u32> {
+    /// Make the open file's mode exactly 0600.
+    pub(super) fn send_chmod(&mut self, handle: &str) -> Result<u32> {
         let (handle, attrs) = (
             handle.to_string(),
             FileAttributes {
