@@ -543,6 +543,7 @@ impl<T: Remote + ?Sized> Backend for T {
     }
 
     fn abandon(&mut self, item: NewItem) {
+        self.forget_prepared();
         let _ = self.remove_dir_all(&item.staging);
     }
 

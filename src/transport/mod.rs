@@ -233,6 +233,11 @@ pub trait Remote {
     /// leftover is stale staging that a later push removes).
     fn remove_empty_dir(&mut self, dir: &str);
 
+    /// Let go of the directories opened ahead for a publish (`prepare_publish`) that will
+    /// not happen: an upload abandoned (SFTP closes them, so that later requests can go
+    /// out with their opens again).
+    fn forget_prepared(&mut self) {}
+
     /// Remove one file, durably: `false` when it was not there.
     fn remove_file(&mut self, path: &str) -> Result<bool>;
 
@@ -351,6 +356,9 @@ impl Remote for Box<dyn Remote> {
     }
     fn remove_empty_dir(&mut self, dir: &str) {
         (**self).remove_empty_dir(dir)
+    }
+    fn forget_prepared(&mut self) {
+        (**self).forget_prepared()
     }
     fn remove_file(&mut self, path: &str) -> Result<bool> {
         (**self).remove_file(path)

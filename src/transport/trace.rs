@@ -240,6 +240,10 @@ impl<R: Remote> Remote for Traced<R> {
         self.log(&format!("remove_file {path}"), t0, r)
     }
 
+    fn forget_prepared(&mut self) {
+        self.inner.forget_prepared();
+    }
+
     fn remove_empty_dir(&mut self, dir: &str) {
         self.inner.remove_empty_dir(dir);
         eprintln!(

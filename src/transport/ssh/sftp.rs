@@ -321,6 +321,23 @@ impl Remote for SftpRemote {
         self.conn.as_ref().map(|c| c.cipher.clone())
     }
 
+    fn forget_prepared(&mut self) {
+        for (dir, prepared) in std::mem::take(&mut self.prepared) {
+            let handle = match prepared {
+                Prepared::Queued => continue,
+                Prepared::Ready(handle) => handle,
+                // A deferred failure stays for the next wait to report.
+                Prepared::Pending(id) => match self.wait_quietly(id) {
+                    Ok(Packet::Handle(h)) => h.handle,
+                    _ => continue,
+                },
+            };
+            if self.close_later(handle, &dir).is_err() {
+                return; // the connection failed: the next request says so
+            }
+        }
+    }
+
     fn remove_empty_dir(&mut self, dir: &str) {
         let path = self.path(dir);
         if let Ok(id) = self.request(|id| Packet::RmDir(RmDir { id, path })) {

@@ -152,6 +152,15 @@ impl SftpRemote {
     /// Wait for the reply to `id`. Replies to deferred requests are checked on the way;
     /// the first failure among them is returned instead of the reply.
     pub(super) fn wait(&mut self, id: u32) -> Result<Packet> {
+        let packet = self.wait_quietly(id)?;
+        match self.deferred_error.take() {
+            Some(e) => Err(e),
+            None => Ok(packet),
+        }
+    }
+
+    /// `wait`, leaving a failure among deferred replies for the next `wait` to report.
+    pub(super) fn wait_quietly(&mut self, id: u32) -> Result<Packet> {
         let packet = loop {
             if let Some(packet) = self.stash.remove(&id) {
                 break packet;
@@ -167,10 +176,7 @@ impl SftpRemote {
                 self.stash.insert(got, packet);
             }
         };
-        match self.deferred_error.take() {
-            Some(e) => Err(e),
-            None => Ok(packet),
-        }
+        Ok(packet)
     }
 
     pub(super) fn check_deferred(&mut self, packet: Packet, what: &str, ignore_failure: bool) {
