@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 
-use russh_sftp::protocol::Packet;
+use russh_sftp::protocol::{OpenFlags, Packet};
 
 use super::SftpRemote;
 use super::tail::TailSent;
@@ -96,7 +96,8 @@ impl SftpRemote {
                 break;
             }
             if matches!(self.expected[i].state, Early::Waiting) {
-                let id = self.open(&self.expected[i].path.clone(), OPEN_READ, None)?;
+                let path = self.expected[i].path.clone();
+                let id = self.open(&path, OpenFlags::READ, None)?;
                 self.expected[i].state = Early::Opening(id);
                 open += 1;
             }
@@ -153,9 +154,7 @@ impl SftpRemote {
                     _ => continue,
                 },
                 Early::Sent(handle, sent) => {
-                    for id in sent.ids() {
-                        self.drop_reply(id);
-                    }
+                    self.drop_replies(sent.ids());
                     (handle, e.path)
                 }
             };
@@ -165,8 +164,6 @@ impl SftpRemote {
         }
     }
 }
-
-const OPEN_READ: russh_sftp::protocol::OpenFlags = russh_sftp::protocol::OpenFlags::READ;
 
 /// The files expected, for `SftpRemote`.
 pub(super) type ExpectedFiles = VecDeque<Expected>;

@@ -115,9 +115,7 @@ impl SftpRemote {
             Ok(other) => Err(self.unexpected(&format!("open {name}"), other)),
             Err(e) => Err(e),
         };
-        for id in reads {
-            self.drop_reply(*id);
-        }
+        self.drop_replies(reads.iter().copied());
         opened
     }
 

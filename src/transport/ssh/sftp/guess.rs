@@ -166,17 +166,17 @@ impl SftpRemote {
 
     /// Close the guessed handle of a chained open; its reply is dropped.
     pub(super) fn close_ahead(&mut self, guess: &str) -> Result<()> {
-        let handle = guess.to_string();
-        let id = self.request(|id| Packet::Close(russh_sftp::protocol::Close { id, handle }))?;
-        self.handles.last_freed = Some(guess.to_string());
-        self.drop_reply(id);
+        let id = self.send_close(guess.to_string())?;
+        self.drop_replies([id]);
         Ok(())
     }
 
-    /// Let the reply to `id` be dropped whenever it arrives.
-    pub(super) fn drop_reply(&mut self, id: u32) {
-        if self.stash.remove(&id).is_none() {
-            self.handles.dropped.insert(id);
+    /// Let the replies to `ids` be dropped whenever they arrive.
+    pub(super) fn drop_replies(&mut self, ids: impl IntoIterator<Item = u32>) {
+        for id in ids {
+            if self.stash.remove(&id).is_none() {
+                self.handles.dropped.insert(id);
+            }
         }
     }
 }

@@ -398,10 +398,15 @@ impl SftpRemote {
     }
 
     pub(super) fn close_later(&mut self, handle: String, what: &str) -> Result<()> {
-        self.handles.closing(&handle);
-        let id = self.request(|id| Packet::Close(Close { id, handle }))?;
+        let id = self.send_close(handle)?;
         self.defer(id, format!("close {what}"), false);
         Ok(())
+    }
+
+    /// A CLOSE of `handle`, noted in the handle model (`guess`).
+    pub(super) fn send_close(&mut self, handle: String) -> Result<u32> {
+        self.handles.closing(&handle);
+        self.request(|id| Packet::Close(Close { id, handle }))
     }
 
     pub(super) fn fsync(&mut self, handle: &str) -> Result<Option<u32>> {

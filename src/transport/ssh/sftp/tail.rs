@@ -126,9 +126,7 @@ impl SftpRemote {
                     match self.wait(id)? {
                         Packet::Handle(h) if h.handle == guess => return Ok((guess, sent)),
                         reply => {
-                            for id in sent.ids() {
-                                self.drop_reply(id);
-                            }
+                            self.drop_replies(sent.ids());
                             reply
                         }
                     }

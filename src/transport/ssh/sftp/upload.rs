@@ -296,9 +296,7 @@ impl SftpUpload<'_> {
         let reply = self.remote.wait(open);
         let right = matches!(&reply, Ok(Packet::Handle(h)) if h.handle == self.handle);
         if !right {
-            for id in self.inflight.drain(..) {
-                self.remote.drop_reply(id);
-            }
+            self.remote.drop_replies(self.inflight.drain(..));
             self.handle = self.remote.created_handle(reply?, &self.path)?;
             for (offset, data) in kept {
                 let id = self.remote.send_write(&self.handle, offset, data)?;
@@ -353,9 +351,7 @@ impl SftpUpload<'_> {
                         self.remote.check_small(&small.path, &small.bytes, sent)?;
                         continue;
                     }
-                    for id in sent.ids() {
-                        self.remote.drop_reply(id);
-                    }
+                    self.remote.drop_replies(sent.ids());
                     let h = self.remote.created_handle(reply?, &small.path)?;
                     let sent = self.remote.send_small(&h, &small.bytes)?;
                     (small.path, small.bytes, h, sent)
@@ -408,13 +404,9 @@ impl Upload for SftpUpload<'_> {
         self.remote.send_prepared()?;
         if !self.confirm()? {
             let (fsync, stat, reads) = sent;
-            for id in fsync
-                .into_iter()
-                .chain([stat])
-                .chain(reads.into_iter().flatten())
-            {
-                self.remote.drop_reply(id);
-            }
+            let ids = fsync.into_iter().chain([stat]);
+            self.remote
+                .drop_replies(ids.chain(reads.into_iter().flatten()));
             sent = self.send_finish(readback)?;
         }
         let (fsync, stat, reads) = sent;
