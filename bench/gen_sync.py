@@ -3,6 +3,7 @@
 
 Usage: gen_sync.py small OUT_DIR [SEED]   1,000 files of 12 KiB in 20 directories (12 MB)
        gen_sync.py big OUT_FILE [SEED]    one 256 MiB file
+       gen_sync.py mid OUT_FILE [SEED]    one 64 MiB file (the upload rate at the WAN delay)
 
 Both are random bytes (incompressible), so no tool gains from compressing on the wire.
 """
@@ -14,6 +15,7 @@ SMALL_FILES = 1000
 SMALL_SIZE = 12 * 1024
 SMALL_DIRS = 20
 BIG_SIZE = 256 << 20
+MID_SIZE = 64 << 20
 CHUNK = 1 << 20
 
 
@@ -25,20 +27,24 @@ def small(out, rng):
             f.write(rng.randbytes(SMALL_SIZE))
 
 
-def big(out, rng):
+def one_file(out, rng, size):
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "wb") as f:
-        for _ in range(BIG_SIZE // CHUNK):
+        for _ in range(size // CHUNK):
             f.write(rng.randbytes(CHUNK))
 
 
 def main():
-    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("small", "big"):
+    sizes = {"big": BIG_SIZE, "mid": MID_SIZE}
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("small", *sizes):
         sys.exit(__doc__)
     kind, out = sys.argv[1], sys.argv[2]
     seed = int(sys.argv[3]) if len(sys.argv) == 4 else 42
     rng = random.Random(f"{kind}-{seed}")
-    (small if kind == "small" else big)(out, rng)
+    if kind == "small":
+        small(out, rng)
+    else:
+        one_file(out, rng, sizes[kind])
 
 
 if __name__ == "__main__":

@@ -43,6 +43,8 @@ DATA_A=$WORK/data/small  # 1,000 files of 12 KiB in 20 directories
 DATA_A2=$WORK/data/small2 # data set (a) with 5 files changed: the bundle a pull fetches
 DATA_H=$WORK/data/hist # data set (a) changed 39 times: the history a clone reads
 DATA_B=$WORK/data/big    # one 256 MiB file (a directory holding it, for baton save)
+DATA_C=$WORK/data/mid    # one 64 MiB file: the upload rate at the WAN delay
+DATA_T=$WORK/data/tiny   # one small file: the same upload with (almost) nothing to send
 LOCAL=$WORK/local        # baton stores and the git repository pushed from
 REMOTE=$WORK/remote      # push destinations ("the server's disk")
 PULLED=$WORK/pulled      # clone / download destinations
@@ -202,6 +204,9 @@ done
 log "generating the data sets (seed $SEED)"
 python3 "$ROOT/bench/gen_sync.py" small "$DATA_A" "$SEED"
 python3 "$ROOT/bench/gen_sync.py" big "$DATA_B/big.bin" "$SEED"
+python3 "$ROOT/bench/gen_sync.py" mid "$DATA_C/mid.bin" "$SEED"
+mkdir -p "$DATA_T"
+printf 'one small file\n' >"$DATA_T/tiny.txt"
 find "$WORK/data" -type f -print0 | xargs -0 cat >/dev/null # page cache warm
 
 mkdir -p "$LOCAL" "$REMOTE" "$PULLED"
@@ -210,6 +215,11 @@ mkdir -p "$LOCAL" "$REMOTE" "$PULLED"
 BUNDLE_SMALL=$("$BATON" --store "$LOCAL/small" -q log -n 1 --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["bundles"][0]["id"])')
 "$BATON" --store "$LOCAL/big" -q init
 BUNDLE_BIG=$("$BATON" --store "$LOCAL/big" -q save --secrets allow "$DATA_B" --summary "sync bench, 256 MiB")
+for set in mid tiny; do
+  "$BATON" --store "$LOCAL/$set" -q init
+  [[ $set == mid ]] && dir=$DATA_C || dir=$DATA_T
+  "$BATON" --store "$LOCAL/$set" -q save --secrets allow "$dir" --summary "sync bench, $set" >/dev/null
+done
 g() { git --git-dir="$LOCAL/small.git" --work-tree="$DATA_A" "$@"; }
 g init -q
 g add -A
@@ -307,6 +317,34 @@ run_noop() { run_push; }
 reset_git_push() { fresh "$REMOTE/$NET/git"; git init -q --bare "$DEST"; GIT_DEST=$DEST; }
 run_git_push() { g push -q "$HOST:$DEST" HEAD:refs/heads/main; }
 
+# The push of one new bundle, as an agent makes it: a store that pushed data set (a) to
+# its target before (over the network being timed, so its target hint is the real one)
+# saves data set (a) with 5 files changed, then pushes; git pushes the same change on top
+# of the commit it pushed before. The first push and the save are untimed.
+reset_push_inc() {
+  fresh "$REMOTE/$NET/baton-inc"
+  rm -rf "$LOCAL/inc"
+  cp -a "$LOCAL/small" "$LOCAL/inc"
+  new_target "$LOCAL/inc"
+  run_push
+  BUNDLE_INC=$("$BATON" --store "$FROM" -q save --secrets allow "$DATA_A2" --summary "sync bench, 5 files changed")
+}
+run_push_inc() { run_push; }
+reset_git_push_inc() { fresh "$REMOTE/$NET/git-inc"; git init -q --bare "$DEST"; g push -q "$HOST:$DEST" HEAD:refs/heads/main; }
+run_git_push_inc() { g2 push -q "$HOST:$DEST" HEAD:refs/heads/main; }
+
+# The upload rate at the WAN delay (issue 14): 64 MiB sent by `baton push` (a new store)
+# and by `ssh HOST 'cat > FILE'`, each also timed with (almost) nothing to send; the rate
+# is 64 MiB over the difference, so connection set-up and teardown are left out of both.
+reset_push_mid() { fresh "$REMOTE/$NET/baton-mid"; drop_prev push_mid; new_target "$LOCAL/mid"; }
+run_push_mid() { run_push; }
+reset_push_tiny() { fresh "$REMOTE/$NET/baton-tiny"; new_target "$LOCAL/tiny"; }
+run_push_tiny() { run_push; }
+reset_cat_mid() { fresh "$REMOTE/$NET/cat-mid"; drop_prev cat_mid; }
+run_cat_mid() { $SSH "$HOST" "cat > '$DEST'" <"$DATA_C/mid.bin"; }
+reset_cat_none() { fresh "$REMOTE/$NET/cat-none"; }
+run_cat_none() { $SSH "$HOST" "cat > '$DEST'" </dev/null; }
+
 reset_rsync() { fresh "$REMOTE/$NET/rsync"; RSYNC_DEST=$DEST; }
 run_rsync() { rsync -a -e "$SSH" "$DATA_A/" "$HOST:$DEST/"; }
 
@@ -355,6 +393,10 @@ check_clone_hist() { check_store "$DEST" "$BUNDLE_HIST"; }
 check_git_clone_hist() { [[ $(git --git-dir="$DEST" rev-parse refs/heads/main) == "$(gh rev-parse HEAD)" ]]; }
 check_git_fetch() { [[ $(git --git-dir="$DEST" rev-parse refs/remotes/origin/main) == "$GIT_CHANGE" ]]; }
 check_push_big() { check_store "$DEST" "$BUNDLE_BIG"; }
+check_push_inc() { check_store "$DEST" "$BUNDLE_INC"; }
+check_git_push_inc() { [[ $(git --git-dir="$DEST" rev-parse refs/heads/main) == "$GIT_CHANGE" ]]; }
+check_cat_mid() { cmp "$DATA_C/mid.bin" "$DEST"; }
+check_push_mid() { "$BATON" --store "$DEST" -q verify current; }
 check_scp_big_up() { cmp "$DATA_B/big.bin" "$DEST"; }
 check_clone_big() { check_store "$DEST" "$BUNDLE_BIG"; }
 check_scp_big_down() { cmp "$DATA_B/big.bin" "$DEST"; }
@@ -371,8 +413,9 @@ reset_scp_big_down() { fresh "$PULLED/$NET/scp-big"; drop_prev scp_big_down; }
 run_scp_big_down() { scp -q -F "$SSH_CONFIG" "$HOST:$DATA_B/big.bin" "$DEST"; }
 
 # The operations in the order they run, and their labels.
-SMALL_OPS=(ssh_true push_init push_new git_push rsync scp noop clone git_clone rsync_down pull git_fetch clone_hist git_clone_hist)
+SMALL_OPS=(ssh_true push_init push_new git_push rsync scp noop clone git_clone rsync_down pull git_fetch push_inc git_push_inc clone_hist git_clone_hist)
 BIG_OPS=(push_big scp_big_up clone_big scp_big_down)
+RATE_OPS=(push_tiny push_mid cat_none cat_mid) # at the WAN delay only
 # BENCH_ONLY: keep the named operations (in their usual order).
 only() {
   local key
@@ -383,6 +426,7 @@ only() {
 }
 mapfile -t SMALL_OPS < <(only "${SMALL_OPS[@]}")
 if [[ -n $ONLY ]]; then mapfile -t BIG_OPS < <(only "${BIG_OPS[@]}"); fi
+mapfile -t RATE_OPS < <(only "${RATE_OPS[@]}")
 declare -A LABEL=(
   [ssh_true]="ssh HOST true (connection only)"
   [push_init]="baton push, 1000 files (existing empty store)"
@@ -396,6 +440,12 @@ declare -A LABEL=(
   [rsync_down]="rsync -a download, 1000 files"
   [pull]="baton pull of one new bundle (5 files changed)"
   [git_fetch]="git fetch of the same change"
+  [push_inc]="baton push of one new bundle (5 files changed)"
+  [git_push_inc]="git push of the same change"
+  [push_tiny]="baton push, one small file (new store)"
+  [push_mid]="baton push, 64 MiB file (new store)"
+  [cat_none]="ssh host 'cat > FILE', nothing"
+  [cat_mid]="ssh host 'cat > FILE', 64 MiB file"
   [clone_hist]="baton clone of a history of 40 pushes"
   [git_clone_hist]="git clone --bare of the same history"
   [push_big]="baton push, 256 MiB file"
@@ -514,7 +564,7 @@ for NET in lo wan; do
   printf 'load_before_%s\t%s\n' "$NET" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$META"
   log "timing on $NET ($HOST), $RUNS rounds"
   ((${#SMALL_OPS[@]} == 0)) || rounds "${SMALL_OPS[@]}"
-  for key in push_init push_new noop clone pull clone_hist; do
+  for key in push_init push_new noop clone pull push_inc clone_hist; do
     [[ " ${SMALL_OPS[*]} " == *" $key "* ]] && trace "$key"
   done
   if [[ $NET == lo ]] && ((${#BIG_OPS[@]})); then
@@ -522,6 +572,9 @@ for NET in lo wan; do
     for key in push_big clone_big; do
       [[ " ${BIG_OPS[*]} " == *" $key "* ]] && trace "$key"
     done
+  fi
+  if [[ $NET == wan ]] && ((${#RATE_OPS[@]})); then
+    rounds "${RATE_OPS[@]}"
   fi
   printf 'load_after_%s\t%s\n' "$NET" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$META"
   rm -rf "${REMOTE:?}/$NET" "${PULLED:?}/$NET"
@@ -542,6 +595,7 @@ first_line() { "$@" 2>&1 | head -n1; }
   printf 'small_dirs\t%s\n' "$(find "$DATA_A" -mindepth 1 -type d | wc -l)"
   printf 'small_bytes\t%s\n' "$(find "$DATA_A" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')"
   printf 'big_bytes\t%s\n' "$(stat -c %s "$DATA_B/big.bin")"
+  printf 'mid_bytes\t%s\n' "$(stat -c %s "$DATA_C/mid.bin")"
   printf 'save_json\t%s\n' "$(tr -d '\n' <"$WORK/save_small.json")"
   printf 'nproc\t%s\n' "$(nproc)"
   printf 'cpu\t%s\n' "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"

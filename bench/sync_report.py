@@ -28,7 +28,8 @@ NETS = ("lo", "wan")
 # when present.
 ROWS = [
     "ssh_true", "push_init", "push_new", "git_push", "rsync", "scp", "noop",
-    "clone", "git_clone", "rsync_down", "pull", "git_fetch", "clone_hist", "git_clone_hist",
+    "clone", "git_clone", "rsync_down", "pull", "git_fetch", "push_inc", "git_push_inc",
+    "clone_hist", "git_clone_hist",
 ]
 BIG_ROWS = ["push_big", "scp_big_up", "clone_big", "scp_big_down"]
 # (numerator, denominator, description) of the ratio table
@@ -40,6 +41,7 @@ RATIOS = [
     ("clone", "git_clone", "baton clone / git clone --bare"),
     ("clone", "rsync_down", "baton clone / rsync -a download"),
     ("pull", "git_fetch", "baton pull of one new bundle / git fetch"),
+    ("push_inc", "git_push_inc", "baton push of one new bundle / git push of the same change"),
     ("clone_hist", "git_clone_hist", "baton clone of a history of 40 pushes / git clone --bare"),
 ]
 # "At most a few round trips" for the no-op push: at most this many batches of requests
@@ -49,6 +51,12 @@ NOOP_MAX_BATCHES = 3
 THROUGHPUT_GOAL = 0.8
 # Issue 14: a pull of one new bundle at the WAN delay, as a fraction of `git fetch`.
 PULL_GOAL = 0.8
+# Issue 14: a push of one new bundle at the WAN delay, as a fraction of `git push`.
+PUSH_INC_GOAL = 0.8
+# Issue 14: the upload rate at the WAN delay, at least this fraction of `ssh host cat`'s.
+RATE_GOAL = 1.0
+# The upload-rate pairs: (with 64 MiB, with nothing, label).
+RATE_PAIRS = [("push_mid", "push_tiny", "baton push"), ("cat_mid", "cat_none", "ssh host 'cat > FILE'")]
 TRACE_LINE = re.compile(r"^trace:\s+([\d.]+) ms\s+([\d.]+) ms\s+(?:\d+ rt\s+)?(.*)$")
 CONNECTED = re.compile(r"^trace: connected in ([\d.]+) ms(?:, cipher (\S+))?")
 ROUND_TRIPS = re.compile(r"^trace summary: round trips: (\d+)")
@@ -82,6 +90,19 @@ def cell(results, key, net, meta):
     med = statistics.median(ok)
     runs = f" ({min(ok):.2f}–{max(ok):.2f})" if len(ok) > 1 else " (1 run)"
     return f"{med:.2f}{runs}"
+
+
+def upload_rates(results, meta):
+    """MB/s of each upload of data set (c) at the WAN delay, over the time it took beyond
+    the same command with (almost) nothing to send: {key: rate}."""
+    if not meta.get("mid_bytes"):
+        return {}
+    rates = {}
+    for full, empty, _ in RATE_PAIRS:
+        a, b = median(results, full, "wan"), median(results, empty, "wan")
+        if a is not None and b is not None and a > b:
+            rates[full] = int(meta["mid_bytes"]) / 1e6 / (a - b)
+    return rates
 
 
 def parse_trace(path):
@@ -169,7 +190,13 @@ def render(results, meta, traces):
         f"{small_mb:.1f} MB{f', baton bundle `{bundle}`' if bundle else ''}; "
         f"(b) one file of {big_mib:g} MiB; "
         "(h) a history: data set (a), then 39 changes of one file each, pushed one by one "
-        "(untimed; the baton remote holds 40 packs, one per push, the git remote 40 pushes).",
+        "(untimed; the baton remote holds 40 packs, one per push, the git remote 40 pushes)"
+        + (
+            f"; (c) one file of {int(meta['mid_bytes']) / (1 << 20):g} MiB, sent at the {wan} "
+            "delay only."
+            if meta.get("mid_bytes")
+            else "."
+        ),
         f"- Method: {meta['runs']} rounds, each running every operation once in the order of the "
         "table (so that load from other work spreads over all of them alike); median (min–max) "
         "wall time of the whole command, SSH connection included; every run goes into a fresh, empty destination; data "
@@ -209,6 +236,21 @@ def render(results, meta, traces):
             f"| {label} | {cell(results, key, 'lo', meta)} | "
             f"{'–' if rate[key] is None else f'{rate[key]:.0f}'} |"
         )
+
+    upload = upload_rates(results, meta)
+    if upload:
+        mid_mib = int(meta["mid_bytes"]) / (1 << 20)
+        lines += [
+            "",
+            f"| Upload at {wan} (data set c: {mid_mib:g} MiB) | with the file (s) | with nothing to send (s) | MB/s of the difference |",
+            "|---|--:|--:|--:|",
+        ]
+        for full, empty, label in RATE_PAIRS:
+            if full in upload:
+                lines.append(
+                    f"| {label} | {cell(results, full, 'wan', meta)} | {cell(results, empty, 'wan', meta)} | "
+                    f"{upload[full]:.1f} |"
+                )
 
     lines += ["", f"| Ratio (time / time; below 1 = baton faster) | loopback | {wan} |", "|---|--:|--:|"]
     for num, den, what in RATIOS:
@@ -286,6 +328,21 @@ def render(results, meta, traces):
     elif ("pull", "wan") in results or ("git_fetch", "wan") in results:
         lines.append(f"| Pull of one new bundle at {wan} ≤ {PULL_GOAL:g} × `git fetch` (issue 14) | no figure | MISS |")
 
+    a, b = median(results, "push_inc", "wan"), median(results, "git_push_inc", "wan")
+    if a is not None and b is not None:
+        lines.append(
+            f"| Push of one new bundle at {wan} ≤ {PUSH_INC_GOAL:g} × `git push` of the same change (issue 14) | "
+            f"median {a:.2f} s vs {b:.2f} s (ratio {a / b:.2f}) | {'PASS' if a <= PUSH_INC_GOAL * b else 'MISS'} |"
+        )
+    elif ("push_inc", "wan") in results or ("git_push_inc", "wan") in results:
+        lines.append(f"| Push of one new bundle at {wan} ≤ {PUSH_INC_GOAL:g} × `git push` (issue 14) | no figure | MISS |")
+    if "push_mid" in upload and "cat_mid" in upload:
+        a, b = upload["push_mid"], upload["cat_mid"]
+        lines.append(
+            f"| Upload rate at {wan} ≥ {RATE_GOAL:g} × `ssh host 'cat > FILE'` (issue 14) | "
+            f"{a:.1f} vs {b:.1f} MB/s (ratio {a / b:.2f}) | {'PASS' if a >= RATE_GOAL * b else 'MISS'} |"
+        )
+
     # Round trips after connect, as BATON_TRACE counts them.
     lines += ["", "### Round trips after connect (`BATON_TRACE=1`, one extra run each)", "",
               "| sync | loopback | " + wan + " |", "| --- | --- | --- |"]
@@ -295,6 +352,7 @@ def render(results, meta, traces):
         ("noop", "no-op push"),
         ("clone", "clone of data set (a)"),
         ("pull", "pull of one new bundle (5 files of data set (a) changed)"),
+        ("push_inc", "push of one new bundle (5 files changed), after a push of data set (a)"),
         ("clone_hist", "clone of a history of 40 pushes (40 packs)"),
         ("push_big", "push of data set (b)"),
         ("clone_big", "clone of data set (b)"),
@@ -313,6 +371,7 @@ def render(results, meta, traces):
         ("noop", "wan", f"No-op push, {wan}"),
         ("clone", "wan", f"Clone of data set (a), {wan}"),
         ("pull", "wan", f"Pull of one new bundle, {wan}"),
+        ("push_inc", "wan", f"Push of one new bundle, {wan}"),
         ("push_big", "lo", "Push of data set (b), loopback"),
         ("clone_big", "lo", "Clone of data set (b), loopback"),
     ):
@@ -414,7 +473,7 @@ def main():
     with open(meta_path) as f:
         meta = dict(line.rstrip("\n").split("\t", 1) for line in f if "\t" in line)
     traces = {}
-    for key in ("push_init", "push_new", "noop", "clone", "pull", "clone_hist", "push_big", "clone_big"):
+    for key in ("push_init", "push_new", "noop", "clone", "pull", "push_inc", "clone_hist", "push_big", "clone_big"):
         for net in NETS:
             tr = parse_trace(os.path.join(traces_dir, f"{key}.{net}"))
             if tr:

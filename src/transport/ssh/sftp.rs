@@ -11,7 +11,7 @@
 //! be checked but need not be waited for (close, mkdir) are "deferred": their ids are
 //! remembered and their status checked at the next point where we wait anyway.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
 
 use russh_sftp::protocol::{
@@ -86,6 +86,9 @@ pub struct SftpRemote {
     has_statvfs: bool,
     /// INIT is sent and its VERSION not read yet (the extensions are unknown until it is).
     greeting_pending: bool,
+    /// fsyncs sent before the VERSION was read, not yet answered: if the VERSION names
+    /// no fsync extension, their refusal means what no fsync means (`fsync`).
+    unconfirmed_fsyncs: HashSet<u32>,
     /// A channel read or write failed (timeout, dead connection): the packet stream is
     /// out of step, so later requests fail at once instead of each waiting a timeout.
     broken: bool,
@@ -158,6 +161,7 @@ impl SftpRemote {
             has_fsync: false,
             has_statvfs: false,
             greeting_pending: false,
+            unconfirmed_fsyncs: HashSet::new(),
             broken: false,
             trace: std::env::var_os("BATON_TRACE_SFTP").is_some_and(|v| v != "0"),
             prepared: HashMap::new(),

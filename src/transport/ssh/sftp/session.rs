@@ -64,6 +64,11 @@ impl SftpRemote {
     /// other reply: the extensions it names are noted.
     pub(super) fn read_greeting(&mut self) -> Result<()> {
         self.greeting_pending = false;
+        // INIT went out before anything else: waiting for its answer before any round
+        // trip was counted is one.
+        if self.round_trips == 0 && !self.streaming {
+            self.round_trips = 1;
+        }
         match self.recv_packet()? {
             Packet::Version(v) => {
                 self.has_fsync = v.extensions.contains_key(FSYNC_EXTENSION);
@@ -101,8 +106,16 @@ impl SftpRemote {
         self.broken = false;
         let mut bytes = Bytes::from(body);
         let kind = bytes.first().copied().unwrap_or(0);
-        let packet = Packet::try_from(&mut bytes)
+        let mut packet = Packet::try_from(&mut bytes)
             .map_err(|e| lost(&self.describe, format!("bad SFTP packet: {e}")))?;
+        if self.unconfirmed_fsyncs.remove(&packet.get_request_id_any())
+            && !self.has_fsync
+            && let Packet::Status(s) = &mut packet
+        {
+            // The VERSION, which came first, named no fsync: the refusal of one sent
+            // before it was read means the same as sending none.
+            s.status_code = StatusCode::Ok;
+        }
         if self.trace {
             let id = packet.get_request_id_any();
             eprintln!(
@@ -409,11 +422,12 @@ impl SftpRemote {
         self.request(|id| Packet::Close(Close { id, handle }))
     }
 
+    /// Send an fsync of `handle`: `None` when the server has no fsync extension. Before
+    /// its VERSION is read the fsync is sent all the same (waiting for the VERSION would
+    /// cost a round trip on a connection's first write), and a server that turns out to
+    /// have none refuses it, which `recv_packet` takes as the `None` it stands for.
     pub(super) fn fsync(&mut self, handle: &str) -> Result<Option<u32>> {
-        if self.greeting_pending {
-            self.read_greeting()?;
-        }
-        if !self.has_fsync {
+        if !self.greeting_pending && !self.has_fsync {
             return Ok(None);
         }
         let data = russh_sftp::ser::to_bytes(&russh_sftp::extensions::FsyncExtension {
@@ -428,6 +442,9 @@ impl SftpRemote {
                 data,
             })
         })?;
+        if self.greeting_pending {
+            self.unconfirmed_fsyncs.insert(id);
+        }
         Ok(Some(id))
     }
 }

@@ -464,6 +464,71 @@ fn the_greeting_is_read_with_the_first_batch() {
     assert!(fake.with(|s| s.seen.iter().any(|r| r == "Extended")));
 }
 
+#[test]
+fn a_first_upload_waits_for_no_greeting() {
+    let (mut remote, fake) = fake::fake_with(&[], |s| s.naming = fake::Naming::OpenSsh);
+    let mut upload = remote.create("objects/x").expect("create");
+    upload.write_all(b"payload").expect("write");
+    // The upload's open, write and fsync are out; nothing was read, the VERSION neither.
+    assert_eq!(fake.with(|s| s.read_at), 0);
+    let receipt = upload.finish(&[]).expect("finish");
+    assert_eq!(receipt.size, 7);
+    assert!(fake.with(|s| s.seen.iter().any(|r| r == "Extended")));
+    assert_eq!(
+        remote.round_trips, 1,
+        "the greeting shares the upload's round trip"
+    );
+}
+
+#[test]
+fn a_server_without_fsync_refuses_only_the_fsyncs_sent_before_its_greeting() {
+    let (mut remote, fake) = fake::fake_with(&[], |s| s.no_fsync = true);
+    let mut upload = remote.create("objects/x").expect("create");
+    upload.write_all(b"first").expect("write");
+    upload
+        .finish(&[])
+        .expect("the refused early fsync is no failure");
+    let sent_early = fake.with(|s| s.seen.iter().filter(|r| *r == "Extended").count());
+    assert_eq!(
+        sent_early, 1,
+        "the fsync went out before the VERSION was read"
+    );
+    remote
+        .put_files(&[("objects/y".to_string(), b"second".to_vec())])
+        .expect("put_files");
+    let mut upload = remote.create("objects/z").expect("create");
+    upload.write_all(b"third").expect("write");
+    upload.finish(&[]).expect("finish");
+    assert_eq!(
+        fake.with(|s| s.seen.iter().filter(|r| *r == "Extended").count()),
+        sent_early,
+        "once the VERSION said so, no fsync is sent"
+    );
+    assert_eq!(
+        fake.with(
+            |s| ["s/objects/x", "s/objects/y", "s/objects/z"].map(|f| s.files.contains_key(f))
+        ),
+        [true; 3]
+    );
+}
+
+#[test]
+fn a_refused_fsync_fails_where_the_server_offers_fsync() {
+    let (mut remote, fake) = fake(&[]);
+    fake.hook(|request| match request {
+        Packet::Extended(e) if e.request == super::FSYNC_EXTENSION => {
+            Some(vec![fake::frame(status(e.id, StatusCode::OpUnsupported))])
+        }
+        _ => None,
+    });
+    let mut upload = remote.create("objects/x").expect("create");
+    upload.write_all(b"payload").expect("write");
+    let err = upload
+        .finish(&[])
+        .expect_err("an fsync the VERSION offered and then refused");
+    assert!(err.message.contains("fsync"), "{}", err.message);
+}
+
 /// A server that answers INIT with something other than VERSION.
 struct Refuser(std::io::Cursor<Vec<u8>>);
 

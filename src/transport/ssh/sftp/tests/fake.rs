@@ -47,6 +47,8 @@ pub(super) struct Server {
     pub(super) reorder: bool,
     /// Bytes free on the file system, for statvfs.
     pub(super) free: u64,
+    /// The VERSION names no fsync extension, and an fsync is refused as unsupported.
+    pub(super) no_fsync: bool,
     pub(super) hook: Option<Hook>,
     pub(super) input: Vec<u8>,
     pub(super) held: Vec<Vec<u8>>,
@@ -264,6 +266,9 @@ impl Server {
             P::RmDir(r) if self.dirs.remove(&r.path) => status(id, StatusCode::Ok),
             P::Remove(r) if self.files.remove(&r.filename).is_some() => status(id, StatusCode::Ok),
             P::Remove(_) => status(id, StatusCode::NoSuchFile),
+            P::Extended(e) if e.request == FSYNC_EXTENSION && self.no_fsync => {
+                status(id, StatusCode::OpUnsupported)
+            }
             P::Extended(e) if e.request == STATVFS_EXTENSION => {
                 let fs = Statvfs {
                     block_size: 1,
@@ -300,7 +305,9 @@ impl Server {
             self.seen.push(type_name(&request));
             let frames = if let Packet::Init(_) = request {
                 let mut v = Version::new();
-                v.extensions.insert(FSYNC_EXTENSION.into(), "1".into());
+                if !self.no_fsync {
+                    v.extensions.insert(FSYNC_EXTENSION.into(), "1".into());
+                }
                 v.extensions.insert(STATVFS_EXTENSION.into(), "2".into());
                 vec![frame(Packet::Version(v))]
             } else {
@@ -367,10 +374,19 @@ impl Channel for Fake {
 
 /// A store `s` with `s/objects` and the given files (paths under `s/`).
 pub(super) fn fake(files: &[(&str, &[u8])]) -> (SftpRemote, Fake) {
+    fake_with(files, |_| {})
+}
+
+/// `fake`, with the server set up by `configure` before the session's INIT reaches it.
+pub(super) fn fake_with(
+    files: &[(&str, &[u8])],
+    configure: impl FnOnce(&mut Server),
+) -> (SftpRemote, Fake) {
     let mut server = Server {
         free: 1 << 40,
         ..Server::default()
     };
+    configure(&mut server);
     server
         .dirs
         .extend(["s".to_string(), "s/objects".to_string()]);
