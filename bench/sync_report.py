@@ -319,23 +319,20 @@ def render(results, meta, traces):
         verdict = "PASS" if a >= THROUGHPUT_GOAL * b else "MISS"
         lines.append(f"| {what} | {a:.0f} vs {b:.0f} MiB/s (ratio {a / b:.2f}) | {verdict} |")
 
-    a, b = median(results, "pull", "wan"), median(results, "git_fetch", "wan")
-    if a is not None and b is not None:
-        lines.append(
-            f"| Pull of one new bundle at {wan} ≤ {PULL_GOAL:g} × `git fetch` (issue 14) | "
-            f"median {a:.2f} s vs {b:.2f} s (ratio {a / b:.2f}) | {'PASS' if a <= PULL_GOAL * b else 'MISS'} |"
-        )
-    elif ("pull", "wan") in results or ("git_fetch", "wan") in results:
-        lines.append(f"| Pull of one new bundle at {wan} ≤ {PULL_GOAL:g} × `git fetch` (issue 14) | no figure | MISS |")
-
-    a, b = median(results, "push_inc", "wan"), median(results, "git_push_inc", "wan")
-    if a is not None and b is not None:
-        lines.append(
-            f"| Push of one new bundle at {wan} ≤ {PUSH_INC_GOAL:g} × `git push` of the same change (issue 14) | "
-            f"median {a:.2f} s vs {b:.2f} s (ratio {a / b:.2f}) | {'PASS' if a <= PUSH_INC_GOAL * b else 'MISS'} |"
-        )
-    elif ("push_inc", "wan") in results or ("git_push_inc", "wan") in results:
-        lines.append(f"| Push of one new bundle at {wan} ≤ {PUSH_INC_GOAL:g} × `git push` (issue 14) | no figure | MISS |")
+    for num, den, goal, what in (
+        ("pull", "git_fetch", PULL_GOAL, "Pull of one new bundle at {wan} ≤ {goal:g} × `git fetch` (issue 14)"),
+        ("push_inc", "git_push_inc", PUSH_INC_GOAL,
+         "Push of one new bundle at {wan} ≤ {goal:g} × `git push` of the same change (issue 14)"),
+    ):
+        what = what.format(wan=wan, goal=goal)
+        a, b = median(results, num, "wan"), median(results, den, "wan")
+        if a is not None and b is not None:
+            lines.append(
+                f"| {what} | median {a:.2f} s vs {b:.2f} s (ratio {a / b:.2f}) | "
+                f"{'PASS' if a <= goal * b else 'MISS'} |"
+            )
+        elif (num, "wan") in results or (den, "wan") in results:
+            lines.append(f"| {what} | no figure | MISS |")
     if "push_mid" in upload and "cat_mid" in upload:
         a, b = upload["push_mid"], upload["cat_mid"]
         lines.append(
