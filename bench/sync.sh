@@ -333,17 +333,27 @@ run_push_inc() { run_push; }
 reset_git_push_inc() { fresh "$REMOTE/$NET/git-inc"; git init -q --bare "$DEST"; g push -q "$HOST:$DEST" HEAD:refs/heads/main; }
 run_git_push_inc() { g2 push -q "$HOST:$DEST" HEAD:refs/heads/main; }
 
-# The upload rate at the WAN delay (issue 14): 64 MiB sent by `baton push` (a new store)
-# and by `ssh HOST 'cat > FILE'`, each also timed with (almost) nothing to send; the rate
-# is 64 MiB over the difference, so connection set-up and teardown are left out of both.
-reset_push_mid() { fresh "$REMOTE/$NET/baton-mid"; drop_prev push_mid; new_target "$LOCAL/mid"; }
+# The upload and download rates at the WAN delay (issue 14): 64 MiB sent by `baton push`
+# (a new store) and by `ssh HOST 'cat > FILE'`, then fetched by `baton clone` (of the
+# store pushed last) and `ssh HOST cat FILE`, each also timed with (almost) nothing to
+# move; the rate is 64 MiB over the difference, so connection set-up and teardown are
+# left out of both.
+reset_push_mid() { fresh "$REMOTE/$NET/baton-mid"; drop_prev push_mid; new_target "$LOCAL/mid"; PUSHED_MID=$DEST; }
 run_push_mid() { run_push; }
-reset_push_tiny() { fresh "$REMOTE/$NET/baton-tiny"; new_target "$LOCAL/tiny"; }
+reset_push_tiny() { fresh "$REMOTE/$NET/baton-tiny"; new_target "$LOCAL/tiny"; PUSHED_TINY=$DEST; }
 run_push_tiny() { run_push; }
 reset_cat_mid() { fresh "$REMOTE/$NET/cat-mid"; drop_prev cat_mid; }
 run_cat_mid() { $SSH "$HOST" "cat > '$DEST'" <"$DATA_C/mid.bin"; }
 reset_cat_none() { fresh "$REMOTE/$NET/cat-none"; }
 run_cat_none() { $SSH "$HOST" "cat > '$DEST'" </dev/null; }
+reset_clone_mid() { fresh "$PULLED/$NET/baton-clone-mid"; drop_prev clone_mid; }
+run_clone_mid() { "$BATON" -q clone "$HOST:$PUSHED_MID" "$DEST"; }
+reset_clone_tiny() { fresh "$PULLED/$NET/baton-clone-tiny"; }
+run_clone_tiny() { "$BATON" -q clone "$HOST:$PUSHED_TINY" "$DEST"; }
+reset_catdown_mid() { fresh "$PULLED/$NET/catdown-mid"; drop_prev catdown_mid; }
+run_catdown_mid() { $SSH "$HOST" "cat '$DATA_C/mid.bin'" >"$DEST"; }
+reset_catdown_none() { fresh "$PULLED/$NET/catdown-none"; }
+run_catdown_none() { $SSH "$HOST" "cat /dev/null" >"$DEST"; }
 
 reset_rsync() { fresh "$REMOTE/$NET/rsync"; RSYNC_DEST=$DEST; }
 run_rsync() { rsync -a -e "$SSH" "$DATA_A/" "$HOST:$DEST/"; }
@@ -397,6 +407,8 @@ check_push_inc() { check_store "$DEST" "$BUNDLE_INC"; }
 check_git_push_inc() { [[ $(git --git-dir="$DEST" rev-parse refs/heads/main) == "$GIT_CHANGE" ]]; }
 check_cat_mid() { cmp "$DATA_C/mid.bin" "$DEST"; }
 check_push_mid() { "$BATON" --store "$DEST" -q verify current; }
+check_clone_mid() { "$BATON" --store "$DEST" -q verify current; }
+check_catdown_mid() { cmp "$DATA_C/mid.bin" "$DEST"; }
 check_scp_big_up() { cmp "$DATA_B/big.bin" "$DEST"; }
 check_clone_big() { check_store "$DEST" "$BUNDLE_BIG"; }
 check_scp_big_down() { cmp "$DATA_B/big.bin" "$DEST"; }
@@ -415,7 +427,7 @@ run_scp_big_down() { scp -q -F "$SSH_CONFIG" "$HOST:$DATA_B/big.bin" "$DEST"; }
 # The operations in the order they run, and their labels.
 SMALL_OPS=(ssh_true push_init push_new git_push rsync scp noop clone git_clone rsync_down pull git_fetch push_inc git_push_inc clone_hist git_clone_hist)
 BIG_OPS=(push_big scp_big_up clone_big scp_big_down)
-RATE_OPS=(push_tiny push_mid cat_none cat_mid) # at the WAN delay only
+RATE_OPS=(push_tiny push_mid cat_none cat_mid clone_tiny clone_mid catdown_none catdown_mid) # at the WAN delay only
 # BENCH_ONLY: keep the named operations (in their usual order).
 only() {
   local key
@@ -446,6 +458,10 @@ declare -A LABEL=(
   [push_mid]="baton push, 64 MiB file (new store)"
   [cat_none]="ssh host 'cat > FILE', nothing"
   [cat_mid]="ssh host 'cat > FILE', 64 MiB file"
+  [clone_tiny]="baton clone, one small file"
+  [clone_mid]="baton clone, 64 MiB file"
+  [catdown_none]="ssh host 'cat FILE', nothing"
+  [catdown_mid]="ssh host 'cat FILE', 64 MiB file"
   [clone_hist]="baton clone of a history of 40 pushes"
   [git_clone_hist]="git clone --bare of the same history"
   [push_big]="baton push, 256 MiB file"
