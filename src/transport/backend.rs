@@ -503,6 +503,12 @@ impl<T: Remote + ?Sized> Backend for T {
                 to: layout::path(then_kind, then_name),
                 sync: true,
             },
+            // Emptied by the steps before when they all went through: removed in the same
+            // batch, whose replies are waited for anyway. Removals sent after it and not
+            // waited for could be dropped by a server that sees the client hang up first
+            // (and the staging directory left for a later push to sweep).
+            Step::RmDir(at.clone()),
+            Step::RmDir(item.staging.clone()),
         ]);
         let done = self.run_in_order(&steps)?;
         let outcome = |ok: bool| {
@@ -534,7 +540,9 @@ impl<T: Remote + ?Sized> Backend for T {
 
     fn close_new(&mut self, item: NewItem, all: bool) {
         if all {
-            // In order: the directory the chain made, then the staging directory.
+            // The chain's last steps removed both when it went through whole; these are
+            // for a chain that could not (in order: the directory the chain made, then
+            // the staging directory).
             self.remove_empty_dir(&format!("{}/item", item.staging));
             self.remove_empty_dir(&item.staging);
         } else {

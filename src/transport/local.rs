@@ -254,6 +254,10 @@ impl Remote for LocalRemote {
                 Step::MkDir(dir) => fs::DirBuilder::new()
                     .mode(fsutil::DIR_MODE)
                     .create(self.full(dir)),
+                Step::RmDir(dir) => {
+                    done.push(fs::remove_dir(self.full(dir)).is_ok());
+                    continue;
+                }
             };
             done.push(match outcome {
                 Ok(()) => true,

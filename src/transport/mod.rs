@@ -59,6 +59,9 @@ pub enum Step {
     },
     /// Create a directory (mode 0700); refused when the path exists.
     MkDir(String),
+    /// Remove an empty directory; not done (never an error) when it is missing, not
+    /// empty, or cannot be removed: a tidy-up riding with the steps before it.
+    RmDir(String),
 }
 
 /// A store's directory on the other side. Paths are relative to the store root and use
@@ -143,6 +146,11 @@ pub trait Remote {
                 Step::MkDir(dir) => {
                     self.make_dirs(std::slice::from_ref(dir))?;
                     true
+                }
+                // Sent, not waited for: whether it happened is not known here.
+                Step::RmDir(dir) => {
+                    self.remove_empty_dir(dir);
+                    false
                 }
             });
         }

@@ -14,7 +14,7 @@ use crate::transport::Transport;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{
     Env, assert_private_tree, corrupt_pack_data, disk_current, pack_files, random_bytes, s,
@@ -260,6 +260,7 @@ fn repush_is_idempotent_and_cheap(t: &Transport) {
     let remote = t.remote();
     let (a, id) = store_with_target(t, 4);
     t.json_ok(&a, &["push"]);
+    t.settled(&remote);
     let before = snapshot_files(&remote);
     let out = t
         .cmd(&a)
@@ -314,6 +315,7 @@ fn diverged_push_is_refused_then_forced_with_the_expected_id(t: &Transport) {
     t.json_ok(&b, &["push"]);
     assert_eq!(disk_current(&remote).as_deref(), Some(b_id.as_str()));
 
+    t.settled(&remote);
     let before = snapshot_files(&remote);
     let err = t.json_err(&c, &["push"], 5);
     assert_eq!(err["code"], "store_conflict");
@@ -363,20 +365,14 @@ fn push_onto_a_tampered_pack_of_the_same_name_is_refused_and_overwrites_nothing(
         fs::remove_file(f.unwrap().path()).unwrap();
     }
     corrupt_pack_data(&packs[0]);
+    t.settled(&remote);
     let before = snapshot_files(&remote);
     let err = t.json_err(&a, &["push"], 5);
     assert_eq!(err["code"], "store_conflict");
     let message = err["message"].as_str().unwrap();
     let name = packs[0].file_name().unwrap().to_str().unwrap();
     assert!(message.contains(name), "{message}");
-    if t.is_ssh() {
-        // Staging is removed after the refused push; give the server a moment to act on
-        // the requests it was sent before the client hung up.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while snapshot_files(&remote) != before && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
+    t.settled(&remote);
     assert_eq!(
         snapshot_files(&remote),
         before,

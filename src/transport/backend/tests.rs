@@ -34,6 +34,12 @@ fn the_chain_publishes_the_store_then_the_pack_then_the_ref() {
             then: Published::Done
         }
     );
+    let staging = std::fs::read_dir(dir.path().join(layout::STAGING)).unwrap();
+    assert_eq!(
+        staging.count(),
+        0,
+        "the chain's own last steps remove the staging directory"
+    );
     remote.close_new(item, true);
     let read = |p: &str| std::fs::read(dir.path().join(p)).unwrap();
     assert_eq!(read("config"), b"config");

@@ -11,7 +11,8 @@
 use std::collections::VecDeque;
 
 use russh_sftp::protocol::{
-    FileAttributes, Fstat, MkDir, OpenFlags, Packet, Rename, Stat, StatusCode, Write as WriteReq,
+    FileAttributes, Fstat, MkDir, OpenFlags, Packet, Rename, RmDir, Stat, StatusCode,
+    Write as WriteReq,
 };
 
 use super::{CHUNK, SftpRemote, lost, status_error};
@@ -435,6 +436,11 @@ impl SftpRemote {
                     let id = self.request(|id| Packet::MkDir(MkDir { id, path, attrs }))?;
                     sent.push((id, Some(i)));
                 }
+                Order::RmDir(dir) => {
+                    let path = self.path(dir);
+                    let id = self.request(|id| Packet::RmDir(RmDir { id, path }))?;
+                    sent.push((id, Some(i)));
+                }
             }
         }
         let mut done = vec![false; steps.len()];
@@ -444,6 +450,8 @@ impl SftpRemote {
             match (step, reply) {
                 (Some(i), Packet::Status(s)) => match s.status_code {
                     StatusCode::Ok => done[i] = true,
+                    // A tidy-up that could not be done is no failure of the steps.
+                    _ if matches!(steps[i], Order::RmDir(_)) => {}
                     // Onto an existing path, from a missing one, or into a non-directory:
                     // what a step whose predecessor failed runs into.
                     StatusCode::Failure | StatusCode::NoSuchFile => {}
