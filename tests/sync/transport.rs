@@ -6,11 +6,10 @@
 use crate::common;
 use crate::sshd::Sshd;
 
-use std::fs;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Env, s, text};
 use serde_json::Value;
@@ -55,19 +54,6 @@ impl Transport {
 
     pub fn is_ssh(&self) -> bool {
         matches!(self, Transport::Ssh { .. })
-    }
-
-    /// Wait until the remote's `staging/` is empty, at most 5 s. Over SSH a push's last
-    /// removals (its staging directory) are sent and not waited for, so the server may
-    /// carry them out after the command has exited: a snapshot of the remote taken at
-    /// once can hold a directory that then goes away. A local push removes it itself.
-    pub fn settled(&self, remote: &Path) {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while fs::read_dir(remote.join("staging")).is_ok_and(|mut d| d.next().is_some())
-            && Instant::now() < deadline
-        {
-            std::thread::sleep(Duration::from_millis(20));
-        }
     }
 
     /// The remote store's directory on this machine.
