@@ -505,8 +505,8 @@ impl<T: Remote + ?Sized> Backend for T {
             },
             // Emptied by the steps before when they all went through: removed in the same
             // batch, whose replies are waited for anyway. Removals sent after it and not
-            // waited for could be dropped by a server that sees the client hang up first
-            // (and the staging directory left for a later push to sweep).
+            // waited for were sometimes lost when the client hung up right after sending
+            // them, leaving the staging directory for a later push to sweep.
             Step::RmDir(at.clone()),
             Step::RmDir(item.staging.clone()),
         ]);
@@ -540,9 +540,9 @@ impl<T: Remote + ?Sized> Backend for T {
 
     fn close_new(&mut self, item: NewItem, all: bool) {
         if all {
-            // The chain's last steps removed both when it went through whole; these are
-            // for a chain that could not (in order: the directory the chain made, then
-            // the staging directory).
+            // The chain's last steps removed both already; these repeat them, not waited
+            // for, in case something left in the staging directory kept them from it (in
+            // order: the directory the chain made, then the staging directory).
             self.remove_empty_dir(&format!("{}/item", item.staging));
             self.remove_empty_dir(&item.staging);
         } else {
