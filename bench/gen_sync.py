@@ -3,7 +3,7 @@
 
 Usage: gen_sync.py small OUT_DIR [SEED]   1,000 files of 12 KiB in 20 directories (12 MB)
        gen_sync.py big OUT_FILE [SEED]    one 256 MiB file
-       gen_sync.py mid OUT_FILE [SEED]    one 64 MiB file (the upload rate at the WAN delay)
+       gen_sync.py mid OUT_FILE [SEED]    one 64 MiB file (the transfer rates at the WAN delay)
 
 Both are random bytes (incompressible), so no tool gains from compressing on the wire.
 """

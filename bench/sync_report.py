@@ -53,7 +53,7 @@ THROUGHPUT_GOAL = 0.8
 PULL_GOAL = 0.8
 # Issue 14: a push of one new bundle at the WAN delay, as a fraction of `git push`.
 PUSH_INC_GOAL = 0.8
-# Issue 14: the upload rate at the WAN delay, at least this fraction of `ssh host cat`'s.
+# Issue 14: the transfer rates at the WAN delay, at least this fraction of `ssh host cat`'s.
 RATE_GOAL = 1.0
 # The transfer-rate pairs at the WAN delay: (with 64 MiB, with nothing, label).
 RATE_PAIRS = [
@@ -97,9 +97,9 @@ def cell(results, key, net, meta):
     return f"{med:.2f}{runs}"
 
 
-def upload_rates(results, meta):
-    """MB/s of each upload of data set (c) at the WAN delay, over the time it took beyond
-    the same command with (almost) nothing to send: {key: rate}."""
+def transfer_rates(results, meta):
+    """MB/s of each transfer of data set (c) at the WAN delay (RATE_PAIRS), over the time
+    it took beyond the same command with (almost) nothing to move: {key: rate}."""
     if not meta.get("mid_bytes"):
         return {}
     rates = {}
@@ -197,8 +197,8 @@ def render(results, meta, traces):
         "(h) a history: data set (a), then 39 changes of one file each, pushed one by one "
         "(untimed; the baton remote holds 40 packs, one per push, the git remote 40 pushes)"
         + (
-            f"; (c) one file of {int(meta['mid_bytes']) / (1 << 20):g} MiB, sent at the {wan} "
-            "delay only."
+            f"; (c) one file of {int(meta['mid_bytes']) / (1 << 20):g} MiB, sent and fetched at the "
+            f"{wan} delay only."
             if meta.get("mid_bytes")
             else "."
         ),
@@ -242,8 +242,8 @@ def render(results, meta, traces):
             f"{'–' if rate[key] is None else f'{rate[key]:.0f}'} |"
         )
 
-    upload = upload_rates(results, meta)
-    if upload:
+    rates = transfer_rates(results, meta)
+    if rates:
         mid_mib = int(meta["mid_bytes"]) / (1 << 20)
         lines += [
             "",
@@ -251,10 +251,10 @@ def render(results, meta, traces):
             "|---|--:|--:|--:|",
         ]
         for full, empty, label in RATE_PAIRS:
-            if full in upload:
+            if full in rates:
                 lines.append(
                     f"| {label} | {cell(results, full, 'wan', meta)} | {cell(results, empty, 'wan', meta)} | "
-                    f"{upload[full]:.1f} |"
+                    f"{rates[full]:.1f} |"
                 )
 
     lines += ["", f"| Ratio (time / time; below 1 = baton faster) | loopback | {wan} |", "|---|--:|--:|"]
@@ -338,18 +338,17 @@ def render(results, meta, traces):
             )
         elif (num, "wan") in results or (den, "wan") in results:
             lines.append(f"| {what} | no figure | MISS |")
-    if "push_mid" in upload and "cat_mid" in upload:
-        a, b = upload["push_mid"], upload["cat_mid"]
-        lines.append(
-            f"| Upload rate at {wan} ≥ {RATE_GOAL:g} × `ssh host 'cat > FILE'` (issue 14) | "
-            f"{a:.1f} vs {b:.1f} MB/s (ratio {a / b:.2f}) | {'PASS' if a >= RATE_GOAL * b else 'MISS'} |"
-        )
-    if "clone_mid" in upload and "catdown_mid" in upload:
-        a, b = upload["clone_mid"], upload["catdown_mid"]
-        lines.append(
-            f"| Download rate at {wan} ≥ {RATE_GOAL:g} × `ssh host 'cat FILE'` (the same bar; not in the issue) | "
-            f"{a:.1f} vs {b:.1f} MB/s (ratio {a / b:.2f}) | {'PASS' if a >= RATE_GOAL * b else 'MISS'} |"
-        )
+    for num, den, what in (
+        ("push_mid", "cat_mid", "Upload rate at {wan} ≥ {goal:g} × `ssh host 'cat > FILE'` (issue 14)"),
+        ("clone_mid", "catdown_mid",
+         "Download rate at {wan} ≥ {goal:g} × `ssh host 'cat FILE'` (the same bar; not in the issue)"),
+    ):
+        if num in rates and den in rates:
+            a, b = rates[num], rates[den]
+            lines.append(
+                f"| {what.format(wan=wan, goal=RATE_GOAL)} | {a:.1f} vs {b:.1f} MB/s (ratio {a / b:.2f}) | "
+                f"{'PASS' if a >= RATE_GOAL * b else 'MISS'} |"
+            )
 
     # Round trips after connect, as BATON_TRACE counts them.
     lines += ["", "### Round trips after connect (`BATON_TRACE=1`, one extra run each)", "",

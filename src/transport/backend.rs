@@ -539,13 +539,9 @@ impl<T: Remote + ?Sized> Backend for T {
     }
 
     fn close_new(&mut self, item: NewItem, all: bool) {
-        if all {
-            // The chain's last steps removed both already; these repeat them, not waited
-            // for, in case something left in the staging directory kept them from it (in
-            // order: the directory the chain made, then the staging directory).
-            self.remove_empty_dir(&format!("{}/item", item.staging));
-            self.remove_empty_dir(&item.staging);
-        } else {
+        // A chain that went through whole removed its staging directory in its own last
+        // steps; what is left of one that did not goes here.
+        if !all {
             let _ = self.remove_dir_all(&item.staging);
         }
     }
