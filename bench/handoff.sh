@@ -99,12 +99,14 @@ measure() { # name command...
   end=$(now)
   T[$1]+="$(echo "$end - $start" | bc) "
 }
-# Every command runs from this shell (a subshell for baton's cd, git with -C): no
-# process start-up of its own counts against either side.
-in_ws() { (cd "$WS" && "$@"); }
-handoff_base() {
-  (cd "$WS" && BATON_STORE=$WORK/baseline-store "$BASE" handoff --to codex --from claude --brief "$WORK/brief.md" --transcript claude-code:latest)
+# Every command runs straight from this shell, told where to work as git is with -C
+# (baton with --store and --workspace): no start-up of a subshell or of a process of its
+# own counts against either side (until 2026-12-02 09:30 baton ran in a subshell for its
+# cd, which git did not).
+handoff_in() { # baton-program store
+  "$1" --store "$2" handoff --workspace "$WS" --to codex --from claude --brief "$WORK/brief.md" --transcript claude-code:latest
 }
+handoff_base() { handoff_in "$BASE" "$WORK/baseline-store"; }
 # The baseline before this build in even rounds, after it in odd ones.
 baseline_if() { # parity name
   if [[ -n $BASE ]] && (( RUN % 2 == $1 )); then measure "$2" handoff_base; fi
@@ -129,16 +131,16 @@ EOF
 for r in $(seq "$RUNS"); do
   RUN=$r
   baseline_if 0 base_handoff
-  measure handoff in_ws "$BATON" handoff --to codex --from claude --brief "$WORK/brief.md" --transcript claude-code:latest
+  measure handoff handoff_in "$BATON" "$WS/.baton"
   baseline_if 1 base_handoff
   measure git_commit commit_once "$r"
-  measure resume in_ws "$BATON" resume
-  measure git_status in_ws git status --porcelain=v2 --branch
+  measure resume "$BATON" --store "$WS/.baton" resume --workspace "$WS"
+  measure git_status git -C "$WS" status --porcelain=v2 --branch
   # The real case: the session grew since the last handoff (only the new line is
   # normalised and scanned: the append-aware transcript cache, SPEC 5.1).
   grow_session "$r"
   baseline_if 0 base_grown
-  measure handoff_grown in_ws "$BATON" handoff --to codex --from claude --brief "$WORK/brief.md" --transcript claude-code:latest
+  measure handoff_grown handoff_in "$BATON" "$WS/.baton"
   baseline_if 1 base_grown
   measure git_commit_2 commit_once "g$r"
 done
@@ -156,7 +158,7 @@ events=$(cd "$WS" && "$BATON" search current "" --json | python3 -c 'import json
   echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC with \`bash bench/handoff.sh\` (commit $(git -C "$ROOT" rev-parse --short HEAD))."
   echo
   echo "- Data: a 200-file git repository (~4 KiB files, 5 changed and uncommitted), a 3 MB Claude Code session ($events normalised events) found by \`--transcript claude-code:latest\`; for the second row one line is appended to the session before each handoff (the agent went on working)."
-  echo "- Method: median of $RUNS runs, baton and git alternating in one loop, each run from the measuring shell (baton in a subshell for its \`cd\`, git with \`-C\`; until 2026-12-01 21:00 baton paid a \`bash -c\` start-up that git did not); load average at the end $(cut -d' ' -f1-3 /proc/loadavg). The git commit is a small incremental commit, as a handoff records work in progress; \`baton handoff\` here has no \`--push\`."
+  echo "- Method: median of $RUNS runs, baton and git alternating in one loop, each run straight from the measuring shell (baton with \`--store\` and \`--workspace\`, git with \`-C\`; until 2026-12-02 09:30 baton ran in a subshell for its \`cd\`, and until 2026-12-01 21:00 it paid a \`bash -c\` start-up, neither of which git did); load average at the end $(cut -d' ' -f1-3 /proc/loadavg). The git commit is a small incremental commit, as a handoff records work in progress; \`baton handoff\` here has no \`--push\`."
   echo
   echo "| work | baton | peer | ratio (baton / peer) |"
   echo "| --- | ---: | ---: | ---: |"

@@ -1,6 +1,9 @@
-//! How many git processes a handoff's evidence costs (issue 14): each costs 4-5 ms here,
-//! so the evidence asks each question once, and in as few rounds as it can. Counted with
-//! a logging `git` first on `PATH`; the evidence itself is judged by handoff_evidence.
+//! How many git processes a handoff's evidence costs (issue 14): each costs about a
+//! millisecond of start-up here, so the evidence asks each question once, in as few
+//! rounds as it can, and reads in this process what it can read as git would (the work
+//! tree's root and state files, remotes, recent commits, an index with nothing staged).
+//! Counted with a logging `git` first on `PATH`; the evidence itself is judged by
+//! handoff_evidence (its `inprocess` module against git's own answers).
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -49,10 +52,16 @@ fn subcommand(line: &str) -> String {
     String::new()
 }
 
-/// The git calls of a handoff in a fresh store, sorted: rev-parse (work tree, root and
-/// the operation state files at once), status, config (remotes), diff-index and
-/// diff-files (patches), log (recent commits), rev-list twice (root commits; first
-/// parents).
+/// The git calls of a handoff in a fresh store at the root of a work tree with nothing
+/// staged, sorted: status, diff-files (the unstaged patch), rev-list twice (root commits;
+/// first parents). The root, the state files, the remotes, the recent commits and the
+/// empty staged patch are read in this process.
+const FOUR_CALLS: [&str; 4] = ["diff-files", "rev-list", "rev-list", "status"];
+
+/// What git is asked when nothing can be read in this process (from a subdirectory, or
+/// with `git -c` settings inherited): rev-parse (work tree, root and the operation state
+/// files at once), status, config (remotes), diff-index and diff-files (patches), log
+/// (recent commits), rev-list twice.
 const EIGHT_CALLS: [&str; 8] = [
     "config",
     "diff-files",
@@ -65,7 +74,7 @@ const EIGHT_CALLS: [&str; 8] = [
 ];
 
 #[test]
-fn a_handoff_asks_git_eight_times() {
+fn a_handoff_asks_git_four_times() {
     let env = Env::new();
     let ws = env.path().join("ws");
     fs::create_dir_all(&ws).unwrap();
@@ -81,19 +90,36 @@ fn a_handoff_asks_git_eight_times() {
     let log = env.path().join("git.log");
     let bin = logging_git(&env, &log);
     let path = format!("{}:{}", s(&bin), std::env::var("PATH").unwrap_or_default());
-    let out = env
-        .cmd()
-        .current_dir(&ws)
-        .env("PATH", path)
-        .args(["--json", "handoff", "--to", "codex", "--no-brief"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", common::text(&out));
-    let calls = fs::read_to_string(&log).unwrap();
-    let calls: Vec<&str> = calls.lines().collect();
-    let mut names: Vec<String> = calls.iter().map(|l| subcommand(l)).collect();
-    names.sort();
-    assert_eq!(names, EIGHT_CALLS, "{calls:#?}");
+    let handoff = |inherited: Option<&str>| {
+        let _ = fs::remove_file(&log);
+        let mut cmd = env.cmd();
+        cmd.current_dir(&ws).env("PATH", &path);
+        if let Some(parameters) = inherited {
+            cmd.env("GIT_CONFIG_PARAMETERS", parameters);
+        }
+        let out = cmd
+            .args(["--json", "handoff", "--to", "codex", "--no-brief"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::text(&out));
+        let calls = fs::read_to_string(&log).unwrap();
+        let calls: Vec<String> = calls.lines().map(str::to_string).collect();
+        let mut names: Vec<String> = calls.iter().map(|l| subcommand(l)).collect();
+        names.sort();
+        (names, calls)
+    };
+    let (names, calls) = handoff(None);
+    assert_eq!(names, FOUR_CALLS, "{calls:#?}");
+
+    // Under `git -c` (a hook, an alias), settings this process cannot see: git answers
+    // everything, the first question in one process (and no rev-list: the history the
+    // first handoff recorded still holds, see below).
+    let (names, calls) = handoff(Some("'color.ui'='false'"));
+    let six: Vec<&str> = EIGHT_CALLS
+        .into_iter()
+        .filter(|n| *n != "rev-list")
+        .collect();
+    assert_eq!(names, six, "{calls:#?}");
     let rev_parse = calls.iter().find(|l| subcommand(l) == "rev-parse").unwrap();
     assert!(
         rev_parse.contains("--show-toplevel") && rev_parse.contains("--git-path MERGE_HEAD"),
@@ -101,9 +127,9 @@ fn a_handoff_asks_git_eight_times() {
     );
 }
 
-/// From the root of the work tree the reads start with the first question (one round);
-/// from a subdirectory they wait for the root (two rounds): eight processes either way,
-/// and the same evidence.
+/// From the root of the work tree this process reads what it can and the rest starts at
+/// once (four processes); from a subdirectory the reads wait for git to name the root
+/// (eight processes, two rounds): the same evidence either way.
 #[test]
 fn the_evidence_from_the_root_and_from_a_subdirectory_is_the_same() {
     let env = Env::new();
@@ -119,11 +145,16 @@ fn the_evidence_from_the_root_and_from_a_subdirectory_is_the_same() {
     let log = env.path().join("git.log");
     let wrapper = logging_git(&env, &log).join("git");
     let mut seen = Vec::new();
-    for at in [repo.clone(), repo.join("sub")] {
+    for (at, processes) in [(repo.clone(), 4), (repo.join("sub"), 8)] {
         let _ = fs::remove_file(&log);
         let capture = evidence::capture_with_git(&at, &wrapper);
         let calls = fs::read_to_string(&log).unwrap();
-        assert_eq!(calls.lines().count(), 8, "from {}: {calls}", at.display());
+        assert_eq!(
+            calls.lines().count(),
+            processes,
+            "from {}: {calls}",
+            at.display()
+        );
         let mut e = capture.evidence;
         assert!(e.git.is_some(), "{:?}", e.partial);
         e.workspace = String::new();
@@ -369,8 +400,8 @@ fn an_unchanged_session_is_not_read_or_hashed_in_pieces() {
 }
 
 /// After commits on top of the HEAD of the last handoff, the root commits and first
-/// parents follow from the history that handoff recorded (the stat cache): six git
-/// processes, not eight, and the evidence a store that knows nothing records. A rewritten
+/// parents follow from the history that handoff recorded (the stat cache): no rev-list,
+/// and the evidence a store that knows nothing records. A rewritten
 /// HEAD (an amend) no longer leads back to it: git walks the history again.
 #[test]
 fn commits_since_the_last_handoff_build_on_its_history() {
@@ -437,11 +468,11 @@ fn commits_since_the_last_handoff_build_on_its_history() {
     commit("two\n");
     commit("three\n");
     let (names, known) = handoff(&store);
-    let six: Vec<&str> = EIGHT_CALLS
+    let two: Vec<&str> = FOUR_CALLS
         .into_iter()
         .filter(|n| *n != "rev-list")
         .collect();
-    assert_eq!(names, six, "no rev-list");
+    assert_eq!(names, two, "no rev-list");
     let (_, cold) = handoff(&cold_store);
     for field in ["head", "root_commits", "first_parents", "recent_commits"] {
         assert_eq!(known[field], cold[field], "{field}");

@@ -11,6 +11,7 @@
 
 mod git;
 mod history;
+mod inproc;
 mod known;
 mod patches;
 mod pending;
@@ -196,6 +197,12 @@ pub fn capture_with_git(dir: &Path, git_program: &Path) -> Capture {
     inspect(dir, git_program, true, &Vec::new)
 }
 
+/// [`capture`] with every read asked of the `git` on `PATH`, none done in this process:
+/// what the in-process reads are checked against.
+pub fn capture_asking_git(dir: &Path) -> Capture {
+    inspect_with(dir, Path::new("git"), true, &Vec::new, false)
+}
+
 /// [`capture`] with the histories earlier captures recorded (`known`, which may wait for
 /// them; asked at most once): the same evidence, in fewer git processes when HEAD's
 /// newest commits lead back to one of them.
@@ -262,6 +269,17 @@ pub(crate) fn inspect(
     full: bool,
     known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
 ) -> Capture {
+    inspect_with(dir, git_program, full, known, true)
+}
+
+/// [`inspect`], reading in this process what it can only when `in_process`.
+fn inspect_with(
+    dir: &Path,
+    git_program: &Path,
+    full: bool,
+    known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
+    in_process: bool,
+) -> Capture {
     let workspace = absolute(dir);
     let mut capture = Capture {
         evidence: Evidence {
@@ -281,26 +299,40 @@ pub(crate) fn inspect(
 
     let probe = Git::new(git_program, &workspace);
     // A workspace with its own `.git` is most likely the root of its work tree: then the
-    // reads are started in it at once, while the first question is asked, and kept only
-    // if the answer says it is the root (the very commands asking in turn would run).
+    // reads are started in it at once, while this process opens the repository (or,
+    // failing that, git is asked), and kept only if it is the root (the very commands
+    // asking in turn would run).
     let at_root = workspace.join(".git").symlink_metadata().is_ok();
-    let (combined, early) = std::thread::scope(|s| {
-        let early = at_root.then(|| s.spawn(|| read_all(&probe, full, known)));
-        let combined = probe.run(&probe::combined_args());
-        (combined, early.map(joined))
+    let inproc = match at_root && in_process {
+        true => inproc::Lazily::new(&workspace, git_program),
+        false => inproc::Lazily::none(),
+    };
+    let (opened, combined, early) = std::thread::scope(|s| {
+        let early = at_root.then(|| s.spawn(|| read_all(&probe, full, known, &inproc)));
+        // Opened at the root of its work tree, the repository needs no question for git.
+        let opened = inproc
+            .get()
+            .map(|library| (path_bytes(&workspace), Some(library.state_paths())));
+        let combined = opened.is_none().then(|| probe.run(&probe::combined_args()));
+        (opened, combined, early.map(joined))
     });
-    // One process answers all three questions in a work tree (is it one, where is its
-    // root, where are its operation state files); anything else goes the long way for
-    // its exact message.
-    let combined = combined
-        .ok()
-        .and_then(|out| probe::work_tree_state(&out, &workspace));
-    let (root_bytes, state_paths) = match combined {
-        Some((root, paths)) => (root, Some(paths)),
-        None => match probe::probe_root(&probe, partial) {
-            Some(root) => (root, None),
-            None => return capture,
-        },
+    let (root_bytes, state_paths) = match opened {
+        Some(opened) => opened,
+        None => {
+            // One process answers all three questions in a work tree (is it one, where
+            // is its root, where are its operation state files); anything else goes the
+            // long way for its exact message.
+            let combined = combined
+                .and_then(Result::ok)
+                .and_then(|out| probe::work_tree_state(&out, &workspace));
+            match combined {
+                Some((root, paths)) => (root, Some(paths)),
+                None => match probe::probe_root(&probe, partial) {
+                    Some(root) => (root, None),
+                    None => return capture,
+                },
+            }
+        }
     };
     let root = bytes_to_path(&root_bytes);
     let git = Git::new(git_program, &root);
@@ -314,7 +346,7 @@ pub(crate) fn inspect(
         unstaged_patch: (unstaged_patch, p_unstaged),
     } = match early {
         Some(reads) if root == workspace => reads,
-        _ => read_all(&git, full, known),
+        _ => read_all(&git, full, known, &inproc::Lazily::none()),
     };
     let in_progress = match &state_paths {
         Some(paths) => history::operation_at(paths),
@@ -412,6 +444,12 @@ pub(crate) fn inspect(
         patch_hashes,
     });
     capture
+}
+
+/// The bytes of `path` (git prints a work tree's root as bytes).
+fn path_bytes(path: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes().to_vec()
 }
 
 /// Run `read` with a fresh list of partial-evidence notes; the value and the notes.

@@ -2,6 +2,7 @@
 //! commits, first parents, and the staged and unstaged patches.
 
 use super::git::{Git, GitError, lossy, trim_newline};
+use super::inproc::{InProcess, Lazily};
 use super::known::{self, KnownHistory};
 use super::status::{Status, fallback_status, parse_status};
 use super::{
@@ -31,23 +32,44 @@ pub(super) struct Reads {
 /// is, so the evidence is exactly that of asking in turn. `full` adds what only a
 /// capture needs (recent commits, first parents, patches); for it, `known` gives the
 /// histories earlier captures recorded (it may wait for them: see [`read_history`]).
+/// The remotes and recent commits are read in this process where `inproc` opens and can
+/// (see [`InProcess`]), each asked of git where it cannot.
 pub(super) fn read_all(
     git: &Git,
     full: bool,
     known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
+    inproc: &Lazily,
 ) -> Reads {
     std::thread::scope(|s| {
         let status = s.spawn(move || noting(|p| read_status(git, full, p)));
-        let remotes = s.spawn(|| noting(|p| read_remotes(git, p)));
+        let remotes = s.spawn(move || {
+            match inproc
+                .get()
+                .and_then(|library| library.remotes(git.program()))
+            {
+                Some(remotes) => (remotes, Vec::new()),
+                None => noting(|p| read_remotes(git, p)),
+            }
+        });
         let history = s.spawn(move || {
             if full {
-                read_history(git, known)
+                read_history(git, known, inproc)
             } else {
                 let roots = noting(|p| read_root_commits(git, p));
                 (Default::default(), roots, Default::default())
             }
         });
-        let staged = s.spawn(move || noting(|p| when(full, || read_patch(git, true, true, p))));
+        let staged = s.spawn(move || {
+            noting(|p| {
+                when(full, || {
+                    // Nothing staged, as the index itself shows: no process to ask.
+                    if inproc.get().is_some_and(InProcess::nothing_staged) {
+                        return Vec::new();
+                    }
+                    read_patch(git, true, true, p)
+                })
+            })
+        });
         let unstaged = s.spawn(move || noting(|p| when(full, || read_patch(git, false, true, p))));
         let (recent_commits, root_commits, first_parents) = joined(history);
         Reads {
@@ -67,7 +89,11 @@ pub(super) fn read_all(
 /// when they lead back to a known HEAD (commits made since an earlier capture), the
 /// roots and first parents follow from it (`known::derive`) and git is not asked to walk
 /// the whole history twice more; else it is.
-fn read_history(git: &Git, known: &(dyn Fn() -> Vec<KnownHistory> + Sync)) -> HistoryReads {
+fn read_history(
+    git: &Git,
+    known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
+    inproc: &Lazily,
+) -> HistoryReads {
     // Only this work tree's: any other's would not hold HEAD, and the walks would wait
     // for a `log` that could not spare them.
     let known: Vec<KnownHistory> = known()
@@ -79,7 +105,7 @@ fn read_history(git: &Git, known: &(dyn Fn() -> Vec<KnownHistory> + Sync)) -> Hi
             let roots = s.spawn(|| noting(|p| read_root_commits(git, p)));
             let parents = s.spawn(|| noting(|p| history::read_first_parents(git, p)));
             let recent = recent.unwrap_or_else(|| {
-                let (commits, notes) = noting(|p| read_recent_commits(git, p));
+                let (commits, notes) = noting(|p| read_recent_commits(git, inproc, p));
                 (commits.into_iter().map(|(c, _)| c).collect(), notes)
             });
             (recent, joined(roots), joined(parents))
@@ -88,7 +114,7 @@ fn read_history(git: &Git, known: &(dyn Fn() -> Vec<KnownHistory> + Sync)) -> Hi
     if known.is_empty() {
         return walks(None);
     }
-    let (commits, notes) = noting(|p| read_recent_commits(git, p));
+    let (commits, notes) = noting(|p| read_recent_commits(git, inproc, p));
     let derived = if notes.is_empty() {
         let links: Vec<(String, Vec<String>)> = commits
             .iter()
@@ -186,8 +212,16 @@ fn read_remotes(git: &Git, partial: &mut Vec<String>) -> Vec<Remote> {
     remotes
 }
 
-/// The last [`RECENT_COMMITS`] commits of HEAD, each with its parents' ids.
-fn read_recent_commits(git: &Git, partial: &mut Vec<String>) -> Vec<(Commit, Vec<String>)> {
+/// The last [`RECENT_COMMITS`] commits of HEAD, each with its parents' ids: read in
+/// this process when `inproc` can, else by `git log`.
+fn read_recent_commits(
+    git: &Git,
+    inproc: &Lazily,
+    partial: &mut Vec<String>,
+) -> Vec<(Commit, Vec<String>)> {
+    if let Some(commits) = inproc.get().and_then(InProcess::recent_commits) {
+        return commits;
+    }
     let count = format!("-n{RECENT_COMMITS}");
     let out = match git.run(&[
         "log",

@@ -184,4 +184,5 @@ impl World {
 
 mod capture;
 mod comparison;
+mod inprocess;
 mod offline;
