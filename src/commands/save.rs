@@ -407,18 +407,29 @@ fn save_handoff_started(
     // lock just before the ref move.
     let batch = PackBatch::new(&store.objects);
     let (tree, ids) = store.mem_tree_into(&assembled.files, &batch)?;
-    let (id, bundle) = store.commit_bundle_in(batch, tree, "save", |b| {
-        b.from = from;
-        b.to = to;
-        b.summary = summary;
-        b.note = note;
-        b.metadata = metadata;
-    })?;
-    // Best effort: the save is complete; the next handoff only does more work without
-    // these.
     let transcript =
         save_transcript::entry(prepared.label, prepared.remember, &assembled.files, &ids);
-    let _ = statcache::record_handoff(&store, &policy, transcript, history);
+    // What the next handoff builds on is written while the pack and the ref are made
+    // durable, and put in place after the ref move (best effort: the save is complete
+    // without it; the next handoff only does more work).
+    let (committed, cache) = std::thread::scope(|s| {
+        let cache = s.spawn(|| statcache::prepare_handoff(&store, &policy, transcript, history));
+        let committed = store.commit_bundle_in(batch, tree, "save", |b| {
+            b.from = from;
+            b.to = to;
+            b.summary = summary;
+            b.note = note;
+            b.metadata = metadata;
+        });
+        let cache = cache
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (committed, cache)
+    });
+    let (id, bundle) = committed?;
+    if let Ok(Some(cache)) = cache {
+        let _ = cache.publish();
+    }
     super::auto_repack(ctx, &store);
     if !ctx.quiet && !ctx.json && !assembled.secrets.is_empty() {
         eprintln!(

@@ -54,6 +54,12 @@ impl Sidecar {
 
     /// Replace the file with `contents` (temp file, rename, no fsync).
     pub fn write<T: Serialize>(&self, store: &Store, contents: &T) -> Result<()> {
+        self.prepare(store, contents)?.publish()
+    }
+
+    /// Write `contents` to a temp file beside the file, to replace it by
+    /// [`Prepared::publish`] (dropped unpublished, the temp file is removed).
+    pub fn prepare<T: Serialize>(&self, store: &Store, contents: &T) -> Result<Prepared> {
         let json = serde_json::to_vec(contents)
             .map_err(|e| Error::other(format!("cannot encode the {}: {e}", self.what)))?;
         let mut bytes = Vec::with_capacity(self.magic.len() + json.len() + 66);
@@ -82,8 +88,25 @@ impl Sidecar {
             .set_permissions(PermissionsExt::from_mode(0o600))
             .ctx("cannot set permissions of", temp.path())?;
         temp.write_all(&bytes).ctx("cannot write", temp.path())?;
-        let dest = self.path(store);
-        temp.persist(&dest)
+        Ok(Prepared {
+            temp,
+            dest: self.path(store),
+        })
+    }
+}
+
+/// A sidecar file written to its temp file, not yet in place.
+pub struct Prepared {
+    temp: tempfile::NamedTempFile,
+    dest: PathBuf,
+}
+
+impl Prepared {
+    /// Rename it into place.
+    pub fn publish(self) -> Result<()> {
+        let dest = self.dest;
+        self.temp
+            .persist(&dest)
             .map_err(|e| Error::io("cannot rename into", &dest, e.error))?;
         Ok(())
     }

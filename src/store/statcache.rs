@@ -21,7 +21,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::Store;
-use super::sidecar::Sidecar;
+use super::sidecar::{Prepared, Sidecar};
 use crate::error::Result;
 use crate::format::{ObjectId, layout};
 
@@ -335,23 +335,24 @@ impl Transcripts<'_> {
 }
 
 /// What a handoff leaves for the next one, in one write of the cache file: `transcript`
-/// (other transcripts kept, up to `MAX_TRANSCRIPTS`; call only after the ref move that
-/// makes its blobs reachable, and only for files that were scanned under `policy` and
-/// found clean) and `history`, replacing that of the same work tree. Best effort, like
-/// [`record`].
-pub fn record_handoff(
+/// (other transcripts kept, up to `MAX_TRANSCRIPTS`; only for files that were scanned
+/// under `policy` and found clean) and `history`, replacing that of the same work tree,
+/// written to a temp file while the handoff's pack and ref are made durable: publish it
+/// only after the ref move that makes the transcript's blobs reachable. `None` when
+/// nothing changes. Best effort, like [`record`].
+pub fn prepare_handoff(
     store: &Store,
     policy: &str,
     transcript: Option<Transcript>,
     history: Option<History>,
-) -> Result<()> {
+) -> Result<Option<Prepared>> {
     if store.config.encryption.is_some() || (transcript.is_none() && history.is_none()) {
-        return Ok(());
+        return Ok(None);
     }
     let mut contents = read(store).unwrap_or_default();
     let unchanged = transcript.is_none() && contents.histories.first() == history.as_ref();
     if unchanged {
-        return Ok(());
+        return Ok(None);
     }
     if let Some(entry) = transcript {
         under_policy(&mut contents, policy);
@@ -369,7 +370,7 @@ pub fn record_handoff(
         contents.histories.insert(0, history);
         contents.histories.truncate(MAX_HISTORIES);
     }
-    write(store, &contents)
+    FILE.prepare(store, &contents).map(Some)
 }
 
 /// The histories remembered, most recent first (whatever the secret policy: they hold

@@ -91,9 +91,60 @@ impl Git {
     }
 
     fn exec(&self, args: &[&str], in_dir: bool) -> Result<Vec<u8>, GitError> {
-        let output = match self.command(args, in_dir).output() {
+        self.start_in(args, in_dir)?.wait()
+    }
+
+    fn start_in(&self, args: &[&str], in_dir: bool) -> Result<Running, GitError> {
+        let mut command = self.command(args, in_dir);
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        match command.spawn() {
+            Ok(child) => Ok(Running {
+                child,
+                args: args.iter().map(|a| a.to_string()).collect(),
+            }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(GitError::Missing),
+            Err(e) => Err(GitError::Spawn(e.to_string())),
+        }
+    }
+
+    /// Start `git -C DIR ARGS...`; [`Running::wait`] gives what [`Git::run`] would.
+    pub(crate) fn start(&self, args: &[&str]) -> Result<Running, GitError> {
+        self.start_in(args, true)
+    }
+
+    /// Run `git -C DIR ARGS...` and return its standard output.
+    pub(crate) fn run(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
+        self.exec(args, true)
+    }
+
+    /// Run without `-C` (for `--version`).
+    pub(crate) fn run_plain(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
+        self.exec(args, false)
+    }
+
+    /// Run a yes/no query: exit 0 is yes, exit 1 is no, anything else an error.
+    pub(crate) fn test(&self, args: &[&str]) -> Result<bool, GitError> {
+        match self.run(args) {
+            Ok(_) => Ok(true),
+            Err(GitError::Failed { code: Some(1), .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// A git process started by [`Git::start`].
+pub(crate) struct Running {
+    child: std::process::Child,
+    args: Vec<String>,
+}
+
+impl Running {
+    /// Wait for it: its standard output, or why it gave none.
+    pub(crate) fn wait(self) -> Result<Vec<u8>, GitError> {
+        let args = self.args;
+        let output = self.child.wait_with_output();
+        let output = match output {
             Ok(output) => output,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(GitError::Missing),
             Err(e) => return Err(GitError::Spawn(e.to_string())),
         };
         if output.status.success() {
@@ -114,25 +165,6 @@ impl Git {
             code: output.status.code(),
             message: first,
         })
-    }
-
-    /// Run `git -C DIR ARGS...` and return its standard output.
-    pub(crate) fn run(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
-        self.exec(args, true)
-    }
-
-    /// Run without `-C` (for `--version`).
-    pub(crate) fn run_plain(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
-        self.exec(args, false)
-    }
-
-    /// Run a yes/no query: exit 0 is yes, exit 1 is no, anything else an error.
-    pub(crate) fn test(&self, args: &[&str]) -> Result<bool, GitError> {
-        match self.run(args) {
-            Ok(_) => Ok(true),
-            Err(GitError::Failed { code: Some(1), .. }) => Ok(false),
-            Err(e) => Err(e),
-        }
     }
 }
 

@@ -1,4 +1,5 @@
-//! Workspace evidence: a read-only snapshot of a git workspace, taken through the `git` CLI.
+//! Workspace evidence: a read-only snapshot of a git workspace, taken through the `git` CLI
+//! (and, for the reads it can do exactly as git would, gitoxide in this process: `inproc`).
 //!
 //! Capture never fails and never writes. Every git call runs with `GIT_OPTIONAL_LOCKS=0`
 //! (so `status` does not refresh the index), `LC_ALL=C`, `core.quotepath=false`, no
@@ -33,7 +34,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use git::{bytes_to_path, lossy};
-use reads::{Reads, read_all, read_patch};
+use reads::{Reads, read_all, read_patch, start_first};
 use untracked::describe_untracked;
 
 /// The version of the evidence document written by this code.
@@ -299,16 +300,18 @@ fn inspect_with(
 
     let probe = Git::new(git_program, &workspace);
     // A workspace with its own `.git` is most likely the root of its work tree: then the
-    // reads are started in it at once, while this process opens the repository (or,
-    // failing that, git is asked), and kept only if it is the root (the very commands
-    // asking in turn would run).
+    // reads are started in it at once (the two git processes first, from this thread,
+    // before anything else takes the cores), while this process opens the repository
+    // (or, failing that, git is asked), and kept only if it is the root (the very
+    // commands asking in turn would run).
     let at_root = workspace.join(".git").symlink_metadata().is_ok();
     let inproc = match at_root && in_process {
         true => inproc::Lazily::new(&workspace, git_program),
         false => inproc::Lazily::none(),
     };
+    let first = at_root.then(|| start_first(&probe, full));
     let (opened, combined, early) = std::thread::scope(|s| {
-        let early = at_root.then(|| s.spawn(|| read_all(&probe, full, known, &inproc)));
+        let early = first.map(|first| s.spawn(|| read_all(&probe, full, known, &inproc, first)));
         // Opened at the root of its work tree, the repository needs no question for git.
         let opened = inproc
             .get()
@@ -346,7 +349,13 @@ fn inspect_with(
         unstaged_patch: (unstaged_patch, p_unstaged),
     } = match early {
         Some(reads) if root == workspace => reads,
-        _ => read_all(&git, full, known, &inproc::Lazily::none()),
+        _ => read_all(
+            &git,
+            full,
+            known,
+            &inproc::Lazily::none(),
+            start_first(&git, full),
+        ),
     };
     let in_progress = match &state_paths {
         Some(paths) => history::operation_at(paths),

@@ -1,7 +1,7 @@
 //! The independent git reads of a capture, run at once: status, remotes, root and recent
 //! commits, first parents, and the staged and unstaged patches.
 
-use super::git::{Git, GitError, lossy, trim_newline};
+use super::git::{Git, GitError, Running, lossy, trim_newline};
 use super::inproc::{InProcess, Lazily};
 use super::known::{self, KnownHistory};
 use super::status::{Status, fallback_status, parse_status};
@@ -34,14 +34,24 @@ pub(super) struct Reads {
 /// histories earlier captures recorded (it may wait for them: see [`read_history`]).
 /// The remotes and recent commits are read in this process where `inproc` opens and can
 /// (see [`InProcess`]), each asked of git where it cannot.
+/// `first` is [`start_first`] of the same `git` and `full`.
 pub(super) fn read_all(
     git: &Git,
     full: bool,
     known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
     inproc: &Lazily,
+    first: First,
 ) -> Reads {
+    let First { status, unstaged } = first;
     std::thread::scope(|s| {
-        let status = s.spawn(move || noting(|p| read_status(git, full, p)));
+        let status =
+            s.spawn(move || noting(|p| status_from(git, status.and_then(Running::wait), p)));
+        let unstaged = s.spawn(move || {
+            noting(|p| match unstaged {
+                Some(started) => patch_from(false, started.and_then(Running::wait), p),
+                None => Vec::new(),
+            })
+        });
         let remotes = s.spawn(move || {
             match inproc
                 .get()
@@ -70,7 +80,6 @@ pub(super) fn read_all(
                 })
             })
         });
-        let unstaged = s.spawn(move || noting(|p| when(full, || read_patch(git, false, true, p))));
         let (recent_commits, root_commits, first_parents) = joined(history);
         Reads {
             status: joined(status),
@@ -131,22 +140,38 @@ fn read_history(
     }
 }
 
-/// `git status --porcelain=v2 --branch -z` (all untracked files for a capture), or the
-/// plumbing fallback when it fails (said in `partial`).
-fn read_status(git: &Git, full: bool, partial: &mut Vec<String>) -> Status {
+/// The git processes every read of a work tree runs, started: `status` and, for a
+/// capture, the unstaged patch (`diff-files`). They are the longest reads, so they start
+/// before anything else (threads, this process's own reads) takes the cores.
+pub(super) struct First {
+    status: Result<Running, GitError>,
+    unstaged: Option<Result<Running, GitError>>,
+}
+
+/// Start the [`First`] processes in `git`'s directory.
+pub(super) fn start_first(git: &Git, full: bool) -> First {
     let untracked_mode = if full {
         "--untracked-files=all"
     } else {
         "--untracked-files=normal"
     };
-    match git.run(&[
-        "status",
-        "--porcelain=v2",
-        "--branch",
-        "-z",
-        untracked_mode,
-        "--ignore-submodules=none",
-    ]) {
+    First {
+        status: git.start(&[
+            "status",
+            "--porcelain=v2",
+            "--branch",
+            "-z",
+            untracked_mode,
+            "--ignore-submodules=none",
+        ]),
+        unstaged: full.then(|| git.start(&patch_args(false, None))),
+    }
+}
+
+/// `git status --porcelain=v2 --branch -z` (all untracked files for a capture) from its
+/// `output`, or the plumbing fallback when it failed (said in `partial`).
+fn status_from(git: &Git, output: Result<Vec<u8>, GitError>, partial: &mut Vec<String>) -> Status {
+    match output {
         Ok(out) => parse_status(&out),
         Err(e) => {
             partial.push(format!("git status failed: {}", e.describe()));
@@ -272,11 +297,6 @@ pub(super) fn read_patch(
     has_head: bool,
     partial: &mut Vec<String>,
 ) -> Vec<u8> {
-    let which = if staged {
-        "git diff-index --cached"
-    } else {
-        "git diff-files"
-    };
     let base = if !staged {
         None
     } else if has_head {
@@ -287,11 +307,33 @@ pub(super) fn read_patch(
         match git.run(&["hash-object", "-t", "tree", "--stdin"]) {
             Ok(out) => Some(lossy(trim_newline(&out))),
             Err(e) => {
-                partial.push(format!("{which} failed: {}", e.describe()));
+                partial.push(format!(
+                    "{} failed: {}",
+                    patch_command(staged),
+                    e.describe()
+                ));
                 return Vec::new();
             }
         }
     };
+    patch_from(
+        staged,
+        git.run(&patch_args(staged, base.as_deref())),
+        partial,
+    )
+}
+
+/// What a patch read is called in a partial-evidence note.
+fn patch_command(staged: bool) -> &'static str {
+    if staged {
+        "git diff-index --cached"
+    } else {
+        "git diff-files"
+    }
+}
+
+/// The arguments of a patch read: `diff-index --cached BASE` or `diff-files`.
+fn patch_args(staged: bool, base: Option<&str>) -> Vec<&str> {
     let mut args: Vec<&str> = if staged {
         vec!["diff-index", "--cached"]
     } else {
@@ -308,14 +350,27 @@ pub(super) fn read_patch(
         "--src-prefix=a/",
         "--dst-prefix=b/",
     ]);
-    if let Some(base) = &base {
+    if let Some(base) = base {
         args.push(base);
     }
     args.push("--");
-    match git.run(&args) {
+    args
+}
+
+/// A patch from its read's `output`; nothing when it failed (said in `partial`).
+fn patch_from(
+    staged: bool,
+    output: Result<Vec<u8>, GitError>,
+    partial: &mut Vec<String>,
+) -> Vec<u8> {
+    match output {
         Ok(out) => out,
         Err(e) => {
-            partial.push(format!("{which} failed: {}", e.describe()));
+            partial.push(format!(
+                "{} failed: {}",
+                patch_command(staged),
+                e.describe()
+            ));
             Vec::new()
         }
     }
