@@ -118,6 +118,11 @@ const WINDOW: u64 = 512;
 /// Searches of one pack after which its whole index is read into memory: a command that
 /// looks up many objects (verify, save of a large tree) pays for the index once.
 const LOAD_AFTER: u32 = 64;
+/// A set of at most this many packs keeps each pack's descriptor open once it is opened,
+/// so that every index read is one `pread` (a handoff looks its few objects up in every
+/// pack, which reopened each pack for each lookup); a larger set (a store not merged in
+/// a long time) reopens them, so as never to hold a descriptor per pack.
+const KEEP_OPEN_PACKS: usize = 64;
 
 /// One pack opened for lookups. Opening reads its magic and footer only; index entries
 /// are read on demand with positioned reads, so a lookup costs a read or two whatever the
@@ -129,6 +134,8 @@ pub struct LazyPack {
     pub path: PathBuf,
     /// The descriptor opened to read the footer, handed to the first index read.
     spare: std::sync::Mutex<Option<File>>,
+    /// The descriptor every index read uses, in a set of at most [`KEEP_OPEN_PACKS`].
+    kept: Option<File>,
     count: u64,
     index_offset: u64,
     searches: AtomicU32,
@@ -136,8 +143,9 @@ pub struct LazyPack {
 }
 
 impl LazyPack {
-    /// Open the pack at `path`, `len` bytes long (from its listing).
-    fn open(id: ObjectId, path: PathBuf, len: u64) -> Result<LazyPack> {
+    /// Open the pack at `path`, `len` bytes long (from its listing), keeping its
+    /// descriptor for every read when `keep`.
+    fn open(id: ObjectId, path: PathBuf, len: u64, keep: bool) -> Result<LazyPack> {
         let corrupt = |why: String| Error::integrity(format!("pack {id}: {why}"));
         let file = File::open(&path).ctx_in_store("cannot open pack", &path)?;
         if len < PACK_MAGIC.len() as u64 + FOOTER_LEN {
@@ -153,10 +161,16 @@ impl LazyPack {
         file.read_exact_at(&mut footer, len - FOOTER_LEN)
             .ctx_in_store("cannot read pack", &path)?;
         let (count, index_offset) = decode_footer(&footer, len).map_err(|e| corrupt(e.message))?;
+        let (spare, kept) = if keep {
+            (None, Some(file))
+        } else {
+            (Some(file), None)
+        };
         Ok(LazyPack {
             id,
             path,
-            spare: std::sync::Mutex::new(Some(file)),
+            spare: std::sync::Mutex::new(spare),
+            kept,
             count,
             index_offset,
             searches: AtomicU32::new(0),
@@ -168,13 +182,17 @@ impl LazyPack {
     /// sorted); a full `verify` checks the whole index.
     fn read_entries(&self, start: u64, end: u64) -> Result<Vec<PackEntry>> {
         let mut bytes = vec![0u8; ((end - start) * INDEX_ENTRY_LEN) as usize];
-        let spare = self.spare.lock().ok().and_then(|mut f| f.take());
-        spare
-            .map_or_else(|| File::open(&self.path), Ok)
-            .and_then(|file| {
-                file.read_exact_at(&mut bytes, self.index_offset + start * INDEX_ENTRY_LEN)
-            })
-            .ctx_in_store("cannot read pack", &self.path)?;
+        let at = self.index_offset + start * INDEX_ENTRY_LEN;
+        match &self.kept {
+            Some(file) => file.read_exact_at(&mut bytes, at),
+            None => {
+                let spare = self.spare.lock().ok().and_then(|mut f| f.take());
+                spare
+                    .map_or_else(|| File::open(&self.path), Ok)
+                    .and_then(|file| file.read_exact_at(&mut bytes, at))
+            }
+        }
+        .ctx_in_store("cannot read pack", &self.path)?;
         decode_index(&bytes, self.index_offset)
             .map_err(|e| Error::integrity(format!("pack {}: {}", self.id, e.message)))
     }
@@ -338,7 +356,8 @@ impl PackSet {
         let (id, path, len) = &self.packs[i];
         self.opened[i]
             .get_or_init(|| {
-                LazyPack::open(*id, path.clone(), *len).map_err(|e| {
+                let keep = self.packs.len() <= KEEP_OPEN_PACKS;
+                LazyPack::open(*id, path.clone(), *len, keep).map_err(|e| {
                     let gone = vanished(&e);
                     (e.message, gone)
                 })
