@@ -230,15 +230,29 @@ impl Store {
         }
         // In an encrypted store the free text (who, where) is sealed like objects.
         let entry = self.log_entry(name, old, new, reason)?;
-        self.append_log(&entry)?;
         let dir = self.ref_dir(name);
-        fsutil::ensure_private_dir(&dir)?;
         let next = current.map(|g| g.number).unwrap_or(0) + 1;
         let dest = dir.join(generation_name(next));
-        let mut temp = fsutil::temp_file_in(&dir)?;
-        temp.write_all(&entry.encode_line())
-            .ctx("cannot write", temp.path())?;
-        temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
+        // The log line and the generation's temp file are made durable at once (two
+        // device flushes waited for together): both only have to be durable before the
+        // generation is published, and a temp file refers to nothing.
+        let (logged, temp) = std::thread::scope(|s| {
+            let logged = s.spawn(|| self.append_log(&entry));
+            let temp = (|| {
+                fsutil::ensure_private_dir(&dir)?;
+                let mut temp = fsutil::temp_file_in(&dir)?;
+                temp.write_all(&entry.encode_line())
+                    .ctx("cannot write", temp.path())?;
+                temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
+                Ok::<_, Error>(temp)
+            })();
+            let logged = logged
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (logged, temp)
+        });
+        logged?;
+        let temp = temp?;
         temp.persist_noclobber(&dest).map_err(|e| {
             if e.error.kind() == std::io::ErrorKind::AlreadyExists {
                 Error::conflict(format!(
