@@ -203,7 +203,8 @@ impl LazyPack {
             let i = all.partition_point(|e| e.id < *target);
             return Ok((i as u64, all.get(i).copied()));
         }
-        if self.searches.fetch_add(1, Ordering::Relaxed) >= LOAD_AFTER {
+        // A small index is read whole by the search anyway: kept from the first one.
+        if self.count <= WINDOW || self.searches.fetch_add(1, Ordering::Relaxed) >= LOAD_AFTER {
             let all = self.read_entries(0, self.count)?;
             let _ = self.loaded.set(all);
             return self.lower_bound(target);
