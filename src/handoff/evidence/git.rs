@@ -99,7 +99,7 @@ impl Git {
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
         match command.spawn() {
             Ok(child) => Ok(Running {
-                child,
+                child: Some(child),
                 args: args.iter().map(|a| a.to_string()).collect(),
             }),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Err(GitError::Missing),
@@ -132,17 +132,31 @@ impl Git {
     }
 }
 
-/// A git process started by [`Git::start`].
+/// A git process started by [`Git::start`]; dropped unwaited (its answer no longer
+/// wanted), its pipes are closed and it is waited for, so that none outlives the command.
 pub(crate) struct Running {
-    child: std::process::Child,
+    child: Option<std::process::Child>,
     args: Vec<String>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            drop(child.stdout.take());
+            drop(child.stderr.take());
+            let _ = child.wait();
+        }
+    }
 }
 
 impl Running {
     /// Wait for it: its standard output, or why it gave none.
-    pub(crate) fn wait(self) -> Result<Vec<u8>, GitError> {
-        let args = self.args;
-        let output = self.child.wait_with_output();
+    pub(crate) fn wait(mut self) -> Result<Vec<u8>, GitError> {
+        let args = std::mem::take(&mut self.args);
+        let Some(child) = self.child.take() else {
+            return Err(GitError::Spawn("waited for twice".to_string()));
+        };
+        let output = child.wait_with_output();
         let output = match output {
             Ok(output) => output,
             Err(e) => return Err(GitError::Spawn(e.to_string())),

@@ -34,7 +34,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use git::{bytes_to_path, lossy};
-use reads::{Reads, read_all, read_patch, start_first};
+use reads::{First, Reads, read_all, read_patch, start_first};
 use untracked::describe_untracked;
 
 /// The version of the evidence document written by this code.
@@ -201,7 +201,7 @@ pub fn capture_with_git(dir: &Path, git_program: &Path) -> Capture {
 /// [`capture`] with every read asked of the `git` on `PATH`, none done in this process:
 /// what the in-process reads are checked against.
 pub fn capture_asking_git(dir: &Path) -> Capture {
-    inspect_with(dir, Path::new("git"), true, &Vec::new, false)
+    inspect_with(dir, Path::new("git"), true, &Vec::new, false, None)
 }
 
 /// [`capture`] with the histories earlier captures recorded (`known`, which may wait for
@@ -209,6 +209,38 @@ pub fn capture_asking_git(dir: &Path) -> Capture {
 /// newest commits lead back to one of them.
 pub fn capture_knowing(dir: &Path, known: &(dyn Fn() -> Vec<KnownHistory> + Sync)) -> Capture {
     inspect(dir, Path::new("git"), true, known)
+}
+
+/// The git processes a capture of a work tree's root always runs, started by
+/// [`Started::new`] on the calling thread (a new thread may wait a while for a core),
+/// for [`Started::capture`] to finish on another.
+pub struct Started {
+    dir: std::path::PathBuf,
+    first: Option<First>,
+}
+
+impl Started {
+    /// Start them when `dir` has its own `.git` (as [`capture`] would, with the `git` on
+    /// `PATH`); else nothing is started yet.
+    pub fn new(dir: &Path) -> Started {
+        let workspace = absolute(dir);
+        let first = has_own_git(&workspace)
+            .then(|| start_first(&Git::new(Path::new("git"), &workspace), true));
+        Started {
+            dir: dir.to_path_buf(),
+            first,
+        }
+    }
+
+    /// [`capture_knowing`] of the directory, with the processes already started.
+    pub fn capture(self, known: &(dyn Fn() -> Vec<KnownHistory> + Sync)) -> Capture {
+        inspect_with(&self.dir, Path::new("git"), true, known, true, self.first)
+    }
+}
+
+/// Whether `workspace` has its own `.git`: most likely the root of its work tree.
+fn has_own_git(workspace: &Path) -> bool {
+    workspace.is_dir() && workspace.join(".git").symlink_metadata().is_ok()
 }
 
 impl Capture {
@@ -270,16 +302,19 @@ pub(crate) fn inspect(
     full: bool,
     known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
 ) -> Capture {
-    inspect_with(dir, git_program, full, known, true)
+    inspect_with(dir, git_program, full, known, true, None)
 }
 
-/// [`inspect`], reading in this process what it can only when `in_process`.
+/// [`inspect`], reading in this process what it can only when `in_process`, with the
+/// [`First`] processes already started (`first`, of the same `git_program` and `full`)
+/// or not.
 fn inspect_with(
     dir: &Path,
     git_program: &Path,
     full: bool,
     known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
     in_process: bool,
+    first: Option<First>,
 ) -> Capture {
     let workspace = absolute(dir);
     let mut capture = Capture {
@@ -304,12 +339,13 @@ fn inspect_with(
     // before anything else takes the cores), while this process opens the repository
     // (or, failing that, git is asked), and kept only if it is the root (the very
     // commands asking in turn would run).
-    let at_root = workspace.join(".git").symlink_metadata().is_ok();
+    let at_root = has_own_git(&workspace);
     let inproc = match at_root && in_process {
         true => inproc::Lazily::new(&workspace, git_program),
         false => inproc::Lazily::none(),
     };
-    let first = at_root.then(|| start_first(&probe, full));
+    // Started ones are used where they were started for (else dropped: waited for).
+    let first = at_root.then(|| first.unwrap_or_else(|| start_first(&probe, full)));
     let (opened, combined, early) = std::thread::scope(|s| {
         let early = first.map(|first| s.spawn(|| read_all(&probe, full, known, &inproc, first)));
         // Opened at the root of its work tree, the repository needs no question for git.

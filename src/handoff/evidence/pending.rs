@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 
-use super::{Capture, KnownHistory, capture, capture_knowing};
+use super::{Capture, KnownHistory, Started, capture};
 
 /// A capture under way; [`Pending::finish`] waits for it. Dropped unfinished (an error
 /// elsewhere), it still waits, so no git process outlives the command.
@@ -19,9 +19,11 @@ pub struct Pending {
     thread: Option<JoinHandle<Capture>>,
 }
 
-/// Start capturing the workspace at `dir` with the `git` found on `PATH`.
+/// Start capturing the workspace at `dir` with the `git` found on `PATH`: the git
+/// processes every capture runs are started here, on the calling thread, the rest on a
+/// thread of its own.
 pub fn start(dir: PathBuf) -> Pending {
-    let worker = dir.clone();
+    let started = Started::new(&dir);
     let (sender, receiver) = channel();
     let thread = std::thread::Builder::new()
         .name("evidence".into())
@@ -30,7 +32,7 @@ pub fn start(dir: PathBuf) -> Pending {
                 receiver: std::sync::Mutex::new(receiver),
                 value: OnceLock::new(),
             };
-            capture_knowing(&worker, &|| received.get())
+            started.capture(&|| received.get())
         })
         .ok();
     Pending {
