@@ -101,7 +101,7 @@ measure() { # name command...
 }
 # Every command runs straight from this shell, told where to work as git is with -C
 # (baton with --store and --workspace): no start-up of a subshell or of a process of its
-# own counts against either side (until 2026-12-02 09:30 baton ran in a subshell for its
+# own counts against either side (until 2026-12-02 08:20 baton ran in a subshell for its
 # cd, which git did not).
 handoff_in() { # baton-program store
   "$1" --store "$2" handoff --workspace "$WS" --to codex --from claude --brief "$WORK/brief.md" --transcript claude-code:latest
@@ -158,7 +158,7 @@ events=$(cd "$WS" && "$BATON" search current "" --json | python3 -c 'import json
   echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC with \`bash bench/handoff.sh\` (commit $(git -C "$ROOT" rev-parse --short HEAD))."
   echo
   echo "- Data: a 200-file git repository (~4 KiB files, 5 changed and uncommitted), a 3 MB Claude Code session ($events normalised events) found by \`--transcript claude-code:latest\`; for the second row one line is appended to the session before each handoff (the agent went on working)."
-  echo "- Method: median of $RUNS runs, baton and git alternating in one loop, each run straight from the measuring shell (baton with \`--store\` and \`--workspace\`, git with \`-C\`; until 2026-12-02 09:30 baton ran in a subshell for its \`cd\`, and until 2026-12-01 21:00 it paid a \`bash -c\` start-up, neither of which git did); load average at the end $(cut -d' ' -f1-3 /proc/loadavg). The git commit is a small incremental commit, as a handoff records work in progress; \`baton handoff\` here has no \`--push\`."
+  echo "- Method: median of $RUNS runs, baton and git alternating in one loop, each run straight from the measuring shell (baton with \`--store\` and \`--workspace\`, git with \`-C\`; until 2026-12-02 08:20 baton ran in a subshell for its \`cd\`, and until 2026-12-01 21:00 it paid a \`bash -c\` start-up, neither of which git did); load average at the end $(cut -d' ' -f1-3 /proc/loadavg). The git commit is a small incremental commit, as a handoff records work in progress; \`baton handoff\` here has no \`--push\`."
   echo
   echo "| work | baton | peer | ratio (baton / peer) |"
   echo "| --- | ---: | ---: | ---: |"
