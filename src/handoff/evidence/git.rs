@@ -59,11 +59,6 @@ impl Git {
         &self.dir
     }
 
-    /// The program it runs.
-    pub(crate) fn program(&self) -> &Path {
-        &self.program
-    }
-
     fn command(&self, args: &[&str], in_dir: bool) -> Command {
         let mut cmd = Command::new(&self.program);
         if in_dir {

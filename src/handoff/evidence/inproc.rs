@@ -16,9 +16,17 @@ use gix::ObjectId;
 use super::history::STATE_FILES;
 use super::{Commit, RECENT_COMMITS, Remote, redact_url_credentials};
 
-/// A repository opened in this process, at the root of its work tree.
+/// The recent commits of HEAD, each with its parents' ids, as the capture records them.
+type RecentCommits = Vec<(Commit, Vec<String>)>;
+
+/// A repository opened in this process, at the root of its work tree, and its answers,
+/// each read once (by [`InProcess::read_all`] or by the first to ask).
 pub(super) struct InProcess {
     repo: gix::ThreadSafeRepository,
+    git_program: PathBuf,
+    remotes: OnceLock<Option<Vec<Remote>>>,
+    nothing_staged: OnceLock<bool>,
+    recent_commits: OnceLock<Option<RecentCommits>>,
 }
 
 /// An [`InProcess`] opened by the first read that asks for it (the others wait), so that
@@ -34,6 +42,14 @@ impl Lazily {
         Lazily {
             from: Some((workspace.to_path_buf(), git_program.to_path_buf())),
             opened: OnceLock::new(),
+        }
+    }
+
+    /// One opened already (its answers perhaps read).
+    pub(super) fn opened(library: Option<InProcess>) -> Lazily {
+        Lazily {
+            from: None,
+            opened: OnceLock::from(library),
         }
     }
 
@@ -77,7 +93,41 @@ impl InProcess {
         {
             return None;
         }
-        Some(InProcess { repo })
+        Some(InProcess {
+            repo,
+            git_program: git_program.to_path_buf(),
+            remotes: OnceLock::new(),
+            nothing_staged: OnceLock::new(),
+            recent_commits: OnceLock::new(),
+        })
+    }
+
+    /// Read every answer now, on this thread.
+    pub(super) fn read_all(&self) {
+        self.remotes();
+        self.nothing_staged();
+        self.recent_commits();
+    }
+
+    /// [`InProcess::read_remotes`], read once.
+    pub(super) fn remotes(&self) -> Option<Vec<Remote>> {
+        self.remotes
+            .get_or_init(|| self.read_remotes(&self.git_program))
+            .clone()
+    }
+
+    /// [`InProcess::read_nothing_staged`], read once.
+    pub(super) fn nothing_staged(&self) -> bool {
+        *self
+            .nothing_staged
+            .get_or_init(|| self.read_nothing_staged())
+    }
+
+    /// [`InProcess::read_recent_commits`], read once.
+    pub(super) fn recent_commits(&self) -> Option<RecentCommits> {
+        self.recent_commits
+            .get_or_init(|| self.read_recent_commits())
+            .clone()
     }
 
     /// Where git keeps the operation state files (`git rev-parse --git-path NAME`): all
@@ -91,7 +141,7 @@ impl InProcess {
     /// `git config --get-regexp '^remote\..*\.url$'` lists them; `None` when git may read
     /// a system configuration file this process would not (gitoxide reads
     /// `/etc/gitconfig`, git `$(prefix)/etc/gitconfig` of its own build).
-    pub(super) fn remotes(&self, git_program: &Path) -> Option<Vec<Remote>> {
+    fn read_remotes(&self, git_program: &Path) -> Option<Vec<Remote>> {
         if !system_config_agrees(git_program) {
             return None;
         }
@@ -129,7 +179,7 @@ impl InProcess {
     /// covers every entry and names HEAD's tree, and no entry is conflicted, intended
     /// to add (`add -N`) or a sparse directory. `false` says only "not known": git is
     /// asked for the patch.
-    pub(super) fn nothing_staged(&self) -> bool {
+    fn read_nothing_staged(&self) -> bool {
         let repo = self.repo.to_thread_local();
         let (Ok(head_tree), Ok(index)) = (repo.head_tree_id(), repo.open_index()) else {
             return false;
@@ -157,7 +207,7 @@ impl InProcess {
     /// the history it shows (replace refs, grafts, a shallow clone) or format a commit
     /// differently (an `encoding` header, a NUL in the message, an unreadable date), or
     /// when anything cannot be read: git is asked then, and says why.
-    pub(super) fn recent_commits(&self) -> Option<Vec<(Commit, Vec<String>)>> {
+    fn read_recent_commits(&self) -> Option<RecentCommits> {
         let repo = self.repo.to_thread_local();
         if repo.is_shallow().ok()?
             || repo.common_dir().join("info/grafts").exists()

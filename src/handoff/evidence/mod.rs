@@ -201,7 +201,7 @@ pub fn capture_with_git(dir: &Path, git_program: &Path) -> Capture {
 /// [`capture`] with every read asked of the `git` on `PATH`, none done in this process:
 /// what the in-process reads are checked against.
 pub fn capture_asking_git(dir: &Path) -> Capture {
-    inspect_with(dir, Path::new("git"), true, &Vec::new, false, None)
+    inspect_with(dir, Path::new("git"), true, &Vec::new, false, None, None)
 }
 
 /// [`capture`] with the histories earlier captures recorded (`known`, which may wait for
@@ -217,24 +217,36 @@ pub fn capture_knowing(dir: &Path, known: &(dyn Fn() -> Vec<KnownHistory> + Sync
 pub struct Started {
     dir: std::path::PathBuf,
     first: Option<First>,
+    inproc: Option<inproc::Lazily>,
 }
 
 impl Started {
     /// Start them when `dir` has its own `.git` (as [`capture`] would, with the `git` on
-    /// `PATH`); else nothing is started yet.
+    /// `PATH`), and do the reads this process can do (the repository opened with
+    /// gitoxide) while they run, here too; else nothing is started yet.
     pub fn new(dir: &Path) -> Started {
         let workspace = absolute(dir);
-        let first = has_own_git(&workspace)
-            .then(|| start_first(&Git::new(Path::new("git"), &workspace), true));
+        let git = Path::new("git");
+        let at_root = has_own_git(&workspace);
+        let first = at_root.then(|| start_first(&Git::new(git, &workspace), true));
+        let inproc = at_root.then(|| {
+            let library = inproc::InProcess::open(&workspace, git);
+            if let Some(library) = &library {
+                library.read_all();
+            }
+            inproc::Lazily::opened(library)
+        });
         Started {
             dir: dir.to_path_buf(),
             first,
+            inproc,
         }
     }
 
     /// [`capture_knowing`] of the directory, with the processes already started.
     pub fn capture(self, known: &(dyn Fn() -> Vec<KnownHistory> + Sync)) -> Capture {
-        inspect_with(&self.dir, Path::new("git"), true, known, true, self.first)
+        let git = Path::new("git");
+        inspect_with(&self.dir, git, true, known, true, self.first, self.inproc)
     }
 }
 
@@ -302,12 +314,12 @@ pub(crate) fn inspect(
     full: bool,
     known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
 ) -> Capture {
-    inspect_with(dir, git_program, full, known, true, None)
+    inspect_with(dir, git_program, full, known, true, None, None)
 }
 
 /// [`inspect`], reading in this process what it can only when `in_process`, with the
 /// [`First`] processes already started (`first`, of the same `git_program` and `full`)
-/// or not.
+/// and the repository already opened (`opened`) or not.
 fn inspect_with(
     dir: &Path,
     git_program: &Path,
@@ -315,6 +327,7 @@ fn inspect_with(
     known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
     in_process: bool,
     first: Option<First>,
+    opened: Option<inproc::Lazily>,
 ) -> Capture {
     let workspace = absolute(dir);
     let mut capture = Capture {
@@ -340,9 +353,10 @@ fn inspect_with(
     // (or, failing that, git is asked), and kept only if it is the root (the very
     // commands asking in turn would run).
     let at_root = has_own_git(&workspace);
-    let inproc = match at_root && in_process {
-        true => inproc::Lazily::new(&workspace, git_program),
-        false => inproc::Lazily::none(),
+    let inproc = match (at_root && in_process, opened) {
+        (true, Some(opened)) => opened,
+        (true, None) => inproc::Lazily::new(&workspace, git_program),
+        (false, _) => inproc::Lazily::none(),
     };
     // Started ones are used where they were started for (else dropped: waited for).
     let first = at_root.then(|| first.unwrap_or_else(|| start_first(&probe, full)));

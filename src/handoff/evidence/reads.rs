@@ -52,14 +52,9 @@ pub(super) fn read_all(
                 None => Vec::new(),
             })
         });
-        let remotes = s.spawn(move || {
-            match inproc
-                .get()
-                .and_then(|library| library.remotes(git.program()))
-            {
-                Some(remotes) => (remotes, Vec::new()),
-                None => noting(|p| read_remotes(git, p)),
-            }
+        let remotes = s.spawn(move || match inproc.get().and_then(InProcess::remotes) {
+            Some(remotes) => (remotes, Vec::new()),
+            None => noting(|p| read_remotes(git, p)),
         });
         let history = s.spawn(move || {
             if full {

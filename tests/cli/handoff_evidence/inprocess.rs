@@ -7,18 +7,22 @@
 
 use super::*;
 
-/// `capture` and `capture_asking_git` of `dir` give the same evidence and patches.
+/// `capture`, a capture begun by `Started` (git started and the in-process reads done on
+/// the calling thread, as a handoff does) and `capture_asking_git` of `dir` give the same
+/// evidence and patches.
 fn assert_agrees_with_git(dir: &Path) {
-    let inproc = evidence::capture(dir);
     let asked = evidence::capture_asking_git(dir);
-    assert_eq!(inproc.evidence, asked.evidence, "{}", dir.display());
-    assert_eq!(inproc.staged_patch, asked.staged_patch);
-    assert_eq!(inproc.unstaged_patch, asked.unstaged_patch);
-    assert!(
-        inproc.evidence.git.is_some(),
-        "{:?}",
-        inproc.evidence.partial
-    );
+    let started = evidence::Started::new(dir).capture(&Vec::new);
+    for inproc in [evidence::capture(dir), started] {
+        assert_eq!(inproc.evidence, asked.evidence, "{}", dir.display());
+        assert_eq!(inproc.staged_patch, asked.staged_patch);
+        assert_eq!(inproc.unstaged_patch, asked.unstaged_patch);
+        assert!(
+            inproc.evidence.git.is_some(),
+            "{:?}",
+            inproc.evidence.partial
+        );
+    }
 }
 
 /// Commit with the given author and committer dates (`@SECONDS ±HHMM`) and `message` kept
