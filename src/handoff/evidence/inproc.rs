@@ -1,11 +1,12 @@
 //! The reads of a capture that need no git process (the work tree's operation state
-//! files, its remotes and its recent commits), done in this process with gitoxide, each
-//! `None` (ask git) wherever its answer could differ from the git CLI's.
+//! files, its remotes, its recent commits, and whether anything is staged), done in this
+//! process with gitoxide, each `None` (ask git) wherever its answer could differ from the
+//! git CLI's.
 //!
-//! A git process costs about a millisecond of start-up here, most of a handoff's time
-//! (docs/benchmarks.md); these three were the cheap questions. `status` and the patches
-//! stay with git: they read the index, the work tree and the attributes exactly as git
-//! does, which is the point of the evidence.
+//! A git process costs about a millisecond of start-up here (docs/benchmarks.md), and
+//! these were the cheap questions. `status` and the unstaged patch stay with git: they
+//! read the index, the work tree and the attributes exactly as git does, which is the
+//! point of the evidence.
 
 use std::collections::{BinaryHeap, HashMap};
 use std::path::{Path, PathBuf};
