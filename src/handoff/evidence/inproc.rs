@@ -74,14 +74,14 @@ impl Lazily {
 
 impl InProcess {
     /// The repository whose work tree `workspace` is the root of, when this process can
-    /// read it as git would: `git_program` can be found (else git's own failure is the
-    /// evidence), the repository and work tree belong to this user (else git may refuse
+    /// read it as git would: `git_program` can be found ([`program_path`]), the repository and work tree belong to this user (else git may refuse
     /// them: `safe.directory`), no `git -c` settings are inherited (gitoxide does not read
     /// `GIT_CONFIG_PARAMETERS`), and objects are SHA-1.
     pub(super) fn open(workspace: &Path, git_program: &Path) -> Option<InProcess> {
-        if std::env::var_os("GIT_CONFIG_PARAMETERS").is_some() || !runnable(git_program) {
+        if std::env::var_os("GIT_CONFIG_PARAMETERS").is_some() {
             return None;
         }
+        let git_program = program_path(git_program)?;
         let options = gix::open::Options::default();
         let repo = gix::ThreadSafeRepository::open_opts(workspace, options).ok()?;
         let local = repo.to_thread_local();
@@ -96,7 +96,7 @@ impl InProcess {
         }
         Some(InProcess {
             repo,
-            git_program: git_program.to_path_buf(),
+            git_program,
             remotes: OnceLock::new(),
             nothing_staged: OnceLock::new(),
             recent_commits: OnceLock::new(),
@@ -112,9 +112,7 @@ impl InProcess {
 
     /// [`InProcess::read_remotes`], read once.
     pub(super) fn remotes(&self) -> Option<Vec<Remote>> {
-        self.remotes
-            .get_or_init(|| self.read_remotes(&self.git_program))
-            .clone()
+        self.remotes.get_or_init(|| self.read_remotes()).clone()
     }
 
     /// [`InProcess::read_nothing_staged`], read once.
@@ -142,8 +140,8 @@ impl InProcess {
     /// `git config --get-regexp '^remote\..*\.url$'` lists them; `None` when git may read
     /// a system configuration file this process would not (gitoxide reads
     /// `/etc/gitconfig`, git `$(prefix)/etc/gitconfig` of its own build).
-    fn read_remotes(&self, git_program: &Path) -> Option<Vec<Remote>> {
-        if !system_config_agrees(git_program) {
+    fn read_remotes(&self) -> Option<Vec<Remote>> {
+        if !system_config_agrees(&self.git_program) {
             return None;
         }
         let repo = self.repo.to_thread_local();
@@ -346,19 +344,6 @@ fn trim_end_space(bytes: &[u8]) -> &[u8] {
     &bytes[..end]
 }
 
-/// Whether `program` names an executable file, directly or on `PATH`.
-fn runnable(program: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |path: &Path| {
-        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.components().count() > 1 {
-        return executable(program);
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path).any(|dir| executable(&dir.join(program)))
-}
-
 /// Whether `path` belongs to the effective user (git's ownership check for
 /// `safe.directory`).
 fn owned_by_me(path: &Path) -> bool {
@@ -380,8 +365,8 @@ fn system_config_agrees(git_program: &Path) -> bool {
         return true;
     }
     let mut places = vec![PathBuf::from("/etc/gitconfig")];
-    if let Some(prefix) = program_path(git_program)
-        .and_then(|p| std::fs::canonicalize(p).ok())
+    if let Some(prefix) = std::fs::canonicalize(git_program)
+        .ok()
         .and_then(|p| p.parent()?.parent().map(Path::to_path_buf))
     {
         places.push(prefix.join("etc/gitconfig"));
@@ -402,15 +387,20 @@ fn system_config_agrees(git_program: &Path) -> bool {
     })
 }
 
-/// The file `program` runs: itself when it is a path, else the first on `PATH`.
+/// The executable file `program` runs: itself when it is a path, else the first on
+/// `PATH`; `None` when there is none (git's own failure is then the evidence).
 fn program_path(program: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
     if program.components().count() > 1 {
-        return Some(program.to_path_buf());
+        return executable(program).then(|| program.to_path_buf());
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
+        .find(|p| executable(p))
 }
 
 #[cfg(test)]

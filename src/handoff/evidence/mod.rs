@@ -201,7 +201,7 @@ pub fn capture_with_git(dir: &Path, git_program: &Path) -> Capture {
 /// [`capture`] with every read asked of the `git` on `PATH`, none done in this process:
 /// what the in-process reads are checked against.
 pub fn capture_asking_git(dir: &Path) -> Capture {
-    inspect_with(dir, Path::new("git"), true, &Vec::new, false, None, None)
+    inspect_with(dir, Path::new("git"), true, &Vec::new, false, None)
 }
 
 /// [`capture`] with the histories earlier captures recorded (`known`, which may wait for
@@ -216,8 +216,15 @@ pub fn capture_knowing(dir: &Path, known: &(dyn Fn() -> Vec<KnownHistory> + Sync
 /// for [`Started::capture`] to finish on another.
 pub struct Started {
     dir: std::path::PathBuf,
-    first: Option<First>,
-    inproc: Option<inproc::Lazily>,
+    /// `None` when `dir` has no `.git` of its own: nothing was started.
+    early: Option<Early>,
+}
+
+/// What [`Started::new`] began at a work tree's root: its first git processes, and the
+/// repository opened in this process with its answers read (`None` when it could not be).
+struct Early {
+    first: First,
+    inproc: inproc::Lazily,
 }
 
 impl Started {
@@ -227,26 +234,27 @@ impl Started {
     pub fn new(dir: &Path) -> Started {
         let workspace = absolute(dir);
         let git = Path::new("git");
-        let at_root = has_own_git(&workspace);
-        let first = at_root.then(|| start_first(&Git::new(git, &workspace), true));
-        let inproc = at_root.then(|| {
+        let early = has_own_git(&workspace).then(|| {
+            let first = start_first(&Git::new(git, &workspace), true);
             let library = inproc::InProcess::open(&workspace, git);
             if let Some(library) = &library {
                 library.read_all();
             }
-            inproc::Lazily::opened(library)
+            Early {
+                first,
+                inproc: inproc::Lazily::opened(library),
+            }
         });
         Started {
             dir: dir.to_path_buf(),
-            first,
-            inproc,
+            early,
         }
     }
 
     /// [`capture_knowing`] of the directory, with the processes already started.
     pub fn capture(self, known: &(dyn Fn() -> Vec<KnownHistory> + Sync)) -> Capture {
         let git = Path::new("git");
-        inspect_with(&self.dir, git, true, known, true, self.first, self.inproc)
+        inspect_with(&self.dir, git, true, known, true, self.early)
     }
 }
 
@@ -314,20 +322,18 @@ pub(crate) fn inspect(
     full: bool,
     known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
 ) -> Capture {
-    inspect_with(dir, git_program, full, known, true, None, None)
+    inspect_with(dir, git_program, full, known, true, None)
 }
 
-/// [`inspect`], reading in this process what it can only when `in_process`, with the
-/// [`First`] processes already started (`first`, of the same `git_program` and `full`)
-/// and the repository already opened (`opened`) or not.
+/// [`inspect`], reading in this process what it can only when `in_process`, with what
+/// [`Started`] began (`early`, of the same `git_program` and `full`) or not.
 fn inspect_with(
     dir: &Path,
     git_program: &Path,
     full: bool,
     known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
     in_process: bool,
-    first: Option<First>,
-    opened: Option<inproc::Lazily>,
+    early: Option<Early>,
 ) -> Capture {
     let workspace = absolute(dir);
     let mut capture = Capture {
@@ -353,13 +359,16 @@ fn inspect_with(
     // (or, failing that, git is asked), and kept only if it is the root (the very
     // commands asking in turn would run).
     let at_root = has_own_git(&workspace);
-    let inproc = match (at_root && in_process, opened) {
-        (true, Some(opened)) => opened,
-        (true, None) => inproc::Lazily::new(&workspace, git_program),
-        (false, _) => inproc::Lazily::none(),
+    // What was begun early is used where it was begun for (else dropped: waited for).
+    let (first, inproc) = match (at_root, early) {
+        (true, Some(Early { first, inproc })) => (Some(first), inproc),
+        (true, None) if in_process => (
+            Some(start_first(&probe, full)),
+            inproc::Lazily::new(&workspace, git_program),
+        ),
+        (true, None) => (Some(start_first(&probe, full)), inproc::Lazily::none()),
+        (false, _) => (None, inproc::Lazily::none()),
     };
-    // Started ones are used where they were started for (else dropped: waited for).
-    let first = at_root.then(|| first.unwrap_or_else(|| start_first(&probe, full)));
     let (opened, combined, early) = std::thread::scope(|s| {
         let early = first.map(|first| s.spawn(|| read_all(&probe, full, known, &inproc, first)));
         // Opened at the root of its work tree, the repository needs no question for git.

@@ -301,14 +301,7 @@ pub(super) fn read_patch(
         // repository's hash algorithm.
         match git.run(&["hash-object", "-t", "tree", "--stdin"]) {
             Ok(out) => Some(lossy(trim_newline(&out))),
-            Err(e) => {
-                partial.push(format!(
-                    "{} failed: {}",
-                    patch_command(staged),
-                    e.describe()
-                ));
-                return Vec::new();
-            }
+            Err(e) => return patch_from(staged, Err(e), partial),
         }
     };
     patch_from(
@@ -316,15 +309,6 @@ pub(super) fn read_patch(
         git.run(&patch_args(staged, base.as_deref())),
         partial,
     )
-}
-
-/// What a patch read is called in a partial-evidence note.
-fn patch_command(staged: bool) -> &'static str {
-    if staged {
-        "git diff-index --cached"
-    } else {
-        "git diff-files"
-    }
 }
 
 /// The arguments of a patch read: `diff-index --cached BASE` or `diff-files`.
@@ -361,11 +345,12 @@ fn patch_from(
     match output {
         Ok(out) => out,
         Err(e) => {
-            partial.push(format!(
-                "{} failed: {}",
-                patch_command(staged),
-                e.describe()
-            ));
+            let which = if staged {
+                "git diff-index --cached"
+            } else {
+                "git diff-files"
+            };
+            partial.push(format!("{which} failed: {}", e.describe()));
             Vec::new()
         }
     }

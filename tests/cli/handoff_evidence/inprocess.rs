@@ -25,31 +25,36 @@ fn assert_agrees_with_git(dir: &Path) {
     }
 }
 
-/// Commit with the given author and committer dates (`@SECONDS ±HHMM`) and `message` kept
-/// verbatim (leading blank lines, trailing spaces, CRs).
+/// Run git with `date` (`@SECONDS ±HHMM`) as author and committer date; require success.
+fn git_dated(dir: &Path, args: &[&str], date: &str) {
+    let out = common::git_cmd(dir, args)
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Commit `file` at `date` with `message` kept verbatim (leading blank lines, trailing
+/// spaces, CRs).
 fn commit_at(dir: &Path, file: &str, date: &str, message: &str) {
     fs::write(dir.join(file), format!("{date}\n{message}")).expect("write");
     git(dir, &["add", "--", file]);
-    let out = common::git_cmd(
-        dir,
-        &[
-            "commit",
-            "-q",
-            "--allow-empty-message",
-            "--cleanup=verbatim",
-            "-m",
-            message,
-        ],
-    )
-    .env("GIT_AUTHOR_DATE", date)
-    .env("GIT_COMMITTER_DATE", date)
-    .output()
-    .expect("git commit");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let verbatim = ["--allow-empty-message", "--cleanup=verbatim", "-m", message];
+    git_dated(dir, &[&["commit", "-q"][..], &verbatim].concat(), date);
+}
+
+/// `count` commits of `file`, one second apart from `first` (seconds) in time zone
+/// `zone`, their messages `label 0`, `label 1`...
+fn commit_series(dir: &Path, file: &str, first: u64, zone: &str, label: &str, count: u64) {
+    for i in 0..count {
+        let date = format!("@{} {zone}", first + i);
+        commit_at(dir, file, &date, &format!("{label} {i}"));
+    }
 }
 
 /// A repository whose history and configuration exercise every in-process read.
@@ -101,37 +106,12 @@ fn tricky_repository(root: &Path) -> PathBuf {
     // History: more than RECENT_COMMITS commits, a merge whose sides share one date
     // (git orders ties as met), a commit older than its parent, odd messages and zones.
     commit_at(&dir, "a", "@1700000000 +0000", "base");
-    for i in 0..6 {
-        commit_at(
-            &dir,
-            "a",
-            &format!("@{} +0530", 1_700_000_100 + i),
-            &format!("main {i}"),
-        );
-    }
+    commit_series(&dir, "a", 1_700_000_100, "+0530", "main", 6);
     git(&dir, &["checkout", "-q", "-b", "side", "HEAD~3"]);
-    for i in 0..4 {
-        commit_at(
-            &dir,
-            "b",
-            &format!("@{} -0130", 1_700_000_100 + i),
-            &format!("side {i}"),
-        );
-    }
+    commit_series(&dir, "b", 1_700_000_100, "-0130", "side", 4);
     git(&dir, &["checkout", "-q", "main"]);
-    let merge = common::git_cmd(
-        &dir,
-        &["merge", "-q", "--no-ff", "-m", "merge side", "side"],
-    )
-    .env("GIT_AUTHOR_DATE", "@1700000200 +0000")
-    .env("GIT_COMMITTER_DATE", "@1700000200 +0000")
-    .output()
-    .expect("merge");
-    assert!(
-        merge.status.success(),
-        "{}",
-        String::from_utf8_lossy(&merge.stderr)
-    );
+    let merge = ["merge", "-q", "--no-ff", "-m", "merge side", "side"];
+    git_dated(&dir, &merge, "@1700000200 +0000");
     commit_at(&dir, "a", "@1600000000 +1400", "older than its parent");
     commit_at(
         &dir,
@@ -152,14 +132,7 @@ fn tricky_repository(root: &Path) -> PathBuf {
         " \t\n \nafter whitespace-only lines",
     );
     commit_at(&dir, "a", "@1700000303 +0000", "");
-    for i in 0..8 {
-        commit_at(
-            &dir,
-            "c",
-            &format!("@{} +0000", 1_700_000_400 + i),
-            &format!("tail {i}"),
-        );
-    }
+    commit_series(&dir, "c", 1_700_000_400, "+0000", "tail", 8);
     dir
 }
 
