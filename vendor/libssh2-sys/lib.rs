@@ -770,10 +770,16 @@ pub fn init() {
 
     #[cfg(unix)]
     unsafe fn platform_init() {
-        // On Unix we want to funnel through openssl_sys to initialize OpenSSL,
-        // so be sure to tell libssh2 to not do its own thing as we've already
-        // taken care of it.
-        openssl_sys::init();
+        // baton (BATON-PATCH.md, "Static libcrypto"): libcrypto initialised alone, as
+        // openssl_sys::init() would but without libssl, which libssh2 never uses, so
+        // that a static libcrypto leaves both shared libraries out of the link. No
+        // cleanup at exit, as openssl_sys::init() asks too. libssh2 is then told not
+        // to do its own.
+        extern "C" {
+            fn OPENSSL_init_crypto(opts: u64, settings: *const c_void) -> c_int;
+        }
+        const OPENSSL_INIT_NO_ATEXIT: u64 = 0x0008_0000;
+        OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, std::ptr::null());
         assert_eq!(libssh2_init(LIBSSH2_INIT_NO_CRYPTO), 0);
     }
 
