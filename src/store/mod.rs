@@ -48,6 +48,9 @@ pub struct Store {
     root: PathBuf,
     pub config: StoreConfig,
     pub objects: Objects,
+    /// The newest generation this handle has seen of each ref (by ref directory): where
+    /// the next probe starts (`refs::probe_newest`).
+    newest_seen: std::sync::Mutex<Vec<(PathBuf, u64)>>,
 }
 
 /// Holding this means holding the store's exclusive write lock (an flock on `lock`,
@@ -119,6 +122,7 @@ impl Store {
             objects,
             root: root.to_path_buf(),
             config,
+            newest_seen: std::sync::Mutex::new(Vec::new()),
         })
     }
 

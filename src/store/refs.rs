@@ -48,13 +48,14 @@ impl Store {
         if !dir.exists() {
             return Ok(None);
         }
-        let number = match probe_newest(&dir)? {
+        let number = match probe_newest(&dir, self.newest_seen(&dir))? {
             Some(number) => Some(number),
             None => newest_listed(name, &dir)?,
         };
         let Some(number) = number else {
             return Ok(None);
         };
+        self.saw_generation(&dir, number);
         let path = dir.join(generation_name(number));
         let bytes = fsutil::read_limited(&path, 64 << 10)?;
         let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
@@ -76,6 +77,21 @@ impl Store {
             )));
         }
         Ok(Some(Generation { number, entry }))
+    }
+
+    /// The newest generation this handle saw in the ref directory `dir`.
+    fn newest_seen(&self, dir: &Path) -> Option<u64> {
+        let seen = self.newest_seen.lock().ok()?;
+        seen.iter().find(|(d, _)| d == dir).map(|(_, n)| *n)
+    }
+
+    fn saw_generation(&self, dir: &Path, number: u64) {
+        if let Ok(mut seen) = self.newest_seen.lock() {
+            match seen.iter_mut().find(|(d, _)| d == dir) {
+                Some((_, n)) => *n = (*n).max(number),
+                None => seen.push((dir.to_path_buf(), number)),
+            }
+        }
     }
 
     /// The log line recording a move of `name` from `old` to `new`, by this user on this
@@ -265,6 +281,7 @@ impl Store {
             }
         })?;
         fsutil::fsync_dir(&dir)?;
+        self.saw_generation(&dir, next);
         Ok(old)
     }
 
@@ -426,7 +443,10 @@ pub const MAX_LOG_LINE: u64 = 1 << 20;
 /// whose oldest generations were pruned by hand): the caller lists the directory.
 /// A generation published concurrently is either seen or not; either answer is a value
 /// the ref held, and a move based on a stale one loses its no-clobber publish.
-fn probe_newest(dir: &Path) -> Result<Option<u64>> {
+/// `seen`: a generation this process saw earlier. Generations are never removed from the
+/// top, so while it exists the probe starts there (two stats when the ref has not moved
+/// since: a handoff reads `current` three times).
+fn probe_newest(dir: &Path, seen: Option<u64>) -> Result<Option<u64>> {
     let exists = |n: u64| -> Result<bool> {
         let path = dir.join(generation_name(n));
         match fs::symlink_metadata(&path) {
@@ -435,13 +455,20 @@ fn probe_newest(dir: &Path) -> Result<Option<u64>> {
             Err(e) => Err(Error::io("cannot read ref", &path, e)),
         }
     };
-    if !exists(1)? {
+    let mut low = match seen {
+        Some(seen) if seen > 1 && exists(seen)? => seen,
+        _ if exists(1)? => 1,
+        _ => return Ok(None),
+    };
+    // Gallop up from `low` (which exists) until a number is missing, then bisect.
+    let mut step = 1u64;
+    let Some(mut high) = low.checked_add(step) else {
         return Ok(None);
-    }
-    let (mut low, mut high) = (1u64, 2u64);
+    };
     while exists(high)? {
         low = high;
-        let Some(next) = high.checked_mul(2) else {
+        step = step.saturating_mul(2);
+        let Some(next) = low.checked_add(step) else {
             return Ok(None);
         };
         high = next;
@@ -533,14 +560,55 @@ mod tests {
     fn probing_finds_the_newest_generation() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();
-        assert_eq!(probe_newest(dir).unwrap(), None);
+        assert_eq!(probe_newest(dir, None).unwrap(), None);
+        assert_eq!(probe_newest(dir, Some(3)).unwrap(), None);
         for n in 1..=300u64 {
             touch(dir, [n]);
-            assert_eq!(probe_newest(dir).unwrap(), Some(n), "after {n}");
+            assert_eq!(probe_newest(dir, None).unwrap(), Some(n), "after {n}");
+            // From any generation seen before, the same answer.
+            for seen in [1, 2, n / 2, n.saturating_sub(1), n] {
+                assert_eq!(
+                    probe_newest(dir, Some(seen)).unwrap(),
+                    Some(n),
+                    "{n} {seen}"
+                );
+            }
         }
         // Temp files are not generations.
         fs::write(dir.join(".tmp-x"), b"").unwrap();
-        assert_eq!(probe_newest(dir).unwrap(), Some(300));
+        assert_eq!(probe_newest(dir, None).unwrap(), Some(300));
+        // A generation seen that is not there (another store at the path): as if unseen.
+        assert_eq!(probe_newest(dir, Some(301)).unwrap(), Some(300));
+        assert_eq!(probe_newest(dir, Some(5000)).unwrap(), Some(300));
+    }
+
+    #[test]
+    fn a_handle_reads_the_moves_it_makes_and_those_of_others() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("s");
+        let (ours, theirs) = (Store::init(&root).unwrap(), Store::open(&root).unwrap());
+        let id = |i: u32| crate::format::ObjectId::of(&i.to_be_bytes());
+        let reason = MoveReason::default();
+        let mut expected = None;
+        for i in 0..40u32 {
+            let mover = if i % 3 == 0 { &theirs } else { &ours };
+            let lock = mover.lock().unwrap();
+            mover
+                .update_ref_locked(
+                    &lock,
+                    &RefName::Current,
+                    Expect::Value(expected),
+                    Some(id(i)),
+                    &reason,
+                )
+                .unwrap();
+            drop(lock);
+            expected = Some(id(i));
+            for store in [&ours, &theirs] {
+                let read = store.ref_generation(&RefName::Current).unwrap().unwrap();
+                assert_eq!((read.number, read.entry.new), (u64::from(i) + 1, expected));
+            }
+        }
     }
 
     #[test]
@@ -576,7 +644,21 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();
         touch(dir, [5, 6, 7]);
-        assert_eq!(probe_newest(dir).unwrap(), None, "no generation 1: list");
+        assert_eq!(
+            probe_newest(dir, None).unwrap(),
+            None,
+            "no generation 1: list"
+        );
+        assert_eq!(
+            probe_newest(dir, Some(3)).unwrap(),
+            None,
+            "no generation 1: list"
+        );
+        assert_eq!(
+            probe_newest(dir, Some(6)).unwrap(),
+            Some(7),
+            "seen: from there"
+        );
         assert_eq!(newest_listed(&RefName::Current, dir).unwrap(), Some(7));
         fs::write(dir.join("stray"), b"").unwrap();
         assert!(newest_listed(&RefName::Current, dir).is_err());

@@ -102,7 +102,7 @@ pub type Findings = Vec<(String, u64)>;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Entry(String, FileStat, ObjectId, Option<Findings>);
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct Section {
     /// The directory saved, canonical.
     root: String,
@@ -111,7 +111,7 @@ struct Section {
     entries: Vec<Entry>,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct Contents {
     /// The secret-scan policy the entries were found clean under (see `for_root`).
     policy: String,
@@ -265,7 +265,54 @@ fn read(store: &Store) -> Option<Contents> {
     if store.config.encryption.is_some() {
         return None;
     }
-    FILE.read(store)
+    let path = store.root().join(layout::STATCACHE);
+    let identity = FileIdentity::of(&path)?;
+    if let Ok(last) = LAST_READ.lock()
+        && let Some((seen, contents)) = last.as_ref()
+        && *seen == identity
+    {
+        return Some(contents.clone());
+    }
+    let contents: Contents = FILE.read(store)?;
+    // Kept only if the file read is the one stat'ed before and after.
+    if FileIdentity::of(&path).as_ref() == Some(&identity)
+        && let Ok(mut last) = LAST_READ.lock()
+    {
+        *last = Some((identity, contents.clone()));
+    }
+    Some(contents)
+}
+
+/// The cache last read in this process, with the identity of its file. A handoff asks
+/// three times (the histories, the transcripts, the next cache), and reading, checking
+/// and parsing the file cost more than a stat; the file is only ever replaced by rename
+/// (a new inode), so an unchanged identity means unchanged contents.
+static LAST_READ: std::sync::Mutex<Option<(FileIdentity, Contents)>> = std::sync::Mutex::new(None);
+
+/// A file's path, device, inode, length and change times.
+#[derive(Debug, PartialEq, Eq)]
+struct FileIdentity {
+    path: std::path::PathBuf,
+    device: u64,
+    inode: u64,
+    len: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl FileIdentity {
+    fn of(path: &Path) -> Option<FileIdentity> {
+        let meta = std::fs::metadata(path).ok()?;
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        Some(FileIdentity {
+            path: path.to_path_buf(),
+            device: meta.dev(),
+            inode: meta.ino(),
+            len: meta.len(),
+            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+        })
+    }
 }
 
 /// The entries cached for `root` (canonical), if they were found clean under `policy`
@@ -370,6 +417,7 @@ pub fn prepare_handoff(
         contents.histories.insert(0, history);
         contents.histories.truncate(MAX_HISTORIES);
     }
+    forget_last_read();
     FILE.prepare(store, &contents).map(Some)
 }
 
@@ -428,7 +476,16 @@ pub fn record(
 
 /// Write the cache file (temp file, rename, no fsync).
 fn write(store: &Store, contents: &Contents) -> Result<()> {
+    forget_last_read();
     FILE.write(store, contents)
+}
+
+/// Before this process replaces the file: its next read reads it (a replacement's inode
+/// is always new, but the one after could reuse the first's within a clock tick).
+fn forget_last_read() {
+    if let Ok(mut last) = LAST_READ.lock() {
+        *last = None;
+    }
 }
 
 #[cfg(test)]
@@ -506,6 +563,31 @@ mod tests {
         // A racy entry is recorded again under the new save's start.
         let racy = stat(started - 10, started - 10);
         assert!(!lookup(started, racy).unchanged(&[("a".to_string(), racy, id, None)]));
+    }
+
+    #[test]
+    fn a_read_again_sees_every_replacement_and_damage_of_the_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::init(&tmp.path().join("s")).unwrap();
+        let policy = |store: &Store| read(store).map(|c| c.policy);
+        assert_eq!(policy(&store), None);
+        for name in ["first", "second", "third"] {
+            let contents = Contents {
+                policy: name.into(),
+                ..Contents::default()
+            };
+            write(&store, &contents).unwrap();
+            assert_eq!(policy(&store).as_deref(), Some(name));
+            assert_eq!(policy(&store).as_deref(), Some(name), "read twice");
+        }
+        // Damaged in place (same inode, other length): not used.
+        let path = store.root().join(layout::STATCACHE);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.insert(MAGIC.len() + 2, b' ');
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(policy(&store), None);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(policy(&store), None);
     }
 
     #[test]
