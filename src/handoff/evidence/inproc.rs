@@ -62,6 +62,11 @@ impl Lazily {
         }
     }
 
+    /// The repository if it was opened already (nothing is opened here).
+    pub(super) fn ready(&self) -> Option<&InProcess> {
+        self.opened.get().and_then(Option::as_ref)
+    }
+
     pub(super) fn get(&self) -> Option<&InProcess> {
         self.opened
             .get_or_init(|| {

@@ -369,15 +369,24 @@ fn inspect_with(
         (true, None) => (Some(start_first(&probe, full)), inproc::Lazily::none()),
         (false, _) => (None, inproc::Lazily::none()),
     };
-    let (opened, combined, early) = std::thread::scope(|s| {
-        let early = first.map(|first| s.spawn(|| read_all(&probe, full, known, &inproc, first)));
-        // Opened at the root of its work tree, the repository needs no question for git.
-        let opened = inproc
-            .get()
-            .map(|library| (path_bytes(&workspace), Some(library.state_paths())));
-        let combined = opened.is_none().then(|| probe.run(&probe::combined_args()));
-        (opened, combined, early.map(joined))
-    });
+    // Opened at the root of its work tree, the repository needs no question for git.
+    let opened_at =
+        |library: &inproc::InProcess| (path_bytes(&workspace), Some(library.state_paths()));
+    let (opened, combined, early) = match inproc.ready() {
+        // Already opened (a handoff's `Started`): nothing to wait for but the reads.
+        Some(library) => (
+            Some(opened_at(library)),
+            None,
+            first.map(|first| read_all(&probe, full, known, &inproc, first)),
+        ),
+        None => std::thread::scope(|s| {
+            let early =
+                first.map(|first| s.spawn(|| read_all(&probe, full, known, &inproc, first)));
+            let opened = inproc.get().map(opened_at);
+            let combined = opened.is_none().then(|| probe.run(&probe::combined_args()));
+            (opened, combined, early.map(joined))
+        }),
+    };
     let (root_bytes, state_paths) = match opened {
         Some(opened) => opened,
         None => {
@@ -525,11 +534,6 @@ fn noting<T>(read: impl FnOnce(&mut Vec<String>) -> T) -> (T, Vec<String>) {
     let mut notes = Vec::new();
     let value = read(&mut notes);
     (value, notes)
-}
-
-/// `read()` when `cond`, else nothing (an empty value).
-fn when<T: Default>(cond: bool, read: impl FnOnce() -> T) -> T {
-    if cond { read() } else { T::default() }
 }
 
 /// A scoped thread's value; a panic in it goes on in the caller.

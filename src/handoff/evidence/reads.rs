@@ -7,7 +7,7 @@ use super::known::{self, KnownHistory};
 use super::status::{Status, fallback_status, parse_status};
 use super::{
     Commit, PatchHash, RECENT_COMMITS, Remote, hash_patch, history, joined, noting,
-    redact_url_credentials, when,
+    redact_url_credentials,
 };
 
 /// A read's answer and its partial-evidence notes.
@@ -35,6 +35,11 @@ pub(super) struct Reads {
 /// The remotes and recent commits are read in this process where `inproc` opens and can
 /// (see [`InProcess`]), each asked of git where it cannot.
 /// `first` is [`start_first`] of the same `git` and `full`.
+///
+/// What `inproc` already holds is taken on this thread, and the [`First`] processes are
+/// waited for here, one after the other (each drains its own pipes); only the reads that
+/// may wait on something else (the histories, git) get a thread: on two cores every
+/// thread started while git runs delays git.
 pub(super) fn read_all(
     git: &Git,
     full: bool,
@@ -43,19 +48,8 @@ pub(super) fn read_all(
     first: First,
 ) -> Reads {
     let First { status, unstaged } = first;
+    let ready = inproc.ready();
     std::thread::scope(|s| {
-        let status =
-            s.spawn(move || noting(|p| status_from(git, status.and_then(Running::wait), p)));
-        let unstaged = s.spawn(move || {
-            noting(|p| match unstaged {
-                Some(started) => patch_from(false, started.and_then(Running::wait), p),
-                None => Vec::new(),
-            })
-        });
-        let remotes = s.spawn(move || match inproc.get().and_then(InProcess::remotes) {
-            Some(remotes) => (remotes, Vec::new()),
-            None => noting(|p| read_remotes(git, p)),
-        });
         let history = s.spawn(move || {
             if full {
                 read_history(git, known, inproc)
@@ -64,26 +58,42 @@ pub(super) fn read_all(
                 (Default::default(), roots, Default::default())
             }
         });
-        let staged = s.spawn(move || {
-            noting(|p| {
-                when(full, || {
-                    // Nothing staged, as the index itself shows: no process to ask.
+        let remotes = match ready.and_then(InProcess::remotes) {
+            Some(remotes) => Ok((remotes, Vec::new())),
+            None => Err(
+                s.spawn(move || match inproc.get().and_then(InProcess::remotes) {
+                    Some(remotes) => (remotes, Vec::new()),
+                    None => noting(|p| read_remotes(git, p)),
+                }),
+            ),
+        };
+        // Nothing staged, as the index itself shows: no process to ask.
+        let staged = if !full || ready.is_some_and(InProcess::nothing_staged) {
+            Ok((Vec::new(), Vec::new()))
+        } else {
+            Err(s.spawn(move || {
+                noting(|p| {
                     if inproc.get().is_some_and(InProcess::nothing_staged) {
                         return Vec::new();
                     }
                     read_patch(git, true, true, p)
                 })
-            })
+            }))
+        };
+        let status = noting(|p| status_from(git, status.and_then(Running::wait), p));
+        let unstaged_patch = noting(|p| match unstaged {
+            Some(started) => patch_from(false, started.and_then(Running::wait), p),
+            None => Vec::new(),
         });
         let (recent_commits, root_commits, first_parents) = joined(history);
         Reads {
-            status: joined(status),
-            remotes: joined(remotes),
+            status,
+            remotes: remotes.unwrap_or_else(joined),
             root_commits,
             recent_commits,
             first_parents,
-            staged_patch: joined(staged),
-            unstaged_patch: joined(unstaged),
+            staged_patch: staged.unwrap_or_else(joined),
+            unstaged_patch,
         }
     })
 }
