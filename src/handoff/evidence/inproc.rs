@@ -394,7 +394,7 @@ fn system_config_agrees(git_program: &Path) -> bool {
 
 /// The executable file `program` runs: itself when it is a path, else the first on
 /// `PATH`; `None` when there is none (git's own failure is then the evidence).
-fn program_path(program: &Path) -> Option<PathBuf> {
+pub(super) fn program_path(program: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |path: &Path| {
         std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

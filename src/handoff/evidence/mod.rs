@@ -216,6 +216,10 @@ pub fn capture_knowing(dir: &Path, known: &(dyn Fn() -> Vec<KnownHistory> + Sync
 /// for [`Started::capture`] to finish on another.
 pub struct Started {
     dir: std::path::PathBuf,
+    /// The `git` found on `PATH`, found once: each process then starts without a search
+    /// of its own (as `git` itself, when nothing is found, so that git's failure is the
+    /// evidence).
+    program: std::path::PathBuf,
     /// `None` when `dir` has no `.git` of its own: nothing was started.
     early: Option<Early>,
 }
@@ -233,7 +237,9 @@ impl Started {
     /// gitoxide) while they run, here too; else nothing is started yet.
     pub fn new(dir: &Path) -> Started {
         let workspace = absolute(dir);
-        let git = Path::new("git");
+        let program = inproc::program_path(Path::new("git"))
+            .unwrap_or_else(|| std::path::PathBuf::from("git"));
+        let git = program.as_path();
         let early = has_own_git(&workspace).then(|| {
             let first = start_first(&Git::new(git, &workspace), true);
             let library = inproc::InProcess::open(&workspace, git);
@@ -247,14 +253,14 @@ impl Started {
         });
         Started {
             dir: dir.to_path_buf(),
+            program,
             early,
         }
     }
 
     /// [`capture_knowing`] of the directory, with the processes already started.
     pub fn capture(self, known: &(dyn Fn() -> Vec<KnownHistory> + Sync)) -> Capture {
-        let git = Path::new("git");
-        inspect_with(&self.dir, git, true, known, true, self.early)
+        inspect_with(&self.dir, &self.program, true, known, true, self.early)
     }
 }
 
