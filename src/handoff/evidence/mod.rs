@@ -233,8 +233,9 @@ struct Early {
 
 impl Started {
     /// Start them when `dir` has its own `.git` (as [`capture`] would, with the `git` on
-    /// `PATH`), and do the reads this process can do (the repository opened with
-    /// gitoxide) while they run, here too; else nothing is started yet.
+    /// `PATH`), and open the repository with gitoxide while they run, here too, reading
+    /// what the first reads need ([`inproc::InProcess::read_early`]); else nothing is
+    /// started yet.
     pub fn new(dir: &Path) -> Started {
         let workspace = absolute(dir);
         let program = inproc::program_path(Path::new("git"))
@@ -244,7 +245,7 @@ impl Started {
             let first = start_first(&Git::new(git, &workspace), true);
             let library = inproc::InProcess::open(&workspace, git);
             if let Some(library) = &library {
-                library.read_all();
+                library.read_early();
             }
             Early {
                 first,
