@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Typical-handoff benchmark (issue 11): `baton handoff` of a 200-file git repository with
-# a 3 MB Claude Code session, and `baton resume` of it, against `git commit` and
-# `git status` on the same repository in the same run, alternating, median of BENCH_RUNS.
+# Typical-handoff benchmark (issues 11 and 14): `baton handoff` of a 200-file git
+# repository with a 3 MB Claude Code session, `baton save --brief` of it (no transcript:
+# issue 14's row), and `baton resume`, against `git commit` and `git status` on the same
+# repository in the same run, alternating, median of BENCH_RUNS.
 # Writes the "## Typical handoff (issue 11)" section of docs/benchmarks.md (BENCH_DOCS=0:
 # only print it).
 #
@@ -107,6 +108,11 @@ handoff_in() { # baton-program store
   "$1" --store "$2" handoff --workspace "$WS" --to codex --from claude --brief "$WORK/brief.md" --transcript claude-code:latest
 }
 handoff_base() { handoff_in "$BASE" "$WORK/baseline-store"; }
+# Issue 14's own row: `save --brief` of the same workspace (briefing and git evidence, no
+# transcript), into the same store.
+save_brief_in() { # baton-program store
+  "$1" --store "$2" save --brief "$WORK/brief.md" "$WS"
+}
 # The baseline before this build in even rounds, after it in odd ones.
 baseline_if() { # parity name
   if [[ -n $BASE ]] && (( RUN % 2 == $1 )); then measure "$2" handoff_base; fi
@@ -134,6 +140,8 @@ for r in $(seq "$RUNS"); do
   measure handoff handoff_in "$BATON" "$WS/.baton"
   baseline_if 1 base_handoff
   measure git_commit commit_once "$r"
+  measure save_brief save_brief_in "$BATON" "$WS/.baton"
+  measure git_commit_3 commit_once "s$r"
   measure resume "$BATON" --store "$WS/.baton" resume --workspace "$WS"
   measure git_status git -C "$WS" status --porcelain=v2 --branch
   # The real case: the session grew since the last handoff (only the new line is
@@ -149,6 +157,7 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[i
 h=$(echo "${T[handoff]}" | median); c=$(echo "${T[git_commit]}" | median)
 r=$(echo "${T[resume]}" | median); s=$(echo "${T[git_status]}" | median)
 hg=$(echo "${T[handoff_grown]}" | median); c2=$(echo "${T[git_commit_2]}" | median)
+sb=$(echo "${T[save_brief]}" | median); c3=$(echo "${T[git_commit_3]}" | median)
 ms() { printf '%.1f' "$(echo "$1 * 1000" | bc)"; }
 ratio() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
 events=$(cd "$WS" && "$BATON" search current "" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["total_matches"])')
@@ -162,6 +171,7 @@ events=$(cd "$WS" && "$BATON" search current "" --json | python3 -c 'import json
   echo
   echo "| work | baton | peer | ratio (baton / peer) |"
   echo "| --- | ---: | ---: | ---: |"
+  echo "| \`baton save --brief\` (briefing and git evidence, no transcript: issue 14's row) vs \`git add FILE && git commit\` | $(ms "$sb") ms | $(ms "$c3") ms | $(ratio "$sb" "$c3") |"
   echo "| \`baton handoff\` vs \`git add FILE && git commit\` | $(ms "$h") ms | $(ms "$c") ms | $(ratio "$h" "$c") |"
   echo "| \`baton handoff\`, the session one line longer than at the last handoff, vs \`git add FILE && git commit\` | $(ms "$hg") ms | $(ms "$c2") ms | $(ratio "$hg" "$c2") |"
   echo "| \`baton resume\` vs \`git status --porcelain=v2 --branch\` | $(ms "$r") ms | $(ms "$s") ms | $(ratio "$r" "$s") |"
