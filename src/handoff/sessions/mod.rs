@@ -197,10 +197,14 @@ pub fn resolve_source(homes: &Homes, source: &Source, workspace: &Path) -> Resul
     let (harness, path, session) = match source {
         Source::File(path) => (None, path.clone(), None),
         Source::Session(harness, None) => {
-            // Only the newest is read whole (by `read`): the listing reads the start of each.
-            let newest = list_counting(homes, *harness, workspace, Count::NotLines)?
-                .into_iter()
-                .next();
+            // Only the newest is read whole (by `read`); the listing reads the start of
+            // as few others as it can.
+            let newest = match harness {
+                Harness::ClaudeCode => claude_code::newest(&homes.claude, &canonical(workspace)),
+                Harness::Codex => list_counting(homes, *harness, workspace, Count::NotLines)?
+                    .into_iter()
+                    .next(),
+            };
             let info = newest.ok_or_else(|| no_session(homes, *harness, workspace))?;
             (Some(*harness), info.path, Some(info.session))
         }
@@ -604,10 +608,12 @@ pub(crate) fn unexpected(path: &Path, line: usize, what: &str) -> Error {
 
 /// Seconds since the epoch of a file's last change, 0 when unknown.
 fn modified(path: &Path) -> u64 {
-    fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+    seconds(fs::metadata(path).and_then(|m| m.modified()).ok())
+}
+
+/// Seconds since the epoch of `time` (0 when unknown).
+fn seconds(time: Option<std::time::SystemTime>) -> u64 {
+    time.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_secs())
 }
 
