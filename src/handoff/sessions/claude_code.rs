@@ -49,28 +49,16 @@ pub fn sessions(
         .collect())
 }
 
-/// The newest session recorded in `workspace`, as `latest` orders them (the file's last
-/// change, then its start and id, greatest first), reading the start of as few files
-/// as that takes: newest file first, none older than the first that is the
-/// workspace's. Listing every session read the start of each: a project with a hundred
-/// older sessions made every handoff 6.7 ms slower than one with a single session.
+/// The newest session recorded in `workspace`, as `latest` orders them, reading the
+/// start of as few files as that takes ([`super::newest_described`]).
 pub fn newest(config: &Path, workspace: &Path) -> Option<SessionInfo> {
-    let mut files = session_files(config, Some(workspace));
-    files.sort_by_key(|file| std::cmp::Reverse(file.modified));
-    let mut newest: Option<SessionInfo> = None;
-    for file in files {
-        if newest.as_ref().is_some_and(|n| file.modified < n.modified) {
-            break;
-        }
-        let Some(info) = describe(file, Some(workspace), super::Count::NotLines) else {
-            continue;
-        };
-        let key = |i: &SessionInfo| (i.modified, i.started.clone(), i.session.clone());
-        if newest.as_ref().is_none_or(|n| key(&info) > key(n)) {
-            newest = Some(info);
-        }
-    }
-    newest
+    let files = session_files(config, Some(workspace))
+        .into_iter()
+        .map(|file| (file.modified, file))
+        .collect();
+    super::newest_described(files, |file| {
+        describe(file, Some(workspace), super::Count::NotLines)
+    })
 }
 
 /// A session file found by listing, before it is read.

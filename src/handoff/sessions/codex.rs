@@ -30,33 +30,59 @@ pub fn sessions(
 ) -> Result<Vec<SessionInfo>> {
     let mut files = Vec::new();
     collect_rollouts(&codex_home.join("sessions"), 0, &mut files);
-    let mut out = Vec::new();
-    for path in files {
-        let Some((id, cwd, started)) = meta(&path) else {
-            continue;
-        };
-        if let Some(ws) = workspace
-            && !super::same_dir(&cwd, ws)
-        {
-            continue;
-        }
-        let lines = match count {
-            super::Count::Lines => {
-                super::read_complete(&path).map_or(0, |b| super::count_lines(&b))
-            }
-            super::Count::NotLines => 0,
-        };
-        out.push(SessionInfo {
-            harness: Harness::Codex,
-            session: id,
-            cwd,
-            started,
-            lines,
-            modified: super::modified(&path),
-            path,
-        });
+    Ok(files
+        .into_iter()
+        .filter_map(|path| {
+            let modified = super::modified(&path);
+            describe(path, modified, workspace, count)
+        })
+        .collect())
+}
+
+/// The newest session recorded in `workspace`, as `latest` orders them, reading the
+/// start of as few rollouts as that takes ([`super::newest_described`]).
+pub fn newest(codex_home: &Path, workspace: &Path) -> Option<SessionInfo> {
+    let mut files = Vec::new();
+    collect_rollouts(&codex_home.join("sessions"), 0, &mut files);
+    let files = files
+        .into_iter()
+        .map(|path| {
+            let modified = super::modified(&path);
+            (modified, (modified, path))
+        })
+        .collect();
+    super::newest_described(files, |(modified, path)| {
+        describe(path, modified, Some(workspace), super::Count::NotLines)
+    })
+}
+
+/// What the first line of the rollout at `path` says of its session; `None` for one
+/// without it or recorded elsewhere than `workspace`.
+fn describe(
+    path: PathBuf,
+    modified: u64,
+    workspace: Option<&Path>,
+    count: super::Count,
+) -> Option<SessionInfo> {
+    let (id, cwd, started) = meta(&path)?;
+    if let Some(ws) = workspace
+        && !super::same_dir(&cwd, ws)
+    {
+        return None;
     }
-    Ok(out)
+    let lines = match count {
+        super::Count::Lines => super::read_complete(&path).map_or(0, |b| super::count_lines(&b)),
+        super::Count::NotLines => 0,
+    };
+    Some(SessionInfo {
+        harness: Harness::Codex,
+        session: id,
+        cwd,
+        started,
+        lines,
+        modified,
+        path,
+    })
 }
 
 /// `rollout-*.jsonl` files below `dir` (YYYY/MM/DD, so at most three levels down).
@@ -253,6 +279,48 @@ fn read_item(path: &Path, line: usize, item: &Value, time: String) -> Result<Opt
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_newest_rollout_is_the_first_of_the_whole_listing() {
+        use super::super::Count;
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = Path::new("/w/proj");
+        let write = |day: &str, name: &str, cwd: &str, id: &str, secs: u64| {
+            let dir = tmp.path().join("sessions/2026/01").join(day);
+            fs::create_dir_all(&dir).unwrap();
+            let path = dir.join(format!("rollout-{name}.jsonl"));
+            let line = format!(
+                r#"{{"type":"session_meta","payload":{{"id":"{id}","cwd":"{cwd}","timestamp":"2026-01-{day}"}}}}"#
+            );
+            fs::write(&path, line + "\n").unwrap();
+            let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+            let file = fs::File::options().write(true).open(&path).unwrap();
+            file.set_modified(time).unwrap();
+        };
+        let newest_id = || {
+            let mut all = sessions(tmp.path(), Some(ws), Count::NotLines).unwrap();
+            all.sort_by(|a, b| {
+                (b.modified, &b.started, &b.session).cmp(&(a.modified, &a.started, &a.session))
+            });
+            let first = all.into_iter().next().map(|s| s.session);
+            let newest = newest(tmp.path(), ws).map(|s| s.session);
+            assert_eq!(newest, first, "as the whole listing sorted");
+            newest
+        };
+        assert_eq!(newest_id(), None);
+        write("01", "a", "/w/proj", "a", 100);
+        write("02", "b", "/elsewhere", "b", 300);
+        assert_eq!(newest_id().as_deref(), Some("a"));
+        write("02", "c", "/w/proj", "c", 200);
+        write("03", "d", "/w/proj", "d", 200);
+        assert_eq!(
+            newest_id().as_deref(),
+            Some("d"),
+            "same time: the later start"
+        );
+        write("04", "e", "/w/proj", "e", 50);
+        assert_eq!(newest_id().as_deref(), Some("d"));
+    }
 
     #[test]
     fn rollouts_drop_preambles_duplicates_and_encrypted_reasoning() {

@@ -153,6 +153,32 @@ fn list_counting(
     Ok(found)
 }
 
+/// The greatest session by `latest`'s order (the file's last change, then its start and
+/// id), describing (reading the start of) as few of `files` (each with its file's time)
+/// as that takes: newest file first, none older than the first that `describe` takes
+/// for the workspace's. Listing every session read the start of each: a project with a
+/// hundred older sessions made every handoff 6.7 ms slower than one with a single one.
+fn newest_described<T>(
+    mut files: Vec<(u64, T)>,
+    describe: impl Fn(T) -> Option<SessionInfo>,
+) -> Option<SessionInfo> {
+    files.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
+    let key = |i: &SessionInfo| (i.modified, i.started.clone(), i.session.clone());
+    let mut newest: Option<SessionInfo> = None;
+    for (modified, file) in files {
+        if newest.as_ref().is_some_and(|n| modified < n.modified) {
+            break;
+        }
+        let Some(info) = describe(file) else {
+            continue;
+        };
+        if newest.as_ref().is_none_or(|n| key(&info) > key(n)) {
+            newest = Some(info);
+        }
+    }
+    newest
+}
+
 fn canonical(path: &Path) -> PathBuf {
     fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
@@ -199,11 +225,10 @@ pub fn resolve_source(homes: &Homes, source: &Source, workspace: &Path) -> Resul
         Source::Session(harness, None) => {
             // Only the newest is read whole (by `read`); the listing reads the start of
             // as few others as it can.
+            let canonical_workspace = canonical(workspace);
             let newest = match harness {
-                Harness::ClaudeCode => claude_code::newest(&homes.claude, &canonical(workspace)),
-                Harness::Codex => list_counting(homes, *harness, workspace, Count::NotLines)?
-                    .into_iter()
-                    .next(),
+                Harness::ClaudeCode => claude_code::newest(&homes.claude, &canonical_workspace),
+                Harness::Codex => codex::newest(&homes.codex, &canonical_workspace),
             };
             let info = newest.ok_or_else(|| no_session(homes, *harness, workspace))?;
             (Some(*harness), info.path, Some(info.session))
