@@ -92,7 +92,7 @@ if [[ -n $BASE ]]; then "$BASE" --store "$WORK/baseline-store" init -q; fi
 for i in 1 2 3 4 5; do echo "// change $i" >> "$WS/src/mod$i/file$i.rs"; done
 # The set-up's files on disk before anything is timed: their write-back otherwise lands
 # in the first seconds of the loop, behind every fsync either side makes (until
-# 2026-12-02 11:30 it did, and git's commit took 18-34 ms in some runs, 9-13 in others).
+# 2026-12-02 11:15 it did, and git's commit took 18-34 ms in some runs, 9-13 in others).
 sync
 
 now() { date +%s.%N; }
@@ -171,7 +171,7 @@ events=$(cd "$WS" && "$BATON" search current "" --json | python3 -c 'import json
   echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC with \`bash bench/handoff.sh\` (commit $(git -C "$ROOT" rev-parse --short HEAD))."
   echo
   echo "- Data: a 200-file git repository (~4 KiB files, 5 changed and uncommitted), a 3 MB Claude Code session ($events normalised events) found by \`--transcript claude-code:latest\`; for the second row one line is appended to the session before each handoff (the agent went on working)."
-  echo "- Method: median of $RUNS runs, baton and git alternating in one loop, each run straight from the measuring shell (baton with \`--store\` and \`--workspace\`, git with \`-C\`; until 2026-12-02 08:20 baton ran in a subshell for its \`cd\`, and until 2026-12-01 21:00 it paid a \`bash -c\` start-up, neither of which git did); load average at the end $(cut -d' ' -f1-3 /proc/loadavg). The git commit is a small incremental commit, as a handoff records work in progress; \`baton handoff\` here has no \`--push\`."
+  echo "- Method: median of $RUNS runs, baton and git alternating in one loop, each run straight from the measuring shell (baton with \`--store\` and \`--workspace\`, git with \`-C\`; until 2026-12-02 08:20 baton ran in a subshell for its \`cd\`, and until 2026-12-01 21:00 it paid a \`bash -c\` start-up, neither of which git did); the set-up synced to disk before the loop (since 2026-12-02 11:15); load average at the end $(cut -d' ' -f1-3 /proc/loadavg). The git commit is a small incremental commit, as a handoff records work in progress; \`baton handoff\` here has no \`--push\`."
   echo
   echo "| work | baton | peer | ratio (baton / peer) |"
   echo "| --- | ---: | ---: | ---: |"
