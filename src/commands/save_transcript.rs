@@ -271,7 +271,7 @@ fn appended_parts(
         return None;
     }
     // The bundle's files in the order a whole normalisation gives them.
-    let [(jsonl_path, jsonl_id, _), (raw_path, _, _)] = &entry.files[..] else {
+    let [(jsonl_path, jsonl_id, jsonl_size), (raw_path, _, _)] = &entry.files[..] else {
         return None;
     };
     if jsonl_path != "transcript.jsonl" || !raw_path.starts_with("attachments/") {
@@ -286,7 +286,7 @@ fn appended_parts(
     transcript::validate(&tail_jsonl).ok()?;
     let prefix_jsonl = store
         .objects
-        .get_bytes(jsonl_id, sessions::MAX_SESSION_BYTES * 4)
+        .get_bytes_sized(jsonl_id, Some(*jsonl_size), sessions::MAX_SESSION_BYTES * 4)
         .ok()?;
     let next = statcache::Grown {
         ident,
