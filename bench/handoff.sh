@@ -95,13 +95,14 @@ for i in 1 2 3 4 5; do echo "// change $i" >> "$WS/src/mod$i/file$i.rs"; done
 # 2026-12-02 11:15 it did, and git's commit took 18-34 ms in some runs, 9-13 in others).
 sync
 
-now() { date +%s.%N; }
 declare -A T
 measure() { # name command...
-  local start end
-  start=$(now)
+  # bash's own clock: no process is started to read it (until 2026-12-02 11:40 each
+  # timing also held the start of a `date` process, about a millisecond added to both
+  # sides, which pulled every ratio towards 1)
+  local start=$EPOCHREALTIME end
   "${@:2}" >/dev/null 2>&1
-  end=$(now)
+  end=$EPOCHREALTIME
   T[$1]+="$(echo "$end - $start" | bc) "
 }
 # Every command runs straight from this shell, told where to work as git is with -C
@@ -171,7 +172,7 @@ events=$(cd "$WS" && "$BATON" search current "" --json | python3 -c 'import json
   echo "Measured $(date -u '+%Y-%m-%d %H:%M') UTC with \`bash bench/handoff.sh\` (commit $(git -C "$ROOT" rev-parse --short HEAD))."
   echo
   echo "- Data: a 200-file git repository (~4 KiB files, 5 changed and uncommitted), a 3 MB Claude Code session ($events normalised events) found by \`--transcript claude-code:latest\`; for the second row one line is appended to the session before each handoff (the agent went on working)."
-  echo "- Method: median of $RUNS runs, baton and git alternating in one loop, each run straight from the measuring shell (baton with \`--store\` and \`--workspace\`, git with \`-C\`; until 2026-12-02 08:20 baton ran in a subshell for its \`cd\`, and until 2026-12-01 21:00 it paid a \`bash -c\` start-up, neither of which git did); the set-up synced to disk before the loop (since 2026-12-02 11:15); load average at the end $(cut -d' ' -f1-3 /proc/loadavg). The git commit is a small incremental commit, as a handoff records work in progress; \`baton handoff\` here has no \`--push\`."
+  echo "- Method: median of $RUNS runs, baton and git alternating in one loop, each run straight from the measuring shell (baton with \`--store\` and \`--workspace\`, git with \`-C\`; until 2026-12-02 08:20 baton ran in a subshell for its \`cd\`, and until 2026-12-01 21:00 it paid a \`bash -c\` start-up, neither of which git did); the set-up synced to disk before the loop (since 2026-12-02 11:15); each run timed by bash's own clock, \`\$EPOCHREALTIME\` (until 2026-12-02 11:40 each timing also held the start of a \`date\` process, about a millisecond on both sides); load average at the end $(cut -d' ' -f1-3 /proc/loadavg). The git commit is a small incremental commit, as a handoff records work in progress; \`baton handoff\` here has no \`--push\`."
   echo
   echo "| work | baton | peer | ratio (baton / peer) |"
   echo "| --- | ---: | ---: | ---: |"
