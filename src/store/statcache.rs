@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -266,54 +266,34 @@ fn read(store: &Store) -> Option<Contents> {
         return None;
     }
     let path = store.root().join(layout::STATCACHE);
-    let identity = FileIdentity::of(&path)?;
+    let identity = |path: &Path| {
+        let meta = std::fs::metadata(path).ok()?;
+        Some((path.to_path_buf(), FileStat::of(&meta)))
+    };
+    let seen_now = identity(&path)?;
     if let Ok(last) = LAST_READ.lock()
         && let Some((seen, contents)) = last.as_ref()
-        && *seen == identity
+        && *seen == seen_now
     {
         return Some(contents.clone());
     }
     let contents: Contents = FILE.read(store)?;
     // Kept only if the file read is the one stat'ed before and after.
-    if FileIdentity::of(&path).as_ref() == Some(&identity)
+    if identity(&path).as_ref() == Some(&seen_now)
         && let Ok(mut last) = LAST_READ.lock()
     {
-        *last = Some((identity, contents.clone()));
+        *last = Some((seen_now, contents.clone()));
     }
     Some(contents)
 }
 
-/// The cache last read in this process, with the identity of its file. A handoff asks
-/// three times (the histories, the transcripts, the next cache), and reading, checking
-/// and parsing the file cost more than a stat; the file is only ever replaced by rename
-/// (a new inode), so an unchanged identity means unchanged contents.
-static LAST_READ: std::sync::Mutex<Option<(FileIdentity, Contents)>> = std::sync::Mutex::new(None);
-
-/// A file's path, device, inode, length and change times.
-#[derive(Debug, PartialEq, Eq)]
-struct FileIdentity {
-    path: std::path::PathBuf,
-    device: u64,
-    inode: u64,
-    len: u64,
-    mtime_ns: i128,
-    ctime_ns: i128,
-}
-
-impl FileIdentity {
-    fn of(path: &Path) -> Option<FileIdentity> {
-        let meta = std::fs::metadata(path).ok()?;
-        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
-        Some(FileIdentity {
-            path: path.to_path_buf(),
-            device: meta.dev(),
-            inode: meta.ino(),
-            len: meta.len(),
-            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
-            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
-        })
-    }
-}
+/// The cache last read in this process, with its file's path and metadata (a stat
+/// cache's own key: device, inode, size, mode and change times). A handoff asks three
+/// times (the histories, the transcripts, the next cache), and reading, checking and
+/// parsing the file cost more than a stat; the file is only ever replaced by rename (a
+/// new inode), so unchanged metadata means unchanged contents.
+static LAST_READ: std::sync::Mutex<Option<((PathBuf, FileStat), Contents)>> =
+    std::sync::Mutex::new(None);
 
 /// The entries cached for `root` (canonical), if they were found clean under `policy`
 /// (a fingerprint of the secret rules, given by the caller): entries made under another

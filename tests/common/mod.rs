@@ -430,7 +430,13 @@ pub fn git_cmd(dir: &Path, args: &[&str]) -> Command {
 
 /// Run git and require success; returns trimmed stdout.
 pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_cmd(dir, args).output().expect("run git");
+    git_checked(git_cmd(dir, args), dir, args)
+}
+
+/// Run `cmd` (a [`git_cmd`] of `dir` and `args`, perhaps with more set on it); require
+/// success; its trimmed standard output.
+pub fn git_checked(mut cmd: Command, dir: &Path, args: &[&str]) -> String {
+    let out = cmd.output().expect("run git");
     assert!(
         out.status.success(),
         "git {args:?} in {} failed:\n{}",

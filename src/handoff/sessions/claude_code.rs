@@ -318,24 +318,14 @@ mod tests {
         let dir = tmp.path().join("projects").join(&encodings(ws)[0]);
         fs::create_dir_all(&dir).unwrap();
         let write = |name: &str, line: String, secs: u64| {
-            let path = dir.join(name);
-            fs::write(&path, line + "\n").unwrap();
-            let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
-            let file = fs::File::options().write(true).open(&path).unwrap();
-            file.set_modified(time).unwrap();
+            super::super::test_support::write_dated(&dir.join(name), &line, secs);
         };
         let session = |cwd: &str, started: &str, id: &str| {
             format!(r#"{{"cwd":"{cwd}","timestamp":"{started}","sessionId":"{id}"}}"#)
         };
         let newest_id = || {
-            let mut all = sessions(tmp.path(), Some(ws), Count::NotLines).unwrap();
-            all.sort_by(|a, b| {
-                (b.modified, &b.started, &b.session).cmp(&(a.modified, &a.started, &a.session))
-            });
-            let first = all.into_iter().next().map(|s| s.session);
-            let newest = newest(tmp.path(), ws).map(|s| s.session);
-            assert_eq!(newest, first, "as the whole listing sorted");
-            newest
+            let all = sessions(tmp.path(), Some(ws), Count::NotLines).unwrap();
+            super::super::test_support::newest_of_listing(all, newest(tmp.path(), ws))
         };
         assert_eq!(newest_id(), None);
         write("a.jsonl", session("/w/proj", "2026-01-01", "a"), 100);

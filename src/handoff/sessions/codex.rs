@@ -292,20 +292,11 @@ mod tests {
             let line = format!(
                 r#"{{"type":"session_meta","payload":{{"id":"{id}","cwd":"{cwd}","timestamp":"2026-01-{day}"}}}}"#
             );
-            fs::write(&path, line + "\n").unwrap();
-            let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
-            let file = fs::File::options().write(true).open(&path).unwrap();
-            file.set_modified(time).unwrap();
+            super::super::test_support::write_dated(&path, &line, secs);
         };
         let newest_id = || {
-            let mut all = sessions(tmp.path(), Some(ws), Count::NotLines).unwrap();
-            all.sort_by(|a, b| {
-                (b.modified, &b.started, &b.session).cmp(&(a.modified, &a.started, &a.session))
-            });
-            let first = all.into_iter().next().map(|s| s.session);
-            let newest = newest(tmp.path(), ws).map(|s| s.session);
-            assert_eq!(newest, first, "as the whole listing sorted");
-            newest
+            let all = sessions(tmp.path(), Some(ws), Count::NotLines).unwrap();
+            super::super::test_support::newest_of_listing(all, newest(tmp.path(), ws))
         };
         assert_eq!(newest_id(), None);
         write("01", "a", "/w/proj", "a", 100);

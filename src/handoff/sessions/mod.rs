@@ -147,10 +147,21 @@ fn list_counting(
         Harness::ClaudeCode => claude_code::sessions(&homes.claude, Some(&workspace), count)?,
         Harness::Codex => codex::sessions(&homes.codex, Some(&workspace), count)?,
     };
-    found.sort_by(|a, b| {
-        (b.modified, &b.started, &b.session).cmp(&(a.modified, &a.started, &a.session))
-    });
+    sort_latest_first(&mut found);
     Ok(found)
+}
+
+impl SessionInfo {
+    /// What `latest` orders sessions by, greatest first: the file's last change, then the
+    /// session's start, then its id.
+    fn latest_key(&self) -> (u64, &str, &str) {
+        (self.modified, &self.started, &self.session)
+    }
+}
+
+/// `sessions` in `latest`'s order (ties keep their listing order).
+fn sort_latest_first(sessions: &mut [SessionInfo]) {
+    sessions.sort_by(|a, b| b.latest_key().cmp(&a.latest_key()));
 }
 
 /// The greatest session by `latest`'s order (the file's last change, then its start and
@@ -163,7 +174,6 @@ fn newest_described<T>(
     describe: impl Fn(T) -> Option<SessionInfo>,
 ) -> Option<SessionInfo> {
     files.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
-    let key = |i: &SessionInfo| (i.modified, i.started.clone(), i.session.clone());
     let mut newest: Option<SessionInfo> = None;
     for (modified, file) in files {
         if newest.as_ref().is_some_and(|n| modified < n.modified) {
@@ -172,7 +182,10 @@ fn newest_described<T>(
         let Some(info) = describe(file) else {
             continue;
         };
-        if newest.as_ref().is_none_or(|n| key(&info) > key(n)) {
+        if newest
+            .as_ref()
+            .is_none_or(|n| info.latest_key() > n.latest_key())
+        {
             newest = Some(info);
         }
     }
@@ -666,4 +679,33 @@ pub(crate) fn text_of(value: &serde_json::Value) -> String {
 
 pub(crate) fn str_field<'a>(value: &'a serde_json::Value, key: &str) -> Option<&'a str> {
     value.get(key).and_then(|v| v.as_str())
+}
+
+/// What the `latest` tests of each harness share.
+#[cfg(test)]
+pub(super) mod test_support {
+    use std::path::Path;
+
+    use super::SessionInfo;
+
+    /// Write `line` as the whole file at `path`, last changed `secs` after the epoch.
+    pub fn write_dated(path: &Path, line: &str, secs: u64) {
+        std::fs::write(path, format!("{line}\n")).unwrap();
+        let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(time).unwrap();
+    }
+
+    /// The id of `newest`, after checking that it is the first of the whole `listing` in
+    /// `latest`'s order.
+    pub fn newest_of_listing(
+        mut listing: Vec<SessionInfo>,
+        newest: Option<SessionInfo>,
+    ) -> Option<String> {
+        super::sort_latest_first(&mut listing);
+        let first = listing.into_iter().next().map(|s| s.session);
+        let newest = newest.map(|s| s.session);
+        assert_eq!(newest, first, "as the whole listing sorted");
+        newest
+    }
 }

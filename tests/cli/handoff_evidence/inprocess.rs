@@ -27,16 +27,10 @@ fn assert_agrees_with_git(dir: &Path) {
 
 /// Run git with `date` (`@SECONDS ±HHMM`) as author and committer date; require success.
 fn git_dated(dir: &Path, args: &[&str], date: &str) {
-    let out = common::git_cmd(dir, args)
-        .env("GIT_AUTHOR_DATE", date)
-        .env("GIT_COMMITTER_DATE", date)
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut cmd = common::git_cmd(dir, args);
+    cmd.env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date);
+    common::git_checked(cmd, dir, args);
 }
 
 /// Commit `file` at `date` with `message` kept verbatim (leading blank lines, trailing
