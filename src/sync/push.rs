@@ -115,20 +115,14 @@ pub fn push(
         return Ok(report);
     }
 
-    let (objects, bundles) = missing_objects(store, bundle, state.current)?;
-    progress.set_length(
-        objects
-            .iter()
-            .filter_map(|id| store.objects.stored_len(id))
-            .sum(),
-    );
+    let missing = missing_objects(store, bundle, state.current)?;
+    progress.set_length(missing.stored_len);
     let pack_id = upload_and_publish(
         store,
         remote,
         request,
         &state,
-        &objects,
-        &bundles,
+        &missing,
         &mut report,
         progress,
     )?;
@@ -156,7 +150,7 @@ pub(super) fn missing_objects(
     store: &Store,
     bundle: ObjectId,
     remote_current: Option<ObjectId>,
-) -> Result<(Vec<ObjectId>, Vec<ObjectId>)> {
+) -> Result<Missing> {
     let base = remote_current.filter(|r| store.objects.contains(r));
     let (manifests, boundary) = store.bundles_not_in(bundle, base)?;
     let ours = store.trees_below(&manifests)?;
@@ -169,7 +163,23 @@ pub(super) fn missing_objects(
         .copied()
         .collect();
     objects.sort();
-    Ok((objects, manifests))
+    let stored_len = objects
+        .iter()
+        .filter_map(|id| store.objects.stored_len(id))
+        .sum();
+    Ok(Missing {
+        objects,
+        bundles: manifests,
+        stored_len,
+    })
+}
+
+/// What a push sends: the objects the remote lacks, then the manifests of the bundles.
+pub(super) struct Missing {
+    pub objects: Vec<ObjectId>,
+    pub bundles: Vec<ObjectId>,
+    /// The objects' stored bytes: about the pack's size.
+    pub stored_len: u64,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -178,8 +188,7 @@ fn upload_and_publish(
     remote: &mut dyn Backend,
     request: &PushRequest,
     state: &remote_store::RemoteState,
-    objects: &[ObjectId],
-    bundles: &[ObjectId],
+    missing: &Missing,
     report: &mut PushReport,
     progress: &ProgressBar,
 ) -> Result<ObjectId> {
@@ -194,15 +203,14 @@ fn upload_and_publish(
         remote.prepare(&[Kind::Pack, Kind::Generation(RefName::Current)])?;
         remote.begin_new()?
     };
-    let (pack_id, pack_len) =
-        match write_pack(store, remote, &item, &beside, objects, bundles, progress) {
-            Ok(written) => written,
-            Err(e) => {
-                remote.abandon(item);
-                return Err(e);
-            }
-        };
-    report.objects_sent = (objects.len() + bundles.len()) as u64;
+    let (pack_id, pack_len) = match write_pack(store, remote, &item, &beside, missing, progress) {
+        Ok(written) => written,
+        Err(e) => {
+            remote.abandon(item);
+            return Err(e);
+        }
+    };
+    report.objects_sent = (missing.objects.len() + missing.bundles.len()) as u64;
     report.bytes_sent = pack_len;
     publish(
         remote,
@@ -240,21 +248,21 @@ pub(super) fn write_pack(
     remote: &mut dyn Backend,
     item: &NewItem,
     beside: &[(String, Vec<u8>)],
-    objects: &[ObjectId],
-    bundles: &[ObjectId],
+    missing: &Missing,
     progress: &ProgressBar,
 ) -> Result<(ObjectId, u64)> {
     let mut manifest_bytes: Vec<(u64, Vec<u8>)> = Vec::new();
     let mut upload = remote.upload_with(item, beside)?;
+    upload.expect_len(missing.stored_len);
     let mut writer =
         PackWriter::new(&mut *upload).map_err(|e| transport_err("cannot upload pack", e))?;
-    for id in objects {
+    for id in &missing.objects {
         let start = writer.begin_object();
         store.objects.copy_stored_verified(id, &mut writer)?;
         writer.end_object(store.objects.name_of(id), start);
         progress.inc(writer.len() - start);
     }
-    for id in bundles {
+    for id in &missing.bundles {
         let mut stored = Vec::new();
         store.objects.copy_stored_verified(id, &mut stored)?;
         let start = writer.begin_object();

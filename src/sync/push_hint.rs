@@ -113,21 +113,16 @@ pub(super) fn try_push(
     {
         return Ok(None);
     }
-    let (objects, bundles) = missing_objects(store, bundle, Some(hint.current))?;
+    let missing = missing_objects(store, bundle, Some(hint.current))?;
     let beside = staged_ref(store, Some(hint.current), bundle)?;
-    progress.set_length(
-        objects
-            .iter()
-            .filter_map(|id| store.objects.stored_len(id))
-            .sum(),
-    );
+    progress.set_length(missing.stored_len);
     // The state's opens first: they are answered before the pack's, whose wait brings
     // them in; their reads then travel with the pack's writes.
     let (reads, lists) = remote_store::hint_reads(hint.generation);
     let pending = remote.start_reads(&reads, &lists, 1 << 20)?;
     remote.prepare_known(&[Kind::Pack, Kind::Generation(RefName::Current)])?;
     let item = remote.begin_new()?;
-    let written = write_pack(store, remote, &item, &beside, &objects, &bundles, progress);
+    let written = write_pack(store, remote, &item, &beside, &missing, progress);
     let answers = match remote.collect_reads(pending) {
         Ok(answers) => answers,
         Err(e) => {
@@ -157,7 +152,7 @@ pub(super) fn try_push(
     }
     remote.sweep_leftovers(&state.staging);
     report.remote_before = state.current;
-    report.objects_sent = (objects.len() + bundles.len()) as u64;
+    report.objects_sent = (missing.objects.len() + missing.bundles.len()) as u64;
     report.bytes_sent = pack_len;
     publish(
         remote,

@@ -36,6 +36,10 @@ pub struct Receipt {
 
 /// A new file being written into a staging directory.
 pub trait Upload: Write {
+    /// About `len` bytes follow: a transport may prepare for a large stream (SFTP opens
+    /// a second channel).
+    fn expect_len(&mut self, _len: u64) {}
+
     /// Flush and fsync the file, make sure its mode is 0600, read back the `readback`
     /// ranges (offset, length) and report its size, then close it.
     fn finish(self: Box<Self>, readback: &[(u64, u64)]) -> Result<Receipt>;

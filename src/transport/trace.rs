@@ -289,6 +289,10 @@ impl Write for TracedUpload<'_> {
 }
 
 impl Upload for TracedUpload<'_> {
+    fn expect_len(&mut self, len: u64) {
+        self.inner.expect_len(len)
+    }
+
     fn finish(self: Box<Self>, readback: &[(u64, u64)]) -> Result<super::Receipt> {
         let t0 = Instant::now();
         self.batches.set(self.batches.get() + 1);

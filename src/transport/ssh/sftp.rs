@@ -65,15 +65,63 @@ pub trait Channel: Read + Write + Send {
     fn send_eof(&mut self) -> io::Result<()> {
         Ok(())
     }
+
+    /// Bytes that can be written before a write waits for the server's window; `None`
+    /// when the channel has no window.
+    fn write_room(&self) -> Option<u32> {
+        None
+    }
+
+    /// Whether bytes have arrived that a read would return without waiting.
+    fn has_input(&self) -> bool {
+        true
+    }
 }
 
 impl Channel for ssh2::Channel {
     fn send_eof(&mut self) -> io::Result<()> {
         ssh2::Channel::send_eof(self).map_err(io::Error::from)
     }
+
+    fn write_room(&self) -> Option<u32> {
+        Some(self.write_window().remaining)
+    }
+
+    fn has_input(&self) -> bool {
+        self.read_window().available > 0
+    }
+}
+
+/// Opens another SFTP channel on the session's connection (for `upload`'s second lane).
+type LaneOpener = Box<dyn FnMut() -> std::result::Result<Box<dyn Channel>, NoLane> + Send>;
+
+/// Why no second channel was opened.
+enum NoLane {
+    /// The server said no (a limit on sessions, no subsystem): the upload goes on alone.
+    Refused(String),
+    /// The connection failed (a timeout, a reset).
+    Failed(String),
+}
+
+impl NoLane {
+    /// libssh2's refusals of a channel open or of the subsystem request are `Refused`;
+    /// anything else means the connection is in trouble.
+    fn from_ssh(e: ssh2::Error) -> NoLane {
+        const CHANNEL_FAILURE: i32 = -21;
+        const REQUEST_DENIED: i32 = -22;
+        match e.code() {
+            ssh2::ErrorCode::Session(CHANNEL_FAILURE | REQUEST_DENIED) => {
+                NoLane::Refused(e.to_string())
+            }
+            _ => NoLane::Failed(e.to_string()),
+        }
+    }
 }
 
 pub struct SftpRemote {
+    /// Second lanes an upload is done with, their input ended: dropped before `channel`,
+    /// so that their channels' closes and this one's overlap.
+    retired: Vec<SftpRemote>,
     channel: Box<dyn Channel>,
     /// The SSH connection the channel runs over, kept alive as long as the channel (and
     /// dropped after it); `None` for a channel of another kind.
@@ -95,6 +143,11 @@ pub struct SftpRemote {
     /// fsyncs sent before the VERSION was read, not yet answered: if the VERSION names
     /// no fsync extension, their refusal means what no fsync means (`fsync`).
     unconfirmed_fsyncs: HashSet<u32>,
+    /// The server was told no more requests follow (`Channel::send_eof`).
+    input_ended: bool,
+    /// Opens a second lane for a large upload; `None` when there is no way to (a channel
+    /// of another kind) or the server refused one.
+    lane_opener: Option<LaneOpener>,
     /// A channel read or write failed (timeout, dead connection): the packet stream is
     /// out of step, so later requests fail at once instead of each waiting a timeout.
     broken: bool,
@@ -144,7 +197,15 @@ impl SftpRemote {
             .channel_open("session", RECEIVE_WINDOW, PACKET_SIZE, None)
             .map_err(|e| lost(&describe, e))?;
         channel.subsystem("sftp").map_err(|e| lost(&describe, e))?;
-        SftpRemote::over(Box::new(channel), Some(conn), root, describe)
+        let session = conn.session.clone();
+        let mut remote = SftpRemote::over(Box::new(channel), Some(conn), root, describe)?;
+        remote.lane_opener = Some(Box::new(move || {
+            // Only status replies come back on a lane: the default window is plenty.
+            let mut channel = session.channel_session().map_err(NoLane::from_ssh)?;
+            channel.subsystem("sftp").map_err(NoLane::from_ssh)?;
+            Ok(Box::new(channel) as Box<dyn Channel>)
+        }));
+        Ok(remote)
     }
 
     /// Start an SFTP session on `channel` (INIT, then the server's VERSION and
@@ -156,6 +217,7 @@ impl SftpRemote {
         describe: String,
     ) -> Result<SftpRemote> {
         let mut remote = SftpRemote {
+            retired: Vec::new(),
             channel,
             conn,
             root: root.trim_end_matches('/').to_string(),
@@ -168,6 +230,8 @@ impl SftpRemote {
             has_statvfs: false,
             greeting_pending: false,
             unconfirmed_fsyncs: HashSet::new(),
+            input_ended: false,
+            lane_opener: None,
             broken: false,
             trace: std::env::var_os("BATON_TRACE_SFTP").is_some_and(|v| v != "0"),
             prepared: HashMap::new(),
@@ -464,6 +528,9 @@ impl Drop for SftpRemote {
         }
         // The server handles requests in order, so outstanding closes and removals are
         // carried out before it sees the end of input; their replies are not waited for.
-        let _ = self.channel.send_eof();
+        self.end_input();
+        // Freeing a channel waits for the server to close it; a retired lane's input
+        // ended long ago, and this channel's close arrives while its close is awaited.
+        self.retired.clear();
     }
 }

@@ -84,10 +84,22 @@ fn assert_disk_full_error(run: &Run, side: &str) {
 
 #[test]
 fn full_remote_disk_fails_push_cleanly() {
+    full_remote_disk(2, 4);
+}
+
+/// A push large enough to share its writes with a second SFTP channel: both channels'
+/// writes meet the full disk.
+#[test]
+fn full_remote_disk_fails_a_two_channel_push_cleanly() {
+    full_remote_disk(12, 24);
+}
+
+/// Push a bundle of `bundle_mib` MiB into a remote tmpfs of `fs_mib` MiB.
+fn full_remote_disk(fs_mib: usize, bundle_mib: usize) {
     let w = World::new();
     let mount = w.server.scratch().join("small");
     // Declared after the world: dropped (unmounted) before the server's temp dir goes.
-    let Some(tmpfs) = Tmpfs::mount(&mount, "2m") else {
+    let Some(tmpfs) = Tmpfs::mount(&mount, &format!("{fs_mib}m")) else {
         return;
     };
     let remote = mount.join("store");
@@ -99,7 +111,7 @@ fn full_remote_disk_fails_push_cleanly() {
     w.ok(&a, &["push", "r"]);
     let refs_before = snapshot_files(&remote.join("refs"));
 
-    let big = save_big(&a, 5000, 4 << 20);
+    let big = save_big(&a, 5000 + bundle_mib as u64, bundle_mib << 20);
     let run = w.run_faulted(
         &a,
         &["push", "r", "--timeout", TIMEOUT],
@@ -107,7 +119,7 @@ fn full_remote_disk_fails_push_cleanly() {
         RUN_LIMIT,
     );
     eprintln!(
-        "| push | remote tmpfs 2 MiB, 4 MiB bundle | exit {} after {:.2} s | {} |",
+        "| push | remote tmpfs {fs_mib} MiB, {bundle_mib} MiB bundle | exit {} after {:.2} s | {} |",
         run.code(),
         run.elapsed.as_secs_f64(),
         run.stderr().trim()

@@ -387,10 +387,14 @@ fn row(op: &str, dir: Dir, what: &str, at: u64, total: u64, run: &Run, result: &
     );
 }
 
-/// Replace the content of `work/big.bin` and save: a new bundle of `bytes` fresh bytes.
+/// Replace the content of `work/big.bin` and save: a new bundle of `bytes` fresh bytes
+/// (random bytes may look like a secret to the scan: they are stored as they are).
 fn save_big(env: &Env, seed: u64, bytes: usize) -> String {
     env.write_tree("work", &[("big.bin", &random_bytes(seed, bytes))]);
-    env.save("work", &["--summary", &format!("big {seed}")])
+    env.save(
+        "work",
+        &["--summary", &format!("big {seed}"), "--secrets", "allow"],
+    )
 }
 
 fn drop_bytes() -> usize {

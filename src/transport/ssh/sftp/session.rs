@@ -47,6 +47,14 @@ impl SftpRemote {
         Ok(())
     }
 
+    /// Tell the server no more requests follow (once; not on a broken stream).
+    pub(super) fn end_input(&mut self) {
+        if !self.input_ended && !self.broken {
+            self.input_ended = true;
+            let _ = self.channel.send_eof();
+        }
+    }
+
     /// The next reply anybody may want (those of `drop_reply` are dropped here).
     pub(super) fn recv(&mut self) -> Result<Packet> {
         if self.greeting_pending {

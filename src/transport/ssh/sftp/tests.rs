@@ -4,6 +4,7 @@
 mod ahead;
 mod fake;
 mod guessing;
+mod lanes;
 
 use std::io::Write;
 

@@ -7,6 +7,9 @@
 //! handle in one go, and the upload's writes go out on the guess behind its open. The
 //! chunks are kept until the open's reply confirms the guess; a wrong guess has them
 //! (and the finishing requests) sent again on the handle the server gave.
+//!
+//! A large upload shares its writes with a second lane (`lane`) once one channel's
+//! window is the limit.
 
 use std::io::{self, Write};
 
@@ -17,6 +20,9 @@ use russh_sftp::protocol::{
 use super::{CHUNK, SftpRemote, WINDOW};
 use crate::error::{Error, ErrorKind, Result};
 use crate::transport::{Receipt, Upload};
+use lane::{LANE_MIN, Lane, Readiness};
+
+mod lane;
 
 const CREATE: OpenFlags = OpenFlags::READ
     .union(OpenFlags::WRITE)
@@ -34,6 +40,13 @@ pub(super) struct SftpUpload<'a> {
     beside: Vec<Small>,
     /// The open of a guessed handle not confirmed yet, and the chunks sent on it since.
     unconfirmed: Option<(u32, Kept)>,
+    /// The bytes `Upload::expect_len` announced.
+    expected: u64,
+    /// A second lane was opened for this upload, or found not worth it.
+    lane_tried: bool,
+    lane: Option<Lane>,
+    /// With the channels' windows unknown, chunks alternate between the lanes.
+    alternate: bool,
 }
 
 /// Chunks written on a guessed handle (offset, bytes), kept to be sent again if wrong.
@@ -121,6 +134,10 @@ impl SftpRemote {
                 inflight: Default::default(),
                 beside: small,
                 unconfirmed: Some((open, Vec::new())),
+                expected: 0,
+                lane_tried: false,
+                lane: None,
+                alternate: false,
             }));
         }
         // Every file is opened in one batch; the small ones are written in `finish`'s.
@@ -178,6 +195,10 @@ impl SftpRemote {
             inflight: Default::default(),
             beside: small,
             unconfirmed: None,
+            expected: 0,
+            lane_tried: false,
+            lane: None,
+            alternate: false,
         }))
     }
 
@@ -254,9 +275,23 @@ impl SftpRemote {
 }
 
 impl SftpUpload<'_> {
-    fn send_chunk(&mut self) -> Result<()> {
+    /// Send the buffered chunk: on the second lane when it has more room, unless it is
+    /// the `last` (whose fstat must see the whole file).
+    fn send_chunk(&mut self, last: bool) -> Result<()> {
         if self.buf.is_empty() {
             return Ok(());
+        }
+        if !last {
+            self.start_lane()?;
+            if self.on_lane() {
+                let data = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+                let (offset, len) = (self.offset, data.len() as u64);
+                if let Some(lane) = &mut self.lane {
+                    lane.send(offset, data, &self.path)?;
+                }
+                self.offset += len;
+                return Ok(());
+            }
         }
         if self.inflight.len() >= WINDOW && self.unconfirmed.is_some() {
             // The open's reply came while the window filled: bandwidth, not a round trip.
@@ -285,6 +320,51 @@ impl SftpUpload<'_> {
         self.offset += len;
         self.inflight.push_back(id);
         Ok(())
+    }
+
+    /// Open the second lane once the upload is announced large enough and it is time
+    /// (`lane::time_to_open`).
+    fn start_lane(&mut self) -> Result<()> {
+        if self.lane_tried
+            || self.expected < LANE_MIN
+            || !lane::time_to_open(self.remote.channel.write_room(), self.offset)
+        {
+            return Ok(());
+        }
+        self.lane_tried = true;
+        let Some(mut lane) = self.remote.open_lane()? else {
+            return Ok(());
+        };
+        // The lane's open must reach the server after the create: it was answered.
+        self.confirm()?;
+        lane.open_file(&self.path)?;
+        self.lane = Some(lane);
+        Ok(())
+    }
+
+    /// Whether the next chunk goes on the second lane: the one with more room in its
+    /// window (every other one when the windows are not known).
+    fn on_lane(&mut self) -> bool {
+        let Some(lane) = &mut self.lane else {
+            return false;
+        };
+        match lane.poll() {
+            Readiness::Open => {}
+            Readiness::NotYet => return false,
+            Readiness::Refused => {
+                if let Some(lane) = self.lane.take() {
+                    self.remote.retire_lane(lane);
+                }
+                return false;
+            }
+        }
+        match (self.remote.channel.write_room(), lane.room()) {
+            (Some(first), Some(second)) => second > first,
+            _ => {
+                self.alternate = !self.alternate;
+                self.alternate
+            }
+        }
     }
 
     /// Wait for the reply to a guessed handle's open. Wrong: the chunks go again on the
@@ -383,7 +463,7 @@ impl Write for SftpUpload<'_> {
         let n = room.min(data.len());
         self.buf.extend_from_slice(&data[..n]);
         if self.buf.len() == CHUNK {
-            self.send_chunk().map_err(io_err)?;
+            self.send_chunk(false).map_err(io_err)?;
         }
         Ok(n)
     }
@@ -394,8 +474,19 @@ impl Write for SftpUpload<'_> {
 }
 
 impl Upload for SftpUpload<'_> {
+    fn expect_len(&mut self, len: u64) {
+        self.expected = len;
+    }
+
     fn finish(mut self: Box<Self>, readback: &[(u64, u64)]) -> Result<Receipt> {
-        self.send_chunk()?;
+        self.send_chunk(true)?;
+        if let Some(lane) = &mut self.lane {
+            lane.send_fsync()?;
+            // The fstat and reads below must see what the lane wrote.
+            if lane.holds_any(self.offset, readback) {
+                lane.settle(&self.path)?;
+            }
+        }
         // Everything goes out before anything is waited for: the server handles a
         // handle's requests in order, so the fsync, stat and reads follow the writes, and
         // a failed write is still seen (its reply is checked) before anything is published.
@@ -434,6 +525,9 @@ impl Upload for SftpUpload<'_> {
             back.push(bytes);
         }
         staged?;
+        if let Some(lane) = &mut self.lane {
+            lane.settle(&self.path)?;
+        }
         // The server's umask may have narrowed (or a hostile setup widened) the mode.
         let handle = self.handle.clone();
         if attrs.permissions.map(|p| p & 0o7777) != Some(0o600) {
@@ -448,5 +542,13 @@ impl Upload for SftpUpload<'_> {
             size: attrs.size.unwrap_or(0),
             readback: back,
         })
+    }
+}
+
+impl Drop for SftpUpload<'_> {
+    fn drop(&mut self) {
+        if let Some(lane) = self.lane.take() {
+            self.remote.retire_lane(lane);
+        }
     }
 }

@@ -293,39 +293,51 @@ impl Server {
         }
     }
 
-    fn take_requests(&mut self) {
-        while self.input.len() >= 4 {
-            let len = u32::from_be_bytes(self.input[..4].try_into().expect("4 bytes")) as usize;
-            if self.input.len() < 4 + len {
-                return;
+    /// The whole requests at the front of `input`, taken from it.
+    pub(super) fn split_requests(input: &mut Vec<u8>) -> Vec<Packet> {
+        let mut requests = Vec::new();
+        while input.len() >= 4 {
+            let len = u32::from_be_bytes(input[..4].try_into().expect("4 bytes")) as usize;
+            if input.len() < 4 + len {
+                break;
             }
-            let body = self.input[4..4 + len].to_vec();
-            self.input.drain(..4 + len);
-            let request = Packet::try_from(&mut Bytes::from(body)).expect("a valid request");
-            self.seen.push(type_name(&request));
-            let frames = if let Packet::Init(_) = request {
-                let mut v = Version::new();
-                if !self.no_fsync {
-                    v.extensions.insert(FSYNC_EXTENSION.into(), "1".into());
-                }
-                v.extensions.insert(STATVFS_EXTENSION.into(), "2".into());
-                vec![frame(Packet::Version(v))]
-            } else {
-                let mut hook = self.hook.take();
-                let script = hook.as_mut().and_then(|h| h(&request));
-                self.hook = hook;
-                match script {
-                    Some(frames) if frames.iter().any(Vec::is_empty) => {
-                        let real = frame(self.answer(request));
-                        frames
-                            .into_iter()
-                            .map(|f| if f.is_empty() { real.clone() } else { f })
-                            .collect()
-                    }
-                    Some(frames) => frames,
-                    None => vec![frame(self.answer(request))],
-                }
-            };
+            let body = input[4..4 + len].to_vec();
+            input.drain(..4 + len);
+            requests.push(Packet::try_from(&mut Bytes::from(body)).expect("a valid request"));
+        }
+        requests
+    }
+
+    /// The frames that answer `request`: the VERSION, the hook's, or the file system's.
+    pub(super) fn reply_to(&mut self, request: Packet) -> Vec<Vec<u8>> {
+        self.seen.push(type_name(&request));
+        if let Packet::Init(_) = request {
+            let mut v = Version::new();
+            if !self.no_fsync {
+                v.extensions.insert(FSYNC_EXTENSION.into(), "1".into());
+            }
+            v.extensions.insert(STATVFS_EXTENSION.into(), "2".into());
+            return vec![frame(Packet::Version(v))];
+        }
+        let mut hook = self.hook.take();
+        let script = hook.as_mut().and_then(|h| h(&request));
+        self.hook = hook;
+        match script {
+            Some(frames) if frames.iter().any(Vec::is_empty) => {
+                let real = frame(self.answer(request));
+                frames
+                    .into_iter()
+                    .map(|f| if f.is_empty() { real.clone() } else { f })
+                    .collect()
+            }
+            Some(frames) => frames,
+            None => vec![frame(self.answer(request))],
+        }
+    }
+
+    fn take_requests(&mut self) {
+        for request in Self::split_requests(&mut self.input) {
+            let frames = self.reply_to(request);
             if self.reorder {
                 self.held.extend(frames);
             } else {

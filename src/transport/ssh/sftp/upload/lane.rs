@@ -1,0 +1,218 @@
+//! A second lane for a large upload: another SFTP session on the same SSH connection,
+//! carrying part of the upload's writes.
+//!
+//! OpenSSH's sshd gives each channel a 2 MiB window, so one channel moves at most 2 MiB a
+//! round trip (about 40 MB/s at 50 ms): `ssh host 'cat > FILE'` and a one-channel SFTP
+//! upload both stop there. A lane has a window of its own. Once an upload announced as
+//! large (`Upload::expect_len`) has filled the first channel's window, the lane's channel
+//! is opened (two round trips, while that window drains) and the file opened on it for
+//! writing, after the first session's create was answered, so that the server carries
+//! the open out after the create. From then on each chunk goes to the channel with more
+//! room.
+//!
+//! Two server processes then write one file, each request at its own offset, so their
+//! order does not matter. What `Upload::finish` promises still holds:
+//! - every byte is durable: each session fsyncs after its own writes (an fsync covers
+//!   every write carried out on the file before it, whatever the descriptor);
+//! - the size and the read-back ranges are those of the whole file: the last chunk goes
+//!   on the first session, so its fstat (after its own writes) sees the full size, and a
+//!   range that overlaps a chunk sent on the lane is read only once the lane's writes
+//!   are answered.
+//!
+//! A lane that cannot be opened (a server allowing one session per connection, an open
+//! refused) leaves the upload on one channel; a write that fails on it fails the upload.
+
+use std::collections::VecDeque;
+
+use russh_sftp::protocol::{OpenFlags, Packet};
+
+use super::super::session::lost;
+use super::super::{CHUNK, NoLane, SftpRemote, WINDOW};
+use crate::error::{Error, Result};
+
+/// An upload expected to be at least this large opens a lane: below it, the round trips
+/// of opening one cost more than the second window saves.
+pub(super) const LANE_MIN: u64 = 16 << 20;
+/// Where the first channel's window is not known: the lane opens once this much is sent.
+pub(super) const LANE_START: u64 = 2 << 20;
+/// Where it is known, the lane opens when it fills, or at the latest once this much is sent.
+pub(super) const LANE_LATEST: u64 = 8 << 20;
+
+pub(super) struct Lane {
+    remote: SftpRemote,
+    /// The OPEN of the file, until its reply is read; then its handle.
+    open: Option<u32>,
+    handle: Option<String>,
+    inflight: VecDeque<u32>,
+    fsync: Option<u32>,
+    /// The chunks written on the lane (offset, length).
+    chunks: Vec<(u64, u64)>,
+}
+
+/// Whether a lane takes writes yet.
+pub(super) enum Readiness {
+    Open,
+    /// Its open is not answered yet.
+    NotYet,
+    /// Its open failed: the upload goes on without it.
+    Refused,
+}
+
+impl SftpRemote {
+    /// A second session on this connection, or `None` when there is no way to open one
+    /// or the server refuses it (then no upload of this session tries again).
+    pub(super) fn open_lane(&mut self) -> Result<Option<Lane>> {
+        let Some(opener) = self.lane_opener.as_mut() else {
+            return Ok(None);
+        };
+        let channel = match opener() {
+            Ok(channel) => channel,
+            Err(NoLane::Refused(e)) => {
+                if self.trace {
+                    eprintln!("sftp: no second channel: {e}");
+                }
+                self.lane_opener = None;
+                return Ok(None);
+            }
+            Err(NoLane::Failed(e)) => {
+                self.broken = true;
+                return Err(lost(&self.describe, e));
+            }
+        };
+        let mut remote = SftpRemote::over(channel, None, &self.root, self.describe.clone())?;
+        remote.trace = self.trace;
+        if self.trace {
+            eprintln!("sftp: second channel opened");
+        }
+        Ok(Some(Lane {
+            remote,
+            open: None,
+            handle: None,
+            inflight: VecDeque::new(),
+            fsync: None,
+            chunks: Vec::new(),
+        }))
+    }
+
+    /// Close the lane's file, end its input and keep it until this session ends: the
+    /// server finishes what it has and closes the channel meanwhile. A lane whose stream
+    /// broke leaves this session broken too: both ride one connection.
+    pub(super) fn retire_lane(&mut self, mut lane: Lane) {
+        self.broken |= lane.remote.broken;
+        if self.trace {
+            let bytes: u64 = lane.chunks.iter().map(|(_, len)| len).sum();
+            eprintln!(
+                "sftp: second channel done: {} writes, {bytes} bytes",
+                lane.chunks.len()
+            );
+        }
+        if let Some(handle) = lane.handle.take() {
+            let _ = lane.remote.close_later(handle, "second channel's file");
+        }
+        lane.remote.end_input();
+        self.retired.push(lane.remote);
+    }
+}
+
+impl Lane {
+    /// Open `path`, created by the first session (its create answered), for writing.
+    pub(super) fn open_file(&mut self, path: &str) -> Result<()> {
+        self.open = Some(self.remote.open(path, OpenFlags::WRITE, None)?);
+        Ok(())
+    }
+
+    /// Whether the lane takes writes; its open's reply is read only once it has arrived.
+    pub(super) fn poll(&mut self) -> Readiness {
+        if self.handle.is_some() {
+            return Readiness::Open;
+        }
+        let Some(open) = self.open else {
+            return Readiness::Refused;
+        };
+        if !self.remote.channel.has_input() {
+            return Readiness::NotYet;
+        }
+        self.open = None;
+        match self.remote.wait(open) {
+            Ok(Packet::Handle(h)) => {
+                self.handle = Some(h.handle);
+                Readiness::Open
+            }
+            reply => {
+                if self.remote.trace {
+                    eprintln!("sftp: second channel's open failed: {reply:?}");
+                }
+                Readiness::Refused
+            }
+        }
+    }
+
+    /// Bytes the lane's channel takes before a write waits.
+    pub(super) fn room(&self) -> Option<u32> {
+        self.remote.channel.write_room()
+    }
+
+    /// Write `data` at `offset` of `path` (the file the lane has open).
+    pub(super) fn send(&mut self, offset: u64, data: Vec<u8>, path: &str) -> Result<()> {
+        let handle = self
+            .handle
+            .clone()
+            .ok_or_else(|| Error::other("a write on a second channel that is not open"))?;
+        if self.inflight.len() >= WINDOW
+            && let Some(oldest) = self.inflight.pop_front()
+        {
+            self.remote.streaming = true;
+            let reply = self.remote.wait(oldest);
+            self.remote.streaming = false;
+            self.remote
+                .expect_written(reply?, &format!("write {path}"), path)?;
+        }
+        let len = data.len() as u64;
+        let id = self.remote.send_write(&handle, offset, data)?;
+        self.inflight.push_back(id);
+        self.chunks.push((offset, len));
+        Ok(())
+    }
+
+    /// Whether the lane wrote the byte before `end` (the file's last) or any byte of
+    /// the `ranges` (offset, length).
+    pub(super) fn holds_any(&self, end: u64, ranges: &[(u64, u64)]) -> bool {
+        let overlaps = |(o, l): (u64, u64), (co, cl): (u64, u64)| o < co + cl && co < o + l;
+        self.chunks.iter().any(|&c| {
+            overlaps((end.saturating_sub(1), 1), c) || ranges.iter().any(|&r| overlaps(r, c))
+        })
+    }
+
+    /// Send the fsync that follows the lane's writes (nothing when it wrote nothing).
+    pub(super) fn send_fsync(&mut self) -> Result<()> {
+        if let (Some(handle), false) = (self.handle.clone(), self.chunks.is_empty()) {
+            self.fsync = self.remote.fsync(&handle)?;
+        }
+        Ok(())
+    }
+
+    /// Wait for the replies to every write on the lane and to its fsync.
+    pub(super) fn settle(&mut self, path: &str) -> Result<()> {
+        while let Some(id) = self.inflight.pop_front() {
+            let reply = self.remote.wait(id)?;
+            self.remote
+                .expect_written(reply, &format!("write {path}"), path)?;
+        }
+        if let Some(id) = self.fsync.take() {
+            let reply = self.remote.wait(id)?;
+            self.remote
+                .expect_written(reply, &format!("fsync {path}"), path)?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether to open the lane now: when the first channel's window is full (its two
+/// round trips then cost little more than waiting for room), or, where the window never
+/// fills (a fast link, where opening costs little) or is not known, once enough is sent.
+pub(super) fn time_to_open(first_room: Option<u32>, sent: u64) -> bool {
+    match first_room {
+        Some(room) => (room as usize) < CHUNK || sent >= LANE_LATEST,
+        None => sent >= LANE_START,
+    }
+}
