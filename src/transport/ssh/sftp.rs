@@ -92,8 +92,10 @@ impl Channel for ssh2::Channel {
     }
 }
 
-/// Opens another SFTP channel on the session's connection (for `upload`'s second lane).
-type LaneOpener = Box<dyn FnMut() -> std::result::Result<Box<dyn Channel>, NoLane> + Send>;
+/// Opens another SFTP channel on the session's connection, for `upload`'s second lane,
+/// in two steps of a round trip each: the channel, then (`LaneStarted`) its subsystem.
+type LaneOpener = Box<dyn FnMut() -> std::result::Result<LaneStarted, NoLane> + Send>;
+type LaneStarted = Box<dyn FnOnce() -> std::result::Result<Box<dyn Channel>, NoLane> + Send>;
 
 /// Why no second channel was opened.
 enum NoLane {
@@ -202,8 +204,10 @@ impl SftpRemote {
         remote.lane_opener = Some(Box::new(move || {
             // Only status replies come back on a lane: the default window is plenty.
             let mut channel = session.channel_session().map_err(NoLane::from_ssh)?;
-            channel.subsystem("sftp").map_err(NoLane::from_ssh)?;
-            Ok(Box::new(channel) as Box<dyn Channel>)
+            Ok(Box::new(move || {
+                channel.subsystem("sftp").map_err(NoLane::from_ssh)?;
+                Ok(Box::new(channel) as Box<dyn Channel>)
+            }) as LaneStarted)
         }));
         Ok(remote)
     }

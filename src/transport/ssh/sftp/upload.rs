@@ -20,7 +20,7 @@ use russh_sftp::protocol::{
 use super::{CHUNK, SftpRemote, WINDOW};
 use crate::error::{Error, ErrorKind, Result};
 use crate::transport::{Receipt, Upload};
-use lane::{LANE_MIN, Lane, Readiness};
+use lane::{LANE_MIN, Lane, Readiness, Starting};
 
 mod lane;
 
@@ -42,11 +42,18 @@ pub(super) struct SftpUpload<'a> {
     unconfirmed: Option<(u32, Kept)>,
     /// The bytes `Upload::expect_len` announced.
     expected: u64,
-    /// A second lane was opened for this upload, or found not worth it.
-    lane_tried: bool,
+    /// How far opening a second lane has come.
+    lane_step: LaneStep,
     lane: Option<Lane>,
     /// With the channels' windows unknown, chunks alternate between the lanes.
     alternate: bool,
+}
+
+enum LaneStep {
+    NotYet,
+    Starting(Starting),
+    /// Opened, refused or not worth it.
+    Done,
 }
 
 /// Chunks written on a guessed handle (offset, bytes), kept to be sent again if wrong.
@@ -135,7 +142,7 @@ impl SftpRemote {
                 beside: small,
                 unconfirmed: Some((open, Vec::new())),
                 expected: 0,
-                lane_tried: false,
+                lane_step: LaneStep::NotYet,
                 lane: None,
                 alternate: false,
             }));
@@ -196,7 +203,7 @@ impl SftpRemote {
             beside: small,
             unconfirmed: None,
             expected: 0,
-            lane_tried: false,
+            lane_step: LaneStep::NotYet,
             lane: None,
             alternate: false,
         }))
@@ -322,23 +329,34 @@ impl SftpUpload<'_> {
         Ok(())
     }
 
-    /// Open the second lane once the upload is announced large enough and it is time
-    /// (`lane::time_to_open`).
+    /// Take the next step of opening a second lane, for an upload announced large enough,
+    /// when it is time (`lane::time_to_step`).
     fn start_lane(&mut self) -> Result<()> {
-        if self.lane_tried
-            || self.expected < LANE_MIN
-            || !lane::time_to_open(self.remote.channel.write_room(), self.offset)
-        {
+        if self.expected < LANE_MIN {
             return Ok(());
         }
-        self.lane_tried = true;
-        let Some(mut lane) = self.remote.open_lane()? else {
-            return Ok(());
-        };
-        // The lane's open must reach the server after the create: it was answered.
-        self.confirm()?;
-        lane.open_file(&self.path)?;
-        self.lane = Some(lane);
+        let room = self.remote.channel.write_room();
+        match std::mem::replace(&mut self.lane_step, LaneStep::Done) {
+            LaneStep::NotYet if lane::time_to_step(room, self.offset, 0) => {
+                if let Some(starting) = self.remote.start_lane(self.offset)? {
+                    self.lane_step = LaneStep::Starting(starting);
+                }
+            }
+            LaneStep::Starting(starting) if lane::time_to_step(room, self.offset, starting.at) => {
+                let Some(mut lane) = self.remote.finish_lane(starting)? else {
+                    return Ok(());
+                };
+                // The lane's open must reach the server after the create. The create's
+                // reply came during the two steps: no round trip is waited for here.
+                self.remote.streaming = true;
+                let confirmed = self.confirm();
+                self.remote.streaming = false;
+                confirmed?;
+                lane.open_file(&self.path)?;
+                self.lane = Some(lane);
+            }
+            step => self.lane_step = step,
+        }
         Ok(())
     }
 

@@ -5,10 +5,11 @@
 //! round trip (about 40 MB/s at 50 ms): `ssh host 'cat > FILE'` and a one-channel SFTP
 //! upload both stop there. A lane has a window of its own. Once an upload announced as
 //! large (`Upload::expect_len`) has filled the first channel's window, the lane's channel
-//! is opened (two round trips, while that window drains) and the file opened on it for
-//! writing, after the first session's create was answered, so that the server carries
-//! the open out after the create. From then on each chunk goes to the channel with more
-//! room.
+//! is opened; when the window is full again, SFTP is started on it. Each step blocks for
+//! a round trip, during which the first window drains as it would anyway. Then the file
+//! is opened on the lane for writing (the first session's create was answered long
+//! before, so the server carries the open out after the create), and from then on each
+//! chunk goes to the channel with more room.
 //!
 //! Two server processes then write one file, each request at its own offset, so their
 //! order does not matter. What `Upload::finish` promises still holds:
@@ -27,16 +28,25 @@ use std::collections::VecDeque;
 use russh_sftp::protocol::{OpenFlags, Packet};
 
 use super::super::session::lost;
-use super::super::{CHUNK, NoLane, SftpRemote, WINDOW};
+use super::super::{CHUNK, LaneStarted, NoLane, SftpRemote, WINDOW};
 use crate::error::{Error, Result};
 
 /// An upload expected to be at least this large opens a lane: below it, the round trips
 /// of opening one cost more than the second window saves.
 pub(super) const LANE_MIN: u64 = 16 << 20;
-/// Where the first channel's window is not known: the lane opens once this much is sent.
+/// Where the first channel's window is not known: each step of opening a lane waits for
+/// this much more to be sent.
 pub(super) const LANE_START: u64 = 2 << 20;
-/// Where it is known, the lane opens when it fills, or at the latest once this much is sent.
-pub(super) const LANE_LATEST: u64 = 8 << 20;
+/// Where it is known, each step of opening waits for it to fill, or at the latest for
+/// this much more to be sent.
+pub(super) const LANE_LATEST: u64 = 4 << 20;
+
+/// A lane half-way: its channel open, its subsystem not started; `at`: the bytes the
+/// upload had sent then.
+pub(super) struct Starting {
+    finish: LaneStarted,
+    pub(super) at: u64,
+}
 
 pub(super) struct Lane {
     remote: SftpRemote,
@@ -59,25 +69,23 @@ pub(super) enum Readiness {
 }
 
 impl SftpRemote {
-    /// A second session on this connection, or `None` when there is no way to open one
-    /// or the server refuses it (then no upload of this session tries again).
-    pub(super) fn open_lane(&mut self) -> Result<Option<Lane>> {
+    /// Open a second channel on this connection, the first step of a lane; `None` when
+    /// there is no way to or the server refuses (then no upload of this session tries
+    /// again).
+    pub(super) fn start_lane(&mut self, at: u64) -> Result<Option<Starting>> {
         let Some(opener) = self.lane_opener.as_mut() else {
             return Ok(None);
         };
-        let channel = match opener() {
-            Ok(channel) => channel,
-            Err(NoLane::Refused(e)) => {
-                if self.trace {
-                    eprintln!("sftp: no second channel: {e}");
-                }
-                self.lane_opener = None;
-                return Ok(None);
-            }
-            Err(NoLane::Failed(e)) => {
-                self.broken = true;
-                return Err(lost(&self.describe, e));
-            }
+        let started = opener();
+        Ok(self
+            .lane_step(started)?
+            .map(|finish| Starting { finish, at }))
+    }
+
+    /// Start SFTP on the channel `start_lane` opened: the lane, its file not open yet.
+    pub(super) fn finish_lane(&mut self, starting: Starting) -> Result<Option<Lane>> {
+        let Some(channel) = self.lane_step((starting.finish)())? else {
+            return Ok(None);
         };
         let mut remote = SftpRemote::over(channel, None, &self.root, self.describe.clone())?;
         remote.trace = self.trace;
@@ -92,6 +100,25 @@ impl SftpRemote {
             fsync: None,
             chunks: Vec::new(),
         }))
+    }
+
+    /// The outcome of a step of opening a lane: a refusal is `None` (and the last try),
+    /// a failure breaks the session.
+    fn lane_step<T>(&mut self, step: std::result::Result<T, NoLane>) -> Result<Option<T>> {
+        match step {
+            Ok(next) => Ok(Some(next)),
+            Err(NoLane::Refused(e)) => {
+                if self.trace {
+                    eprintln!("sftp: no second channel: {e}");
+                }
+                self.lane_opener = None;
+                Ok(None)
+            }
+            Err(NoLane::Failed(e)) => {
+                self.broken = true;
+                Err(lost(&self.describe, e))
+            }
+        }
     }
 
     /// Close the lane's file, end its input and keep it until this session ends: the
@@ -207,12 +234,13 @@ impl Lane {
     }
 }
 
-/// Whether to open the lane now: when the first channel's window is full (its two
-/// round trips then cost little more than waiting for room), or, where the window never
-/// fills (a fast link, where opening costs little) or is not known, once enough is sent.
-pub(super) fn time_to_open(first_room: Option<u32>, sent: u64) -> bool {
+/// Whether to take the next step of opening a lane (0: the first; else the bytes sent
+/// at the last): when the first channel's window is full, since a step's round trip then
+/// costs nothing more than waiting for room; where the window never fills (a fast link,
+/// where a round trip costs little) or is not known, once enough more is sent.
+pub(super) fn time_to_step(first_room: Option<u32>, sent: u64, since: u64) -> bool {
     match first_room {
-        Some(room) => (room as usize) < CHUNK || sent >= LANE_LATEST,
-        None => sent >= LANE_START,
+        Some(room) => (room as usize) < CHUNK || sent >= since + LANE_LATEST,
+        None => sent >= since + LANE_START,
     }
 }
