@@ -20,7 +20,7 @@ use russh_sftp::protocol::{
 use super::{CHUNK, SftpRemote, WINDOW};
 use crate::error::{Error, ErrorKind, Result};
 use crate::transport::{Receipt, Upload};
-use lane::{LANE_MIN, Lane, Readiness, Starting};
+use lane::{Lane, LaneStep};
 
 mod lane;
 
@@ -47,13 +47,6 @@ pub(super) struct SftpUpload<'a> {
     lane: Option<Lane>,
     /// With the channels' windows unknown, chunks alternate between the lanes.
     alternate: bool,
-}
-
-enum LaneStep {
-    NotYet,
-    Starting(Starting),
-    /// Opened, refused or not worth it.
-    Done,
 }
 
 /// Chunks written on a guessed handle (offset, bytes), kept to be sent again if wrong.
@@ -291,13 +284,7 @@ impl SftpUpload<'_> {
         if !last {
             self.start_lane()?;
             if self.on_lane() {
-                let data = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
-                let (offset, len) = (self.offset, data.len() as u64);
-                if let Some(lane) = &mut self.lane {
-                    lane.send(offset, data, &self.path)?;
-                }
-                self.offset += len;
-                return Ok(());
+                return self.send_on_lane();
             }
         }
         if self.inflight.len() >= WINDOW && self.unconfirmed.is_some() {
@@ -327,62 +314,6 @@ impl SftpUpload<'_> {
         self.offset += len;
         self.inflight.push_back(id);
         Ok(())
-    }
-
-    /// Take the next step of opening a second lane, for an upload announced large enough,
-    /// when it is time (`lane::time_to_step`).
-    fn start_lane(&mut self) -> Result<()> {
-        if self.expected < LANE_MIN {
-            return Ok(());
-        }
-        let room = self.remote.channel.write_room();
-        match std::mem::replace(&mut self.lane_step, LaneStep::Done) {
-            LaneStep::NotYet if lane::time_to_step(room, self.offset, 0) => {
-                if let Some(starting) = self.remote.start_lane(self.offset)? {
-                    self.lane_step = LaneStep::Starting(starting);
-                }
-            }
-            LaneStep::Starting(starting) if lane::time_to_step(room, self.offset, starting.at) => {
-                let Some(mut lane) = self.remote.finish_lane(starting)? else {
-                    return Ok(());
-                };
-                // The lane's open must reach the server after the create. The create's
-                // reply came during the two steps: no round trip is waited for here.
-                self.remote.streaming = true;
-                let confirmed = self.confirm();
-                self.remote.streaming = false;
-                confirmed?;
-                lane.open_file(&self.path)?;
-                self.lane = Some(lane);
-            }
-            step => self.lane_step = step,
-        }
-        Ok(())
-    }
-
-    /// Whether the next chunk goes on the second lane: the one with more room in its
-    /// window (every other one when the windows are not known).
-    fn on_lane(&mut self) -> bool {
-        let Some(lane) = &mut self.lane else {
-            return false;
-        };
-        match lane.poll() {
-            Readiness::Open => {}
-            Readiness::NotYet => return false,
-            Readiness::Refused => {
-                if let Some(lane) = self.lane.take() {
-                    self.remote.retire_lane(lane);
-                }
-                return false;
-            }
-        }
-        match (self.remote.channel.write_room(), lane.room()) {
-            (Some(first), Some(second)) => second > first,
-            _ => {
-                self.alternate = !self.alternate;
-                self.alternate
-            }
-        }
     }
 
     /// Wait for the reply to a guessed handle's open. Wrong: the chunks go again on the

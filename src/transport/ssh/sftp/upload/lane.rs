@@ -29,23 +29,24 @@ use russh_sftp::protocol::{OpenFlags, Packet};
 
 use super::super::session::lost;
 use super::super::{CHUNK, LaneStarted, NoLane, SftpRemote, WINDOW};
+use super::SftpUpload;
 use crate::error::{Error, Result};
 
 /// An upload expected to be at least this large opens a lane: below it, the round trips
 /// of opening one cost more than the second window saves.
-pub(super) const LANE_MIN: u64 = 16 << 20;
+const LANE_MIN: u64 = 16 << 20;
 /// Where the first channel's window is not known: each step of opening a lane waits for
 /// this much more to be sent.
-pub(super) const LANE_START: u64 = 2 << 20;
+const LANE_START: u64 = 2 << 20;
 /// Where it is known, each step of opening waits for it to fill, or at the latest for
 /// this much more to be sent.
-pub(super) const LANE_LATEST: u64 = 4 << 20;
+const LANE_LATEST: u64 = 4 << 20;
 
 /// A lane half-way: its channel open, its subsystem not started; `at`: the bytes the
 /// upload had sent then.
 pub(super) struct Starting {
     finish: LaneStarted,
-    pub(super) at: u64,
+    at: u64,
 }
 
 pub(super) struct Lane {
@@ -59,8 +60,16 @@ pub(super) struct Lane {
     chunks: Vec<(u64, u64)>,
 }
 
+/// How far opening an upload's second lane has come.
+pub(super) enum LaneStep {
+    NotYet,
+    Starting(Starting),
+    /// Opened, refused or not worth it.
+    Done,
+}
+
 /// Whether a lane takes writes yet.
-pub(super) enum Readiness {
+enum Readiness {
     Open,
     /// Its open is not answered yet.
     NotYet,
@@ -141,6 +150,75 @@ impl SftpRemote {
     }
 }
 
+impl SftpUpload<'_> {
+    /// Take the next step of opening a second lane, for an upload announced large enough,
+    /// when it is time (`time_to_step`).
+    pub(super) fn start_lane(&mut self) -> Result<()> {
+        if self.expected < LANE_MIN {
+            return Ok(());
+        }
+        let room = self.remote.channel.write_room();
+        match std::mem::replace(&mut self.lane_step, LaneStep::Done) {
+            LaneStep::NotYet if time_to_step(room, self.offset, 0) => {
+                if let Some(starting) = self.remote.start_lane(self.offset)? {
+                    self.lane_step = LaneStep::Starting(starting);
+                }
+            }
+            LaneStep::Starting(starting) if time_to_step(room, self.offset, starting.at) => {
+                let Some(mut lane) = self.remote.finish_lane(starting)? else {
+                    return Ok(());
+                };
+                // The lane's open must reach the server after the create. The create's
+                // reply came during the two steps: no round trip is waited for here.
+                self.remote.streaming = true;
+                let confirmed = self.confirm();
+                self.remote.streaming = false;
+                confirmed?;
+                lane.open_file(&self.path)?;
+                self.lane = Some(lane);
+            }
+            step => self.lane_step = step,
+        }
+        Ok(())
+    }
+
+    /// Whether the next chunk goes on the second lane: the one with more room in its
+    /// window (every other one when the windows are not known).
+    pub(super) fn on_lane(&mut self) -> bool {
+        let Some(lane) = &mut self.lane else {
+            return false;
+        };
+        match lane.poll() {
+            Readiness::Open => {}
+            Readiness::NotYet => return false,
+            Readiness::Refused => {
+                if let Some(lane) = self.lane.take() {
+                    self.remote.retire_lane(lane);
+                }
+                return false;
+            }
+        }
+        match (self.remote.channel.write_room(), lane.room()) {
+            (Some(first), Some(second)) => second > first,
+            _ => {
+                self.alternate = !self.alternate;
+                self.alternate
+            }
+        }
+    }
+
+    /// Send the buffered chunk on the lane.
+    pub(super) fn send_on_lane(&mut self) -> Result<()> {
+        let data = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        let (offset, len) = (self.offset, data.len() as u64);
+        if let Some(lane) = &mut self.lane {
+            lane.send(offset, data, &self.path)?;
+        }
+        self.offset += len;
+        Ok(())
+    }
+}
+
 impl Lane {
     /// Open `path`, created by the first session (its create answered), for writing.
     pub(super) fn open_file(&mut self, path: &str) -> Result<()> {
@@ -149,7 +227,7 @@ impl Lane {
     }
 
     /// Whether the lane takes writes; its open's reply is read only once it has arrived.
-    pub(super) fn poll(&mut self) -> Readiness {
+    fn poll(&mut self) -> Readiness {
         if self.handle.is_some() {
             return Readiness::Open;
         }
@@ -175,7 +253,7 @@ impl Lane {
     }
 
     /// Bytes the lane's channel takes before a write waits.
-    pub(super) fn room(&self) -> Option<u32> {
+    fn room(&self) -> Option<u32> {
         self.remote.channel.write_room()
     }
 
@@ -238,7 +316,7 @@ impl Lane {
 /// at the last): when the first channel's window is full, since a step's round trip then
 /// costs nothing more than waiting for room; where the window never fills (a fast link,
 /// where a round trip costs little) or is not known, once enough more is sent.
-pub(super) fn time_to_step(first_room: Option<u32>, sent: u64, since: u64) -> bool {
+fn time_to_step(first_room: Option<u32>, sent: u64, since: u64) -> bool {
     match first_room {
         Some(room) => (room as usize) < CHUNK || sent >= since + LANE_LATEST,
         None => sent >= since + LANE_START,
