@@ -182,7 +182,6 @@ pub(super) struct Missing {
     pub stored_len: u64,
 }
 
-#[allow(clippy::too_many_arguments)]
 fn upload_and_publish(
     store: &Store,
     remote: &mut dyn Backend,

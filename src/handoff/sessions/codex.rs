@@ -28,32 +28,33 @@ pub fn sessions(
     workspace: Option<&Path>,
     count: super::Count,
 ) -> Result<Vec<SessionInfo>> {
-    let mut files = Vec::new();
-    collect_rollouts(&codex_home.join("sessions"), 0, &mut files);
-    Ok(files
+    Ok(rollout_files(codex_home)
         .into_iter()
-        .filter_map(|path| {
-            let modified = super::modified(&path);
-            describe(path, modified, workspace, count)
-        })
+        .filter_map(|(modified, path)| describe(path, modified, workspace, count))
         .collect())
 }
 
 /// The newest session recorded in `workspace`, as `latest` orders them, reading the
 /// start of as few rollouts as that takes ([`super::newest_described`]).
 pub fn newest(codex_home: &Path, workspace: &Path) -> Option<SessionInfo> {
-    let mut files = Vec::new();
-    collect_rollouts(&codex_home.join("sessions"), 0, &mut files);
-    let files = files
+    let files = rollout_files(codex_home)
         .into_iter()
-        .map(|path| {
-            let modified = super::modified(&path);
-            (modified, (modified, path))
-        })
+        .map(|(modified, path)| (modified, (modified, path)))
         .collect();
     super::newest_described(files, |(modified, path)| {
         describe(path, modified, Some(workspace), super::Count::NotLines)
     })
+}
+
+/// The rollouts under `codex_home/sessions`, each with its last change (seconds since
+/// the epoch).
+fn rollout_files(codex_home: &Path) -> Vec<(u64, PathBuf)> {
+    let mut files = Vec::new();
+    collect_rollouts(&codex_home.join("sessions"), 0, &mut files);
+    files
+        .into_iter()
+        .map(|path| (super::modified(&path), path))
+        .collect()
 }
 
 /// What the first line of the rollout at `path` says of its session; `None` for one

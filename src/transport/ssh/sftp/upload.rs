@@ -283,8 +283,8 @@ impl SftpUpload<'_> {
         }
         if !last {
             self.start_lane()?;
-            if self.on_lane() {
-                return self.send_on_lane();
+            if self.sent_on_lane()? {
+                return Ok(());
             }
         }
         if self.inflight.len() >= WINDOW && self.unconfirmed.is_some() {

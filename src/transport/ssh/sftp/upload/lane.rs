@@ -51,9 +51,7 @@ pub(super) struct Starting {
 
 pub(super) struct Lane {
     remote: SftpRemote,
-    /// The OPEN of the file, until its reply is read; then its handle.
-    open: Option<u32>,
-    handle: Option<String>,
+    file: LaneFile,
     inflight: VecDeque<u32>,
     fsync: Option<u32>,
     /// The chunks written on the lane (offset, length).
@@ -66,6 +64,13 @@ pub(super) enum LaneStep {
     Starting(Starting),
     /// Opened, refused or not worth it.
     Done,
+}
+
+/// The upload's file on a lane.
+enum LaneFile {
+    /// Its OPEN, not answered yet (or not read).
+    Opening(u32),
+    Open(String),
 }
 
 /// Whether a lane takes writes yet.
@@ -91,8 +96,10 @@ impl SftpRemote {
             .map(|finish| Starting { finish, at }))
     }
 
-    /// Start SFTP on the channel `start_lane` opened: the lane, its file not open yet.
-    pub(super) fn finish_lane(&mut self, starting: Starting) -> Result<Option<Lane>> {
+    /// Start SFTP on the channel `start_lane` opened, and open `path` on it for writing:
+    /// the caller's create of `path` must have been answered, so that the server carries
+    /// the open out after it.
+    pub(super) fn finish_lane(&mut self, starting: Starting, path: &str) -> Result<Option<Lane>> {
         let Some(channel) = self.lane_step((starting.finish)())? else {
             return Ok(None);
         };
@@ -101,10 +108,10 @@ impl SftpRemote {
         if self.trace {
             eprintln!("sftp: second channel opened");
         }
+        let open = remote.open(path, OpenFlags::WRITE, None)?;
         Ok(Some(Lane {
             remote,
-            open: None,
-            handle: None,
+            file: LaneFile::Opening(open),
             inflight: VecDeque::new(),
             fsync: None,
             chunks: Vec::new(),
@@ -142,7 +149,7 @@ impl SftpRemote {
                 lane.chunks.len()
             );
         }
-        if let Some(handle) = lane.handle.take() {
+        if let LaneFile::Open(handle) = lane.file {
             let _ = lane.remote.close_later(handle, "second channel's file");
         }
         lane.remote.end_input();
@@ -165,82 +172,65 @@ impl SftpUpload<'_> {
                 }
             }
             LaneStep::Starting(starting) if time_to_step(room, self.offset, starting.at) => {
-                let Some(mut lane) = self.remote.finish_lane(starting)? else {
-                    return Ok(());
-                };
                 // The lane's open must reach the server after the create. The create's
-                // reply came during the two steps: no round trip is waited for here.
+                // reply came during the first step: no round trip is waited for here.
                 self.remote.streaming = true;
                 let confirmed = self.confirm();
                 self.remote.streaming = false;
                 confirmed?;
-                lane.open_file(&self.path)?;
-                self.lane = Some(lane);
+                self.lane = self.remote.finish_lane(starting, &self.path)?;
             }
             step => self.lane_step = step,
         }
         Ok(())
     }
 
-    /// Whether the next chunk goes on the second lane: the one with more room in its
-    /// window (every other one when the windows are not known).
-    pub(super) fn on_lane(&mut self) -> bool {
+    /// Send the buffered chunk on the second lane if it has more room in its window than
+    /// the first channel (every other chunk when the windows are not known): `false`
+    /// when it goes on the first.
+    pub(super) fn sent_on_lane(&mut self) -> Result<bool> {
         let Some(lane) = &mut self.lane else {
-            return false;
+            return Ok(false);
         };
         match lane.poll() {
             Readiness::Open => {}
-            Readiness::NotYet => return false,
+            Readiness::NotYet => return Ok(false),
             Readiness::Refused => {
                 if let Some(lane) = self.lane.take() {
                     self.remote.retire_lane(lane);
                 }
-                return false;
+                return Ok(false);
             }
         }
-        match (self.remote.channel.write_room(), lane.room()) {
+        let on_lane = match (self.remote.channel.write_room(), lane.room()) {
             (Some(first), Some(second)) => second > first,
             _ => {
                 self.alternate = !self.alternate;
                 self.alternate
             }
+        };
+        if on_lane {
+            let data = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+            let len = data.len() as u64;
+            lane.send(self.offset, data, &self.path)?;
+            self.offset += len;
         }
-    }
-
-    /// Send the buffered chunk on the lane.
-    pub(super) fn send_on_lane(&mut self) -> Result<()> {
-        let data = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
-        let (offset, len) = (self.offset, data.len() as u64);
-        if let Some(lane) = &mut self.lane {
-            lane.send(offset, data, &self.path)?;
-        }
-        self.offset += len;
-        Ok(())
+        Ok(on_lane)
     }
 }
 
 impl Lane {
-    /// Open `path`, created by the first session (its create answered), for writing.
-    pub(super) fn open_file(&mut self, path: &str) -> Result<()> {
-        self.open = Some(self.remote.open(path, OpenFlags::WRITE, None)?);
-        Ok(())
-    }
-
     /// Whether the lane takes writes; its open's reply is read only once it has arrived.
     fn poll(&mut self) -> Readiness {
-        if self.handle.is_some() {
+        let LaneFile::Opening(open) = self.file else {
             return Readiness::Open;
-        }
-        let Some(open) = self.open else {
-            return Readiness::Refused;
         };
         if !self.remote.channel.has_input() {
             return Readiness::NotYet;
         }
-        self.open = None;
         match self.remote.wait(open) {
             Ok(Packet::Handle(h)) => {
-                self.handle = Some(h.handle);
+                self.file = LaneFile::Open(h.handle);
                 Readiness::Open
             }
             reply => {
@@ -259,10 +249,10 @@ impl Lane {
 
     /// Write `data` at `offset` of `path` (the file the lane has open).
     pub(super) fn send(&mut self, offset: u64, data: Vec<u8>, path: &str) -> Result<()> {
-        let handle = self
-            .handle
-            .clone()
-            .ok_or_else(|| Error::other("a write on a second channel that is not open"))?;
+        let LaneFile::Open(handle) = &self.file else {
+            return Err(Error::other("a write on a second channel that is not open"));
+        };
+        let handle = handle.clone();
         if self.inflight.len() >= WINDOW
             && let Some(oldest) = self.inflight.pop_front()
         {
@@ -290,7 +280,8 @@ impl Lane {
 
     /// Send the fsync that follows the lane's writes (nothing when it wrote nothing).
     pub(super) fn send_fsync(&mut self) -> Result<()> {
-        if let (Some(handle), false) = (self.handle.clone(), self.chunks.is_empty()) {
+        if let (LaneFile::Open(handle), false) = (&self.file, self.chunks.is_empty()) {
+            let handle = handle.clone();
             self.fsync = self.remote.fsync(&handle)?;
         }
         Ok(())
