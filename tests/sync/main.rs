@@ -9,6 +9,8 @@
 mod common;
 #[path = "../common/faultproxy.rs"]
 mod faultproxy;
+#[path = "../common/s3_hostile.rs"]
+mod hostile;
 #[path = "../common/s3.rs"]
 mod s3;
 #[path = "../common/sshd.rs"]
@@ -19,6 +21,7 @@ mod round_trips_hint;
 mod round_trips_pack;
 mod s3_failures;
 mod s3_harness;
+mod s3_hostile;
 mod s3_roundtrip;
 mod scenarios;
 mod ssh_cipher;
