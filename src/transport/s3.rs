@@ -4,15 +4,19 @@
 //! publishing is a conditional create (`If-None-Match: *`) under its final name, which is
 //! the compare-and-swap of the ref generations (SPEC section 12). object_store does the
 //! requests (SigV4, retries with backoff) on a current-thread tokio runtime: the rest of
-//! baton stays synchronous.
+//! baton stays synchronous. What a hostile server can make it read is bounded
+//! (`limits.rs`), and what it claims to have stored is read back (`upload.rs`).
 
 mod http;
+mod limits;
+mod list;
 pub mod settings;
 mod upload;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use futures::{StreamExt, TryStreamExt};
@@ -25,7 +29,7 @@ use object_store::{
 
 use super::backend::{Backend, Chain, Listing, NewItem, staging_name};
 use super::{Published, RemoteEntry, Upload};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::format::layout::{self, Kind};
 use crate::store::leftovers;
 use http::{CountingConnector, Counts, map_error};
@@ -55,6 +59,12 @@ pub struct S3Backend {
     staged: HashMap<String, Staged>,
     /// Whether this process checked that the server refuses a second conditional create.
     probed: bool,
+    /// Whether it checked the same under `refs/` (`probe_refs`; set by a future that
+    /// runs beside the pack's upload, hence atomic).
+    refs_probed: AtomicBool,
+    /// The newest ref generation this process read, per ref directory: its path and
+    /// bytes (what `probe_refs` re-creates).
+    generations_read: BTreeMap<String, (String, Vec<u8>)>,
     multipart_above: u64,
     counts: Arc<Counts>,
     trace: bool,
@@ -121,6 +131,8 @@ impl S3Backend {
             },
             staged: HashMap::new(),
             probed: false,
+            refs_probed: AtomicBool::new(false),
+            generations_read: BTreeMap::new(),
             multipart_above,
             counts,
             trace,
@@ -167,41 +179,20 @@ impl S3Backend {
     fn create_small(&self, rel: &str, bytes: &[u8]) -> Result<Published> {
         match self.create(rel, bytes.to_vec())? {
             Published::Done => Ok(Published::Done),
-            Published::Exists => {
-                let path = self.path(rel)?;
-                let theirs = self
-                    .rt
-                    .block_on(async { self.s3.get(&path).await?.bytes().await });
-                match theirs {
-                    Ok(theirs) if theirs.as_ref() == bytes => Ok(Published::Done),
-                    Ok(_) | Err(object_store::Error::NotFound { .. }) => Ok(Published::Exists),
-                    Err(e) => Err(self.err(e, rel)),
-                }
-            }
+            Published::Exists => self.existing_is(rel, bytes),
         }
     }
 
-    /// Before the first write of this process: a key created twice with `If-None-Match:
-    /// *` must be refused the second time, else nothing baton publishes is safe.
-    fn probe(&mut self) -> Result<()> {
-        if self.probed {
-            return Ok(());
-        }
-        let rel = format!("{}/probe-{}", layout::STAGING, staging_name());
-        // `Exists` the first time is our own retried request (the name is unique).
-        self.create(&rel, b"baton probe 1\n".to_vec())?;
-        let second = self.create(&rel, b"baton probe 2\n".to_vec())?;
-        let path = self.path(&rel)?;
-        let _ = self.rt.block_on(self.s3.delete(&path));
-        if second == Published::Done {
-            return Err(Error::new(
-                ErrorKind::Security,
-                format!("{PROBE_FAILED} (a second create of {} at {} succeeded)", self.key(&rel), self.place()),
-            )
-            .with_hint("use a server that enforces If-None-Match on PutObject (AWS S3, MinIO, R2, ...), or remove the proxy that strips it"));
-        }
-        self.probed = true;
-        Ok(())
+    /// `Done` when `rel` holds exactly `bytes` (read no further than their length), else
+    /// `Exists`.
+    fn existing_is(&self, rel: &str, bytes: &[u8]) -> Result<Published> {
+        let theirs = self
+            .rt
+            .block_on(self.fetch_small(rel, bytes.len() as u64))?;
+        Ok(match theirs {
+            Small::Bytes(theirs) if theirs == bytes => Published::Done,
+            _ => Published::Exists,
+        })
     }
 
     fn begin(&mut self, store: Vec<(String, Vec<u8>)>) -> Result<NewItem> {
@@ -243,78 +234,61 @@ impl S3Backend {
             .beside
             .get(name)
             .ok_or_else(|| Error::internal(format!("nothing staged as {name}")))?;
-        self.create_small(&layout::path(kind, to), bytes)
-    }
-
-    /// One listing: the names right under a prefix (objects, and `is_dir` for deeper keys).
-    async fn list(&self, rel: String) -> Result<Vec<RemoteEntry>> {
-        let key = self.key(&rel);
-        let key = key.trim_end_matches('/');
-        let prefix = if key.is_empty() {
-            None
-        } else {
-            Some(
-                Path::parse(key)
-                    .map_err(|e| Error::internal(format!("invalid S3 key {key}: {e}")))?,
-            )
-        };
-        let listed = self
-            .s3
-            .list_with_delimiter(prefix.as_ref())
-            .await
-            .map_err(|e| map_error(e, &self.place(), key))?;
-        let mut entries: Vec<RemoteEntry> = listed
-            .common_prefixes
-            .iter()
-            .filter_map(|p| p.filename().map(str::to_string))
-            .map(|name| RemoteEntry {
-                name,
-                size: 0,
-                mtime: 0,
-                is_dir: true,
-            })
-            .chain(listed.objects.iter().filter_map(|o| {
-                Some(RemoteEntry {
-                    name: o.location.filename()?.to_string(),
-                    size: o.size,
-                    mtime: u64::try_from(o.last_modified.timestamp()).unwrap_or(0),
-                    is_dir: false,
-                })
-            }))
-            .collect();
-        entries.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(entries)
+        self.publish_generation(&layout::path(kind, to), bytes)
     }
 
     /// One small read: `None` when missing; larger than `limit`: an error.
     async fn read_small(&self, rel: String, limit: u64) -> Result<Option<Vec<u8>>> {
-        let path = self.path(&rel)?;
+        match self.fetch_small(&rel, limit).await? {
+            Small::Missing => Ok(None),
+            Small::Bytes(bytes) => Ok(Some(bytes)),
+            Small::Larger => Err(Error::integrity(format!(
+                "{} at {} is larger than {limit} bytes",
+                self.key(&rel),
+                self.place()
+            ))),
+        }
+    }
+
+    /// `rel`'s bytes if it has at most `limit` of them, read as they arrive and no
+    /// further than one chunk past `limit` whatever the server declares or sends.
+    async fn fetch_small(&self, rel: &str, limit: u64) -> Result<Small> {
+        let path = self.path(rel)?;
         let got = match self.s3.get_opts(&path, GetOptions::default()).await {
             Ok(got) => got,
             Err(e @ object_store::Error::NotFound { .. }) => {
                 // A missing bucket answers 404 too: that is an error, not a missing item.
-                let mapped = map_error(e, &self.place(), &self.key(&rel));
+                let mapped = map_error(e, &self.place(), &self.key(rel));
                 return if mapped.message.starts_with("no such bucket") {
                     Err(mapped)
                 } else {
-                    Ok(None)
+                    Ok(Small::Missing)
                 };
             }
-            Err(e) => return Err(map_error(e, &self.place(), &self.key(&rel))),
+            Err(e) => return Err(map_error(e, &self.place(), &self.key(rel))),
         };
         if got.meta.size > limit {
-            return Err(Error::integrity(format!(
-                "{} at {} is larger than {limit} bytes",
-                self.key(&rel),
-                self.place()
-            )));
+            return Ok(Small::Larger);
         }
-        let bytes = got
-            .bytes()
-            .await
-            .map_err(|e| map_error(e, &self.place(), &self.key(&rel)))?;
-        Ok(Some(bytes.to_vec()))
+        let mut bytes = Vec::with_capacity(got.meta.size.min(1 << 20) as usize);
+        let mut stream = got.into_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| map_error(e, &self.place(), &self.key(rel)))?;
+            if (bytes.len() + chunk.len()) as u64 > limit {
+                return Ok(Small::Larger);
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(Small::Bytes(bytes))
     }
+}
+
+/// What a bounded small read found.
+enum Small {
+    Missing,
+    /// More than the limit (declared or sent).
+    Larger,
+    Bytes(Vec<u8>),
 }
 
 /// Where a listing looks, relative to the store's prefix.
@@ -345,7 +319,7 @@ impl Backend for S3Backend {
         limit: u64,
     ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
         let this = &*self;
-        this.rt.block_on(async {
+        let (read, listed) = this.rt.block_on(async {
             let reads = futures::stream::iter(
                 reads
                     .iter()
@@ -362,8 +336,10 @@ impl Backend for S3Backend {
                 .map_ok(Some)
                 .try_collect::<Vec<_>>()
                 .await?;
-            Ok((reads, lists))
-        })
+            Ok::<_, Error>((reads, lists))
+        })?;
+        self.remember_generations(reads, &read);
+        Ok((read, listed))
     }
 
     fn read_range(&mut self, kind: &Kind, name: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
@@ -494,6 +470,9 @@ impl Backend for S3Backend {
         name: &str,
         (staged_name, then_kind, then_name): (&str, &Kind, &str),
     ) -> Result<Chain> {
+        // Does the server honour the condition under refs/? Asked beside the pack's
+        // upload, answered before any generation is created.
+        let probe = self.refs_probe_for(then_kind);
         let staged = self.staged(item)?;
         // A new store's small files at once (any already there is fine: a half-made
         // store, or a twin making it), then `config`: a store with a config is complete.
@@ -504,7 +483,7 @@ impl Backend for S3Backend {
             store = Some(self.create_small(config, bytes)?);
         }
         let rel = layout::path(kind, name);
-        let item_published = self.put_item(staged, &rel)?;
+        let item_published = self.put_item(staged, &rel, probe)?;
         if item_published == Published::Exists {
             return Ok(Chain {
                 store,

@@ -1,17 +1,19 @@
-//! The S3 backend's HTTP side: every request counted by method (and, with `BATON_TRACE`,
-//! logged without its headers, so never a signature), and object_store's errors turned
-//! into baton's exit codes.
+//! The S3 backend's HTTP side: the reqwest client (built here, so that it follows no
+//! redirect), every request counted by method (and, with `BATON_TRACE`, logged without
+//! its headers, so never a signature), every response body held to the cap its request
+//! allows (`limits.rs`), and object_store's errors turned into baton's exit codes.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use object_store::ClientOptions;
 use object_store::client::{
-    HttpClient, HttpConnector, HttpError, HttpRequest, HttpResponse, HttpService, ReqwestConnector,
+    HttpClient, HttpConnector, HttpError, HttpRequest, HttpResponse, HttpResponseBody, HttpService,
 };
+use object_store::{ClientConfigKey, ClientOptions};
 
+use super::limits::{BodyOverLimit, Capped, body_cap};
 use crate::error::{Error, ErrorKind};
 
 /// Requests sent, by what they do.
@@ -71,7 +73,8 @@ impl Counts {
     }
 }
 
-/// Makes object_store's reqwest client count (and trace) what it sends.
+/// Makes the S3 client's HTTP: reqwest built here (object_store's own connector would
+/// follow redirects), counting and capping what it sends and receives.
 #[derive(Debug)]
 pub struct CountingConnector {
     pub counts: Arc<Counts>,
@@ -83,14 +86,87 @@ impl HttpConnector for CountingConnector {
         // reqwest is built without a crypto provider of its own (no aws-lc-sys): rustls
         // takes the process default, ring's. Already installed is fine.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let inner = ReqwestConnector::default().connect(options)?;
         Ok(HttpClient::new(Counting {
-            inner,
+            inner: HttpClient::new(client(options)?),
             counts: self.counts.clone(),
             trace: self.trace,
         }))
     }
 }
+
+/// A duration option as object_store writes it (humantime), if set.
+fn duration(
+    options: &ClientOptions,
+    key: ClientConfigKey,
+) -> object_store::Result<Option<Duration>> {
+    options
+        .get_config_value(&key)
+        .map(|v| humantime::parse_duration(&v))
+        .transpose()
+        .map_err(|e| object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(e),
+        })
+}
+
+/// The reqwest client object_store's `ClientOptions::client` would build from the
+/// options baton sets (timeouts, plain http only when allowed, HTTP/1 as object_store
+/// prefers, no compression: reqwest is built without any), except that it follows no
+/// redirect. Not carried over, since baton never sets them: proxies other than reqwest's
+/// environment ones, extra root certificates, HTTP/2 tuning, address shuffling.
+fn client(options: &ClientOptions) -> object_store::Result<reqwest::Client> {
+    let allow_http = options
+        .get_config_value(&ClientConfigKey::AllowHttp)
+        .is_some_and(|v| v == "true");
+    let user_agent = options
+        .get_config_value(&ClientConfigKey::UserAgent)
+        .unwrap_or_else(|| concat!("baton/", env!("CARGO_PKG_VERSION")).to_string());
+    let mut builder = reqwest::Client::builder()
+        .user_agent(user_agent)
+        .http1_only()
+        .https_only(!allow_http)
+        .redirect(reqwest::redirect::Policy::custom(refuse_redirect));
+    if let Some(t) = duration(options, ClientConfigKey::Timeout)? {
+        builder = builder.timeout(t);
+    }
+    if let Some(t) = duration(options, ClientConfigKey::ConnectTimeout)? {
+        builder = builder.connect_timeout(t);
+    }
+    builder.build().map_err(|e| object_store::Error::Generic {
+        store: "S3",
+        source: Box::new(e),
+    })
+}
+
+/// Every redirect is refused, to another host or to the same one. Another host must
+/// never see a request: the session token (`x-amz-security-token`) and the signed headers
+/// would go with it, and only the configured endpoint is trusted with them. The same
+/// host gains nothing either: a SigV4 signature covers the path and query, so a request
+/// redirected elsewhere on the host cannot verify there, and a 307/308 would send a
+/// PUT's body to a key the server chose. S3 redirects only requests sent to the wrong
+/// region or endpoint, which the configuration fixes.
+fn refuse_redirect(attempt: reqwest::redirect::Attempt) -> reqwest::redirect::Action {
+    let refused = RedirectRefused {
+        status: attempt.status().as_u16(),
+        to: attempt.url().origin().ascii_serialization(),
+    };
+    attempt.error(refused)
+}
+
+/// A redirect baton did not follow: its status and the origin it pointed to.
+#[derive(Debug)]
+pub struct RedirectRefused {
+    pub status: u16,
+    pub to: String,
+}
+
+impl std::fmt::Display for RedirectRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "a {} redirect to {}, not followed", self.status, self.to)
+    }
+}
+
+impl std::error::Error for RedirectRefused {}
 
 #[derive(Debug)]
 struct Counting {
@@ -103,7 +179,13 @@ struct Counting {
 impl HttpService for Counting {
     async fn call(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
         let query = req.uri().query().unwrap_or("").to_string();
-        let what = self.counts.count(req.method().as_str(), &query);
+        let method = req.method().as_str().to_string();
+        let range = req
+            .headers()
+            .get("range")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let what = self.counts.count(&method, &query);
         let path = req.uri().path().to_string();
         let t0 = Instant::now();
         let result = self.inner.execute(req).await;
@@ -118,7 +200,19 @@ impl HttpService for Counting {
                 t0.elapsed().as_secs_f64() * 1e3
             );
         }
-        result
+        let response = result?;
+        let status = response.status().as_u16();
+        let declared = response
+            .headers()
+            .get("content-length")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        let Some(cap) = body_cap(&method, &query, range.as_deref(), status, declared) else {
+            return Ok(response);
+        };
+        let (parts, body) = response.into_parts();
+        let body = HttpResponseBody::new(Capped::new(body, cap, status, declared));
+        Ok(HttpResponse::from_parts(parts, body))
     }
 }
 
@@ -136,6 +230,18 @@ fn chain(e: &object_store::Error) -> String {
         source = s.source();
     }
     text.replace(['\n', '\r'], " ")
+}
+
+/// The first error of type `T` in the chain of `e`'s sources.
+fn find<T: std::error::Error + 'static>(e: &object_store::Error) -> Option<&T> {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(found) = s.downcast_ref::<T>() {
+            return Some(found);
+        }
+        source = s.source();
+    }
+    None
 }
 
 /// The innermost cause of an error (a refused connection, a status and its body), short.
@@ -166,6 +272,22 @@ const DENIED: [&str; 7] = [
 /// (exit 6), no such bucket (exit 3), anything retried until the deadline (exit 7).
 /// Not for the outcomes the caller handles (a missing key, an existing one).
 pub fn map_error(e: object_store::Error, place: &str, key: &str) -> Error {
+    if let Some(refused) = find::<RedirectRefused>(&e) {
+        return Error::new(
+            ErrorKind::Security,
+            format!(
+                "S3 answered the request for {key} at {place} with {refused}: baton never follows a redirect, so credentials go only to the configured endpoint"
+            ),
+        )
+        .with_hint("check the endpoint and the region (--endpoint, --region, AWS_ENDPOINT_URL, AWS_REGION): S3 redirects a request sent to the wrong region or endpoint");
+    }
+    if let Some(over) = find::<BodyOverLimit>(&e) {
+        return Error::new(
+            ErrorKind::Transport,
+            format!("S3 answer for {key} at {place} refused: {over}"),
+        )
+        .with_hint("the server sent more than it declared or than baton reads (a broken or hostile server): check the endpoint (--endpoint, AWS_ENDPOINT_URL)");
+    }
     let text = chain(&e);
     let denied = matches!(
         e,
@@ -236,6 +358,57 @@ mod tests {
             kind(generic("error sending request: connection refused")),
             ErrorKind::Transport
         );
+        // Found anywhere in the chain, whatever the rest of the text says.
+        let wrapped = |e: Box<dyn std::error::Error + Send + Sync>| object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(HttpError::new_boxed(
+                object_store::client::HttpErrorKind::Decode,
+                e,
+            )),
+        };
+        let redirect = map_error(
+            wrapped(Box::new(RedirectRefused {
+                status: 307,
+                to: "http://elsewhere:9000".into(),
+            })),
+            "s3://b/p",
+            "p/config",
+        );
+        assert_eq!(redirect.kind, ErrorKind::Security);
+        assert!(
+            redirect
+                .message
+                .contains("307 redirect to http://elsewhere:9000")
+        );
+        let over = map_error(
+            wrapped(Box::new(BodyOverLimit {
+                status: 500,
+                cap: super::super::limits::MAX_ERROR_BODY,
+                limit: super::super::limits::Limit::ErrorBody,
+                declared: None,
+            })),
+            "s3://b/p",
+            "p/config",
+        );
+        assert_eq!(over.kind, ErrorKind::Transport);
+        assert!(over.message.contains("MAX_ERROR_BODY"), "{}", over.message);
+    }
+
+    #[test]
+    fn the_client_takes_the_timeouts_object_store_was_given() {
+        let options = ClientOptions::new()
+            .with_timeout(Duration::from_secs(300))
+            .with_connect_timeout(Duration::from_millis(1500));
+        assert_eq!(
+            duration(&options, ClientConfigKey::Timeout).unwrap(),
+            Some(Duration::from_secs(300))
+        );
+        assert_eq!(
+            duration(&options, ClientConfigKey::ConnectTimeout).unwrap(),
+            Some(Duration::from_millis(1500))
+        );
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        assert!(client(&options).is_ok());
     }
 
     #[test]
