@@ -1,11 +1,19 @@
-//! The session transcript, `transcript.jsonl` (one JSON object per line): validation, and
-//! search in pages bounded so that a result always fits an agent's context.
+//! The session transcript, `transcript.jsonl` (one JSON object per line): validation,
+//! reading a stored one line by line, and search in pages bounded so that a result always
+//! fits an agent's context. Every line is held alone and checked against the line limits
+//! of `sessions::json` before anything is built of it.
+
+use std::cell::RefCell;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use super::events::{self, Kind, Role};
-use crate::error::{Error, Result};
+use super::events::{self, Event, Kind, Role};
+use super::sessions::MAX_TRANSCRIPT_BYTES;
+use super::sessions::json::{self, Budget, LineError};
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::TreeEntry;
+use crate::store::Store;
 
 /// Most events on one page of search results.
 pub const MAX_EVENTS: usize = 50;
@@ -46,14 +54,142 @@ pub struct Page {
     pub truncated_events: usize,
 }
 
-/// Check that every non-empty line is a JSON object; return how many there are.
+/// Check that every non-empty line is a JSON object within the line limits; return how
+/// many there are. For input given to this baton: a refusal is a usage error.
 pub fn validate(jsonl: &[u8]) -> Result<usize> {
     let mut count = 0;
-    for event in events(jsonl) {
-        event?;
-        count += 1;
+    for (i, raw) in jsonl.split(|&b| b == b'\n').enumerate() {
+        match check_line(raw, None) {
+            Ok(false) => {}
+            Ok(true) => count += 1,
+            Err(e) => return Err(line_error(i + 1, &e, ErrorKind::Usage)),
+        }
     }
     Ok(count)
+}
+
+/// Whether `raw` is a line (not blank), after checking that it is a JSON object within
+/// the line limits, walked without being built; `strings` collects its string values.
+fn check_line(
+    raw: &[u8],
+    strings: Option<&RefCell<String>>,
+) -> std::result::Result<bool, LineError> {
+    let line = json::checked_line(raw)?;
+    if line.is_empty() {
+        return Ok(false);
+    }
+    if line.first() != Some(&b'{') {
+        return Err(
+            match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+                Ok(_) => LineError::NotObject,
+                Err(e) => LineError::Json(e),
+            },
+        );
+    }
+    json::walk(line, &Budget::default(), strings)?;
+    Ok(true)
+}
+
+/// The refusal of line `line` of a transcript: `kind` usage for input, integrity for a
+/// stored one.
+fn line_error(line: usize, e: &LineError, kind: ErrorKind) -> Error {
+    let message = match e {
+        LineError::NotObject => format!("transcript.jsonl line {line}: not a JSON object"),
+        LineError::Json(err) if !e.is_limit() => {
+            format!("transcript.jsonl line {line}: not valid JSON: {err}")
+        }
+        other => format!("transcript.jsonl line {line}: {}", other.describe()),
+    };
+    let error = Error::new(kind, message);
+    match (kind, e.is_limit()) {
+        (ErrorKind::Usage, true) => error.with_hint(
+            "baton keeps transcript lines within these limits; split the line or pass the file as --attach",
+        ),
+        (_, true) => error.with_hint(
+            "this baton reads stored transcripts within these limits only (docs/reliability.md, Transcript limits): the bundle was not made by it, or was crafted",
+        ),
+        _ => error,
+    }
+}
+
+/// Hand every line of the stored `transcript.jsonl` `entry` (1-based, without its
+/// newline) to `each` as it is decompressed, holding one line at a time: the whole is
+/// never in memory. Refused (integrity) when its declared size is over
+/// [`MAX_TRANSCRIPT_BYTES`] (before anything is read) or a line is over
+/// [`json::MAX_LINE_BYTES`]. The object's hash is checked at its end: a caller shows
+/// nothing of what it saw before this returns `Ok`.
+pub fn read_stored(
+    store: &Store,
+    entry: &TreeEntry,
+    each: &mut dyn FnMut(usize, &[u8]) -> Result<()>,
+) -> Result<()> {
+    if entry.size > MAX_TRANSCRIPT_BYTES {
+        return Err(Error::integrity(format!(
+            "transcript.jsonl is {} MiB, over the limit of {} MiB for a transcript",
+            entry.size.div_ceil(1 << 20),
+            MAX_TRANSCRIPT_BYTES >> 20
+        ))
+        .with_hint("this baton reads stored transcripts within these limits only (docs/reliability.md, Transcript limits): the bundle was not made by it, or was crafted"));
+    }
+    let mut sink = LineSink {
+        line: Vec::new(),
+        number: 0,
+        each,
+        failed: None,
+    };
+    let copied = store
+        .objects
+        .copy_to(&entry.id, Some(entry.size), &mut sink);
+    if let Some(e) = sink.failed.take() {
+        return Err(e);
+    }
+    copied?;
+    if !sink.line.is_empty() {
+        sink.number += 1;
+        (sink.each)(sink.number, &sink.line)?;
+    }
+    Ok(())
+}
+
+/// Splits what is written to it into lines for [`read_stored`].
+struct LineSink<'f> {
+    line: Vec<u8>,
+    number: usize,
+    each: &'f mut dyn FnMut(usize, &[u8]) -> Result<()>,
+    /// Why it stopped taking bytes: reported instead of the write error it caused.
+    failed: Option<Error>,
+}
+
+impl std::io::Write for LineSink<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let stop = |sink: &mut Self, e: Error| {
+            sink.failed = Some(e);
+            Err(std::io::Error::other("transcript line refused"))
+        };
+        for piece in bytes.split_inclusive(|&b| b == b'\n') {
+            let (body, ends) = match piece.strip_suffix(b"\n") {
+                Some(body) => (body, true),
+                None => (piece, false),
+            };
+            if self.line.len() + body.len() > json::MAX_LINE_BYTES {
+                let e = LineError::TooLong(self.line.len() + body.len());
+                return stop(self, line_error(self.number + 1, &e, ErrorKind::Integrity));
+            }
+            self.line.extend_from_slice(body);
+            if ends {
+                self.number += 1;
+                if let Err(e) = (self.each)(self.number, &self.line) {
+                    return stop(self, e);
+                }
+                self.line.clear();
+            }
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Which events a search may return, besides matching its terms.
@@ -92,69 +228,121 @@ impl Filter {
 /// its ids, times or other metadata; in other JSON lines every string value is.
 ///
 /// A page is never empty while matches remain: an event too big for a whole page comes
-/// alone, with its strings cut to fit. The transcript must be valid (see [`validate`]).
+/// alone, with its strings cut to fit. A line that is not a JSON object within the line
+/// limits is refused (integrity: the transcripts searched are stored ones).
 pub fn search(jsonl: &[u8], query: &str, filter: &Filter, cursor: Option<&str>) -> Result<Page> {
-    let start = match cursor {
-        Some(c) => parse_cursor(c)?,
-        None => 1,
-    };
-    let terms: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
+    let mut search = Search::new(query, filter, cursor)?;
+    for (i, line) in jsonl.split(|&b| b == b'\n').enumerate() {
+        search.line(i + 1, line)?;
+    }
+    Ok(search.finish())
+}
 
-    let mut hits = Vec::new();
-    let mut used = 0;
-    let mut full = false;
-    let mut next_cursor = None;
-    let mut total_matches = 0;
-    let mut truncated_events = 0;
-    for event in events(jsonl) {
-        let (line, event) = event?;
-        let normalised = events::parse(&event);
-        if !filter.admits(normalised.as_ref()) {
-            continue;
+/// A search fed one line at a time (see [`search`]), so that a stored transcript is
+/// searched as it is read ([`read_stored`]).
+pub struct Search<'f> {
+    filter: &'f Filter,
+    start: usize,
+    terms: Vec<String>,
+    hits: Vec<Hit>,
+    used: usize,
+    full: bool,
+    next_cursor: Option<String>,
+    total_matches: usize,
+    truncated_events: usize,
+}
+
+impl<'f> Search<'f> {
+    pub fn new(query: &str, filter: &'f Filter, cursor: Option<&str>) -> Result<Search<'f>> {
+        let start = match cursor {
+            Some(c) => parse_cursor(c)?,
+            None => 1,
+        };
+        Ok(Search {
+            filter,
+            start,
+            terms: query.split_whitespace().map(str::to_lowercase).collect(),
+            hits: Vec::new(),
+            used: 0,
+            full: false,
+            next_cursor: None,
+            total_matches: 0,
+            truncated_events: 0,
+        })
+    }
+
+    /// Line `line` (1-based) of the transcript, without its newline.
+    pub fn line(&mut self, line: usize, raw: &[u8]) -> Result<()> {
+        let fail = |e: LineError| line_error(line, &e, ErrorKind::Integrity);
+        let text = json::checked_line(raw).map_err(fail)?;
+        let normalised = parse_event(text);
+        // A plain line's strings are matched: collected by the walk that checks it.
+        let strings = (normalised.is_none() && !self.terms.is_empty() && self.filter.is_empty())
+            .then(|| RefCell::new(String::new()));
+        if !check_line(text, strings.as_ref()).map_err(fail)? {
+            return Ok(());
         }
-        let found = match &normalised {
-            Some(e) => contains_all(&e.text, &terms),
-            None => matches(&event, &terms),
+        if !self.filter.admits(normalised.as_ref()) {
+            return Ok(());
+        }
+        let found = match (&normalised, strings) {
+            (Some(e), _) => contains_all(&e.text, &self.terms),
+            (None, Some(strings)) => contains_all(&strings.into_inner(), &self.terms),
+            (None, None) => true,
         };
         if !found {
-            continue;
+            return Ok(());
         }
-        total_matches += 1;
-        if line < start || next_cursor.is_some() {
-            continue;
+        self.total_matches += 1;
+        if line < self.start || self.next_cursor.is_some() {
+            return Ok(());
         }
-        if full || hits.len() == MAX_EVENTS {
-            next_cursor = Some(format!("{CURSOR_PREFIX}{line}"));
-            continue;
+        if self.full || self.hits.len() == MAX_EVENTS {
+            self.next_cursor = Some(format!("{CURSOR_PREFIX}{line}"));
+            return Ok(());
         }
+        // Within the line limits (checked above), so bounded by the line's length.
+        let event: Value = serde_json::from_slice(text).map_err(|e| fail(LineError::Json(e)))?;
         let tokens = estimate_tokens(&compact(&event));
-        if used + tokens <= MAX_TOKENS {
-            used += tokens;
-            hits.push(Hit {
+        if self.used + tokens <= MAX_TOKENS {
+            self.used += tokens;
+            self.hits.push(Hit {
                 line,
                 event,
                 tokens,
             });
-        } else if hits.is_empty() {
+        } else if self.hits.is_empty() {
             let (event, tokens) = shrink(&event, MAX_TOKENS);
-            used += tokens;
-            truncated_events += 1;
-            hits.push(Hit {
+            self.used += tokens;
+            self.truncated_events += 1;
+            self.hits.push(Hit {
                 line,
                 event,
                 tokens,
             });
         } else {
-            full = true;
-            next_cursor = Some(format!("{CURSOR_PREFIX}{line}"));
+            self.full = true;
+            self.next_cursor = Some(format!("{CURSOR_PREFIX}{line}"));
+        }
+        Ok(())
+    }
+
+    pub fn finish(self) -> Page {
+        Page {
+            hits: self.hits,
+            next_cursor: self.next_cursor,
+            total_matches: self.total_matches,
+            truncated_events: self.truncated_events,
         }
     }
-    Ok(Page {
-        hits,
-        next_cursor,
-        total_matches,
-        truncated_events,
-    })
+}
+
+/// A transcript line (trimmed) as a normalised event, when it is one: read typed, its
+/// unknown fields skipped unbuilt.
+pub fn parse_event(line: &[u8]) -> Option<Event> {
+    serde_json::from_slice::<Event>(line)
+        .ok()
+        .filter(|e| e.v == events::SCHEMA_VERSION)
 }
 
 fn parse_cursor(cursor: &str) -> Result<usize> {
@@ -170,58 +358,12 @@ fn parse_cursor(cursor: &str) -> Result<usize> {
     })
 }
 
-/// `(line, event)` for every non-empty line, or an error naming the first bad line.
-fn events(jsonl: &[u8]) -> impl Iterator<Item = Result<(usize, Value)>> + '_ {
-    jsonl
-        .split(|&b| b == b'\n')
-        .enumerate()
-        .filter_map(|(i, raw)| {
-            let line = i + 1;
-            let text = raw.trim_ascii();
-            if text.is_empty() {
-                return None;
-            }
-            Some(match serde_json::from_slice::<Value>(text) {
-                Ok(value @ Value::Object(_)) => Ok((line, value)),
-                Ok(_) => Err(Error::usage(format!(
-                    "transcript.jsonl line {line}: not a JSON object"
-                ))),
-                Err(e) => Err(Error::usage(format!(
-                    "transcript.jsonl line {line}: not valid JSON: {e}"
-                ))),
-            })
-        })
-}
-
-fn matches(event: &Value, terms: &[String]) -> bool {
-    if terms.is_empty() {
-        return true;
-    }
-    let mut text = String::new();
-    strings(event, &mut text);
-    contains_all(&text, terms)
-}
-
 fn contains_all(text: &str, terms: &[String]) -> bool {
     if terms.is_empty() {
         return true;
     }
     let text = text.to_lowercase();
     terms.iter().all(|t| text.contains(t.as_str()))
-}
-
-/// Every string value, one per line: terms hold no whitespace, so none can match across
-/// two values. Keys are left out; they name fields, they are not what was said.
-fn strings(value: &Value, out: &mut String) {
-    match value {
-        Value::String(s) => {
-            out.push_str(s);
-            out.push('\n');
-        }
-        Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
-        Value::Object(map) => map.values().for_each(|v| strings(v, out)),
-        _ => {}
-    }
 }
 
 fn compact(value: &Value) -> String {
