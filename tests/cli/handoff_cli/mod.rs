@@ -362,4 +362,5 @@ mod save_brief;
 mod search;
 mod secrets;
 mod skill;
+mod transcript_limits;
 mod transcripts;
