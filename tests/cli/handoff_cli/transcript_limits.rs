@@ -8,6 +8,7 @@ use super::*;
 
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+
 use std::time::{Duration, Instant};
 
 use baton::format::names::RefName;
@@ -31,6 +32,7 @@ struct Run {
     stdout: String,
     stderr: String,
     elapsed: Duration,
+    peak_rss_kib: i64,
 }
 
 impl Run {
@@ -59,6 +61,10 @@ impl Run {
     }
 
     fn expect(&self, code: i32, what: &str) {
+        println!(
+            "[limits] {what}: exit {:?} in {:.1?}, peak RSS at most {} KiB",
+            self.code, self.elapsed, self.peak_rss_kib
+        );
         assert!(!self.timed_out, "{what}: still running after {DEADLINE:?}");
         assert_eq!(
             self.code,
@@ -102,22 +108,31 @@ fn run_limited(env: &Env, dir: &Path, args: &[&str], address_space: u64) -> Run 
     }
     let start = Instant::now();
     let mut child = cmd.spawn().expect("spawn baton");
+    let pid = child.id() as libc::pid_t;
     let mut timed_out = false;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
+    // SAFETY: a zeroed rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let mut raw_status = 0;
+    loop {
+        // SAFETY: `pid` is our child, not yet reaped; the pointers are valid.
+        let reaped = unsafe { libc::wait4(pid, &mut raw_status, libc::WNOHANG, &mut usage) };
+        if reaped == pid {
+            break;
         }
-        if start.elapsed() > DEADLINE {
+        assert_eq!(reaped, 0, "wait4: {}", std::io::Error::last_os_error());
+        if start.elapsed() > DEADLINE && !timed_out {
             timed_out = true;
             let _ = child.kill();
-            break child.wait().unwrap();
         }
         std::thread::sleep(Duration::from_millis(20));
-    };
+    }
+    let status = std::process::ExitStatus::from_raw(raw_status);
     Run {
         code: if timed_out { None } else { status.code() },
         signal: status.signal(),
         timed_out,
+        // At most: a forked child starts with this process's pages counted too.
+        peak_rss_kib: usage.ru_maxrss,
         stdout: fs::read_to_string(&out_path).unwrap_or_default(),
         stderr: String::from_utf8_lossy(&fs::read(&err_path).unwrap_or_default()).into_owned(),
         elapsed: start.elapsed(),
