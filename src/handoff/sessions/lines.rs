@@ -203,3 +203,60 @@ pub(super) fn seconds(time: Option<std::time::SystemTime>) -> u64 {
     time.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_secs())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_head_of_a_session_is_read_to_a_line_limit_at_most() {
+        // A first line, then 100 MiB without a newline (sparse): the head stops at the
+        // line limit and keeps only the complete line.
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("s.jsonl");
+        fs::write(&path, "{\"cwd\":\"/w\"}\n").unwrap();
+        let file = fs::File::options().write(true).open(&path).unwrap();
+        file.set_len(100 << 20).unwrap();
+        let (head, size) = read_head(&path, 200).unwrap();
+        assert_eq!(head, b"{\"cwd\":\"/w\"}\n");
+        assert_eq!(size, 100 << 20);
+        // Over the session limit: read_complete refuses from the size, counting skips it.
+        file.set_len(MAX_SESSION_BYTES + 1).unwrap();
+        let err = read_complete(&path).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Usage);
+        assert!(
+            err.message.contains("over the limit of 256 MiB"),
+            "{}",
+            err.message
+        );
+        assert_eq!(
+            count_complete_lines(&path).unwrap(),
+            (None, MAX_SESSION_BYTES + 1)
+        );
+    }
+
+    #[test]
+    fn lines_are_counted_as_a_whole_read_keeps_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("s.jsonl");
+        for (text, lines) in [
+            ("{}\n\n  \n{}\n", 2),
+            ("{}\n{\"a\":1}", 2),
+            ("{}\n{\"a\":", 1),
+            ("", 0),
+        ] {
+            fs::write(&path, text).unwrap();
+            assert_eq!(
+                count_complete_lines(&path).unwrap().0,
+                Some(lines),
+                "{text:?}"
+            );
+            let whole = read_complete(&path).unwrap();
+            let counted = whole
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.trim_ascii().is_empty())
+                .count();
+            assert_eq!(counted, lines, "{text:?}");
+        }
+    }
+}

@@ -649,6 +649,36 @@ fn search_and_resume_of_a_decompression_bomb_transcript_are_refused_in_bounded_m
 }
 
 #[test]
+fn a_stored_transcript_declared_over_the_size_limit_is_refused_before_it_is_read() {
+    // A tree entry may declare any size: 2 GiB, over MAX_TRANSCRIPT_BYTES, is refused from
+    // the declaration, nothing decompressed. (Also exit 4 before the limit, later: as a
+    // size mismatch once the object was read.)
+    let env = Env::new();
+    env.init();
+    let (id, _, _) = put_streamed(
+        &env.store(),
+        Generated::new("{\"text\":\"needle\"}\n", "", 0, ""),
+    );
+    plant_transcript(&env.store(), id, 2 << 30);
+    let run = run_limited(
+        &env,
+        env.path(),
+        &["search", "current", "needle"],
+        ADDRESS_SPACE,
+    );
+    run.expect(4, "search");
+    assert!(
+        run.message()
+            .contains("transcript.jsonl is 2048 MiB, over the limit of 1024 MiB"),
+        "{}",
+        run.message()
+    );
+    // Resume verifies the bundle first, which finds the object shorter than declared.
+    let run = run_limited(&env, env.path(), &["resume"], ADDRESS_SPACE);
+    run.expect(4, "resume");
+}
+
+#[test]
 fn a_stored_transcript_is_searched_and_resumed_line_by_line() {
     // 160 MiB of ordinary events: whole in memory it did not fit the address space.
     let env = Env::new();
