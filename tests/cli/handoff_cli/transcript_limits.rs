@@ -7,6 +7,7 @@ use super::transcripts::claude_project_dir;
 use super::*;
 
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 
 use std::time::{Duration, Instant};
@@ -415,6 +416,7 @@ fn a_transcript_that_is_a_fifo_is_refused_at_once_and_never_waited_on() {
         &["save", "--no-brief", "--transcript", "t.jsonl"],
         ADDRESS_SPACE,
     );
+    release_fifo(&ws.join("t.jsonl"));
     run.expect(2, "a FIFO as --transcript");
     assert!(
         run.message().contains("is not a regular file"),
@@ -463,6 +465,70 @@ fn a_transcript_that_is_a_fifo_is_refused_at_once_and_never_waited_on() {
         ADDRESS_SPACE,
     );
     run.expect(3, "codex:latest with only a FIFO");
+}
+
+/// Open the FIFO at `path` for writing and close it: a reader blocked in its open() (the
+/// code before the fix) goes on and exits, instead of outliving the test.
+fn release_fifo(path: &Path) {
+    let _ = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path);
+}
+
+#[test]
+fn an_mcp_save_of_a_fifo_transcript_is_refused_at_once() {
+    let has_sdk = std::process::Command::new("python3")
+        .args(["-c", "import mcp.client.stdio"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        has_sdk,
+        "needs python3 with the MCP SDK: pip install mcp==2.3.0 (.ci/run installs it)"
+    );
+    let env = Env::new();
+    let ws = git_init(&env.path().join("ws"));
+    let ws = fs::canonicalize(&ws).unwrap();
+    ok(baton_in(&env, &ws, &["init"]), "init");
+    let fifo = ws.join("session.jsonl");
+    mkfifo(&fifo);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_call.py");
+    let args = json!({"brief": VALID_BRIEF, "transcript": "session.jsonl"}).to_string();
+    let start = Instant::now();
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_baton"))
+        .arg(&ws)
+        .args(["save_handoff", &args, "20"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", env.path())
+        .current_dir(&ws)
+        .output()
+        .expect("run the MCP client");
+    release_fifo(&fifo);
+    assert!(
+        out.status.success(),
+        "MCP client failed: {}",
+        common::text(&out)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_ne!(doc["timeout"], true, "save_handoff did not answer in 20 s");
+    assert_eq!(doc["error"], true, "{doc}");
+    let error = &doc["structured"]["error"];
+    assert_eq!(error["exit_code"], 2, "{doc}");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("is not a regular file")),
+        "{doc}"
+    );
+    println!(
+        "[limits] MCP save_handoff of a FIFO: refused in {:.1?}",
+        start.elapsed()
+    );
+    let log = json_ok(&env, &["--store", &s(&ws.join(".baton")), "log"]);
+    assert_eq!(log["bundles"].as_array().map(Vec::len), Some(0), "{log}");
 }
 
 // ---------------------------------------------------------------------------------------
