@@ -81,6 +81,10 @@ impl Run {
 
 /// `baton --json ARGS` in `dir` with at most `address_space` bytes of address space
 /// (`RLIMIT_AS`, set between fork and exec), killed at [`DEADLINE`].
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, for its resource usage"
+)]
 fn run_limited(env: &Env, dir: &Path, args: &[&str], address_space: u64) -> Run {
     let out_path = env.path().join(".limited-stdout");
     let err_path = env.path().join(".limited-stderr");
