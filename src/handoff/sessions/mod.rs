@@ -6,8 +6,8 @@ pub mod claude_code;
 pub mod codex;
 pub mod json;
 mod lines;
+mod normalise;
 
-use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -15,11 +15,12 @@ use crate::store::statcache::SessionStat;
 
 use serde::Serialize;
 
-use super::events::{self, Draft, Kind};
+use super::events;
 use crate::error::{Error, Result};
 pub use lines::read_complete;
 use lines::{count_complete_lines, modified, seconds};
 pub(crate) use lines::{json_lines, line_error, open_session, read_head, unexpected};
+use normalise::{detect, normalise};
 
 /// Largest session file baton reads (real ones run to tens of MB). A handoff holds the
 /// file, its normalised transcript and the copies the secret scan makes of both, so its
@@ -461,75 +462,6 @@ impl SessionFile {
     }
 }
 
-/// Normalise a session in two passes over its lines, so that no line's drafts are kept
-/// past it: the first finds the session id and every call's tool (a result can come
-/// before its call), the second writes each event to `transcript.jsonl` as it is made.
-fn normalise(
-    harness: Harness,
-    path: &Path,
-    bytes: Vec<u8>,
-    session: Option<String>,
-) -> Result<Loaded> {
-    let read = |each: &mut dyn FnMut(Draft) -> Result<()>| match harness {
-        Harness::ClaudeCode => claude_code::read_each(path, &bytes, each),
-        Harness::Codex => codex::read_each(path, &bytes, each),
-    };
-    let mut tools = HashMap::new();
-    let found_session = read(&mut |d| {
-        if let (Kind::ToolCall, Some(id), Some(tool)) = (d.kind, d.call_id, d.tool) {
-            tools.insert(id, tool);
-        }
-        Ok(())
-    })?;
-    let session = session.or(found_session).unwrap_or_else(|| {
-        path.file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    });
-    let mut finisher = events::Finisher::new(harness.name(), &session, tools, 0);
-    let mut jsonl = Vec::new();
-    let mut pairing = events::Pairing::default();
-    let mut count = 0;
-    read(&mut |d| {
-        let event = finisher.event(d);
-        pairing.add(std::slice::from_ref(&event));
-        events::write_jsonl(&mut jsonl, &event);
-        count += 1;
-        if jsonl.len() as u64 > MAX_TRANSCRIPT_BYTES {
-            return Err(transcript_too_large(path));
-        }
-        Ok(())
-    })?;
-    // Grown by doubling: give back the slack before the scan copies it.
-    jsonl.shrink_to_fit();
-    let safe: String = session
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    Ok(Loaded {
-        jsonl,
-        raw: Some((format!("transcript/{}-{safe}.jsonl", harness.name()), bytes)),
-        label: Some(format!("{}:{session}", harness.name())),
-        events: count,
-        pairing,
-    })
-}
-
-fn transcript_too_large(path: &Path) -> Error {
-    Error::usage(format!(
-        "the transcript normalised from {} would be over the limit of {} MiB for transcript.jsonl",
-        path.display(),
-        MAX_TRANSCRIPT_BYTES >> 20
-    ))
-    .with_hint("pass a shorter session (HARNESS:SESSION; 'baton transcript sources' lists them) or a trimmed copy as --transcript FILE")
-}
-
 /// The refusal of `latest` when the newest session is over the size limit.
 fn latest_too_large(harness: Harness, info: &SessionInfo) -> Error {
     Error::usage(format!(
@@ -543,38 +475,6 @@ fn latest_too_large(harness: Harness, info: &SessionInfo) -> Error {
         "name the session to take as {}:SESSION ('baton transcript sources' lists them), or pass a trimmed copy of the file as --transcript FILE",
         harness.name()
     ))
-}
-
-/// A FILE in a harness's own format is normalised like a session found by name.
-fn detect(bytes: &[u8]) -> Option<Harness> {
-    #[derive(serde::Deserialize, Default)]
-    #[serde(default)]
-    struct First<'a> {
-        #[serde(rename = "type", borrow)]
-        kind: json::Field<'a>,
-        #[serde(borrow)]
-        payload: json::Raw<'a>,
-        #[serde(rename = "sessionId", borrow)]
-        session_id: json::Raw<'a>,
-        #[serde(rename = "leafUuid", borrow)]
-        leaf_uuid: json::Raw<'a>,
-        #[serde(rename = "parentUuid", borrow)]
-        parent_uuid: json::Raw<'a>,
-        #[serde(borrow)]
-        uuid: json::Raw<'a>,
-    }
-    let first = bytes
-        .split(|&b| b == b'\n')
-        .map(<[u8]>::trim_ascii)
-        .find(|l| !l.is_empty())?;
-    let first: First = json::parse_object(json::checked_line(first).ok()?).ok()?;
-    if first.kind.as_str() == Some("session_meta") && first.payload.0.is_some() {
-        return Some(Harness::Codex);
-    }
-    let claude_shape = first.session_id.0.is_some()
-        || first.leaf_uuid.0.is_some()
-        || (first.parent_uuid.0.is_some() && first.uuid.0.is_some());
-    claude_shape.then_some(Harness::ClaudeCode)
 }
 
 fn find_session(homes: &Homes, harness: Harness, wanted: &str) -> Result<SessionInfo> {

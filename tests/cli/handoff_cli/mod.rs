@@ -363,4 +363,5 @@ mod search;
 mod secrets;
 mod skill;
 mod transcript_limits;
+mod transcript_stored;
 mod transcripts;
