@@ -115,7 +115,7 @@ pub(super) fn prepare(
     if let Some((path, bytes)) = loaded.raw {
         files.push(MemFile::new(format!("attachments/{path}"), bytes));
     }
-    let files: Vec<Scanned> = files.into_par_iter().map(capture::scan).collect();
+    let files = scan_all(files);
     let remember = Remember::if_clean(key, &files, grown);
     Ok(Prepared {
         files,
@@ -124,6 +124,21 @@ pub(super) fn prepare(
         appended: false,
         remember,
     })
+}
+
+/// Above this many bytes in all, the transcript's files are scanned one after the other:
+/// the secret scan holds a few copies of what it scans, and two scans at once held twice
+/// as many (a 50 MB session peaked at 9 times its size, at 6 one after the other).
+const PARALLEL_SCAN_BYTES: usize = 32 << 20;
+
+/// The files scanned for secrets: in parallel when small, else one at a time.
+fn scan_all(files: Vec<MemFile>) -> Vec<Scanned> {
+    let total: usize = files.iter().map(|f| f.bytes.len()).sum();
+    if total <= PARALLEL_SCAN_BYTES {
+        files.into_par_iter().map(capture::scan).collect()
+    } else {
+        files.into_iter().map(capture::scan).collect()
+    }
 }
 
 /// Whether the session file is still the one the cache `entry` was made from: exactly as long
@@ -286,7 +301,7 @@ fn appended_parts(
     transcript::validate(&tail_jsonl).ok()?;
     let prefix_jsonl = store
         .objects
-        .get_bytes_sized(jsonl_id, Some(*jsonl_size), sessions::MAX_SESSION_BYTES * 4)
+        .get_bytes_sized(jsonl_id, Some(*jsonl_size), sessions::MAX_TRANSCRIPT_BYTES)
         .ok()?;
     let next = statcache::Grown {
         ident,

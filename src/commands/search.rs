@@ -1,4 +1,5 @@
-//! `baton search REV QUERY [--cursor C]`: page through a handoff's transcript.
+//! `baton search REV QUERY [--cursor C]`: page through a handoff's transcript, read line
+//! by line from the store.
 
 use std::fmt::Write;
 
@@ -24,16 +25,16 @@ pub fn run(ctx: &Ctx, args: &SearchArgs) -> Result<Outcome> {
                 e
             }
         })?;
-    let mut bytes = Vec::new();
-    store
-        .objects
-        .copy_to(&entry.id, Some(entry.size), &mut bytes)?;
     let filter = transcript::Filter {
         roles: args.role.clone(),
         kinds: args.kind.clone(),
         tools: args.tool.clone(),
     };
-    let page = transcript::search(&bytes, &args.query, &filter, args.cursor.as_deref())?;
+    // Searched as it is decompressed, one line held at a time (a small pulled store can
+    // hold a transcript of gigabytes).
+    let mut search = transcript::Search::new(&args.query, &filter, args.cursor.as_deref())?;
+    transcript::read_stored(&store, &entry, &mut |line, bytes| search.line(line, bytes))?;
+    let page = search.finish();
     let mut human = String::new();
     for hit in &page.hits {
         match crate::handoff::events::parse(&hit.event) {

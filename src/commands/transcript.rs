@@ -1,5 +1,6 @@
 //! `baton transcript sources`: the agent sessions recorded in a workspace, without reading
-//! more of them than their first lines and line counts.
+//! more of them than their first lines and line counts (counted as read, never held); a
+//! session over the size limit is listed as too large.
 
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -43,7 +44,14 @@ pub fn run(ctx: &Ctx, command: TranscriptCommand) -> Result<Outcome> {
         // The first session listed of each harness is what `HARNESS:latest` picks.
         let latest = !newest_seen.contains(&s.harness);
         newest_seen.push(s.harness);
-        let source = if latest {
+        let source = if s.bytes > sessions::MAX_SESSION_BYTES {
+            // Listed, so that it is not taken for missing, but no source to pass.
+            format!(
+                "too large ({} MiB, the limit is {} MiB)",
+                s.bytes.div_ceil(1 << 20),
+                sessions::MAX_SESSION_BYTES >> 20
+            )
+        } else if latest {
             format!("{}:latest", s.harness.name())
         } else {
             format!("{}:{}", s.harness.name(), s.session)

@@ -147,6 +147,63 @@ impl Pairing {
     }
 }
 
+/// Whether a draft becomes an event: empty texts are left out, tool calls excepted.
+/// Readers drop the others as they go, so that nothing is kept of them.
+pub fn keeps(d: &Draft) -> bool {
+    !d.text.trim().is_empty() || d.kind == Kind::ToolCall
+}
+
+/// Makes events of drafts one at a time, numbered on from `before`, each result given the
+/// tool of its call (`tools`: call id to tool name, for every call of the transcript).
+pub struct Finisher<'a> {
+    harness: &'a str,
+    session: &'a str,
+    tools: std::collections::HashMap<String, String>,
+    before: u64,
+}
+
+impl<'a> Finisher<'a> {
+    pub fn new(
+        harness: &'a str,
+        session: &'a str,
+        tools: std::collections::HashMap<String, String>,
+        before: u64,
+    ) -> Finisher<'a> {
+        Finisher {
+            harness,
+            session,
+            tools,
+            before,
+        }
+    }
+
+    /// The event of `d`, which [`keeps`] must accept.
+    pub fn event(&mut self, d: Draft) -> Event {
+        self.before += 1;
+        let tool = d.tool.or_else(|| {
+            d.call_id
+                .as_ref()
+                .filter(|_| d.kind == Kind::ToolResult)
+                .and_then(|id| self.tools.get(id).cloned())
+        });
+        Event {
+            v: SCHEMA_VERSION,
+            seq: self.before,
+            time: d.time,
+            source: Source {
+                harness: self.harness.to_string(),
+                session: self.session.to_string(),
+                agent: d.agent,
+            },
+            role: d.role,
+            kind: d.kind,
+            text: d.text,
+            tool,
+            call_id: d.call_id,
+        }
+    }
+}
+
 /// [`finish`] of drafts that follow `before` events whose pairing is `prior`: numbered
 /// from `before + 1`, results paired with the calls of `prior` and of `drafts`. When no
 /// call of `drafts` is [`Pairing::touched_by`] `prior`, the events of all the lines
@@ -165,33 +222,11 @@ pub fn finish_after(
             tools.insert(id.clone(), tool.clone());
         }
     }
+    let mut finisher = Finisher::new(harness, session, tools, before);
     drafts
         .into_iter()
-        .filter(|d| !d.text.trim().is_empty() || d.kind == Kind::ToolCall)
-        .enumerate()
-        .map(|(i, d)| {
-            let tool = d.tool.or_else(|| {
-                d.call_id
-                    .as_ref()
-                    .filter(|_| d.kind == Kind::ToolResult)
-                    .and_then(|id| tools.get(id).cloned())
-            });
-            Event {
-                v: SCHEMA_VERSION,
-                seq: before + i as u64 + 1,
-                time: d.time,
-                source: Source {
-                    harness: harness.to_string(),
-                    session: session.to_string(),
-                    agent: d.agent,
-                },
-                role: d.role,
-                kind: d.kind,
-                text: d.text,
-                tool,
-                call_id: d.call_id,
-            }
-        })
+        .filter(keeps)
+        .map(|d| finisher.event(d))
         .collect()
 }
 
@@ -199,13 +234,18 @@ pub fn finish_after(
 pub fn to_jsonl(events: &[Event]) -> Vec<u8> {
     let mut out = Vec::new();
     for e in events {
-        // An Event holds only strings, numbers and enums: serialising it cannot fail.
-        if let Ok(line) = serde_json::to_vec(e) {
-            out.extend_from_slice(&line);
-            out.push(b'\n');
-        }
+        write_jsonl(&mut out, e);
     }
     out
+}
+
+/// Append `e` to `out` as one JSON line.
+pub fn write_jsonl(out: &mut Vec<u8>, e: &Event) {
+    // An Event holds only strings, numbers and enums: serialising it into memory cannot
+    // fail.
+    if serde_json::to_writer(&mut *out, e).is_ok() {
+        out.push(b'\n');
+    }
 }
 
 /// A transcript line as a normalised event, when it is one (older bundles and plain

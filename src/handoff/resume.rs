@@ -11,6 +11,7 @@ use crate::handoff::compare::{self, CapturedChanges, Comparison, Presence};
 use crate::handoff::evidence::Evidence;
 use crate::handoff::import;
 use crate::handoff::kickoff::{self, Kickoff, KickoffInput};
+use crate::handoff::transcript;
 use crate::handoff::turns;
 use crate::store::Store;
 
@@ -221,20 +222,26 @@ fn receiving_prompt(workspace: &Path, evidence: Option<&Evidence>, kickoff: &Kic
     format!("{fence}text\n{first}\n\n{}\n{fence}", body.trim_end())
 }
 
-/// The Recent turns section from a normalised transcript (older bundles have none).
+/// The Recent turns section from a normalised transcript (older bundles have none), read
+/// line by line as it is decompressed and kept to the last turns (`turns::Recent`): a
+/// transcript of any length within the limits costs one line's memory. Lines that are no
+/// normalised event are passed over; a transcript over the size or line limits is
+/// refused (integrity), as `baton search` refuses it.
 fn recent_turns(store: &Store, tree: &ObjectId, id: &ObjectId) -> Result<Option<String>> {
-    let Some(text) = read_text(store, tree, "transcript.jsonl")? else {
-        return Ok(None);
+    let entry = match store.lookup_path(tree, "transcript.jsonl") {
+        Ok(entry) if entry.kind != EntryKind::Dir => entry,
+        Ok(_) => return Ok(None),
+        Err(e) if e.kind == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
     };
-    let events: Vec<_> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| crate::handoff::events::parse(&v))
-        .collect();
-    if events.is_empty() {
-        return Ok(None);
-    }
-    Ok(turns::render(&events, turns::MAX_BYTES, &id.short()))
+    let mut recent = turns::Recent::default();
+    transcript::read_stored(store, &entry, &mut |_, line| {
+        if let Some(event) = transcript::parse_event(line.trim_ascii()) {
+            recent.push(&event);
+        }
+        Ok(())
+    })?;
+    Ok(recent.render(turns::MAX_BYTES, &id.short()))
 }
 
 /// `--require-same-repo`: an unrelated or diverged workspace, or one that cannot be

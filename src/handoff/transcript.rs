@@ -1,11 +1,20 @@
-//! The session transcript, `transcript.jsonl` (one JSON object per line): validation, and
-//! search in pages bounded so that a result always fits an agent's context.
+//! The session transcript, `transcript.jsonl` (one JSON object per line): validation,
+//! reading a stored one line by line, and search in pages bounded so that a result always
+//! fits an agent's context. Every line is held alone and checked against the line limits
+//! of `sessions::json` before anything is built of it.
+
+use std::cell::RefCell;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use super::events::{self, Kind, Role};
-use crate::error::{Error, Result};
+use super::events::{self, Event, Kind, Role};
+use super::sessions::json::{self, LineError};
+use crate::error::{Error, ErrorKind, Result};
+
+mod lines;
+use lines::{check_line, line_error};
+pub use lines::{read_stored, validate};
 
 /// Most events on one page of search results.
 pub const MAX_EVENTS: usize = 50;
@@ -46,16 +55,6 @@ pub struct Page {
     pub truncated_events: usize,
 }
 
-/// Check that every non-empty line is a JSON object; return how many there are.
-pub fn validate(jsonl: &[u8]) -> Result<usize> {
-    let mut count = 0;
-    for event in events(jsonl) {
-        event?;
-        count += 1;
-    }
-    Ok(count)
-}
-
 /// Which events a search may return, besides matching its terms.
 #[derive(Clone, Debug, Default)]
 pub struct Filter {
@@ -92,69 +91,121 @@ impl Filter {
 /// its ids, times or other metadata; in other JSON lines every string value is.
 ///
 /// A page is never empty while matches remain: an event too big for a whole page comes
-/// alone, with its strings cut to fit. The transcript must be valid (see [`validate`]).
+/// alone, with its strings cut to fit. A line that is not a JSON object within the line
+/// limits is refused (integrity: the transcripts searched are stored ones).
 pub fn search(jsonl: &[u8], query: &str, filter: &Filter, cursor: Option<&str>) -> Result<Page> {
-    let start = match cursor {
-        Some(c) => parse_cursor(c)?,
-        None => 1,
-    };
-    let terms: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
+    let mut search = Search::new(query, filter, cursor)?;
+    for (i, line) in jsonl.split(|&b| b == b'\n').enumerate() {
+        search.line(i + 1, line)?;
+    }
+    Ok(search.finish())
+}
 
-    let mut hits = Vec::new();
-    let mut used = 0;
-    let mut full = false;
-    let mut next_cursor = None;
-    let mut total_matches = 0;
-    let mut truncated_events = 0;
-    for event in events(jsonl) {
-        let (line, event) = event?;
-        let normalised = events::parse(&event);
-        if !filter.admits(normalised.as_ref()) {
-            continue;
+/// A search fed one line at a time (see [`search`]), so that a stored transcript is
+/// searched as it is read ([`read_stored`]).
+pub struct Search<'f> {
+    filter: &'f Filter,
+    start: usize,
+    terms: Vec<String>,
+    hits: Vec<Hit>,
+    used: usize,
+    full: bool,
+    next_cursor: Option<String>,
+    total_matches: usize,
+    truncated_events: usize,
+}
+
+impl<'f> Search<'f> {
+    pub fn new(query: &str, filter: &'f Filter, cursor: Option<&str>) -> Result<Search<'f>> {
+        let start = match cursor {
+            Some(c) => parse_cursor(c)?,
+            None => 1,
+        };
+        Ok(Search {
+            filter,
+            start,
+            terms: query.split_whitespace().map(str::to_lowercase).collect(),
+            hits: Vec::new(),
+            used: 0,
+            full: false,
+            next_cursor: None,
+            total_matches: 0,
+            truncated_events: 0,
+        })
+    }
+
+    /// Line `line` (1-based) of the transcript, without its newline.
+    pub fn line(&mut self, line: usize, raw: &[u8]) -> Result<()> {
+        let fail = |e: LineError| line_error(line, &e, ErrorKind::Integrity);
+        let text = json::checked_line(raw).map_err(fail)?;
+        let normalised = parse_event(text);
+        // A plain line's strings are matched: collected by the walk that checks it.
+        let strings = (normalised.is_none() && !self.terms.is_empty() && self.filter.is_empty())
+            .then(|| RefCell::new(String::new()));
+        if !check_line(text, strings.as_ref()).map_err(fail)? {
+            return Ok(());
         }
-        let found = match &normalised {
-            Some(e) => contains_all(&e.text, &terms),
-            None => matches(&event, &terms),
+        if !self.filter.admits(normalised.as_ref()) {
+            return Ok(());
+        }
+        let found = match (&normalised, strings) {
+            (Some(e), _) => contains_all(&e.text, &self.terms),
+            (None, Some(strings)) => contains_all(&strings.into_inner(), &self.terms),
+            (None, None) => true,
         };
         if !found {
-            continue;
+            return Ok(());
         }
-        total_matches += 1;
-        if line < start || next_cursor.is_some() {
-            continue;
+        self.total_matches += 1;
+        if line < self.start || self.next_cursor.is_some() {
+            return Ok(());
         }
-        if full || hits.len() == MAX_EVENTS {
-            next_cursor = Some(format!("{CURSOR_PREFIX}{line}"));
-            continue;
+        if self.full || self.hits.len() == MAX_EVENTS {
+            self.next_cursor = Some(format!("{CURSOR_PREFIX}{line}"));
+            return Ok(());
         }
+        // Within the line limits (checked above), so bounded by the line's length.
+        let event: Value = serde_json::from_slice(text).map_err(|e| fail(LineError::Json(e)))?;
         let tokens = estimate_tokens(&compact(&event));
-        if used + tokens <= MAX_TOKENS {
-            used += tokens;
-            hits.push(Hit {
+        if self.used + tokens <= MAX_TOKENS {
+            self.used += tokens;
+            self.hits.push(Hit {
                 line,
                 event,
                 tokens,
             });
-        } else if hits.is_empty() {
+        } else if self.hits.is_empty() {
             let (event, tokens) = shrink(&event, MAX_TOKENS);
-            used += tokens;
-            truncated_events += 1;
-            hits.push(Hit {
+            self.used += tokens;
+            self.truncated_events += 1;
+            self.hits.push(Hit {
                 line,
                 event,
                 tokens,
             });
         } else {
-            full = true;
-            next_cursor = Some(format!("{CURSOR_PREFIX}{line}"));
+            self.full = true;
+            self.next_cursor = Some(format!("{CURSOR_PREFIX}{line}"));
+        }
+        Ok(())
+    }
+
+    pub fn finish(self) -> Page {
+        Page {
+            hits: self.hits,
+            next_cursor: self.next_cursor,
+            total_matches: self.total_matches,
+            truncated_events: self.truncated_events,
         }
     }
-    Ok(Page {
-        hits,
-        next_cursor,
-        total_matches,
-        truncated_events,
-    })
+}
+
+/// A transcript line (trimmed) as a normalised event, when it is one: read typed, its
+/// unknown fields skipped unbuilt.
+pub fn parse_event(line: &[u8]) -> Option<Event> {
+    serde_json::from_slice::<Event>(line)
+        .ok()
+        .filter(|e| e.v == events::SCHEMA_VERSION)
 }
 
 fn parse_cursor(cursor: &str) -> Result<usize> {
@@ -170,58 +221,12 @@ fn parse_cursor(cursor: &str) -> Result<usize> {
     })
 }
 
-/// `(line, event)` for every non-empty line, or an error naming the first bad line.
-fn events(jsonl: &[u8]) -> impl Iterator<Item = Result<(usize, Value)>> + '_ {
-    jsonl
-        .split(|&b| b == b'\n')
-        .enumerate()
-        .filter_map(|(i, raw)| {
-            let line = i + 1;
-            let text = raw.trim_ascii();
-            if text.is_empty() {
-                return None;
-            }
-            Some(match serde_json::from_slice::<Value>(text) {
-                Ok(value @ Value::Object(_)) => Ok((line, value)),
-                Ok(_) => Err(Error::usage(format!(
-                    "transcript.jsonl line {line}: not a JSON object"
-                ))),
-                Err(e) => Err(Error::usage(format!(
-                    "transcript.jsonl line {line}: not valid JSON: {e}"
-                ))),
-            })
-        })
-}
-
-fn matches(event: &Value, terms: &[String]) -> bool {
-    if terms.is_empty() {
-        return true;
-    }
-    let mut text = String::new();
-    strings(event, &mut text);
-    contains_all(&text, terms)
-}
-
 fn contains_all(text: &str, terms: &[String]) -> bool {
     if terms.is_empty() {
         return true;
     }
     let text = text.to_lowercase();
     terms.iter().all(|t| text.contains(t.as_str()))
-}
-
-/// Every string value, one per line: terms hold no whitespace, so none can match across
-/// two values. Keys are left out; they name fields, they are not what was said.
-fn strings(value: &Value, out: &mut String) {
-    match value {
-        Value::String(s) => {
-            out.push_str(s);
-            out.push('\n');
-        }
-        Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
-        Value::Object(map) => map.values().for_each(|v| strings(v, out)),
-        _ => {}
-    }
 }
 
 fn compact(value: &Value) -> String {

@@ -2,7 +2,9 @@
 //! user message and what followed it), rendered compactly within a byte budget, newest
 //! kept first, with a provenance line of at most a quarter of the budget.
 
-use super::events::{Event, Kind, Role};
+use std::collections::VecDeque;
+
+use super::events::{Event, Kind, Role, Source};
 use super::kickoff::{CUT, MAX_PATH_CHARS, shorten_path};
 
 /// Turns shown at most.
@@ -16,115 +18,155 @@ const TOOL_LINE: usize = 160;
 
 /// The section's text, or `None` when the transcript holds no conversation.
 pub fn render(events: &[Event], budget_bytes: usize, search_rev: &str) -> Option<String> {
-    let budget = budget_bytes.clamp(MIN_BYTES, MAX_BYTES);
-    let turns = split_turns(events);
-    if turns.is_empty() {
-        return None;
+    let mut recent = Recent::default();
+    for e in events {
+        recent.push(e);
     }
-    let total = turns.len();
-    let shown = &turns[total.saturating_sub(MAX_TURNS)..];
-    let last_time = shown
-        .last()
-        .and_then(|t| t.iter().rev().find(|e| !e.time.is_empty()))
-        .map(|e| e.time.as_str())
-        .unwrap_or("");
-    let first = &events[0].source;
-    let mut provenance = format!(
-        "Last {} of {total} turns of {} session {}{}; the rest: baton search {search_rev} QUERY\n",
-        shown.len(),
-        first.harness,
-        first.session,
-        if last_time.is_empty() {
-            String::new()
-        } else {
-            format!(", ending {last_time}")
-        }
-    );
-    provenance = cut_bytes(&provenance, budget / 4);
-
-    // Newest turn first into the budget, then printed in session order.
-    let mut room = budget.saturating_sub(provenance.len());
-    let mut kept: Vec<String> = Vec::new();
-    for turn in shown.iter().rev() {
-        let text = render_turn(turn);
-        if text.len() <= room {
-            room -= text.len();
-            kept.push(text);
-        } else {
-            if room > 64 {
-                kept.push(format!("{}\n", cut_bytes(&text, room - 1).trim_end()));
-            }
-            break;
-        }
-    }
-    if kept.is_empty() {
-        return None;
-    }
-    kept.reverse();
-    Some(format!("{provenance}{}", kept.concat()))
+    recent.render(budget_bytes, search_rev)
 }
 
-/// Events grouped into turns: each user message starts one. Reasoning and the harness's
-/// own notes are left out; what was said and done stays.
-fn split_turns(events: &[Event]) -> Vec<Vec<&Event>> {
-    let mut turns: Vec<Vec<&Event>> = Vec::new();
-    for e in events {
+/// What [`Recent::render`] needs of a transcript, taken from its events one at a time:
+/// the first event's source, how many turns there are, and the last [`MAX_TURNS`] turns,
+/// each rendered and kept to a little over [`MAX_BYTES`] (never more is shown). Memory
+/// does not grow with the transcript.
+#[derive(Default)]
+pub struct Recent {
+    first: Option<Source>,
+    total: usize,
+    turns: VecDeque<Turn>,
+}
+
+/// One turn (a user message and what followed it), rendered.
+#[derive(Default)]
+struct Turn {
+    /// Its lines, stopped once longer than [`MAX_BYTES`] (the section cuts it there).
+    text: String,
+    /// The last time recorded in it ("" for none).
+    last_time: String,
+}
+
+impl Recent {
+    /// Take the next event of the transcript. Reasoning and the harness's own notes are
+    /// left out of the turns; what was said and done stays; each user message starts a
+    /// turn.
+    pub fn push(&mut self, e: &Event) {
+        if self.first.is_none() {
+            self.first = Some(e.source.clone());
+        }
         if matches!(e.kind, Kind::Reasoning | Kind::System) {
-            continue;
+            return;
         }
         let starts = e.role == Role::User && e.kind == Kind::Message && e.source.agent.is_none();
-        if starts || turns.is_empty() {
-            turns.push(Vec::new());
+        if starts || self.turns.is_empty() {
+            self.total += 1;
+            if self.turns.len() == MAX_TURNS {
+                self.turns.pop_front();
+            }
+            self.turns.push_back(Turn::default());
         }
-        if let Some(turn) = turns.last_mut() {
-            turn.push(e);
+        if let Some(turn) = self.turns.back_mut() {
+            if turn.text.len() <= MAX_BYTES {
+                turn.text.push_str(&render_event(e));
+            }
+            if !e.time.is_empty() {
+                turn.last_time.clone_from(&e.time);
+            }
         }
     }
-    turns
+
+    /// The section's text, or `None` when the transcript holds no conversation.
+    pub fn render(&self, budget_bytes: usize, search_rev: &str) -> Option<String> {
+        let budget = budget_bytes.clamp(MIN_BYTES, MAX_BYTES);
+        let first = self.first.as_ref()?;
+        let shown = &self.turns;
+        if shown.is_empty() {
+            return None;
+        }
+        let last_time = shown.back().map(|t| t.last_time.as_str()).unwrap_or("");
+        let mut provenance = format!(
+            "Last {} of {} turns of {} session {}{}; the rest: baton search {search_rev} QUERY\n",
+            shown.len(),
+            self.total,
+            first.harness,
+            first.session,
+            if last_time.is_empty() {
+                String::new()
+            } else {
+                format!(", ending {last_time}")
+            }
+        );
+        provenance = cut_bytes(&provenance, budget / 4);
+
+        // Newest turn first into the budget, then printed in session order.
+        let mut room = budget.saturating_sub(provenance.len());
+        let mut kept: Vec<String> = Vec::new();
+        for turn in shown.iter().rev() {
+            let text = &turn.text;
+            if text.len() <= room {
+                room -= text.len();
+                kept.push(text.clone());
+            } else {
+                if room > 64 {
+                    kept.push(format!("{}\n", cut_bytes(text, room - 1).trim_end()));
+                }
+                break;
+            }
+        }
+        if kept.is_empty() {
+            return None;
+        }
+        kept.reverse();
+        Some(format!("{provenance}{}", kept.concat()))
+    }
 }
 
-fn render_turn(turn: &[&Event]) -> String {
-    let mut out = String::new();
-    for e in turn {
-        let agent = e
-            .source
-            .agent
-            .as_deref()
-            .map(|a| format!("[sub-agent {a}] "))
-            .unwrap_or_default();
-        let tool = e.tool.as_deref().unwrap_or("tool");
-        let line = match (e.role, e.kind) {
-            (Role::User, _) => format!("- user: {agent}{}", clean(&e.text, MESSAGE_BYTES)),
-            (_, Kind::ToolCall) => format!("  - {agent}call {tool}: {}", clean(&e.text, TOOL_LINE)),
-            (_, Kind::ToolResult) => {
-                format!("  - {agent}result {tool}: {}", clean(&e.text, TOOL_LINE))
-            }
-            _ => format!("- assistant: {agent}{}", clean(&e.text, MESSAGE_BYTES)),
-        };
-        out.push_str(&line);
-        out.push('\n');
-    }
-    out
+/// One event's line of its turn.
+fn render_event(e: &Event) -> String {
+    let agent = e
+        .source
+        .agent
+        .as_deref()
+        .map(|a| format!("[sub-agent {a}] "))
+        .unwrap_or_default();
+    let tool = e.tool.as_deref().unwrap_or("tool");
+    let line = match (e.role, e.kind) {
+        (Role::User, _) => format!("- user: {agent}{}", clean(&e.text, MESSAGE_BYTES)),
+        (_, Kind::ToolCall) => format!("  - {agent}call {tool}: {}", clean(&e.text, TOOL_LINE)),
+        (_, Kind::ToolResult) => {
+            format!("  - {agent}result {tool}: {}", clean(&e.text, TOOL_LINE))
+        }
+        _ => format!("- assistant: {agent}{}", clean(&e.text, MESSAGE_BYTES)),
+    };
+    format!("{line}\n")
 }
 
 /// One line: control characters and line breaks become spaces, runs of space fold, long
-/// paths are cut in the middle, and the whole is cut to `max` bytes.
+/// paths are cut in the middle, and the whole is cut to `max` bytes. Built only as far as
+/// the cut, whatever the text's length.
 fn clean(text: &str, max: usize) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let words: Vec<String> = flat
-        .split_whitespace()
-        .map(|w| {
-            if w.contains('/') && w.chars().count() > MAX_PATH_CHARS {
-                shorten_path(w, MAX_PATH_CHARS)
-            } else {
-                w.to_string()
+    let mut out = String::new();
+    let words = text
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty());
+    for w in words {
+        if out.len() > max {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        if w.contains('/') && w.chars().count() > MAX_PATH_CHARS {
+            out.push_str(&shorten_path(w, MAX_PATH_CHARS));
+        } else {
+            // No more of a long word than the cut can show.
+            let mut end = (max + 1).saturating_sub(out.len()).min(w.len());
+            while !w.is_char_boundary(end) {
+                end += 1;
             }
-        })
-        .collect();
-    cut_bytes(&words.join(" "), max)
+            out.push_str(&w[..end]);
+        }
+    }
+    cut_bytes(&out, max)
 }
 
 /// At most `max` bytes, cut on a character boundary and marked.

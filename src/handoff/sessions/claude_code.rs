@@ -5,11 +5,12 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde::Deserialize;
 
-use super::{Harness, SessionInfo, json_lines, str_field, text_of, unexpected};
+use super::json::{self, Budget, Field, LineError, Raw, elements, object, parse_object, text_of};
+use super::{Harness, SessionInfo, json_lines, line_error, unexpected};
 use crate::error::Result;
-use crate::handoff::events::{Draft, Kind, Role};
+use crate::handoff::events::{self, Draft, Kind, Role};
 
 /// Entries Claude Code writes for its own bookkeeping (undo snapshots, the input queue,
 /// progress of running tools, titles): nothing an agent said. Known, so not refused.
@@ -94,10 +95,12 @@ fn session_files(config: &Path, workspace: Option<&Path>) -> Vec<SessionFile> {
             if !name.ends_with(".jsonl") || name.starts_with("agent-") {
                 continue;
             }
-            let Ok(meta) = fs::metadata(&path) else {
+            // Not followed through a symlink, and never a FIFO or a device: only what
+            // `open_session` will open.
+            let Ok(meta) = entry.metadata() else {
                 continue;
             };
-            if !meta.is_file() {
+            if !meta.file_type().is_file() {
                 continue;
             }
             out.push(SessionFile {
@@ -110,37 +113,36 @@ fn session_files(config: &Path, workspace: Option<&Path>) -> Vec<SessionFile> {
     out
 }
 
-/// What the start (or, counting lines, the whole) of `file` says of its session; `None`
-/// for an unreadable file, one without a recorded working directory, or one recorded
-/// elsewhere than `workspace`.
+/// What the start of `file` says of its session (and, counting lines, how many it has,
+/// counted as read); `None` for an unreadable file, one without a recorded working
+/// directory, or one recorded elsewhere than `workspace`. A file over the size limit is
+/// described all the same (its start is all that is read), so that `latest` can refuse
+/// it rather than pass over it.
 fn describe(
     file: SessionFile,
     workspace: Option<&Path>,
     count: super::Count,
 ) -> Option<SessionInfo> {
-    // The header is in the first HEADER_LINES lines: all that is read of a file whose
-    // lines are not counted.
-    let bytes = match count {
-        super::Count::Lines => super::read_complete(&file.path),
-        super::Count::NotLines => super::read_head(&file.path, HEADER_LINES),
-    }
-    .ok()?;
-    let (cwd, started, session) = header(&bytes);
+    // The header is in the first HEADER_LINES lines.
+    let (head, bytes) = super::read_head(&file.path, HEADER_LINES).ok()?;
+    let (cwd, started, session) = header(&head);
     let cwd = cwd?;
     if let Some(ws) = workspace
         && !super::same_dir(&cwd, ws)
     {
         return None;
     }
+    let lines = match count {
+        super::Count::Lines => super::count_complete_lines(&file.path).ok()?.0.unwrap_or(0),
+        super::Count::NotLines => 0,
+    };
     Some(SessionInfo {
         harness: Harness::ClaudeCode,
         session: session.unwrap_or_else(|| file.name.trim_end_matches(".jsonl").to_string()),
         cwd,
         started,
-        lines: match count {
-            super::Count::Lines => super::count_lines(&bytes),
-            super::Count::NotLines => 0,
-        },
+        lines,
+        bytes,
         modified: file.modified,
         path: file.path,
     })
@@ -150,21 +152,31 @@ fn describe(
 const HEADER_LINES: usize = 200;
 
 /// The first recorded working directory, timestamp and session id (in the first
-/// [`HEADER_LINES`] lines).
+/// [`HEADER_LINES`] lines; a line that is not a JSON object is passed over).
 fn header(bytes: &[u8]) -> (Option<PathBuf>, String, Option<String>) {
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Head<'a> {
+        #[serde(borrow)]
+        cwd: Field<'a>,
+        #[serde(borrow)]
+        timestamp: Field<'a>,
+        #[serde(rename = "sessionId", borrow)]
+        session_id: Field<'a>,
+    }
     let (mut cwd, mut started, mut session) = (None, String::new(), None);
     for line in bytes.split(|&b| b == b'\n').take(HEADER_LINES) {
-        let Ok(v) = serde_json::from_slice::<Value>(line.trim_ascii()) else {
+        let Ok(head) = parse_object::<Head>(line.trim_ascii()) else {
             continue;
         };
         if cwd.is_none() {
-            cwd = str_field(&v, "cwd").map(PathBuf::from);
+            cwd = head.cwd.as_str().map(PathBuf::from);
         }
         if started.is_empty() {
-            started = str_field(&v, "timestamp").unwrap_or_default().to_string();
+            started = head.timestamp.or_empty().to_string();
         }
         if session.is_none() {
-            session = str_field(&v, "sessionId").map(str::to_string);
+            session = head.session_id.as_str().map(str::to_string);
         }
         if cwd.is_some() && !started.is_empty() && session.is_some() {
             break;
@@ -173,125 +185,209 @@ fn header(bytes: &[u8]) -> (Option<PathBuf>, String, Option<String>) {
     (cwd, started, session)
 }
 
+/// One Claude Code entry: the fields baton reads, the rest skipped unbuilt.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Entry<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Field<'a>,
+    #[serde(rename = "sessionId", borrow)]
+    session_id: Field<'a>,
+    #[serde(borrow)]
+    timestamp: Field<'a>,
+    #[serde(rename = "isMeta", borrow)]
+    is_meta: Field<'a>,
+    #[serde(rename = "isSidechain", borrow)]
+    is_sidechain: Field<'a>,
+    #[serde(rename = "agentId", borrow)]
+    agent_id: Field<'a>,
+    #[serde(borrow)]
+    message: Raw<'a>,
+    #[serde(borrow)]
+    summary: Field<'a>,
+    #[serde(borrow)]
+    content: Raw<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Message<'a> {
+    #[serde(borrow)]
+    content: Raw<'a>,
+}
+
+/// One content block of a message.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Field<'a>,
+    #[serde(borrow)]
+    text: Field<'a>,
+    #[serde(borrow)]
+    thinking: Field<'a>,
+    #[serde(borrow)]
+    input: Raw<'a>,
+    #[serde(borrow)]
+    name: Field<'a>,
+    #[serde(borrow)]
+    id: Field<'a>,
+    #[serde(borrow)]
+    content: Raw<'a>,
+    #[serde(borrow)]
+    tool_use_id: Field<'a>,
+}
+
 /// Normalise a session file: (its session id, the drafts in file order).
 pub fn read(path: &Path, bytes: &[u8]) -> Result<(Option<String>, Vec<Draft>)> {
-    let mut session = None;
     let mut out = Vec::new();
-    for item in json_lines(path, bytes) {
-        let (line, entry) = item?;
-        let kind = str_field(&entry, "type").unwrap_or("");
-        if session.is_none() {
-            session = str_field(&entry, "sessionId").map(str::to_string);
-        }
-        let time = str_field(&entry, "timestamp")
-            .unwrap_or_default()
-            .to_string();
-        let agent = sidechain(&entry);
-        let draft = |role, kind, text: String| Draft {
-            time: time.clone(),
-            agent: agent.clone(),
-            role,
-            kind,
-            text,
-            tool: None,
-            call_id: None,
-        };
-        match kind {
-            "user" | "assistant" => {
-                // isMeta entries are what the harness injected (caveats, command echoes).
-                if entry.get("isMeta").and_then(Value::as_bool) == Some(true) {
-                    continue;
-                }
-                let message = entry.get("message").ok_or_else(|| {
-                    unexpected(path, line, &format!("'{kind}' entry without a message"))
-                })?;
-                let role = if kind == "user" {
-                    Role::User
-                } else {
-                    Role::Assistant
-                };
-                match message.get("content") {
-                    Some(Value::String(text)) => out.push(draft(role, Kind::Message, text.clone())),
-                    Some(Value::Array(blocks)) => {
-                        for block in blocks {
-                            out.extend(read_block(path, line, block, role, &draft)?);
-                        }
-                    }
-                    _ => {
-                        return Err(unexpected(
-                            path,
-                            line,
-                            "message content (neither text nor blocks)",
-                        ));
-                    }
-                }
-            }
-            "summary" => {
-                let text = str_field(&entry, "summary").unwrap_or_default().to_string();
-                out.push(draft(Role::System, Kind::System, text));
-            }
-            "system" => {
-                let text = text_of(entry.get("content").unwrap_or(&Value::Null));
-                out.push(draft(Role::System, Kind::System, text));
-            }
-            other if BOOKKEEPING.contains(&other) => {}
-            other => {
-                return Err(unexpected(
-                    path,
-                    line,
-                    &format!("Claude Code entry type '{other}'"),
-                ));
-            }
-        }
-    }
+    let session = read_each(path, bytes, &mut |d| {
+        out.push(d);
+        Ok(())
+    })?;
     Ok((session, out))
 }
 
+/// Normalise a session file one line at a time, handing each draft to `each` (none with
+/// nothing to keep, see [`events::keeps`]); returns the session id.
+pub fn read_each(
+    path: &Path,
+    bytes: &[u8],
+    each: &mut dyn FnMut(Draft) -> Result<()>,
+) -> Result<Option<String>> {
+    let mut session = None;
+    for item in json_lines(path, bytes) {
+        let (line, raw) = item?;
+        let budget = Budget::default();
+        let fail = |e: LineError| line_error(path, line, &e);
+        let entry: Entry = parse_object(raw).map_err(fail)?;
+        if session.is_none() {
+            session = entry.session_id.as_str().map(str::to_string);
+        }
+        for draft in entry_drafts(path, line, &entry, &budget)? {
+            if events::keeps(&draft) {
+                each(draft)?;
+            }
+        }
+    }
+    Ok(session)
+}
+
+/// The drafts of one entry.
+fn entry_drafts(path: &Path, line: usize, entry: &Entry, budget: &Budget) -> Result<Vec<Draft>> {
+    let fail = |e: LineError| line_error(path, line, &e);
+    let kind = entry.kind.or_empty();
+    let time = entry.timestamp.or_empty();
+    let agent = sidechain(entry);
+    let draft = |role, kind, text: String| Draft {
+        time: time.to_string(),
+        agent: agent.clone(),
+        role,
+        kind,
+        text,
+        tool: None,
+        call_id: None,
+    };
+    let mut out = Vec::new();
+    match kind {
+        "user" | "assistant" => {
+            // isMeta entries are what the harness injected (caveats, command echoes).
+            if entry.is_meta.is_true() {
+                return Ok(out);
+            }
+            let message = entry.message.0.ok_or_else(|| {
+                unexpected(path, line, &format!("'{kind}' entry without a message"))
+            })?;
+            let role = if kind == "user" {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            let content = object::<Message>(Some(message)).map_err(fail)?.content.0;
+            match content {
+                Some(text) if text.get().starts_with('"') => {
+                    let text: String =
+                        serde_json::from_str(text.get()).map_err(|e| fail(LineError::Json(e)))?;
+                    out.push(draft(role, Kind::Message, text));
+                }
+                Some(blocks) if blocks.get().starts_with('[') => {
+                    for block in elements(blocks, budget).map_err(fail)?.unwrap_or_default() {
+                        let block: Block = object(Some(block)).map_err(fail)?;
+                        out.extend(read_block(path, line, &block, role, budget, &draft)?);
+                    }
+                }
+                _ => {
+                    return Err(unexpected(
+                        path,
+                        line,
+                        "message content (neither text nor blocks)",
+                    ));
+                }
+            }
+        }
+        "summary" => {
+            let text = entry.summary.or_empty().to_string();
+            out.push(draft(Role::System, Kind::System, text));
+        }
+        "system" => {
+            let text = text_of(entry.content.0, budget).map_err(fail)?;
+            out.push(draft(Role::System, Kind::System, text));
+        }
+        other if BOOKKEEPING.contains(&other) => {}
+        other => {
+            return Err(unexpected(
+                path,
+                line,
+                &format!("Claude Code entry type '{other}'"),
+            ));
+        }
+    }
+    Ok(out)
+}
+
 /// The sub-agent an entry came from, when it is sidechain work.
-fn sidechain(entry: &Value) -> Option<String> {
-    if entry.get("isSidechain").and_then(Value::as_bool) != Some(true) {
+fn sidechain(entry: &Entry) -> Option<String> {
+    if !entry.is_sidechain.is_true() {
         return None;
     }
-    Some(
-        str_field(entry, "agentId")
-            .unwrap_or("sidechain")
-            .to_string(),
-    )
+    Some(entry.agent_id.as_str().unwrap_or("sidechain").to_string())
 }
 
 fn read_block(
     path: &Path,
     line: usize,
-    block: &Value,
+    block: &Block,
     role: Role,
+    budget: &Budget,
     draft: &dyn Fn(Role, Kind, String) -> Draft,
 ) -> Result<Option<Draft>> {
-    let kind = str_field(block, "type").unwrap_or("");
+    let fail = |e: LineError| line_error(path, line, &e);
+    let kind = block.kind.or_empty();
     Ok(match kind {
         "text" => Some(draft(
             role,
             Kind::Message,
-            str_field(block, "text").unwrap_or_default().to_string(),
+            block.text.or_empty().to_string(),
         )),
         "thinking" => Some(draft(
             Role::Assistant,
             Kind::Reasoning,
-            str_field(block, "thinking").unwrap_or_default().to_string(),
+            block.thinking.or_empty().to_string(),
         )),
         "tool_use" => {
-            let input = block.get("input").map(Value::to_string).unwrap_or_default();
+            let input = match block.input.0 {
+                Some(raw) => json::value(raw, budget).map_err(fail)?.to_string(),
+                None => String::new(),
+            };
             let mut d = draft(Role::Assistant, Kind::ToolCall, input);
-            d.tool = str_field(block, "name").map(str::to_string);
-            d.call_id = str_field(block, "id").map(str::to_string);
+            d.tool = block.name.as_str().map(str::to_string);
+            d.call_id = block.id.as_str().map(str::to_string);
             Some(d)
         }
         "tool_result" => {
-            let mut d = draft(
-                Role::Tool,
-                Kind::ToolResult,
-                text_of(block.get("content").unwrap_or(&Value::Null)),
-            );
-            d.call_id = str_field(block, "tool_use_id").map(str::to_string);
+            let text = text_of(block.content.0, budget).map_err(fail)?;
+            let mut d = draft(Role::Tool, Kind::ToolResult, text);
+            d.call_id = block.tool_use_id.as_str().map(str::to_string);
             Some(d)
         }
         // Encrypted reasoning, and pictures or documents that have no text to keep.

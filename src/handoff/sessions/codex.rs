@@ -5,11 +5,12 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde::Deserialize;
 
-use super::{Harness, SessionInfo, json_lines, str_field, text_of, unexpected};
+use super::json::{Budget, Field, LineError, Raw, elements, object, parse_object, text_of};
+use super::{Harness, SessionInfo, json_lines, line_error, unexpected};
 use crate::error::Result;
-use crate::handoff::events::{Draft, Kind, Role};
+use crate::handoff::events::{self, Draft, Kind, Role};
 
 /// Text Codex puts in user messages itself (environment and instruction preambles).
 const PREAMBLES: &[&str] = &[
@@ -65,14 +66,16 @@ fn describe(
     workspace: Option<&Path>,
     count: super::Count,
 ) -> Option<SessionInfo> {
-    let (id, cwd, started) = meta(&path)?;
+    let (id, cwd, started, bytes) = meta(&path)?;
     if let Some(ws) = workspace
         && !super::same_dir(&cwd, ws)
     {
         return None;
     }
     let lines = match count {
-        super::Count::Lines => super::read_complete(&path).map_or(0, |b| super::count_lines(&b)),
+        super::Count::Lines => {
+            super::count_complete_lines(&path).map_or(0, |(n, _)| n.unwrap_or(0))
+        }
         super::Count::NotLines => 0,
     };
     Some(SessionInfo {
@@ -81,6 +84,7 @@ fn describe(
         cwd,
         started,
         lines,
+        bytes,
         modified,
         path,
     })
@@ -105,62 +109,148 @@ fn collect_rollouts(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The session id, working directory and start time from the first line.
-fn meta(path: &Path) -> Option<(String, PathBuf, String)> {
-    use std::io::{BufRead, Read};
-    let file = fs::File::open(path).ok()?;
-    let mut first = String::new();
-    // A session_meta line carries the instructions: allow it a few MB, no more.
-    std::io::BufReader::new(file.take(8 << 20))
-        .read_line(&mut first)
-        .ok()?;
-    let value: Value = serde_json::from_str(first.trim()).ok()?;
-    if str_field(&value, "type") != Some("session_meta") {
+/// The session id, working directory and start time from the first line, and the
+/// file's size.
+fn meta(path: &Path) -> Option<(String, PathBuf, String, u64)> {
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Meta<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Field<'a>,
+        #[serde(borrow)]
+        timestamp: Field<'a>,
+        #[serde(borrow)]
+        payload: Raw<'a>,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Payload<'a> {
+        #[serde(borrow)]
+        id: Field<'a>,
+        #[serde(borrow)]
+        cwd: Field<'a>,
+        #[serde(borrow)]
+        timestamp: Field<'a>,
+    }
+    // A session_meta line carries the instructions: read at most one line's limit.
+    let (head, size) = super::read_head(path, 0).ok()?;
+    let first = head.split(|&b| b == b'\n').next()?.trim_ascii();
+    let line: Meta = parse_object(first).ok()?;
+    if line.kind.as_str() != Some("session_meta") {
         return None;
     }
-    let payload = value.get("payload")?;
-    let id = str_field(payload, "id")?.to_string();
-    let cwd = PathBuf::from(str_field(payload, "cwd")?);
-    let started = str_field(payload, "timestamp")
-        .or(str_field(&value, "timestamp"))
+    let payload: Payload = object(Some(line.payload.0?)).ok()?;
+    let id = payload.id.as_str()?.to_string();
+    let cwd = PathBuf::from(payload.cwd.as_str()?);
+    let started = payload
+        .timestamp
+        .as_str()
+        .or(line.timestamp.as_str())
         .unwrap_or_default()
         .to_string();
-    Some((id, cwd, started))
+    Some((id, cwd, started, size))
+}
+
+/// One rollout line: the fields baton reads, the rest skipped unbuilt.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Line<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Field<'a>,
+    #[serde(borrow)]
+    timestamp: Field<'a>,
+    #[serde(borrow)]
+    payload: Raw<'a>,
+}
+
+/// A line's payload: a `response_item`, or the fields of the other lines read.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Item<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Field<'a>,
+    #[serde(borrow)]
+    id: Field<'a>,
+    #[serde(borrow)]
+    message: Field<'a>,
+    #[serde(borrow)]
+    role: Field<'a>,
+    #[serde(borrow)]
+    content: Raw<'a>,
+    #[serde(borrow)]
+    name: Field<'a>,
+    #[serde(borrow)]
+    arguments: Field<'a>,
+    #[serde(borrow)]
+    input: Field<'a>,
+    #[serde(borrow)]
+    call_id: Field<'a>,
+    #[serde(borrow)]
+    action: Raw<'a>,
+    #[serde(borrow)]
+    output: Raw<'a>,
+    #[serde(borrow)]
+    summary: Raw<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Action<'a> {
+    #[serde(borrow)]
+    command: Raw<'a>,
+    #[serde(borrow)]
+    query: Raw<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Output<'a> {
+    #[serde(borrow)]
+    content: Raw<'a>,
 }
 
 /// Normalise a rollout: (its session id, the drafts in file order).
 pub fn read(path: &Path, bytes: &[u8]) -> Result<(Option<String>, Vec<Draft>)> {
-    let mut session = None;
     let mut out = Vec::new();
+    let session = read_each(path, bytes, &mut |d| {
+        out.push(d);
+        Ok(())
+    })?;
+    Ok((session, out))
+}
+
+/// Normalise a rollout one line at a time, handing each draft to `each` (none with
+/// nothing to keep, see [`events::keeps`]); returns the session id.
+pub fn read_each(
+    path: &Path,
+    bytes: &[u8],
+    each: &mut dyn FnMut(Draft) -> Result<()>,
+) -> Result<Option<String>> {
+    let mut session = None;
     for item in json_lines(path, bytes) {
-        let (line, entry) = item?;
-        let time = str_field(&entry, "timestamp")
-            .unwrap_or_default()
-            .to_string();
-        let payload = entry.get("payload").unwrap_or(&Value::Null);
-        match str_field(&entry, "type").unwrap_or("") {
+        let (line, raw) = item?;
+        let fail = |e: LineError| line_error(path, line, &e);
+        let entry: Line = parse_object(raw).map_err(fail)?;
+        let time = entry.timestamp.or_empty().to_string();
+        let payload: Item = object(entry.payload.0).map_err(fail)?;
+        let draft = match entry.kind.or_empty() {
             "session_meta" => {
-                session = str_field(payload, "id").map(str::to_string);
+                session = payload.id.as_str().map(str::to_string);
+                None
             }
-            "response_item" => {
-                if let Some(draft) = read_item(path, line, payload, time)? {
-                    out.push(draft);
-                }
-            }
-            "compacted" => out.push(Draft {
+            "response_item" => read_item(path, line, &payload, time, &Budget::default())?,
+            "compacted" => Some(Draft {
                 time,
                 agent: None,
                 role: Role::System,
                 kind: Kind::System,
-                text: str_field(payload, "message")
-                    .unwrap_or_default()
-                    .to_string(),
+                text: payload.message.or_empty().to_string(),
                 tool: None,
                 call_id: None,
             }),
             // event_msg repeats the user and agent messages of response_item lines for
             // the UI; turn_context is per-turn configuration. Neither adds a word said.
-            "event_msg" | "turn_context" => {}
+            "event_msg" | "turn_context" => None,
             other => {
                 return Err(unexpected(
                     path,
@@ -168,12 +258,22 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<(Option<String>, Vec<Draft>)> {
                     &format!("Codex line type '{other}'"),
                 ));
             }
+        };
+        if let Some(draft) = draft.filter(events::keeps) {
+            each(draft)?;
         }
     }
-    Ok((session, out))
+    Ok(session)
 }
 
-fn read_item(path: &Path, line: usize, item: &Value, time: String) -> Result<Option<Draft>> {
+fn read_item(
+    path: &Path,
+    line: usize,
+    item: &Item,
+    time: String,
+    budget: &Budget,
+) -> Result<Option<Draft>> {
+    let fail = |e: LineError| line_error(path, line, &e);
     let draft = |role, kind, text: String, tool: Option<&str>, call: Option<&str>| Draft {
         time: time.clone(),
         agent: None,
@@ -183,11 +283,11 @@ fn read_item(path: &Path, line: usize, item: &Value, time: String) -> Result<Opt
         tool: tool.map(str::to_string),
         call_id: call.map(str::to_string),
     };
-    let call_id = str_field(item, "call_id");
-    Ok(match str_field(item, "type").unwrap_or("") {
+    let call_id = item.call_id.as_str();
+    Ok(match item.kind.or_empty() {
         "message" => {
-            let text = text_of(item.get("content").unwrap_or(&Value::Null));
-            let role = match str_field(item, "role").unwrap_or("") {
+            let text = text_of(item.content.0, budget).map_err(fail)?;
+            let role = match item.role.or_empty() {
                 "user" if PREAMBLES.iter().any(|p| text.trim_start().starts_with(p)) => {
                     return Ok(None);
                 }
@@ -208,29 +308,35 @@ fn read_item(path: &Path, line: usize, item: &Value, time: String) -> Result<Opt
         "function_call" => Some(draft(
             Role::Assistant,
             Kind::ToolCall,
-            str_field(item, "arguments").unwrap_or_default().to_string(),
-            str_field(item, "name"),
+            item.arguments.or_empty().to_string(),
+            item.name.as_str(),
             call_id,
         )),
         "custom_tool_call" => Some(draft(
             Role::Assistant,
             Kind::ToolCall,
-            str_field(item, "input").unwrap_or_default().to_string(),
-            str_field(item, "name"),
+            item.input.or_empty().to_string(),
+            item.name.as_str(),
             call_id,
         )),
         "local_shell_call" => {
-            let command = item
-                .pointer("/action/command")
-                .map(|c| match c {
-                    Value::Array(parts) => parts
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    other => text_of(other),
-                })
-                .unwrap_or_default();
+            let action: Action = object(item.action.0).map_err(fail)?;
+            let command = match action.command.0 {
+                None => String::new(),
+                Some(raw) => match elements(raw, budget).map_err(fail)? {
+                    Some(parts) => {
+                        let mut words = Vec::new();
+                        for part in parts.iter().filter(|p| p.get().starts_with('"')) {
+                            words.push(
+                                serde_json::from_str::<String>(part.get())
+                                    .map_err(|e| fail(LineError::Json(e)))?,
+                            );
+                        }
+                        words.join(" ")
+                    }
+                    None => text_of(Some(raw), budget).map_err(fail)?,
+                },
+            };
             Some(draft(
                 Role::Assistant,
                 Kind::ToolCall,
@@ -240,10 +346,11 @@ fn read_item(path: &Path, line: usize, item: &Value, time: String) -> Result<Opt
             ))
         }
         "web_search_call" => {
-            let query = item
-                .pointer("/action/query")
-                .map(text_of)
-                .unwrap_or_default();
+            let action: Action = object(item.action.0).map_err(fail)?;
+            let query = match action.query.0 {
+                Some(raw) => text_of(Some(raw), budget).map_err(fail)?,
+                None => String::new(),
+            };
             Some(draft(
                 Role::Assistant,
                 Kind::ToolCall,
@@ -253,16 +360,18 @@ fn read_item(path: &Path, line: usize, item: &Value, time: String) -> Result<Opt
             ))
         }
         "function_call_output" | "custom_tool_call_output" => {
-            let output = match item.get("output") {
-                Some(Value::Object(o)) => text_of(o.get("content").unwrap_or(&Value::Null)),
-                Some(other) => text_of(other),
-                None => String::new(),
+            let output = match item.output.0 {
+                Some(raw) if raw.get().starts_with('{') => {
+                    let output: Output = object(Some(raw)).map_err(fail)?;
+                    text_of(output.content.0, budget).map_err(fail)?
+                }
+                other => text_of(other, budget).map_err(fail)?,
             };
             Some(draft(Role::Tool, Kind::ToolResult, output, None, call_id))
         }
         "reasoning" => {
             // Only the readable summary: encrypted_content is never kept.
-            let summary = text_of(item.get("summary").unwrap_or(&Value::Null));
+            let summary = text_of(item.summary.0, budget).map_err(fail)?;
             (!summary.is_empty())
                 .then(|| draft(Role::Assistant, Kind::Reasoning, summary, None, None))
         }

@@ -4,24 +4,31 @@
 
 pub mod claude_code;
 pub mod codex;
+pub mod json;
 mod lines;
+mod normalise;
 
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::store::statcache::SessionStat;
 
 use serde::Serialize;
 
-use super::events::{self, Event};
+use super::events;
 use crate::error::{Error, Result};
 pub use lines::read_complete;
-use lines::{count_lines, modified, seconds};
-pub(crate) use lines::{json_lines, read_head, str_field, text_of, unexpected};
+use lines::{count_complete_lines, modified, seconds};
+pub(crate) use lines::{json_lines, line_error, open_session, read_head, unexpected};
+use normalise::{detect, normalise};
 
-/// Largest session file baton reads (real ones run to tens of MB).
-pub const MAX_SESSION_BYTES: u64 = 512 << 20;
+/// Largest session file baton reads (real ones run to tens of MB). A handoff holds the
+/// file, its normalised transcript and the copies the secret scan makes of both, so its
+/// memory is a few times this at most (docs/reliability.md, "Transcript limits").
+pub const MAX_SESSION_BYTES: u64 = 256 << 20;
+/// Largest `transcript.jsonl` baton writes or reads back: a normalised event can be a few
+/// times longer than the short session line it came from.
+pub const MAX_TRANSCRIPT_BYTES: u64 = 4 * MAX_SESSION_BYTES;
 /// Shortest session id prefix accepted for `harness:SESSION`.
 const MIN_PREFIX: usize = 8;
 
@@ -106,8 +113,11 @@ pub struct SessionInfo {
     pub started: String,
     /// The working directory the session recorded.
     pub cwd: PathBuf,
-    /// Complete lines in the file (not yet normalised).
+    /// Complete lines in the file (not yet normalised); 0 when not counted (listing for
+    /// `latest`, or a file over [`MAX_SESSION_BYTES`]).
     pub lines: usize,
+    /// The file's size when it was listed.
+    pub bytes: u64,
     /// Seconds since the epoch of the file's last change: what `latest` orders by.
     #[serde(skip)]
     pub modified: u64,
@@ -248,6 +258,10 @@ pub fn resolve_source(homes: &Homes, source: &Source, workspace: &Path) -> Resul
                 Harness::Codex => codex::newest(&homes.codex, &canonical_workspace),
             };
             let info = newest.ok_or_else(|| no_session(homes, *harness, workspace))?;
+            if info.bytes > MAX_SESSION_BYTES {
+                // Never a silent fall back on an older session: the one asked for is this.
+                return Err(latest_too_large(*harness, &info));
+            }
             (Some(*harness), info.path, Some(info.session))
         }
         Source::Session(harness, Some(wanted)) => {
@@ -294,8 +308,9 @@ impl ResolvedSession {
         let Some(harness) = self.harness else {
             return Ok(None);
         };
+        use std::io::Read;
         let err = |e| Error::io("cannot read transcript", &self.path, e);
-        let mut file = fs::File::open(&self.path).map_err(err)?.take(len);
+        let mut file = open_session(&self.path)?.0.take(len);
         let mut hasher = key_start(harness, self.session.as_deref(), &self.path, len);
         hasher.update_reader(&mut file).map_err(err)?;
         if file.limit() != 0 {
@@ -447,63 +462,25 @@ impl SessionFile {
     }
 }
 
-fn normalise(
-    harness: Harness,
-    path: &Path,
-    bytes: Vec<u8>,
-    session: Option<String>,
-) -> Result<Loaded> {
-    let (found_session, drafts) = match harness {
-        Harness::ClaudeCode => claude_code::read(path, &bytes)?,
-        Harness::Codex => codex::read(path, &bytes)?,
-    };
-    let session = session.or(found_session).unwrap_or_else(|| {
-        path.file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    });
-    let events: Vec<Event> = events::finish(harness.name(), &session, drafts);
-    let safe: String = session
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    Ok(Loaded {
-        jsonl: events::to_jsonl(&events),
-        raw: Some((format!("transcript/{}-{safe}.jsonl", harness.name()), bytes)),
-        label: Some(format!("{}:{session}", harness.name())),
-        events: events.len(),
-        pairing: events::Pairing::of(&events),
-    })
-}
-
-/// A FILE in a harness's own format is normalised like a session found by name.
-fn detect(bytes: &[u8]) -> Option<Harness> {
-    let first = bytes
-        .split(|&b| b == b'\n')
-        .map(<[u8]>::trim_ascii)
-        .find(|l| !l.is_empty())?;
-    let value: serde_json::Value = serde_json::from_slice(first).ok()?;
-    if value.get("type").and_then(|t| t.as_str()) == Some("session_meta")
-        && value.get("payload").is_some()
-    {
-        return Some(Harness::Codex);
-    }
-    let claude_shape = value.get("sessionId").is_some()
-        || value.get("leafUuid").is_some()
-        || (value.get("parentUuid").is_some() && value.get("uuid").is_some());
-    claude_shape.then_some(Harness::ClaudeCode)
+/// The refusal of `latest` when the newest session is over the size limit.
+fn latest_too_large(harness: Harness, info: &SessionInfo) -> Error {
+    Error::usage(format!(
+        "the newest {} session of this workspace, {}, is {} MiB, over the limit of {} MiB for a session file; baton does not fall back on an older one",
+        harness.name(),
+        info.path.display(),
+        info.bytes.div_ceil(1 << 20),
+        MAX_SESSION_BYTES >> 20
+    ))
+    .with_hint(format!(
+        "name the session to take as {}:SESSION ('baton transcript sources' lists them), or pass a trimmed copy of the file as --transcript FILE",
+        harness.name()
+    ))
 }
 
 fn find_session(homes: &Homes, harness: Harness, wanted: &str) -> Result<SessionInfo> {
     let all = match harness {
-        Harness::ClaudeCode => claude_code::sessions(&homes.claude, None, Count::Lines)?,
-        Harness::Codex => codex::sessions(&homes.codex, None, Count::Lines)?,
+        Harness::ClaudeCode => claude_code::sessions(&homes.claude, None, Count::NotLines)?,
+        Harness::Codex => codex::sessions(&homes.codex, None, Count::NotLines)?,
     };
     let mut matches: Vec<SessionInfo> = all
         .into_iter()

@@ -362,4 +362,6 @@ mod save_brief;
 mod search;
 mod secrets;
 mod skill;
+mod transcript_limits;
+mod transcript_stored;
 mod transcripts;

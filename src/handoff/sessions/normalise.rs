@@ -1,0 +1,110 @@
+//! A harness's session normalised into `transcript.jsonl` (two passes over its lines, no
+//! line's drafts kept past it), and which harness wrote a FILE.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::{Harness, Loaded, MAX_TRANSCRIPT_BYTES, claude_code, codex, json};
+use crate::error::{Error, Result};
+use crate::handoff::events::{self, Draft, Kind};
+
+/// Normalise a session in two passes over its lines, so that no line's drafts are kept
+/// past it: the first finds the session id and every call's tool (a result can come
+/// before its call), the second writes each event to `transcript.jsonl` as it is made.
+pub(super) fn normalise(
+    harness: Harness,
+    path: &Path,
+    bytes: Vec<u8>,
+    session: Option<String>,
+) -> Result<Loaded> {
+    let read = |each: &mut dyn FnMut(Draft) -> Result<()>| match harness {
+        Harness::ClaudeCode => claude_code::read_each(path, &bytes, each),
+        Harness::Codex => codex::read_each(path, &bytes, each),
+    };
+    let mut tools = HashMap::new();
+    let found_session = read(&mut |d| {
+        if let (Kind::ToolCall, Some(id), Some(tool)) = (d.kind, d.call_id, d.tool) {
+            tools.insert(id, tool);
+        }
+        Ok(())
+    })?;
+    let session = session.or(found_session).unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    let mut finisher = events::Finisher::new(harness.name(), &session, tools, 0);
+    let mut jsonl = Vec::new();
+    let mut pairing = events::Pairing::default();
+    let mut count = 0;
+    read(&mut |d| {
+        let event = finisher.event(d);
+        pairing.add(std::slice::from_ref(&event));
+        events::write_jsonl(&mut jsonl, &event);
+        count += 1;
+        if jsonl.len() as u64 > MAX_TRANSCRIPT_BYTES {
+            return Err(transcript_too_large(path));
+        }
+        Ok(())
+    })?;
+    // Grown by doubling: give back the slack before the scan copies it.
+    jsonl.shrink_to_fit();
+    let safe: String = session
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    Ok(Loaded {
+        jsonl,
+        raw: Some((format!("transcript/{}-{safe}.jsonl", harness.name()), bytes)),
+        label: Some(format!("{}:{session}", harness.name())),
+        events: count,
+        pairing,
+    })
+}
+
+fn transcript_too_large(path: &Path) -> Error {
+    Error::usage(format!(
+        "the transcript normalised from {} would be over the limit of {} MiB for transcript.jsonl",
+        path.display(),
+        MAX_TRANSCRIPT_BYTES >> 20
+    ))
+    .with_hint("pass a shorter session (HARNESS:SESSION; 'baton transcript sources' lists them) or a trimmed copy as --transcript FILE")
+}
+
+/// A FILE in a harness's own format is normalised like a session found by name.
+pub(super) fn detect(bytes: &[u8]) -> Option<Harness> {
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct First<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: json::Field<'a>,
+        #[serde(borrow)]
+        payload: json::Raw<'a>,
+        #[serde(rename = "sessionId", borrow)]
+        session_id: json::Raw<'a>,
+        #[serde(rename = "leafUuid", borrow)]
+        leaf_uuid: json::Raw<'a>,
+        #[serde(rename = "parentUuid", borrow)]
+        parent_uuid: json::Raw<'a>,
+        #[serde(borrow)]
+        uuid: json::Raw<'a>,
+    }
+    let first = bytes
+        .split(|&b| b == b'\n')
+        .map(<[u8]>::trim_ascii)
+        .find(|l| !l.is_empty())?;
+    let first: First = json::parse_object(json::checked_line(first).ok()?).ok()?;
+    if first.kind.as_str() == Some("session_meta") && first.payload.0.is_some() {
+        return Some(Harness::Codex);
+    }
+    let claude_shape = first.session_id.0.is_some()
+        || first.leaf_uuid.0.is_some()
+        || (first.parent_uuid.0.is_some() && first.uuid.0.is_some());
+    claude_shape.then_some(Harness::ClaudeCode)
+}
