@@ -13,6 +13,11 @@ use crate::error::{Error, Result};
 /// while we read. A final line without its newline is kept only if it parses whole.
 pub fn read_complete(path: &Path) -> Result<Vec<u8>> {
     let file = fs::File::open(path).map_err(|e| Error::io("cannot read transcript", path, e))?;
+    read_complete_from(file, path)
+}
+
+/// [`read_complete`] of a file already open (`path` names it in messages).
+pub(super) fn read_complete_from(file: fs::File, path: &Path) -> Result<Vec<u8>> {
     // Sized from the file, so a large session is read in a few calls, not in doubling
     // chunks each copied again (it may still grow while read).
     let size = file
