@@ -422,30 +422,26 @@ fn walk(root: &OwnedFd, parts: &[&OsStr], flags: OFlags) -> Result<OwnedFd, Refu
     Ok(rustix::fs::openat(at.as_fd(), *last, flags, Mode::empty())?)
 }
 
-#[cfg(test)]
 thread_local! {
-    /// Set by the tests of the fallback walk, on their own thread only.
+    /// Set by the tests and the fuzz target of the fallback walk, on their own thread.
     static FORCE_WALK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-#[cfg(test)]
 fn walk_forced() -> bool {
     FORCE_WALK.with(std::cell::Cell::get)
 }
 
-#[cfg(not(test))]
-fn walk_forced() -> bool {
-    false
-}
-
-/// Run `run` on this thread with the fallback walk instead of `openat2`.
-#[cfg(test)]
-pub(crate) fn without_openat2<T>(run: impl FnOnce() -> T) -> T {
+/// Run `run` on this thread with the fallback walk instead of `openat2` (tests and the
+/// fuzz target compare the two).
+#[doc(hidden)]
+pub fn without_openat2<T>(run: impl FnOnce() -> T) -> T {
     FORCE_WALK.with(|f| f.set(true));
     let out = run();
     FORCE_WALK.with(|f| f.set(false));
     out
 }
+
+pub mod fuzzing;
 
 #[cfg(test)]
 mod tests;

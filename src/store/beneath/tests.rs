@@ -419,3 +419,13 @@ fn creating_refuses_what_is_already_there_and_never_writes_through_a_symlink() {
     assert!(matches!(Dir::open_nofollow(&link), Err(Refused::Symlink)));
     assert!(Dir::open(&link).is_ok(), "the root is followed as named");
 }
+
+#[test]
+fn the_fuzz_entry_point_holds_on_random_inputs() {
+    for seed in 0..300u64 {
+        let mut rng = Rng(seed ^ 0xfeed);
+        let len = rng.below(240);
+        let data: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        super::fuzzing::walk(&data);
+    }
+}
