@@ -111,6 +111,10 @@ pub fn run(ctx: &Ctx, args: &ExportHandoffArgs) -> Result<Outcome> {
 fn write_export(dir: &Path, files: &[(String, String)]) -> Result<()> {
     // Without a trailing `/`, which would make even an O_NOFOLLOW open follow a symlink.
     let dir: &Path = &dir.components().collect::<PathBuf>();
+    // Its parents are where the user named it: made as named, as they always were.
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).ctx("cannot create", parent)?;
+    }
     let created = match fs::DirBuilder::new().create(dir) {
         Ok(()) => true,
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,

@@ -105,7 +105,8 @@ fn export_handoff_never_writes_through_a_symlink_planted_during_the_export() {
     let started = std::time::Instant::now();
     for format in ["prowl", "frontmatter"] {
         // The names an export writes, to plant as symlinks to the victim directory.
-        let probe = env.path().join(format!("probe-{format}"));
+        // (Its parents do not exist yet: they are made as named.)
+        let probe = env.path().join(format!("probe-{format}/below/here"));
         let args = |dir: &Path| -> Vec<String> {
             ["export-handoff", "current", "--format", format, "--history"]
                 .iter()
