@@ -163,6 +163,15 @@ def sftp_sessions():
     seed("sftp_session", b"".join(status(i, 4) for i in range(2, 20)))
 
 
+def beneath_walks():
+    # Ops of fuzzing::walk: (0 mkdir | 1 file | 2 symlink TARGET | 3 cd | 4 cd / | 5 query
+    # LEN PARTS...) NAME. A dir with a file, a symlink to outside beside it, paths through
+    # both, `..` and an absolute one.
+    seed("beneath_walk", bytes([0, 0, 3, 0, 1, 1, 2, 2, 0, 4, 0, 2, 1, 1, 5, 0, 3, 0, 0, 0, 1]))
+    seed("beneath_walk", bytes([2, 0, 0, 5, 0, 2, 0, 0, 0, 1, 5, 0, 1, 6, 5, 0, 2, 5, 0, 0]))
+    seed("beneath_walk", bytes([0, 0, 3, 0, 0, 1, 3, 1, 2, 2, 3, 4, 0, 5, 0, 4, 0, 0, 0, 1, 0, 2, 0, 3]))
+
+
 def baton_binary():
     env = os.environ.get("BATON")
     if env:
@@ -214,12 +223,13 @@ def main():
     if CORPUS.exists() and "--keep" not in sys.argv:
         for target in ("format_objects", "stored_object", "pack_index", "log_refs", "store_config",
                        "url_rev", "briefing_transcript", "handoff_import", "tar_import",
-                       "sftp_packet", "sftp_session"):
+                       "sftp_packet", "sftp_session", "beneath_walk"):
             shutil.rmtree(CORPUS / target, ignore_errors=True)
     from_vectors()
     from_fixtures()
     sftp_packets()
     sftp_sessions()
+    beneath_walks()
     from_store()
     for target in sorted(counts):
         print(f"{target}: {counts[target]} seeds")

@@ -1,8 +1,9 @@
 //! `baton mcp`: the Model Context Protocol server (stdio, the official `rmcp` SDK). Each
 //! tool runs the same command code as the CLI, in JSON mode, inside one workspace: every
-//! path argument must lie in it, and nothing is written outside the store.
+//! path argument must lie in it (opened beneath the workspace's fd, no symlink followed,
+//! read from what was opened), and nothing is written outside the store.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -18,16 +19,19 @@ use crate::cli::{
     ConnectArgs, LogArgs, PullArgs, PushArgs, ResumeArgs, ResumeFormat, SaveArgs, SearchArgs,
 };
 use crate::commands::Ctx;
-use crate::error::{Error, Result};
-use crate::handoff::capture::SecretsMode;
+use crate::error::{Error, ErrorKind, Result};
+use crate::handoff::capture::{Attachment, SecretsMode};
 use crate::handoff::events::{Kind, Role};
-use crate::output::{Outcome, error_json};
+use crate::output::{Outcome, error_json, terminal_safe};
+use crate::store::beneath::{Dir, Entry, Refused};
 
-/// What every tool call shares: where the store and the workspace are.
+/// What every tool call shares: where the store and the workspace are, and the workspace
+/// opened once as a directory fd, beneath which every path a client names is opened.
 struct Base {
     store: Option<PathBuf>,
     identity: Option<PathBuf>,
     workspace: PathBuf,
+    root: Dir,
 }
 
 impl Base {
@@ -43,22 +47,96 @@ impl Base {
         }
     }
 
-    /// A path argument, resolved against the workspace and refused outside it.
-    fn inside(&self, path: &str) -> Result<PathBuf> {
-        let joined = self.workspace.join(path);
-        let resolved =
-            std::fs::canonicalize(&joined).map_err(|e| Error::io("cannot open", &joined, e))?;
-        if !resolved.starts_with(&self.workspace) {
-            return Err(Error::new(
-                crate::error::ErrorKind::Security,
+    /// A path argument as a path relative to the workspace, decided by its text alone
+    /// (nothing outside the workspace is ever looked at, so the answer cannot tell a
+    /// client what exists there): absolute paths must lie under the workspace, `..` is
+    /// refused everywhere.
+    fn relative<'a>(&self, path: &'a str) -> Result<&'a Path> {
+        let named = Path::new(path);
+        let rel = if named.is_absolute() {
+            named
+                .strip_prefix(&self.workspace)
+                .map_err(|_| self.outside(path))?
+        } else {
+            named
+        };
+        if rel
+            .components()
+            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+        {
+            return Err(self.outside(path));
+        }
+        Ok(rel)
+    }
+
+    fn outside(&self, path: &str) -> Error {
+        Error::new(
+            ErrorKind::Security,
+            format!(
+                "{path} is outside the workspace {}",
+                self.workspace.display()
+            ),
+        )
+        .with_hint("name files inside the workspace the server was started in, without '..'")
+    }
+
+    /// `path` opened beneath the workspace, component by component, no symlink followed:
+    /// one met on the way, or at the end, is refused as security whether or not its
+    /// target exists.
+    fn open(&self, path: &str) -> Result<(PathBuf, Entry)> {
+        let rel = self.relative(path)?;
+        let shown = self.workspace.join(rel);
+        let symlink = || {
+            Error::new(
+                ErrorKind::Security,
                 format!(
-                    "{path} is outside the workspace {}",
+                    "{path} is a symlink or passes through one in the workspace {}",
                     self.workspace.display()
                 ),
             )
-            .with_hint("name files inside the workspace the server was started in"));
+            .with_hint("name the file itself, inside the workspace; the server follows no symlink")
+        };
+        match self.root.entry(rel) {
+            Ok(Entry::Symlink(_)) | Err(Refused::Symlink) => Err(symlink()),
+            Err(Refused::Outside) => Err(self.outside(path)),
+            Err(Refused::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(Error::not_found(format!(
+                    "{path} does not exist in the workspace {}",
+                    self.workspace.display()
+                ))
+                .with_hint("name a file that exists in the workspace"))
+            }
+            Err(refused) => Err(refused.into_error("cannot open", &shown)),
+            Ok(entry) => Ok((shown, entry)),
         }
-        Ok(resolved)
+    }
+
+    /// An attachment, opened beneath the workspace, named as its last component (the
+    /// workspace's own name for `.`).
+    fn attachment(&self, path: &str) -> Result<Attachment> {
+        let (shown, entry) = self.open(path)?;
+        let name = shown
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| Error::usage(format!("cannot attach {path}: no UTF-8 file name")))?
+            .to_string();
+        Ok(Attachment::Opened {
+            name,
+            shown,
+            entry: Box::new(entry),
+        })
+    }
+
+    /// A transcript FILE, opened beneath the workspace: a regular file only.
+    fn transcript(&self, path: &str) -> Result<(PathBuf, std::fs::File)> {
+        match self.open(path)? {
+            (shown, Entry::File(file, _)) => Ok((shown, file)),
+            (shown, _) => Err(Error::usage(format!(
+                "transcript {} is not a regular file",
+                shown.display()
+            ))
+            .with_hint("name a transcript file (JSON lines) in the workspace")),
+        }
     }
 }
 
@@ -80,9 +158,12 @@ pub struct SaveParams {
     /// The agent taking over.
     #[serde(default)]
     pub to: String,
-    /// claude-code[:SESSION|latest], codex[:SESSION|latest], or a file in the workspace.
+    /// claude-code[:SESSION|latest], codex[:SESSION|latest], or a file in the workspace
+    /// (a path as for attachments).
     pub transcript: Option<String>,
-    /// Files or directories in the workspace to attach.
+    /// Files or directories in the workspace to attach: relative to it (or absolute
+    /// under it), without '..' and without a symlink on the way; the store is never
+    /// attached.
     #[serde(default)]
     pub attachments: Vec<String>,
     /// One line saying what the handoff is (default: from the Objective).
@@ -212,29 +293,32 @@ impl BatonServer {
     ) -> std::result::Result<CallToolResult, McpError> {
         self.run(
             move |base| {
+                // Every path is opened here, beneath the workspace, and read from what was
+                // opened: never opened again by name.
+                let mut opened = super::save::Opened::default();
                 let transcript = match p
                     .transcript
                     .as_deref()
                     .map(crate::handoff::sessions::Source::parse)
                 {
-                    Some(crate::handoff::sessions::Source::File(path)) => Some(
-                        base.inside(&path.to_string_lossy())?
-                            .to_string_lossy()
-                            .into_owned(),
-                    ),
+                    Some(crate::handoff::sessions::Source::File(path)) => {
+                        opened.transcript = Some(base.transcript(&path.to_string_lossy())?);
+                        None
+                    }
                     Some(_) => p.transcript.clone(),
                     None => None,
                 };
-                let attach = p
-                    .attachments
-                    .iter()
-                    .map(|a| base.inside(a))
-                    .collect::<Result<Vec<_>>>()?;
+                opened.attachments = Some(
+                    p.attachments
+                        .iter()
+                        .map(|a| base.attachment(a))
+                        .collect::<Result<Vec<_>>>()?,
+                );
                 let args = SaveArgs {
                     dir: Some(base.workspace.clone()),
                     brief: None,
                     no_brief: p.brief.is_none(),
-                    attach,
+                    attach: Vec::new(),
                     transcript,
                     secrets: Some(SecretsMode::Redact),
                     no_ignore: false,
@@ -245,8 +329,14 @@ impl BatonServer {
                     meta: Vec::new(),
                 };
                 let brief = p.brief.map(String::into_bytes);
-                super::save::save_handoff_with(&base.ctx(), &args, brief, Default::default())
-                    .map(|(outcome, _)| outcome)
+                super::save::save_handoff_with(
+                    &base.ctx(),
+                    &args,
+                    brief,
+                    Default::default(),
+                    opened,
+                )
+                .map(|(outcome, _)| outcome)
             },
             |_| None,
         )
@@ -273,7 +363,10 @@ impl BatonServer {
                 };
                 super::resume::run(&base.ctx(), &args)
             },
-            |outcome| Some(outcome.human.clone()),
+            // The kickoff quotes the briefing and the transcript: the text a client may
+            // show on a terminal is made safe as the CLI's is; the structured JSON stays
+            // exact.
+            |outcome| Some(terminal_safe(&outcome.human).into_owned()),
         )
         .await
     }
@@ -403,10 +496,13 @@ pub fn run(ctx: &Ctx, workspace: Option<&Path>) -> Result<Outcome> {
     let workspace = workspace.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let workspace = std::fs::canonicalize(&workspace)
         .map_err(|e| Error::io("cannot open workspace", &workspace, e))?;
+    let root =
+        Dir::open(&workspace).map_err(|e| Error::io("cannot open workspace", &workspace, e))?;
     let server = BatonServer::new(Base {
         store: ctx.store.clone(),
         identity: ctx.identity.clone(),
         workspace,
+        root,
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

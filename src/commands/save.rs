@@ -12,7 +12,7 @@ use crate::cli::SaveArgs;
 use crate::commands::Ctx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::names::RefName;
-use crate::handoff::capture::{self, HandoffRequest, SecretsMode};
+use crate::handoff::capture::{self, Attachment, HandoffRequest, SecretsMode};
 use crate::handoff::evidence;
 use crate::handoff::secrets::Scrubber;
 use crate::handoff::secrets::files::{self, Found, REDACT_LIMIT, all_kinds, describe_files};
@@ -63,10 +63,13 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     };
     let with_secrets = |f: &statcache::Findings| mode != SecretsMode::Redact && known_kinds(f);
     let lookup = snapshot::cache_lookup(&store, dir, &cache, &with_secrets);
-    let node = snapshot::scan_cached(dir, skip, ignores, &lookup)?;
+    let snap = snapshot::scan_cached(dir, skip, ignores, &lookup)?;
+    let node = &snap.tree;
+    // Every file is opened beneath DIR's fd, never again by its path.
+    let open = |path: &Path| snap.open_file(path);
     check_refs_readable(&store)?;
     // Every other file is scanned before a single object is written.
-    let mut found = files::scan_files(&node.uncached_files())?;
+    let mut found = files::scan_files(&node.uncached_files(), &open)?;
     for path in node.cached_files() {
         let findings = snapshot::cache_name(dir, path).and_then(|rel| cache.findings(&rel));
         if let Some(findings) = findings {
@@ -105,10 +108,10 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
         if !redact.contains(path) {
             return Ok(None);
         }
-        files::read_redacted(path).map(Some)
+        files::read_redacted(path, &open).map(Some)
     };
     let bar = ctx.progress(node.total_bytes(), true);
-    let (tree, stats, blobs) = snapshot::write(&store, &node, &|n| bar.inc(n), &replace)?;
+    let (tree, stats, blobs) = snapshot::write(&store, &snap, &|n| bar.inc(n), &replace)?;
     bar.finish_and_clear();
     let mut metadata = metadata;
     let secrets_key = match mode {
@@ -276,7 +279,17 @@ pub(super) fn save_handoff(
     // The git evidence starts before anything else, so that it overlaps all of it.
     let evidence = start_evidence(args);
     let brief = read_brief(args)?;
-    save_handoff_started(ctx, args, brief, metadata, evidence)
+    save_handoff_started(ctx, args, brief, metadata, evidence, Opened::default())
+}
+
+/// What the MCP server opened beneath its workspace, in place of the paths of `args`
+/// (which would be opened as named).
+#[derive(Default)]
+pub(super) struct Opened {
+    /// The attachments, in place of `args.attach`.
+    pub attachments: Option<Vec<Attachment>>,
+    /// The transcript file (its path for messages), in place of a FILE `args.transcript`.
+    pub transcript: Option<(PathBuf, std::fs::File)>,
 }
 
 /// The git evidence of the workspace a handoff will be made of, started at once; `None`
@@ -314,9 +327,10 @@ pub(super) fn save_handoff_with(
     args: &SaveArgs,
     brief: Option<Vec<u8>>,
     metadata: BTreeMap<String, String>,
+    opened: Opened,
 ) -> Result<(Outcome, crate::format::ObjectId)> {
     let evidence = start_evidence(args);
-    save_handoff_started(ctx, args, brief, metadata, evidence)
+    save_handoff_started(ctx, args, brief, metadata, evidence, opened)
 }
 
 /// Save a handoff, its git evidence perhaps already under way (`started`: used when it
@@ -327,6 +341,7 @@ fn save_handoff_started(
     brief: Option<Vec<u8>>,
     mut metadata: BTreeMap<String, String>,
     started: Option<evidence::Pending>,
+    opened: Opened,
 ) -> Result<(Outcome, crate::format::ObjectId)> {
     if args.no_ignore {
         return Err(Error::usage("--no-ignore belongs to a directory snapshot")
@@ -345,8 +360,11 @@ fn save_handoff_started(
     };
     pending.know(statcache::histories(&store));
     let policy = crate::handoff::secrets::policy();
-    let prepared =
-        save_transcript::prepare(&store, &policy, args.transcript.as_deref(), &workspace)?;
+    let transcript = match opened.transcript {
+        Some((path, file)) => save_transcript::Source::Opened(path, file),
+        None => save_transcript::Source::Named(args.transcript.as_deref()),
+    };
+    let prepared = save_transcript::prepare(&store, &policy, transcript, &workspace)?;
     let workspace_evidence = pending.finish();
     let history = workspace_evidence.known_history();
     let cached = prepared.cached;
@@ -361,7 +379,12 @@ fn save_handoff_started(
     let request = HandoffRequest {
         brief,
         transcript: prepared.files,
-        attachments: args.attach.clone(),
+        attachments: opened
+            .attachments
+            .unwrap_or_else(|| args.attach.iter().cloned().map(Attachment::Named).collect()),
+        skip: std::fs::metadata(store.root())
+            .ok()
+            .map(|m| (m.dev(), m.ino())),
         secrets: mode,
     };
     // Everything is assembled, validated and scanned before the store is touched; the

@@ -56,6 +56,13 @@ impl Remember {
     }
 }
 
+/// What `--transcript` names: its text (or none), or a file the MCP server opened beneath
+/// its workspace (its path for messages and the transcript key).
+pub(super) enum Source<'a> {
+    Named(Option<&'a str>),
+    Opened(std::path::PathBuf, std::fs::File),
+}
+
 /// Read `source` and turn it into the transcript's files. A session file a previous
 /// handoff of this store normalised and found clean, byte for byte the same (same key)
 /// under the same secret `policy`, is taken as the blobs stored then; any other is
@@ -63,10 +70,19 @@ impl Remember {
 pub(super) fn prepare(
     store: &Store,
     policy: &str,
-    source: Option<&str>,
+    source: Source,
     workspace: &Path,
 ) -> Result<Prepared> {
-    let Some(source) = source else {
+    let resolved = match source {
+        Source::Named(None) => None,
+        Source::Named(Some(text)) => Some(sessions::resolve_source(
+            &sessions::Homes::from_env(),
+            &sessions::Source::parse(text),
+            workspace,
+        )?),
+        Source::Opened(path, file) => Some(sessions::ResolvedSession::opened(path, file)),
+    };
+    let Some(resolved) = resolved else {
         return Ok(Prepared {
             files: Vec::new(),
             label: None,
@@ -75,11 +91,6 @@ pub(super) fn prepare(
             remember: None,
         });
     };
-    let resolved = sessions::resolve_source(
-        &sessions::Homes::from_env(),
-        &sessions::Source::parse(source),
-        workspace,
-    )?;
     let cache = statcache::transcripts(store, policy);
     // The entry of this session file, if any: the one an unchanged or grown file uses.
     let entry = resolved.ident().and_then(|ident| cache.by_ident(&ident));

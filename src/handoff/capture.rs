@@ -10,6 +10,7 @@ use super::briefing::Briefing;
 use super::context::{self, PatchNote};
 use super::{evidence, secrets};
 use crate::error::{Error, IoContext, Result};
+use crate::store::beneath::{Dir, Entry};
 use crate::store::memtree::MemFile;
 
 /// Patches up to this size are kept as evidence; larger ones become attachments and are
@@ -46,7 +47,9 @@ pub struct HandoffRequest {
     /// `attachments/`), already through [`scan`] (the caller scans them while the git
     /// evidence is being read).
     pub transcript: Vec<Scanned>,
-    pub attachments: Vec<PathBuf>,
+    pub attachments: Vec<Attachment>,
+    /// The store's directory (device, inode): never attached.
+    pub skip: Option<(u64, u64)>,
     pub secrets: SecretsMode,
 }
 
@@ -103,7 +106,7 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
         }
         None => None,
     };
-    let attachments = read_attachments(&request.attachments)?;
+    let attachments = read_attachments(request.attachments, request.skip)?;
 
     let captured_at = crate::format::bundle::format_time(SystemTime::now());
     let mut files = Vec::new();
@@ -182,67 +185,144 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
 
 pub use super::secrets::{describe_counts, refusal as secrets_refusal};
 
-/// Read attached files and directories (regular files only; symlinks are recorded by
-/// their target text, never followed). Returns (path under attachments/, bytes, exec).
-fn read_attachments(paths: &[PathBuf]) -> Result<Vec<(String, Vec<u8>, bool)>> {
+/// A file or directory to attach.
+pub enum Attachment {
+    /// A path as the user named it (`--attach`): the path itself is followed as named (a
+    /// symlink there is recorded by its target), nothing below it.
+    Named(PathBuf),
+    /// One already opened beneath the workspace (the MCP server), stored under `name`;
+    /// `shown` is its path for messages.
+    Opened {
+        name: String,
+        shown: PathBuf,
+        entry: Box<Entry>,
+    },
+}
+
+/// Read attached files and directories, each directory listed and descended by fd
+/// (regular files only; symlinks are recorded by their target text, never followed; the
+/// directory `skip`, the store, is left out). Returns (path under attachments/, bytes,
+/// exec).
+fn read_attachments(
+    attachments: Vec<Attachment>,
+    skip: Option<(u64, u64)>,
+) -> Result<Vec<(String, Vec<u8>, bool)>> {
     let mut out = Vec::new();
-    for path in paths {
-        let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
-            Error::usage(format!(
-                "cannot attach {}: no UTF-8 file name",
-                path.display()
+    for attachment in attachments {
+        let (name, shown, entry) = match attachment {
+            Attachment::Named(path) => (root_name(&path)?, path.clone(), open_named(&path)?),
+            Attachment::Opened { name, shown, entry } => (name, shown, *entry),
+        };
+        if let Entry::Dir(dir) = &entry
+            && skip.is_some()
+            && dir.id().ok() == skip
+        {
+            return Err(Error::usage(format!(
+                "cannot attach {}: it is the store itself",
+                shown.display()
             ))
-        })?;
-        collect(path, name, &mut out)?;
+            .with_hint("a handoff never holds its own store; attach the files you mean"));
+        }
+        collect(entry, &shown, &name, skip, &mut out)?;
     }
     Ok(out)
 }
 
-fn collect(path: &Path, rel: &str, out: &mut Vec<(String, Vec<u8>, bool)>) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let meta = fs::symlink_metadata(path).map_err(|e| match e.kind() {
+/// The name an attachment is stored under: its file name, or for `.` and the like the
+/// file name of the directory it is.
+fn root_name(path: &Path) -> Result<String> {
+    let canonical;
+    let named = match path.file_name() {
+        Some(name) => name,
+        None => {
+            canonical = fs::canonicalize(path).map_err(|e| attach_error(path, e))?;
+            canonical.file_name().unwrap_or_default()
+        }
+    };
+    match named.to_str() {
+        Some(name) if !name.is_empty() => Ok(name.to_string()),
+        _ => Err(Error::usage(format!(
+            "cannot attach {}: no UTF-8 file name",
+            path.display()
+        ))),
+    }
+}
+
+fn attach_error(path: &Path, e: std::io::Error) -> Error {
+    match e.kind() {
         std::io::ErrorKind::NotFound => {
             Error::not_found(format!("attachment {} does not exist", path.display()))
         }
         _ => Error::io("cannot read attachment", path, e),
-    })?;
-    if meta.is_dir() {
-        let mut names: Vec<_> = fs::read_dir(path)
-            .ctx("cannot read", path)?
-            .filter_map(|e| e.ok())
-            .collect();
-        names.sort_by_key(|e| e.file_name());
-        for entry in names {
-            let child = entry.file_name();
-            let child = child.to_str().ok_or_else(|| {
-                Error::usage(format!(
-                    "cannot attach {}: file name is not UTF-8",
-                    entry.path().display()
-                ))
-            })?;
-            collect(&entry.path(), &format!("{rel}/{child}"), out)?;
-        }
-    } else if meta.is_file() {
-        let mut file = crate::store::fsutil::open_regular(path)?;
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut file, &mut bytes).ctx("cannot read", path)?;
-        out.push((
-            rel.to_string(),
-            bytes,
-            meta.permissions().mode() & 0o100 != 0,
-        ));
-    } else if meta.file_type().is_symlink() {
+    }
+}
+
+/// A path the user named, opened as what it is without following a symlink at its end.
+fn open_named(path: &Path) -> Result<Entry> {
+    let meta = fs::symlink_metadata(path).map_err(|e| attach_error(path, e))?;
+    let kind = meta.file_type();
+    if kind.is_symlink() {
         let target = fs::read_link(path).ctx("cannot read link", path)?;
-        out.push((
-            rel.to_string(),
-            target.to_string_lossy().into_owned().into_bytes(),
-            false,
-        ));
-    } else {
-        return Err(Error::usage(format!(
-            "cannot attach {}: not a regular file or directory",
-            path.display()
-        )));
+        return Ok(Entry::Symlink(target.into_os_string().into_encoded_bytes()));
+    }
+    if kind.is_dir() {
+        let dir = Dir::open_nofollow(path).map_err(|r| r.into_error("cannot read", path))?;
+        return Ok(Entry::Dir(dir));
+    }
+    if kind.is_file() {
+        let file = crate::store::fsutil::open_regular(path)?;
+        let meta = file.metadata().ctx("cannot stat", path)?;
+        return Ok(Entry::File(file, meta));
+    }
+    Ok(Entry::Other(kind))
+}
+
+fn collect(
+    entry: Entry,
+    shown: &Path,
+    rel: &str,
+    skip: Option<(u64, u64)>,
+    out: &mut Vec<(String, Vec<u8>, bool)>,
+) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    match entry {
+        Entry::Dir(dir) => {
+            for child in dir.names().ctx("cannot read", shown)? {
+                let path = shown.join(&child);
+                let name = child.to_str().ok_or_else(|| {
+                    Error::usage(format!(
+                        "cannot attach {}: file name is not UTF-8",
+                        path.display()
+                    ))
+                })?;
+                let entry = dir
+                    .entry(Path::new(name))
+                    .map_err(|r| r.into_error("cannot read attachment", &path))?;
+                if let Entry::Dir(sub) = &entry
+                    && skip.is_some()
+                    && sub.id().ok() == skip
+                {
+                    continue; // the store itself never goes into a bundle
+                }
+                collect(entry, &path, &format!("{rel}/{name}"), skip, out)?;
+            }
+        }
+        Entry::File(mut file, meta) => {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut file, &mut bytes).ctx("cannot read", shown)?;
+            out.push((
+                rel.to_string(),
+                bytes,
+                meta.permissions().mode() & 0o100 != 0,
+            ));
+        }
+        Entry::Symlink(target) => out.push((rel.to_string(), target, false)),
+        Entry::Other(_) => {
+            return Err(Error::usage(format!(
+                "cannot attach {}: not a regular file or directory",
+                shown.display()
+            )));
+        }
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! `refs/current`, `refs/targets/<name>`.
 
 pub mod audit;
+pub mod beneath;
 pub mod codec;
 pub mod commit;
 mod complete;

@@ -16,7 +16,7 @@ use crate::format::ObjectId;
 use crate::format::pack::PackEntry;
 use crate::store::codec::{decode_named, decode_verified, hash_stream};
 use crate::store::envelope::Envelope;
-use crate::store::fsutil::{self, open_regular, read_dir_sorted};
+use crate::store::fsutil::{self, read_dir_sorted};
 use crate::store::packs::{self, PackIndex, PackSet};
 use crate::store::streams::{HashingReader, LimitedVec, TeeReader};
 use crate::store::write_behind::WriteBehind;
@@ -435,10 +435,10 @@ impl Objects {
         })
     }
 
-    /// Store the regular file at `path`, streaming it: memory stays bounded whatever its
-    /// size. Refuses to follow a symlink or to block on a FIFO swapped in after the scan.
-    pub fn put_file(&self, path: &Path, pending: &PendingDirs) -> Result<Stored> {
-        let mut file = open_regular(path)?;
+    /// Store the regular file `file` (opened by the caller, `path` naming it in messages),
+    /// streaming it: memory stays bounded whatever its size. Read from that descriptor
+    /// only, twice (hashed, then encoded), never opened again by its path.
+    pub fn put_file(&self, mut file: File, path: &Path, pending: &PendingDirs) -> Result<Stored> {
         let len = file.metadata().ctx("cannot stat", path)?.len();
         if len <= IN_MEMORY_LIMIT {
             let mut bytes = Vec::with_capacity(len as usize);
@@ -451,6 +451,7 @@ impl Objects {
         }
         self.publish_with(&id, pending, |temp| {
             let mut buffered = self.encode_file(
+                &mut file,
                 path,
                 &id,
                 size,
@@ -465,19 +466,21 @@ impl Objects {
         })
     }
 
-    /// Stream the stored form of the file at `path` (whose first pass hashed to `id`,
-    /// `size` bytes) into `sink`, failing if the second pass reads other content.
+    /// Stream the stored form of `file` (`path` in messages; its first pass hashed to
+    /// `id`, `size` bytes) into `sink`, read again from its start, failing if this second
+    /// pass reads other content.
     pub(crate) fn encode_file<W: Write>(
         &self,
+        file: &mut File,
         path: &Path,
         id: &ObjectId,
         size: u64,
         sink: W,
     ) -> Result<W> {
-        let mut file = open_regular(path)?;
+        io::Seek::rewind(file).ctx("cannot read", path)?;
         let sealed = self.envelope.seal_writer(sink)?;
         let mut encoder = zstd::Encoder::new(sealed, ZSTD_LEVEL).ctx("cannot compress", path)?;
-        let mut hashing = HashingReader::new(&mut file);
+        let mut hashing = HashingReader::new(file);
         io::copy(&mut hashing, &mut encoder).ctx("cannot read", path)?;
         let sealed = encoder.finish().ctx("cannot compress", path)?;
         let sink = sealed.finish().ctx("cannot encrypt", path)?;

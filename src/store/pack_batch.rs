@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use super::codec::hash_stream;
-use super::fsutil::{self, open_regular};
+use super::fsutil;
 use super::objects::{IN_MEMORY_LIMIT, Objects, PendingDirs, Stored};
 use super::packs::{self, PackWriter};
 use super::write_behind::WriteBehind;
@@ -146,11 +146,11 @@ impl<'a> PackBatch<'a> {
         Ok(Stored { id, size, written })
     }
 
-    /// Store the regular file at `path`: up to `PACK_OBJECT_LIMIT` into the pack (read
-    /// whole up to `IN_MEMORY_LIMIT`, else hashed, then compressed in a second pass),
-    /// larger ones loose and streamed.
-    pub fn put_file(&self, path: &Path) -> Result<Stored> {
-        let mut file = open_regular(path)?;
+    /// Store the regular file `file` (opened by the caller; `path` names it in messages):
+    /// up to `PACK_OBJECT_LIMIT` into the pack (read whole up to `IN_MEMORY_LIMIT`, else
+    /// hashed, then compressed in a second pass of the same descriptor), larger ones loose
+    /// and streamed.
+    pub fn put_file(&self, mut file: File, path: &Path) -> Result<Stored> {
         let len = file.metadata().ctx("cannot stat", path)?.len();
         if len <= IN_MEMORY_LIMIT {
             let mut bytes = Vec::with_capacity(len as usize);
@@ -158,7 +158,7 @@ impl<'a> PackBatch<'a> {
             return self.put_bytes(&bytes);
         }
         if len > PACK_OBJECT_LIMIT {
-            return self.objects.put_file(path, &self.pending);
+            return self.objects.put_file(file, path, &self.pending);
         }
         let (id, size) = hash_stream(&mut file).ctx("cannot read", path)?;
         if let Some(stored) = self.existing(&id, size)? {
@@ -166,9 +166,12 @@ impl<'a> PackBatch<'a> {
         }
         if size > PACK_OBJECT_LIMIT {
             // It grew between the stat and the read: store it the bounded way.
-            return self.objects.put_file(path, &self.pending);
+            std::io::Seek::rewind(&mut file).ctx("cannot read", path)?;
+            return self.objects.put_file(file, path, &self.pending);
         }
-        let stored = self.objects.encode_file(path, &id, size, Vec::new())?;
+        let stored = self
+            .objects
+            .encode_file(&mut file, path, &id, size, Vec::new())?;
         let written = self.append(self.objects.name_of(&id), &stored)?;
         Ok(Stored { id, size, written })
     }

@@ -11,22 +11,26 @@
 //! user's global excludes file does not (a snapshot must not depend on who takes it), nor
 //! do ripgrep's own `.ignore` files. Symlinks are never followed: they are stored as
 //! symlinks. [`Ignores::Off`] (`--no-ignore`) lists everything but the store itself.
+//!
+//! DIR is opened once as a directory fd ([`Snapshot`]); every listed path is stat'ed,
+//! read as a link or opened relative to it, component by component with no symlink
+//! followed (`store/beneath.rs`), so a directory swapped for a symlink while the save
+//! runs can make it fail, never read outside DIR.
 
 use std::collections::HashMap;
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
 use super::Store;
-use super::fsutil::open_regular;
+use super::beneath::Dir;
 use super::objects::Stored;
 use super::pack_batch::PackBatch;
 use super::shape::MAX_TREE_DEPTH;
 use super::statcache::{FileStat, Findings, Lookup};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 use crate::format::{EntryKind, MAX_METADATA_OBJECT, ObjectId, Tree, TreeEntry};
 
 /// A scanned directory tree, not yet stored.
@@ -71,9 +75,34 @@ pub enum Ignores {
 /// The name of baton's own ignore files (gitignore syntax).
 pub const IGNORE_FILE: &str = ".batonignore";
 
+/// A scanned directory and the fd of DIR, beneath which its files are opened.
+pub struct Snapshot {
+    pub tree: Node,
+    root: Dir,
+}
+
+impl Snapshot {
+    /// The regular file `path` (a path of [`Snapshot::tree`]), opened beneath DIR.
+    pub fn open_file(&self, path: &Path) -> Result<fs::File> {
+        open_beneath(&self.root, path)
+    }
+}
+
+/// `path` (below `root`'s path, as the listing names it) opened beneath `root`.
+fn open_beneath(root: &Dir, path: &Path) -> Result<fs::File> {
+    let rel = root.relative(path).ok_or_else(|| {
+        Error::internal(format!(
+            "{} is not below the saved directory",
+            path.display()
+        ))
+    })?;
+    root.open_file(rel)
+        .map_err(|r| r.into_error("cannot open", path))
+}
+
 /// Walk `dir` without following symlinks and without opening anything but regular files.
 /// `skip` is a directory (the store itself) to leave out, identified by device and inode.
-pub fn scan(dir: &Path, skip: Option<(u64, u64)>, ignores: Ignores) -> Result<Node> {
+pub fn scan(dir: &Path, skip: Option<(u64, u64)>, ignores: Ignores) -> Result<Snapshot> {
     scan_cached(dir, skip, ignores, &|_, _| None)
 }
 
@@ -88,7 +117,7 @@ pub fn scan_cached(
     skip: Option<(u64, u64)>,
     ignores: Ignores,
     cached: Cached,
-) -> Result<Node> {
+) -> Result<Snapshot> {
     let meta = match fs::metadata(dir) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -105,9 +134,11 @@ pub fn scan_cached(
                 .with_hint("give the path of a directory to save"),
         );
     }
+    let root = Dir::open(dir).map_err(|e| Error::io("cannot read", dir, e))?;
     let listing = list(dir, skip, ignores)?;
-    let mut preloaded = preload(&listing, cached);
-    scan_dir(dir, skip, &listing, &mut preloaded, 0)
+    let mut preloaded = preload(&root, &listing, cached);
+    let tree = scan_dir(&root, dir, skip, &listing, &mut preloaded, 0)?;
+    Ok(Snapshot { tree, root })
 }
 
 /// What one listed path is: its `lstat` metadata and, for a regular file, the stat
@@ -118,13 +149,23 @@ type Preloaded = HashMap<PathBuf, Result<(fs::Metadata, Option<ObjectId>)>>;
 /// opened) in parallel, as git preloads its index with parallel `lstat`s; the walk below
 /// takes the results in listing order, so the first error in that order is the one
 /// reported, as by a serial scan. Flat, so the walk's recursion stays on one thread.
-fn preload(listing: &Listing, cached: Cached) -> Preloaded {
+fn preload(root: &Dir, listing: &Listing, cached: Cached) -> Preloaded {
     let paths: Vec<&PathBuf> = listing.values().flatten().collect();
     paths
         .par_iter()
         .map(|path| {
-            let found = fs::symlink_metadata(path)
-                .ctx("cannot stat", path)
+            let found = root
+                .relative(path)
+                .ok_or_else(|| {
+                    Error::internal(format!(
+                        "{} is not below the saved directory",
+                        path.display()
+                    ))
+                })
+                .and_then(|rel| {
+                    root.lstat(rel)
+                        .map_err(|r| r.into_error("cannot stat", path))
+                })
                 .and_then(|meta| {
                     if !meta.file_type().is_file() {
                         return Ok((meta, None));
@@ -133,7 +174,7 @@ fn preload(listing: &Listing, cached: Cached) -> Preloaded {
                     // Opening proves the file is readable now, before anything is
                     // written (a file the stat cache gives is never read).
                     if id.is_none() {
-                        open_regular(path)?;
+                        open_beneath(root, path)?;
                     }
                     Ok((meta, id))
                 });
@@ -217,6 +258,7 @@ fn walk_error(err: ignore::Error, dir: &Path) -> Error {
 }
 
 fn scan_dir(
+    root: &Dir,
     dir: &Path,
     skip: Option<(u64, u64)>,
     listing: &Listing,
@@ -253,15 +295,16 @@ fn scan_dir(
         };
         let kind = meta.file_type();
         let node = if kind.is_symlink() {
-            let target = fs::read_link(&path).ctx("cannot read link", &path)?;
-            Node::Symlink {
-                target: target.as_os_str().as_bytes().to_vec(),
-            }
+            let rel = root.relative(&path).unwrap_or(&path);
+            let target = root
+                .read_link(rel)
+                .map_err(|r| r.into_error("cannot read link", &path))?;
+            Node::Symlink { target }
         } else if kind.is_dir() {
             if skip == Some((meta.dev(), meta.ino())) {
                 continue;
             }
-            scan_dir(&path, skip, listing, preloaded, depth + 1)?
+            scan_dir(root, &path, skip, listing, preloaded, depth + 1)?
         } else if kind.is_file() {
             Node::File {
                 exec: meta.mode() & 0o100 != 0,
@@ -413,10 +456,11 @@ pub fn cache_name(base: &Path, path: &Path) -> Option<String> {
 /// cache gave ([`scan_cached`]) is not read: its blob is already in the store.
 pub fn write(
     store: &Store,
-    root: &Node,
+    snapshot: &Snapshot,
     progress: &(dyn Fn(u64) + Sync),
     replace: &(dyn Fn(&Path) -> Result<Option<Vec<u8>>> + Sync),
 ) -> Result<(ObjectId, SnapshotStats, Vec<ObjectId>)> {
+    let root = &snapshot.tree;
     let files = root.file_nodes();
     let batch = PackBatch::new(&store.objects);
     let stored: Vec<Stored> = files
@@ -433,7 +477,7 @@ pub fn write(
             }
             let stored = match replace(path)? {
                 Some(bytes) => batch.put_bytes(&bytes)?,
-                None => batch.put_file(path)?,
+                None => batch.put_file(snapshot.open_file(path)?, path)?,
             };
             progress(stored.size);
             Ok(stored)

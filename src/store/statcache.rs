@@ -198,6 +198,15 @@ impl SessionStat {
         })
     }
 
+    /// [`SessionStat::take`] of a file already open.
+    pub fn of_open(file: &std::fs::File) -> std::io::Result<SessionStat> {
+        let read_at_ns = now_ns();
+        Ok(SessionStat {
+            file: FileStat::of(&file.metadata()?),
+            read_at_ns,
+        })
+    }
+
     /// Whether a file whose metadata is `now` is still the bytes read then, by the stat
     /// cache's rule: every field equal, and the file's timestamps older than that read by
     /// more than their granularity (so that any later write moved them).

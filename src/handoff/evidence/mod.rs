@@ -480,8 +480,9 @@ fn inspect_with(
         patch_hashes.extend(hash_patch(&capture.unstaged_patch, "unstaged"));
         let total = status.untracked.len();
         let mut unreadable = 0usize;
+        let tree = crate::store::beneath::Dir::open(&root).ok();
         for path in status.untracked.iter().take(UNTRACKED_CAP) {
-            let entry = describe_untracked(&root, path);
+            let entry = describe_untracked(tree.as_ref(), path);
             if entry.id.is_none() && !path.ends_with(b"/") {
                 unreadable += 1;
             }

@@ -29,13 +29,16 @@ impl Found {
     }
 }
 
+/// How a snapshot's file is opened (beneath its directory: `Snapshot::open_file`).
+pub type Open<'a> = &'a (dyn Fn(&Path) -> Result<std::fs::File> + Sync);
+
 /// Scan every file for secrets (in parallel); the files that hold some, in input order.
-pub fn scan_files(files: &[&Path]) -> Result<Vec<Found>> {
+pub fn scan_files(files: &[&Path], open: Open) -> Result<Vec<Found>> {
     use rayon::prelude::*;
     let found: Vec<Option<Found>> = files
         .par_iter()
         .map(|path| {
-            let mut file = crate::store::fsutil::open_regular(path)?;
+            let mut file = open(path)?;
             let len = file
                 .metadata()
                 .map_err(|e| Error::io("cannot stat", path, e))?
@@ -71,9 +74,9 @@ pub fn scan_files(files: &[&Path]) -> Result<Vec<Found>> {
 
 /// The bytes of `path` with its secrets replaced by placeholders (a file of at most
 /// [`REDACT_LIMIT`] bytes, as `scan_files` found it).
-pub fn read_redacted(path: &Path) -> Result<Vec<u8>> {
+pub fn read_redacted(path: &Path, open: Open) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    crate::store::fsutil::open_regular(path)?
+    open(path)?
         .take(REDACT_LIMIT + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io("cannot read", path, e))?;
@@ -113,12 +116,13 @@ mod tests {
         std::fs::write(&clean, b"nothing to see\n").unwrap();
         let token = format!("ghp_{}", "a1B2c3D4e5".repeat(4).get(..36).unwrap());
         std::fs::write(&leaky, format!("token = {token}\n")).unwrap();
-        let found = scan_files(&[clean.as_path(), leaky.as_path()]).unwrap();
+        let open = |p: &Path| crate::store::fsutil::open_regular(p);
+        let found = scan_files(&[clean.as_path(), leaky.as_path()], &open).unwrap();
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].path, leaky);
         assert!(!found[0].kinds().is_empty());
         assert!(describe_files(&found).contains("(1 file)"));
-        let redacted = read_redacted(&leaky).unwrap();
+        let redacted = read_redacted(&leaky, &open).unwrap();
         assert!(!String::from_utf8_lossy(&redacted).contains(&token));
     }
 }

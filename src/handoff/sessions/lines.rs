@@ -45,7 +45,17 @@ pub(crate) fn open_session(path: &Path) -> Result<(fs::File, u64)> {
 /// while we read. A final line without its newline is kept only if it parses whole. A
 /// file over [`MAX_SESSION_BYTES`] is refused before anything is read.
 pub fn read_complete(path: &Path) -> Result<Vec<u8>> {
-    let (file, size) = open_session(path)?;
+    let (file, _) = open_session(path)?;
+    read_complete_from(file, path)
+}
+
+/// [`read_complete`] of a file already open (`path` names it in messages), such as one
+/// the MCP server opened beneath its workspace.
+pub(super) fn read_complete_from(file: fs::File, path: &Path) -> Result<Vec<u8>> {
+    let size = file
+        .metadata()
+        .map_err(|e| Error::io("cannot read transcript", path, e))?
+        .len();
     if size > MAX_SESSION_BYTES {
         return Err(too_large(path, size));
     }

@@ -243,6 +243,9 @@ pub struct ResolvedSession {
     harness: Option<Harness>,
     path: PathBuf,
     session: Option<String>,
+    /// The file already opened (beneath a workspace, by the MCP server): read from it,
+    /// never opened again by `path`.
+    opened: Option<fs::File>,
 }
 
 /// Resolve `--transcript` to its file (listing reads only the start of each session).
@@ -273,14 +276,33 @@ pub fn resolve_source(homes: &Homes, source: &Source, workspace: &Path) -> Resul
         harness,
         path,
         session,
+        opened: None,
     })
 }
 
 impl ResolvedSession {
+    /// A plain FILE transcript already opened (`path` names it in messages and keys).
+    pub fn opened(path: PathBuf, file: fs::File) -> ResolvedSession {
+        ResolvedSession {
+            harness: None,
+            path,
+            session: None,
+            opened: Some(file),
+        }
+    }
+
     /// Read the file (cut at its last complete line).
     pub fn read(self) -> Result<SessionFile> {
-        let stat = SessionStat::take(&self.path).ok();
-        let bytes = read_complete(&self.path)?;
+        let (stat, bytes) = match self.opened {
+            Some(file) => (
+                SessionStat::of_open(&file).ok(),
+                lines::read_complete_from(file, &self.path)?,
+            ),
+            None => (
+                SessionStat::take(&self.path).ok(),
+                read_complete(&self.path)?,
+            ),
+        };
         Ok(SessionFile {
             harness: self.harness.or_else(|| detect(&bytes)),
             path: self.path,
@@ -292,8 +314,11 @@ impl ResolvedSession {
 
     /// The file's metadata now, and when it was taken: call just before reading the file.
     pub fn session_stat(&self) -> Result<SessionStat> {
-        SessionStat::take(&self.path)
-            .map_err(|e| Error::io("cannot read transcript", &self.path, e))
+        match &self.opened {
+            Some(file) => SessionStat::of_open(file),
+            None => SessionStat::take(&self.path),
+        }
+        .map_err(|e| Error::io("cannot read transcript", &self.path, e))
     }
 
     /// [`SessionFile::ident`] of this file, known before reading it.
