@@ -133,9 +133,7 @@ fn every_user_known_hosts_file_is_read_with_quotes_tokens_and_variables() {
     configure(
         &server,
         &[
-            &format!(
-                "UserKnownHostsFile ~/.ssh/known_hosts \"%d/.ssh/known hosts/%h-%p\" ${{HOME}}/.ssh/third"
-            ),
+            "UserKnownHostsFile ~/.ssh/known_hosts \"%d/.ssh/known hosts/%h-%p\" ${HOME}/.ssh/third",
             &no_global,
         ],
     );

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use ssh2_config::HostParams;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 
 /// OpenSSH's defaults (ssh_config(5)).
 const DEFAULT_USER_FILES: [&str; 2] = ["~/.ssh/known_hosts", "~/.ssh/known_hosts2"];
@@ -185,10 +185,10 @@ fn expand_tokens(text: &str, tokens: &Tokens) -> std::result::Result<String, Str
 /// A known_hosts file that names something other than a regular file: refused rather
 /// than read (a FIFO would block, a device never end).
 pub(super) fn not_a_file(file: &Path) -> Error {
-    Error::new(
-        ErrorKind::Security,
-        format!("known_hosts file {} is not a regular file", file.display()),
-    )
+    Error::other(format!(
+        "known_hosts file {} is not a regular file",
+        file.display()
+    ))
     .with_hint("point UserKnownHostsFile or GlobalKnownHostsFile in ~/.ssh/config at a file")
 }
 
