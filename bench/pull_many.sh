@@ -3,7 +3,7 @@
 # store of FILES small files and one 2 MiB file is saved, pushed and cloned; then
 # BUNDLES saves change one file each (pushed every 10, so the remote has many packs),
 # and the clone pulls them all: timed for each binary given, page cache warm, median of
-# RUNS runs, each into a fresh copy of the clone.
+# RUNS runs (the binaries taking turns), each into a fresh copy of the clone.
 #
 # Usage: bash bench/pull_many.sh BATON [BATON ...]   (e.g. an older build, then this one)
 #
@@ -39,18 +39,21 @@ done
 packs=$(ls "$WORK/remote/packs" | wc -l)
 echo "remote: $BUNDLES new bundles of $((FILES + 1)) files in $packs packs"
 
-for baton in "$@"; do
-  times=()
-  for _ in $(seq 1 "$RUNS"); do
+# The binaries take turns, run after run, so that load from elsewhere falls on both.
+declare -A times
+for _ in $(seq 1 "$RUNS"); do
+  for baton in "$@"; do
     rm -rf "$WORK/b"
     cp -a "$WORK/clone" "$WORK/b"
     start=$(date +%s%N)
     "$baton" --store "$WORK/b" -q pull origin >/dev/null
     end=$(date +%s%N)
-    times+=($(((end - start) / 1000000)))
+    times[$baton]+="$(((end - start) / 1000000)) "
     "$baton" --store "$WORK/b" -q verify >/dev/null
   done
-  sorted=$(printf '%s\n' "${times[@]}" | sort -n | tr '\n' ' ')
-  median=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(((RUNS + 1) / 2))p")
+done
+for baton in "$@"; do
+  sorted=$(printf '%s\n' ${times[$baton]} | sort -n | tr '\n' ' ')
+  median=$(printf '%s\n' ${times[$baton]} | sort -n | sed -n "$(((RUNS + 1) / 2))p")
   echo "$baton: median ${median} ms (runs: $sorted)"
 done
