@@ -146,6 +146,9 @@ impl<'s> Ingest<'s> {
         };
         let mut temp = fsutil::temp_file_in(staging.path())?;
         fill(&mut WriteBehind::new(temp.as_file_mut()))?;
+        // Durable now, on the descriptor whose write-back was started; `publish` only
+        // renames it.
+        temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
         let file = File::open(temp.path()).ctx("cannot read", temp.path())?;
         let (id, _) = self
             .store
@@ -200,7 +203,7 @@ impl<'s> Ingest<'s> {
             fsutil::fsync_dir(&dir)?;
             objects.refresh_packs();
         }
-        publish_staged(self.store, self.loose.drain(..))?;
+        publish_loose(self.store, self.loose.drain(..), true)?;
         Ok(())
     }
 }
@@ -251,6 +254,15 @@ pub fn publish_staged(
     store: &Store,
     staged: impl IntoIterator<Item = (ObjectId, tempfile::TempPath, u64)>,
 ) -> Result<(u64, u64)> {
+    publish_loose(store, staged, false)
+}
+
+/// `publish_staged`; `synced`: every file was fsynced already.
+fn publish_loose(
+    store: &Store,
+    staged: impl IntoIterator<Item = (ObjectId, tempfile::TempPath, u64)>,
+    synced: bool,
+) -> Result<(u64, u64)> {
     let (mut objects, mut bytes) = (0, 0);
     let mut dirs = BTreeSet::new();
     for (id, path, stored_len) in staged {
@@ -264,9 +276,11 @@ pub fn publish_staged(
         let fanout = dest.parent().unwrap_or(store.objects.dir()).to_path_buf();
         fsutil::ensure_private_dir(&fanout)?;
         // Durable before it is renamed into place (SPEC 12.1).
-        File::open(&path)
-            .and_then(|f| f.sync_all())
-            .ctx("cannot fsync", &path)?;
+        if !synced {
+            File::open(&path)
+                .and_then(|f| f.sync_all())
+                .ctx("cannot fsync", &path)?;
+        }
         match path.persist_noclobber(&dest) {
             Ok(()) => {
                 objects += 1;

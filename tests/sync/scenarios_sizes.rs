@@ -20,7 +20,8 @@ use baton::store::refs::{Expect, MoveReason};
 use common::{pack_files, s, snapshot_files};
 
 scenarios!(
-    pull_refuses_a_tree_that_lies_about_the_size_of_a_blob_held_here;
+    pull_refuses_a_tree_that_lies_about_the_size_of_a_blob_held_here,
+    pull_refuses_the_lie_sent_as_loose_objects_too;
     permissive_umask:
 );
 
@@ -185,4 +186,28 @@ fn import_refuses_a_tree_that_lies_about_the_size_of_a_blob_held_here() {
         common::json_ok(&b, &["show", "current"])["id"],
         base.as_str()
     );
+}
+
+/// The same lie in loose objects (received one by one into a staging area, not in a
+/// pack): refused, and nothing of it stays.
+fn pull_refuses_the_lie_sent_as_loose_objects_too(t: &Transport) {
+    let remote = t.remote();
+    let (a, base) = store_with_target(t, 31);
+    t.json_ok(&a, &["push"]);
+    let b = clone_env(t, &t.clone_url());
+    let (_, blob) = plant_lying_bundle(&remote, "handoff.md");
+    common::unpack_to_loose(&remote);
+    let before = snapshot_files(&b.store());
+    let err = t.json_err(&b, &["pull"], 4);
+    assert!(err["message"].as_str().unwrap().contains(&blob), "{err}");
+    assert_eq!(
+        snapshot_files(&b.store()),
+        before,
+        "a refused pull must leave the local store exactly as it was"
+    );
+    assert_eq!(
+        common::json_ok(&b, &["show", "current"])["id"],
+        base.as_str()
+    );
+    verify(&b.store());
 }
