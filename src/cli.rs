@@ -188,6 +188,10 @@ pub struct SaveArgs {
     /// Snapshot everything, also .git and what .gitignore and .batonignore exclude
     #[arg(long)]
     pub no_ignore: bool,
+    /// Read every file of DIR instead of trusting the stat cache (save DIR only; for tools
+    /// that write through a shared mmap or restore mtimes: docs/reliability.md)
+    #[arg(long, env = "BATON_NO_CACHE", value_parser = clap::builder::FalseyValueParser::new())]
+    pub no_cache: bool,
     /// The agent or person handing off
     #[arg(
         long,

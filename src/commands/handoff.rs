@@ -19,6 +19,7 @@ pub fn run(ctx: &Ctx, args: &HandoffArgs) -> Result<Outcome> {
         transcript: args.transcript.clone(),
         secrets: Some(args.secrets),
         no_ignore: false,
+        no_cache: false,
         from: args.from.clone(),
         to: args.to.clone(),
         summary: args.summary.clone(),

@@ -322,6 +322,7 @@ impl BatonServer {
                     transcript,
                     secrets: Some(SecretsMode::Redact),
                     no_ignore: false,
+                    no_cache: false,
                     from: p.from,
                     to: p.to,
                     summary: p.summary,

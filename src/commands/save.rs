@@ -57,9 +57,11 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     // to be redacted.
     let policy = crate::handoff::secrets::policy();
     let root = std::fs::canonicalize(dir).ok();
+    // `--no-cache`: every file is read (a write through a shared mmap can leave its
+    // metadata as the cache recorded it); what was read is recorded all the same.
     let cache = match &root {
-        Some(root) => statcache::for_root(&store, root, &policy),
-        None => statcache::Lookup::default(),
+        Some(root) if !args.no_cache => statcache::for_root(&store, root, &policy),
+        _ => statcache::Lookup::default(),
     };
     let with_secrets = |f: &statcache::Findings| mode != SecretsMode::Redact && known_kinds(f);
     let lookup = snapshot::cache_lookup(&store, dir, &cache, &with_secrets);

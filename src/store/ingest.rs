@@ -1,8 +1,11 @@
-//! Receiving history from elsewhere (pull, clone; object storage next): one `Ingest` takes
-//! packs and loose objects, each verified by its hash as it streams in and published only
-//! once whole (a temp file beside its final name, removed on drop), then `complete` checks
-//! that the tip's history is all here with the one walker and the receive-side limits
-//! (`store::receive`), and `fast_forward` moves a ref onto it by compare-and-swap.
+//! Receiving history from elsewhere (pull, clone, object storage): one `Ingest` takes
+//! packs and loose objects, each verified by its hash as it streams in and held back
+//! once whole (a pack in a temp file beside its final name, a loose object in a staging
+//! area, both removed on drop, and readable meanwhile by this process only:
+//! `store::quarantine`), then `complete` checks that the tip's history is all here with
+//! the one walker and the receive-side limits (`store::receive`), and only then
+//! publishes what arrived; `fast_forward` moves a ref onto it by compare-and-swap. A
+//! receive refused at any step leaves the store as it was.
 //!
 //! A receiver that must check everything before publishing anything (archive import,
 //! docs/archives.md) stages objects in a `StagingArea` (a private directory under
@@ -17,7 +20,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use super::objects::PendingDirs;
 use super::packs::{PackIndex, pack_file_name};
 use super::refs::{Expect, MoveReason};
 use super::write_behind::WriteBehind;
@@ -30,13 +32,25 @@ use crate::format::pack::PackEntry;
 /// Prefix of a pack being received into `packs/`, followed by `<pid>-`.
 const PACK_TEMP_PREFIX: &str = ".tmp-pull-";
 
-/// Objects received into one store, published as they are verified.
+/// Objects received into one store: verified as they arrive, published by `complete`.
 pub struct Ingest<'s> {
     store: &'s Store,
-    pending: PendingDirs,
+    /// Verified packs, fsynced in their temp files in `packs/`, by id.
+    packs: Vec<(tempfile::NamedTempFile, ObjectId)>,
+    /// Where verified loose objects wait (made at the first one).
+    staging: Option<StagingArea>,
+    /// Those objects: id, staged file, stored length.
+    loose: Vec<(ObjectId, tempfile::TempPath, u64)>,
     /// Objects received (in packs and loose) and their stored bytes.
     pub objects: u64,
     pub bytes: u64,
+}
+
+impl Drop for Ingest<'_> {
+    fn drop(&mut self) {
+        // Whatever was not published is removed with its temp files.
+        self.store.objects.quarantine.clear();
+    }
 }
 
 impl<'s> Ingest<'s> {
@@ -59,7 +73,9 @@ impl<'s> Ingest<'s> {
         );
         Ingest {
             store,
-            pending: PendingDirs::default(),
+            packs: Vec::new(),
+            staging: None,
+            loose: Vec::new(),
             objects: 0,
             bytes: 0,
         }
@@ -68,14 +84,14 @@ impl<'s> Ingest<'s> {
     /// Receive the pack `pack_id` of `size` bytes whose index (`entries`) was read and
     /// checked first: `fill` writes its bytes in order; each object is decoded and rehashed
     /// as it arrives and the whole file hashed against the name, and only then is it
-    /// published (never over an existing pack).
+    /// kept, fsynced, for `complete` to publish (never over an existing pack).
     pub fn receive_pack(
         &mut self,
         pack_id: &ObjectId,
         entries: Vec<PackEntry>,
         size: u64,
         fill: impl FnOnce(&mut dyn Write) -> Result<()>,
-    ) -> Result<PackIndex> {
+    ) -> Result<()> {
         let dir = self.store.objects.packs_dir().to_path_buf();
         // Named after this process, so that the next receive can tell an interrupted one
         // (its process is gone) from one still running.
@@ -93,60 +109,102 @@ impl<'s> Ingest<'s> {
             &mut WriteBehind::new(temp.as_file_mut()),
             fill,
         )?;
-        let dest = dir.join(pack_file_name(pack_id));
         temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
-        match temp.persist_noclobber(&dest) {
-            Ok(_) => {}
-            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(Error::io("cannot publish", &dest, e.error)),
-        }
-        fsutil::fsync_dir(&dir)?;
-        self.store.objects.refresh_packs();
         self.objects += entries.len() as u64;
         self.bytes += size;
-        Ok(PackIndex {
+        self.store.objects.quarantine.add_pack(PackIndex {
             id: *pack_id,
-            path: dest,
+            path: temp.path().to_path_buf(),
             entries,
-        })
-    }
-
-    /// Receive one small loose object by its storage name (verified before it is stored).
-    pub fn receive_loose(&mut self, name: &ObjectId, stored: &[u8]) -> Result<()> {
-        self.store.objects.put_stored(name, stored, &self.pending)?;
-        self.objects += 1;
-        self.bytes += stored.len() as u64;
+        });
+        self.packs.push((temp, *pack_id));
         Ok(())
     }
 
-    /// Receive one large loose object of `len` stored bytes: `fill` streams it into a
-    /// temp file, which is verified and then published.
+    /// Receive one small loose object by its storage name (verified before it is kept).
+    pub fn receive_loose(&mut self, name: &ObjectId, stored: &[u8]) -> Result<()> {
+        self.receive_loose_stream(name, stored.len() as u64, |writer| {
+            writer
+                .write_all(stored)
+                .map_err(|e| Error::other(format!("cannot stage object {name}: {e}")))
+        })
+    }
+
+    /// Receive one loose object of `len` stored bytes: `fill` streams it into a file of
+    /// the staging area, which is verified and kept for `complete` to publish.
     pub fn receive_loose_stream(
         &mut self,
         name: &ObjectId,
         len: u64,
         fill: impl FnOnce(&mut dyn Write) -> Result<()>,
     ) -> Result<()> {
-        let mut temp = self.store.objects.temp_for_name(name)?;
+        if self.staging.is_none() {
+            self.staging = Some(StagingArea::new(self.store, "pull")?);
+        }
+        let Some(staging) = &self.staging else {
+            return Err(Error::internal("the pull's staging area is gone"));
+        };
+        let mut temp = fsutil::temp_file_in(staging.path())?;
         fill(&mut WriteBehind::new(temp.as_file_mut()))?;
+        // Durable now, on the descriptor whose write-back was started; `publish` only
+        // renames it.
+        temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
+        let file = File::open(temp.path()).ctx("cannot read", temp.path())?;
+        let (id, _) = self
+            .store
+            .objects
+            .decode_named(name, file, &mut std::io::sink())
+            .map_err(|e| Error {
+                message: format!("received {}", e.message),
+                ..e
+            })?;
+        if self.store.objects.contains(&id) {
+            return Ok(());
+        }
+        let path = temp.into_temp_path();
         self.store
             .objects
-            .put_stored_file(name, temp, &self.pending)?;
+            .quarantine
+            .add_loose(*name, path.to_path_buf());
+        self.loose.push((id, path, len));
         self.objects += 1;
         self.bytes += len;
         Ok(())
     }
 
-    /// Make what arrived durable, then check that `tip`'s whole history is here and within
-    /// the receive-side limits; `source` names where it came from, for the error.
-    pub fn complete(self, tip: &ObjectId, source: &str) -> Result<(u64, u64)> {
-        self.pending.sync()?;
+    /// Check that `tip`'s whole history is here and within the receive-side limits
+    /// (`source` names where it came from, for the error), then publish what arrived:
+    /// the packs, then the loose objects, each durable before anything names it.
+    pub fn complete(mut self, tip: &ObjectId, source: &str) -> Result<(u64, u64)> {
         self.store.reachable(&[*tip]).map_err(|e| {
             Error::integrity(format!("{source} is incomplete: {}", e.message))
-                .with_hint("run 'baton verify' on the remote store")
+                .with_hint("nothing was published; run 'baton verify' on the remote store")
         })?;
         self.store.check_received(tip)?; // sizes and depth (store/receive.rs)
+        self.publish()?;
         Ok((self.objects, self.bytes))
+    }
+
+    fn publish(&mut self) -> Result<()> {
+        let objects = &self.store.objects;
+        // From here on lookups find the published copies.
+        objects.quarantine.clear();
+        let dir = objects.packs_dir().to_path_buf();
+        let packs = !self.packs.is_empty();
+        for (temp, id) in self.packs.drain(..) {
+            let dest = dir.join(pack_file_name(&id));
+            match temp.persist_noclobber(&dest) {
+                Ok(_) => {}
+                Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(Error::io("cannot publish", &dest, e.error)),
+            }
+        }
+        if packs {
+            fsutil::fsync_dir(&dir)?;
+            objects.refresh_packs();
+        }
+        publish_loose(self.store, self.loose.drain(..), true)?;
+        Ok(())
     }
 }
 
@@ -196,6 +254,15 @@ pub fn publish_staged(
     store: &Store,
     staged: impl IntoIterator<Item = (ObjectId, tempfile::TempPath, u64)>,
 ) -> Result<(u64, u64)> {
+    publish_loose(store, staged, false)
+}
+
+/// `publish_staged`; `synced`: every file was fsynced already.
+fn publish_loose(
+    store: &Store,
+    staged: impl IntoIterator<Item = (ObjectId, tempfile::TempPath, u64)>,
+    synced: bool,
+) -> Result<(u64, u64)> {
     let (mut objects, mut bytes) = (0, 0);
     let mut dirs = BTreeSet::new();
     for (id, path, stored_len) in staged {
@@ -209,9 +276,11 @@ pub fn publish_staged(
         let fanout = dest.parent().unwrap_or(store.objects.dir()).to_path_buf();
         fsutil::ensure_private_dir(&fanout)?;
         // Durable before it is renamed into place (SPEC 12.1).
-        File::open(&path)
-            .and_then(|f| f.sync_all())
-            .ctx("cannot fsync", &path)?;
+        if !synced {
+            File::open(&path)
+                .and_then(|f| f.sync_all())
+                .ctx("cannot fsync", &path)?;
+        }
         match path.persist_noclobber(&dest) {
             Ok(()) => {
                 objects += 1;

@@ -20,6 +20,7 @@ pub mod pack_batch;
 pub mod pack_stream;
 pub mod pack_write;
 pub mod packs;
+pub mod quarantine;
 pub mod receive;
 pub mod refs;
 pub mod repack;

@@ -18,6 +18,7 @@ use crate::store::codec::{decode_named, decode_verified, hash_stream};
 use crate::store::envelope::Envelope;
 use crate::store::fsutil::{self, read_dir_sorted};
 use crate::store::packs::{self, PackIndex, PackSet};
+use crate::store::quarantine::{Held, Quarantine};
 use crate::store::streams::{HashingReader, LimitedVec, TeeReader};
 use crate::store::write_behind::WriteBehind;
 
@@ -61,6 +62,8 @@ pub struct Objects {
     lookup: Mutex<Option<Arc<PackSet>>>,
     /// Plain, or age-encrypted: the one place that decides names and stored bytes.
     envelope: Envelope,
+    /// What a receive in this process holds back until its checks pass: read last.
+    pub(crate) quarantine: Quarantine,
 }
 
 /// Where an object's stored bytes live.
@@ -114,6 +117,7 @@ impl Objects {
             packs: Mutex::new(None),
             lookup: Mutex::new(None),
             envelope: Envelope::Plain,
+            quarantine: Quarantine::default(),
         }
     }
 
@@ -230,9 +234,16 @@ impl Objects {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io("cannot read object", &path, e)),
         }
-        Ok(self
-            .find_packed(id)?
-            .map(|(path, entry)| Location::Packed(path, entry)))
+        if let Some((path, entry)) = self.find_packed(id)? {
+            return Ok(Some(Location::Packed(path, entry)));
+        }
+        Ok(match self.quarantine.find(&self.name_of(id)) {
+            Some(Held::Loose(path)) => Some(Location::Loose(
+                File::open(&path).ctx("cannot read", &path)?,
+            )),
+            Some(Held::Packed(path, entry)) => Some(Location::Packed(path, entry)),
+            None => None,
+        })
     }
 
     /// A reader over the stored (compressed) bytes of `id`, loose or packed, unverified.
@@ -361,7 +372,9 @@ impl Objects {
     /// in memory once read, and since a save packs its objects most are there, so a
     /// re-save's stat-cache hits cost no failed `stat` of a loose path each.
     pub fn contains(&self, id: &ObjectId) -> bool {
-        matches!(self.find_packed(id), Ok(Some(_))) || self.path(id).is_file()
+        matches!(self.find_packed(id), Ok(Some(_)))
+            || self.path(id).is_file()
+            || self.quarantine.holds(&self.name_of(id))
     }
 
     /// Whether something is stored under storage name `name`, loose or packed.
@@ -370,6 +383,7 @@ impl Objects {
             || self
                 .retry_vanished(|| self.pack_set()?.find(name))
                 .is_ok_and(|found| found.is_some())
+            || self.quarantine.holds(name)
     }
 
     /// Mark an existing object as recently used, so a concurrent `gc` within its grace

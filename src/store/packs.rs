@@ -446,6 +446,9 @@ pub struct PackCheck {
     pub objects: u64,
     pub bytes: u64,
     pub problems: Vec<String>,
+    /// The id and content length of every object that checked (`verify` compares them
+    /// with the sizes trees declare).
+    pub sizes: Vec<(ObjectId, u64)>,
 }
 
 /// Rehash a pack file against its name, then open, decompress and rehash every object
@@ -472,7 +475,7 @@ pub fn verify_pack(pack: &PackIndex, envelope: &super::envelope::Envelope) -> Pa
         check.objects = pack.entries.len() as u64;
         return check;
     }
-    let results: Vec<Result<u64>> = pack
+    let results: Vec<Result<(ObjectId, u64)>> = pack
         .entries
         .par_iter()
         .map(|entry| {
@@ -485,13 +488,15 @@ pub fn verify_pack(pack: &PackIndex, envelope: &super::envelope::Envelope) -> Pa
                 file.take(entry.length),
                 &mut io::sink(),
             )
-            .map(|(_, size)| size)
         })
         .collect();
     for result in results {
         check.objects += 1;
         match result {
-            Ok(bytes) => check.bytes += bytes,
+            Ok((id, bytes)) => {
+                check.bytes += bytes;
+                check.sizes.push((id, bytes));
+            }
             Err(e) => check
                 .problems
                 .push(format!("in pack {}: {}", pack.id, e.message)),

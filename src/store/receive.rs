@@ -1,8 +1,9 @@
 //! Receive-side checks: the trees a pull, clone or import brings in are checked before a
-//! ref names them: every tree and file present, every declared size right, no tree
-//! deeper than `MAX_TREE_DEPTH`. One check for every receive path (pull and clone call
-//! `Store::check_received`, import runs `TreeCheck` over its staging area), so that
-//! nothing received can fail `verify` later.
+//! ref names them: every tree and file present, every declared size right (of objects
+//! received and of objects already here alike), no tree deeper than `MAX_TREE_DEPTH`.
+//! One check for every receive path (pull and clone call `Store::check_received`, import
+//! runs `TreeCheck` over its staging area), so that nothing received can fail `verify`
+//! later.
 
 use std::collections::HashSet;
 use std::io::Read;
@@ -33,16 +34,18 @@ pub struct TreeCheck {
     /// Every tree and blob reached.
     pub trees: HashSet<ObjectId>,
     pub blobs: HashSet<ObjectId>,
-    /// Blob sizes already checked (the same blob may be named with two sizes).
+    /// Blob sizes already checked: a blob and the size an entry gives it. The pair, not
+    /// the blob: one blob may be named with two sizes, and only one can be right.
     sized: HashSet<(ObjectId, u64)>,
-    /// Objects known good (already checked when they were received): not checked again.
-    known: HashSet<ObjectId>,
 }
 
 impl TreeCheck {
-    pub fn new(known: HashSet<ObjectId>) -> Self {
+    /// A check that takes the pairs in `known` as checked already (those of the trees
+    /// local refs reach, checked when they arrived): a blob named with the size it has
+    /// there costs nothing, with another size it is read.
+    pub fn new(known: HashSet<(ObjectId, u64)>) -> Self {
         TreeCheck {
-            known,
+            sized: known,
             ..TreeCheck::default()
         }
     }
@@ -55,7 +58,6 @@ impl TreeCheck {
             trees: &mut self.trees,
             blobs: &mut self.blobs,
             sized: &mut self.sized,
-            known: &self.known,
         };
         self.shapes.walk(tree, None, MAX_TREE_DEPTH, &mut source)?;
         Ok(())
@@ -68,7 +70,6 @@ struct Checking<'a> {
     trees: &'a mut HashSet<ObjectId>,
     blobs: &'a mut HashSet<ObjectId>,
     sized: &'a mut HashSet<(ObjectId, u64)>,
-    known: &'a HashSet<ObjectId>,
 }
 
 impl TreeSource for Checking<'_> {
@@ -84,7 +85,7 @@ impl TreeSource for Checking<'_> {
                 continue;
             }
             self.blobs.insert(entry.id);
-            if self.known.contains(&entry.id) || !self.sized.insert((entry.id, entry.size)) {
+            if !self.sized.insert((entry.id, entry.size)) {
                 continue;
             }
             match self.from.blob_len(&entry.id)? {
@@ -96,6 +97,24 @@ impl TreeSource for Checking<'_> {
             }
         }
         Ok((tree, bytes.len() as u64))
+    }
+}
+
+/// Trees read for `sizes_below`: the pairs of their blob entries collected.
+struct Pairs<'a> {
+    store: &'a Store,
+    pairs: HashSet<(ObjectId, u64)>,
+}
+
+impl TreeSource for Pairs<'_> {
+    fn read(&mut self, id: &ObjectId, _size: Option<u64>) -> Result<(Tree, u64)> {
+        let (tree, len) = self.store.read_tree_len(id)?;
+        for entry in &tree.entries {
+            if entry.kind != EntryKind::Dir {
+                self.pairs.insert((entry.id, entry.size));
+            }
+        }
+        Ok((tree, len))
     }
 }
 
@@ -116,6 +135,21 @@ impl Incoming for Store {
 }
 
 impl Store {
+    /// Every (blob, declared size) pair of the trees below `bundles`, each tree read
+    /// once (their subtrees' sizes checked by the walk).
+    fn sizes_below(&self, bundles: &[ObjectId]) -> Result<HashSet<(ObjectId, u64)>> {
+        let mut shapes = Shapes::default();
+        let mut source = Pairs {
+            store: self,
+            pairs: HashSet::new(),
+        };
+        for id in bundles {
+            let tree = self.read_bundle(id)?.tree;
+            shapes.walk(&tree, None, u32::MAX, &mut source)?;
+        }
+        Ok(source.pairs)
+    }
+
     /// The content length of object `id`. Every object in the store was fully checked
     /// when it was written or received, its zstd frame's declared content size included,
     /// so a frame that declares its size is believed (a few bytes read); one that does
@@ -152,7 +186,11 @@ impl Store {
             bases.extend(value);
         }
         let (new, boundary) = self.bundles_not_in_any(*tip, &bases)?;
-        let known = self.trees_below(&boundary).unwrap_or_default();
+        if new.is_empty() {
+            return Ok(());
+        }
+        // A boundary tree that cannot be read vouches for nothing: then every blob is read.
+        let known = self.sizes_below(&boundary).unwrap_or_default();
         let mut check = TreeCheck::new(known);
         let hint =
             "no ref was moved: the remote store is damaged or forged; run 'baton verify' on it";

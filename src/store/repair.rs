@@ -25,6 +25,9 @@ pub struct Damage {
     /// (which lookups read first) is their repair.
     /// Each maps to its healthy packed copy (pack file, offset, length).
     pub shadowing: BTreeMap<ObjectId, (PathBuf, u64, u64)>,
+    /// The content length of every object that checked, by id: what the sizes trees
+    /// declare are checked against once the repair is done (`declared_size_problems`).
+    pub sizes: HashMap<ObjectId, u64>,
 }
 
 /// A verified replacement received for storage name `name`, not yet published.
@@ -54,17 +57,25 @@ impl Store {
                 _ => None,
             })
             .collect();
-        let bad: Vec<ObjectId> = loose
+        let checked: Vec<(ObjectId, Option<(ObjectId, u64)>)> = loose
             .par_iter()
-            .filter(|(name, path)| {
-                File::open(path)
+            .map(|(name, path)| {
+                let sized = File::open(path)
                     .map_err(|e| Error::io("cannot read object", path, e))
-                    .and_then(|f| self.objects.decode_named(name, f, &mut std::io::sink()))
-                    .is_err()
+                    .and_then(|f| self.objects.decode_named(name, f, &mut std::io::sink()));
+                (*name, sized.ok())
             })
-            .map(|(name, _)| *name)
             .collect();
-        damage.damaged.extend(bad);
+        for (name, sized) in checked {
+            match sized {
+                Some((id, size)) => {
+                    damage.sizes.insert(id, size);
+                }
+                None => {
+                    damage.damaged.insert(name);
+                }
+            }
+        }
         // A damaged pack entry with a healthy loose copy needs nothing fetched: lookups
         // already read the loose copy, and retiring the pack keeps it.
         let healthy_loose = |name: &ObjectId| {
@@ -73,6 +84,7 @@ impl Store {
         let mut packed_bad = Vec::new();
         for pack in self.objects.packs()?.iter() {
             let check = super::packs::verify_pack(pack, self.objects.envelope());
+            damage.sizes.extend(check.sizes);
             if check.problems.is_empty() {
                 continue;
             }

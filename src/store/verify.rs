@@ -1,6 +1,7 @@
-//! Verification: rehash objects, check every ref, log line and reachable object.
+//! Verification: rehash objects, check every ref, log line and reachable object, and
+//! every size a reachable tree declares against the object it names.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -10,7 +11,8 @@ use serde::Serialize;
 
 use super::Store;
 use super::objects::ListedObject;
-use super::shape::{MAX_TREE_DEPTH, Shapes, TreeSource, too_deep};
+use super::shape::{MAX_TREE_DEPTH, Shapes, TreeSource, too_deep, wrong_size};
+use super::walk::Reach;
 use crate::error::Result;
 use crate::format::{EntryKind, ObjectId, Tree};
 
@@ -58,7 +60,7 @@ impl Store {
         // Listed names are storage names: the id itself in a plain store, a keyed hash
         // of it in an encrypted one (checked by `decode_named`).
         let locked = self.objects.envelope().is_locked();
-        let results: Vec<(ObjectId, Result<u64>)> = objects
+        let results: Vec<Result<(ObjectId, u64)>> = objects
             .par_iter()
             .map(|(name, path)| {
                 let result = fs::File::open(path)
@@ -67,7 +69,7 @@ impl Store {
                         if locked {
                             // Without keys: the file must at least be an age file.
                             age::Decryptor::new_buffered(std::io::BufReader::new(file))
-                                .map(|_| 0)
+                                .map(|_| (*name, 0))
                                 .map_err(|e| {
                                     crate::error::Error::integrity(format!(
                                         "object file {} is not an age file: {e}",
@@ -75,23 +77,27 @@ impl Store {
                                     ))
                                 })
                         } else {
-                            self.objects
-                                .decode_named(name, file, &mut std::io::sink())
-                                .map(|(_, size)| size)
+                            self.objects.decode_named(name, file, &mut std::io::sink())
                         }
                     });
                 progress(1);
-                (*name, result)
+                result
             })
             .collect();
-        for (_, result) in results {
+        // The content length of every object that checked, by id: what the sizes that
+        // trees declare are compared with, at no further read.
+        let mut sizes: HashMap<ObjectId, u64> = HashMap::new();
+        for result in results {
             report.objects_checked += 1;
             match result {
-                Ok(bytes) => report.bytes_checked += bytes,
+                Ok((id, bytes)) => {
+                    report.bytes_checked += bytes;
+                    sizes.insert(id, bytes);
+                }
                 Err(e) => report.problems.push(e.message),
             }
         }
-        self.verify_packs(&mut report);
+        self.verify_packs(&mut report, &mut sizes);
         let roots = self.check_refs_and_log(&mut report);
         if locked {
             check_modes(self.root(), &mut report.problems);
@@ -99,7 +105,8 @@ impl Store {
             report.problems.dedup();
             return Ok(report);
         }
-        match self.reachable(&roots.into_iter().collect::<Vec<_>>()) {
+        let roots: Vec<ObjectId> = roots.into_iter().collect();
+        match self.reachable_sized(&roots, &sizes, &mut report.problems) {
             Ok(reach) => {
                 report.bundles_checked = reach.bundles as u64;
                 if let Some((tree, depth)) = reach.deepest
@@ -132,7 +139,7 @@ impl Store {
         Ok(report)
     }
 
-    fn verify_packs(&self, report: &mut VerifyReport) {
+    fn verify_packs(&self, report: &mut VerifyReport, sizes: &mut HashMap<ObjectId, u64>) {
         let dir = self.objects.packs_dir();
         if let Ok(names) = super::fsutil::read_dir_sorted(dir) {
             for name in names {
@@ -170,12 +177,66 @@ impl Store {
                 report.objects_checked += check.objects;
                 report.bytes_checked += check.bytes;
                 report.problems.extend(check.problems);
+                sizes.extend(check.sizes);
             }
             if !vanished {
                 return;
             }
             self.objects.refresh_packs();
         }
+    }
+
+    /// Everything `roots` reach, as `Store::reachable` finds it, while each blob entry of
+    /// each tree is checked against the content length `sizes` holds for its object: a
+    /// different one is a problem (SPEC 4.2: corruption; a pull that took such a tree
+    /// moved `current` onto a bundle `verify current` refuses). Objects without a length
+    /// here are missing or damaged, reported apart.
+    fn reachable_sized(
+        &self,
+        roots: &[ObjectId],
+        sizes: &HashMap<ObjectId, u64>,
+        problems: &mut Vec<String>,
+    ) -> Result<Reach> {
+        let mut source = SizeCheck {
+            store: self,
+            sizes,
+            bundle: None,
+            objects: HashSet::new(),
+            problems,
+        };
+        let mut shapes = Shapes::default();
+        let mut bundles = HashSet::new();
+        let mut deepest: Option<(ObjectId, u32)> = None;
+        let mut queue: VecDeque<ObjectId> = roots.iter().copied().collect();
+        while let Some(id) = queue.pop_front() {
+            if !bundles.insert(id) {
+                continue;
+            }
+            source.objects.insert(id);
+            let bundle = self.read_bundle(&id)?;
+            queue.extend(bundle.parents.iter().copied());
+            source.bundle = Some(id);
+            let shape = shapes.walk(&bundle.tree, None, u32::MAX, &mut source)?;
+            if deepest.is_none_or(|(_, depth)| shape.depth > depth) {
+                deepest = Some((bundle.tree, shape.depth));
+            }
+        }
+        Ok(Reach {
+            objects: source.objects,
+            bundles: bundles.len(),
+            deepest,
+        })
+    }
+
+    /// The sizes declared below every root (SPEC 16, item 6) that differ from the
+    /// length `sizes` gives their object (the content lengths a rehash of the store
+    /// found), one problem each; for `pull --repair`, once the store is complete.
+    pub fn declared_size_problems(&self, sizes: &HashMap<ObjectId, u64>) -> Result<Vec<String>> {
+        let mut problems = Vec::new();
+        self.reachable_sized(&self.all_roots()?, sizes, &mut problems)?;
+        problems.sort();
+        problems.dedup();
+        Ok(problems)
     }
 
     /// Every id named by a ref or a log line; damaged refs and log lines become problems
@@ -303,6 +364,41 @@ impl Store {
         };
         shapes.walk(tree, None, MAX_TREE_DEPTH, &mut source)?;
         Ok(())
+    }
+}
+
+/// Trees read by the full verify's reachability walk: each tree and every object it
+/// names is marked, and each blob entry's size checked against its object's length.
+struct SizeCheck<'a> {
+    store: &'a Store,
+    sizes: &'a HashMap<ObjectId, u64>,
+    /// The bundle being walked (the first to reach each tree: each is read once).
+    bundle: Option<ObjectId>,
+    objects: HashSet<ObjectId>,
+    problems: &'a mut Vec<String>,
+}
+
+impl TreeSource for SizeCheck<'_> {
+    fn read(&mut self, id: &ObjectId, _size: Option<u64>) -> Result<(Tree, u64)> {
+        let (tree, len) = self.store.read_tree_len(id)?;
+        self.objects.insert(*id);
+        for entry in &tree.entries {
+            if entry.kind == EntryKind::Dir {
+                continue;
+            }
+            self.objects.insert(entry.id);
+            if let Some(&actual) = self.sizes.get(&entry.id)
+                && actual != entry.size
+            {
+                self.problems.push(format!(
+                    "{} (entry \"{}\" of tree {id}, below bundle {})",
+                    wrong_size(&entry.id, actual, entry.size).message,
+                    entry.name.escape_debug(),
+                    crate::format::id::show_full(self.bundle)
+                ));
+            }
+        }
+        Ok((tree, len))
     }
 }
 

@@ -1,5 +1,5 @@
-//! Pull: download what we lack into local staging, verify every object, publish, then
-//! fast-forward `current` and record `targets/<name>`.
+//! Pull: download what we lack into local staging, verify every object, check the whole
+//! received history, publish, then fast-forward `current` and record `targets/<name>`.
 
 use std::io::Write;
 use std::time::Instant;
@@ -16,7 +16,7 @@ use crate::format::names::RefName;
 use crate::format::pack::{FOOTER_LEN, PACK_MAGIC, PackEntry, decode_footer, decode_index};
 use crate::store::Store;
 use crate::store::ingest::{self, Forward, Ingest};
-use crate::store::packs::{PackIndex, pack_file_name};
+use crate::store::packs::pack_file_name;
 use crate::store::refs::{Expect, MoveReason};
 use crate::transport::backend::{Backend, Listing, OpenTail};
 
@@ -182,6 +182,11 @@ fn fetch_from(
             listed: &listed,
             held: &held,
         };
+    } else {
+        // Everything is here already, but not necessarily checked: objects can be here
+        // that no ref reaches (a refused pull of an older baton left its packs, an
+        // interrupted one its objects), and a tree among them may lie about a size.
+        store.check_received(&theirs)?;
     }
     let name = RefName::parse(&format!("targets/{target}"))?;
     if store.read_ref(&name)? != Some(theirs) {
@@ -298,8 +303,8 @@ fn check_pack_tail(
 
 /// Download one pack (its `entries` read and checked by `remote_pack_tail`, on the open
 /// it kept, which brought the whole pack when it is small), verified object by object
-/// as it arrives and never read past the size its listing declared, and publish it
-/// (`Ingest::receive_pack`).
+/// as it arrives and never read past the size its listing declared, and keep it for
+/// `Ingest::complete` to publish (`Ingest::receive_pack`).
 fn download_pack(
     ingest: &mut Ingest,
     remote: &mut dyn Backend,
@@ -308,7 +313,7 @@ fn download_pack(
     name: &str,
     size: u64,
     progress: &ProgressBar,
-) -> Result<PackIndex> {
+) -> Result<()> {
     let mut open = Some(open);
     let result = ingest.receive_pack(pack_id, entries, size, |writer| {
         let mut sink = ProgressWriter {

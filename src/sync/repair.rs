@@ -1,6 +1,8 @@
 //! `pull --repair`: refetch every object that is missing or damaged here from a target
 //! that has it, each verified by its name as it arrives, published only once all of
-//! them have arrived (SPEC 16.1).
+//! them have arrived (SPEC 16.1). A tree that declares a wrong size for an object is
+//! not damaged storage but a wrong object, which no target can replace: the repair
+//! says so.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -56,7 +58,7 @@ pub fn repair(
         );
     };
     check_same_encryption(store, config, remote.describe().as_str())?;
-    let damage = store.scan_damage()?;
+    let mut damage = store.scan_damage()?;
     let mut report = RepairReport {
         damaged: (damage.damaged.len() + damage.shadowing.len()) as u64,
         ..RepairReport::default()
@@ -79,7 +81,8 @@ pub fn repair(
             return Err(lacks(remote, &lacking));
         }
         for name in &needs {
-            let temp = fetch_one(store, remote, name, &known[name], progress)?;
+            let (temp, id, size) = fetch_one(store, remote, name, &known[name], progress)?;
+            damage.sizes.insert(id, size);
             report.bytes_received += temp
                 .as_file()
                 .metadata()
@@ -94,7 +97,33 @@ pub fn repair(
     report.repaired = repaired;
     report.shadowed_removed = damage.shadowing.len() as u64;
     report.packs_retired = store.install_repairs(received.into_values().collect(), &damage)?;
+    // Every object is here and checked now, so the sizes trees declare can be too.
+    let lies = store.declared_size_problems(&damage.sizes)?;
+    if let Some(first) = lies.first() {
+        return Err(cannot_repair_sizes(first, lies.len(), &report));
+    }
     Ok(report)
+}
+
+/// A tree whose entry declares a size its object does not have: its id is the hash of
+/// those very bytes, so every copy anywhere says the same, and the object it names is
+/// right (its id is its hash too). Refetching changes neither.
+fn cannot_repair_sizes(first: &str, count: usize, report: &RepairReport) -> Error {
+    let others = match count {
+        1 => String::new(),
+        n => format!(" (and {} more)", n - 1),
+    };
+    let repaired = match report.objects_received + report.packs_retired {
+        0 => String::new(),
+        _ => format!(
+            "; the rest was repaired ({} objects refetched, {} packs retired)",
+            report.objects_received, report.packs_retired
+        ),
+    };
+    Error::integrity(format!(
+        "cannot be repaired by refetching: {first}{others}: a tree is named by the hash of its bytes, so every copy of it declares the same wrong size{repaired}"
+    ))
+    .with_hint("the bundles below which it sits cannot be checked out or verified; move current off them ('baton reset REV' to an earlier bundle, then save again); 'baton verify' keeps reporting the tree while the history of a ref names such a bundle")
 }
 
 fn lacks(remote: &dyn Backend, lacking: &[&ObjectId]) -> Error {
@@ -152,7 +181,7 @@ fn fetch_one(
     name: &ObjectId,
     source: &Source,
     progress: &ProgressBar,
-) -> Result<tempfile::NamedTempFile> {
+) -> Result<(tempfile::NamedTempFile, ObjectId, u64)> {
     let mut temp = store.objects.temp_for_name(name)?;
     match source {
         Source::Loose(name, size) => {
@@ -165,7 +194,7 @@ fn fetch_one(
     }
     temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
     let file = std::fs::File::open(temp.path()).ctx("cannot read", temp.path())?;
-    store
+    let (id, size) = store
         .objects
         .decode_named(name, file, &mut std::io::sink())
         .map_err(|e| {
@@ -177,5 +206,5 @@ fn fetch_one(
             .with_hint("nothing was changed; try another target with 'baton pull --repair NAME'")
         })?;
     progress.inc(1);
-    Ok(temp)
+    Ok((temp, id, size))
 }

@@ -207,3 +207,120 @@ fn an_encrypted_store_keeps_no_stat_cache() {
     }
     assert!(!env.store().join("statcache").exists());
 }
+
+/// A file mapped shared and writable, as editors, databases and build tools write files.
+struct SharedMap {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl SharedMap {
+    fn new(path: &Path) -> SharedMap {
+        use std::os::fd::AsRawFd;
+        let file = fs::File::options()
+            .read(true)
+            .write(true)
+            .open(path)
+            .unwrap();
+        let len = file.metadata().unwrap().len() as usize;
+        // SAFETY: a fresh mapping of a file open for reading and writing; the mapping
+        // outlives the descriptor (closed when `file` drops), as mmap(2) allows.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(ptr, libc::MAP_FAILED, "mmap");
+        SharedMap {
+            ptr: ptr.cast(),
+            len,
+        }
+    }
+
+    /// Store `bytes` through the mapping (no write(2), no msync).
+    fn write(&self, bytes: &[u8]) {
+        assert_eq!(bytes.len(), self.len);
+        // SAFETY: `len` bytes are mapped writable at `ptr` until `drop`.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr, self.len) };
+    }
+}
+
+impl Drop for SharedMap {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `new`.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// mtime and ctime of `path`, to the nanosecond.
+fn times(path: &Path) -> (i64, i64, i64, i64) {
+    use std::os::unix::fs::MetadataExt;
+    let m = fs::metadata(path).unwrap();
+    (m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec())
+}
+
+#[test]
+fn a_second_write_through_a_shared_mmap_is_missed_unless_the_cache_is_off() {
+    // The kernel stamps a file written through a shared mapping when a clean page is
+    // first written (its page fault); further writes to that page while it stays dirty
+    // change no timestamp. So a save that read the file after the first write records
+    // metadata that the second write leaves as it was: a plain re-save takes the old
+    // blob from the stat cache (the limitation docs/reliability.md describes), and
+    // `--no-cache` (or BATON_NO_CACHE) reads the file.
+    let env = saved_env();
+    let a = env.path().join("w/a.txt");
+    let map = SharedMap::new(&a);
+    // Until the page is written back (30 s of dirty_expire on Linux) nothing stamps the
+    // second write; a write-back in between (memory pressure, a sync(1)) is retried.
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        map.write(b"ALPHA\n");
+        std::thread::sleep(SETTLE);
+        let doc = save(&env, &[]);
+        assert_eq!(cached(&doc), 2, "the first write moved the mtime: {doc}");
+        assert_eq!(env.ok(&["cat", "current:a.txt"]), "ALPHA\n");
+        let recorded = times(&a);
+        std::thread::sleep(SETTLE);
+        map.write(b"BRAVO\n");
+        if times(&a) == recorded {
+            break;
+        }
+        assert!(
+            attempts < 3,
+            "every second write through the mapping was stamped"
+        );
+    }
+    assert_eq!(fs::read(&a).unwrap(), b"BRAVO\n");
+
+    let plain = save(&env, &[]);
+    assert_eq!(cached(&plain), 3, "{plain}");
+    assert_eq!(
+        env.ok(&["cat", "current:a.txt"]),
+        "ALPHA\n",
+        "the documented limitation: the cache vouched for the old bytes"
+    );
+
+    let fresh = save(&env, &["--no-cache"]);
+    assert_eq!(cached(&fresh), 0, "{fresh}");
+    assert_eq!(env.ok(&["cat", "current:a.txt"]), "BRAVO\n");
+
+    // The environment variable does the same, for a workspace that always writes so.
+    map.write(b"CHARL\n");
+    let out = env
+        .cmd()
+        .env("BATON_NO_CACHE", "1")
+        .args(["--json", "save", "w"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::text(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cached(&doc), 0, "{doc}");
+    assert_eq!(env.ok(&["cat", "current:a.txt"]), "CHARL\n");
+    assert!(env.ok(&["verify"]).contains("ok"));
+}

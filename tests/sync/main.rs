@@ -26,6 +26,7 @@ mod s3_roundtrip;
 mod scenarios;
 mod ssh_cipher;
 mod ssh_connect;
+mod ssh_known_hosts;
 mod ssh_lanes;
 mod sync_local;
 mod sync_ssh;

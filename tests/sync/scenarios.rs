@@ -61,6 +61,11 @@ scenarios!(
     permissive_umask: push_creates_a_private_remote_store_even_under_a_permissive_umask,
 );
 
+// Declared sizes of blobs held here (issue 28), in a file of its own; the macro above
+// reaches it.
+#[path = "scenarios_sizes.rs"]
+mod sizes;
+
 // ---------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------

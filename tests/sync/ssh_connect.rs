@@ -13,7 +13,7 @@ use baton::error::{Error, ErrorKind};
 use baton::transport::ssh::connect::{ConnectOptions, Connection, SshTarget, connect};
 use sshd::{KnownHostsMode, Sshd};
 
-fn target(server: &Sshd) -> SshTarget {
+pub(crate) fn target(server: &Sshd) -> SshTarget {
     SshTarget {
         host: server.alias().to_string(),
         user: None,
@@ -21,7 +21,7 @@ fn target(server: &Sshd) -> SshTarget {
     }
 }
 
-fn options(server: &Sshd) -> ConnectOptions {
+pub(crate) fn options(server: &Sshd) -> ConnectOptions {
     ConnectOptions {
         accept_new_host_key: false,
         timeout: Some(Duration::from_secs(10)),
@@ -31,14 +31,14 @@ fn options(server: &Sshd) -> ConnectOptions {
     }
 }
 
-fn connect_ok(server: &Sshd, opts: &ConnectOptions) -> Connection {
+pub(crate) fn connect_ok(server: &Sshd, opts: &ConnectOptions) -> Connection {
     match connect(&target(server), opts) {
         Ok(c) => c,
         Err(e) => panic!("connect failed: {e}\nsshd log:\n{}", server.log()),
     }
 }
 
-fn connect_err(server: &Sshd, target: &SshTarget, opts: &ConnectOptions) -> Error {
+pub(crate) fn connect_err(server: &Sshd, target: &SshTarget, opts: &ConnectOptions) -> Error {
     match connect(target, opts) {
         Ok(c) => panic!(
             "connect to {}:{} should have failed\nsshd log:\n{}",
@@ -54,13 +54,13 @@ fn connect_err(server: &Sshd, target: &SshTarget, opts: &ConnectOptions) -> Erro
 }
 
 /// The session works: SFTP can stat "/".
-fn assert_sftp_works(conn: &Connection) {
+pub(crate) fn assert_sftp_works(conn: &Connection) {
     let sftp = conn.session.sftp().expect("sftp subsystem");
     let stat = sftp.stat(Path::new("/")).expect("stat /");
     assert!(stat.is_dir());
 }
 
-fn one_line(e: &Error) {
+pub(crate) fn one_line(e: &Error) {
     let text = e.to_string();
     assert!(!text.contains('\n'), "error should be one line: {text:?}");
 }
@@ -603,7 +603,7 @@ fn match_blocks_are_refused_only_where_they_would_be_misread() {
 }
 
 /// The `KEYTYPE BASE64` part of the server's known_hosts line.
-fn host_key_fields(server: &Sshd) -> String {
+pub(crate) fn host_key_fields(server: &Sshd) -> String {
     let mut fields = server.host_key_line().split_whitespace().skip(1);
     format!(
         "{} {}",

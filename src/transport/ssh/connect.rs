@@ -23,6 +23,7 @@ mod auth;
 mod ciphers;
 mod config;
 mod host_keys;
+mod known_hosts_files;
 mod revoked;
 
 use auth::{authenticate, is_timeout};
@@ -141,7 +142,7 @@ pub fn connect(target: &SshTarget, opts: &ConnectOptions) -> Result<Connection> 
     session.set_timeout(millis(res.timeout));
     session.set_tcp_stream(stream);
 
-    let known_hosts = load_known_hosts(&session, &res.known_hosts_files)?;
+    let known_hosts = load_known_hosts(&session, &res.all_known_hosts())?;
     // `HostKeyAlias` replaces the host name (and port) in known_hosts, as in OpenSSH.
     let kh_name = match &res.host_key_alias {
         Some(alias) => alias.clone(),

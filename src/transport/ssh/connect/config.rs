@@ -1,5 +1,6 @@
 //! Resolving a target into connection parameters: `~/.ssh/config` through ssh2-config, with
-//! the options OpenSSH would apply (user, port, identity files, known_hosts, agent, timeouts).
+//! the options OpenSSH would apply (user, port, identity files, known_hosts files, agent,
+//! timeouts).
 
 use super::*;
 
@@ -21,6 +22,8 @@ pub(super) struct Resolved {
     pub(super) identity_files: Vec<PathBuf>,
     /// `UserKnownHostsFile`s: all are read, new keys go to the first.
     pub(super) known_hosts_files: Vec<PathBuf>,
+    /// `GlobalKnownHostsFile`s: read as well, never written.
+    pub(super) global_known_hosts_files: Vec<PathBuf>,
     /// `HostKeyAlias`: the name to look up and record the host key under.
     pub(super) host_key_alias: Option<String>,
     pub(super) new_host_keys: NewHostKeys,
@@ -32,6 +35,15 @@ pub(super) struct Resolved {
     pub(super) ciphers: Option<Vec<String>>,
     /// The ssh config file read (for messages).
     pub(super) config_path: PathBuf,
+}
+
+impl Resolved {
+    /// Every known_hosts file, as OpenSSH loads them into one set: user files first.
+    pub(super) fn all_known_hosts(&self) -> Vec<PathBuf> {
+        let mut all = self.known_hosts_files.clone();
+        all.extend(self.global_known_hosts_files.iter().cloned());
+        all
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +71,6 @@ pub(super) fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resol
     };
     let config_path = home.join(".ssh").join("config");
     let params = read_config(&config_path, &home, &target.host)?;
-    let ssh_home = home.join(".ssh");
 
     if params
         .proxy_jump
@@ -104,12 +115,6 @@ pub(super) fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resol
 
     let identity_files = params.identity_file.clone().unwrap_or_default();
 
-    let known_hosts_files = match params.unsupported_fields.get("userknownhostsfile") {
-        Some(args) if args.len() == 1 && args[0].eq_ignore_ascii_case("none") => Vec::new(),
-        Some(args) if !args.is_empty() => args.iter().map(|a| expand_path(a, &home)).collect(),
-        _ => vec![ssh_home.join("known_hosts")],
-    };
-
     let host_key_alias = match unsupported(&params, "hostkeyalias") {
         None => None,
         Some(alias) if alias.eq_ignore_ascii_case("none") => None,
@@ -129,6 +134,19 @@ pub(super) fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resol
             Some(alias.to_string())
         }
     };
+
+    let tokens = super::known_hosts_files::Tokens {
+        home: &home,
+        host: &host,
+        original: &target.host,
+        port,
+        remote_user: &user,
+        alias: host_key_alias.as_deref(),
+    };
+    let known_hosts_files =
+        super::known_hosts_files::known_hosts_files(&params, false, &tokens, &config_path)?;
+    let global_known_hosts_files =
+        super::known_hosts_files::known_hosts_files(&params, true, &tokens, &config_path)?;
 
     let strict = match unsupported(&params, "stricthostkeychecking") {
         None => NewHostKeys::Refuse,
@@ -178,6 +196,7 @@ pub(super) fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resol
         user,
         identity_files,
         known_hosts_files,
+        global_known_hosts_files,
         host_key_alias,
         new_host_keys,
         timeout,

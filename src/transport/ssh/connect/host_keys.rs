@@ -1,7 +1,8 @@
-//! Host key verification against known_hosts: loading the files through libssh2 (one
-//! bad line rejects a whole file, so the line is found for the message), preferring the
-//! key types already known for the host, refusing `@revoked` and changed keys, and
-//! recording a new key (accept-new) the way OpenSSH does.
+//! Host key verification against known_hosts: loading every user and global file into
+//! one set, line by line through libssh2's parser (whose own file reader cuts lines at
+//! 4 KiB and rejects a whole file for one bad line), preferring the key types already
+//! known for the host, refusing `@revoked` and changed keys, and recording a new key
+//! (accept-new) the way OpenSSH does.
 
 use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -12,6 +13,7 @@ use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 use ssh2::{CheckResult, HashType, KnownHostFileKind, KnownHosts, MethodType, Session};
 
+use super::known_hosts_files::not_a_file;
 use super::{NewHostKeys, Resolved, host_port, revoked, shell_quote};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -29,51 +31,83 @@ pub fn fingerprint_sha256(digest: &[u8]) -> String {
     format!("SHA256:{}", STANDARD_NO_PAD.encode(digest))
 }
 
+/// Largest known_hosts file read (OpenSSH's own are a few hundred bytes a host).
+const MAX_KNOWN_HOSTS: u64 = 64 << 20;
+
+/// Load `files` (user files, then global ones) into one set, as OpenSSH does: a key
+/// listed in any of them is known. A missing file is no file; one that cannot be read or
+/// holds a line libssh2 cannot parse is an error naming the file and line.
 pub(super) fn load_known_hosts(session: &Session, files: &[PathBuf]) -> Result<KnownHosts> {
     let mut known_hosts = session
         .known_hosts()
         .map_err(|e| Error::other(format!("cannot initialize known hosts: {}", e.message())))?;
     for file in files {
-        match fs::metadata(file) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io("cannot read known_hosts file", file, e)),
-            Ok(m) if m.is_dir() => {
-                return Err(Error::other(format!(
-                    "known_hosts file {} is a directory",
-                    file.display()
-                )));
+        let Some(bytes) = read_known_hosts(file)? else {
+            continue;
+        };
+        for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+            let text = String::from_utf8_lossy(line);
+            let text = text.trim_end_matches('\r');
+            if let Some(revoked) = revoked::revoked_key(text) {
+                // Enforced by `revoked`, and only if it can be read.
+                if revoked.is_none() {
+                    return Err(Error::new(
+                        ErrorKind::Security,
+                        format!(
+                            "known_hosts file {}:{} has an @revoked line whose key cannot be read",
+                            file.display(),
+                            i + 1
+                        ),
+                    )
+                    .with_hint("fix the line (@revoked HOSTS KEYTYPE BASE64): baton does not connect past a revocation it cannot check"));
+                }
+                continue;
             }
-            Ok(_) => {}
-        }
-        // Tells permission problems apart before libssh2 folds them into one code.
-        fs::File::open(file).map_err(|e| Error::io("cannot read known_hosts file", file, e))?;
-        if let Err(e) = known_hosts.read_file(file, KnownHostFileKind::OpenSSH) {
-            let at = match first_unparsable_line(session, file) {
-                Some(line) => format!("{}:{line}", file.display()),
-                None => file.display().to_string(),
-            };
-            return Err(Error::other(format!(
-                "cannot load known_hosts file {at}: libssh2 cannot parse it ({}), and one bad line makes it reject the whole file",
-                e.message()
-            ))
-            .with_hint("fix or delete the offending line (ssh-keygen -R HOST rewrites the file), or point UserKnownHostsFile elsewhere"));
+            if is_marker(text, "@cert-authority") {
+                // libssh2 verifies no host certificates, so a CA vouches for no key here.
+                continue;
+            }
+            if let Err(e) = known_hosts.read_str(text, KnownHostFileKind::OpenSSH) {
+                return Err(Error::other(format!(
+                    "cannot load known_hosts file {}:{}: libssh2 cannot parse that line ({})",
+                    file.display(),
+                    i + 1,
+                    e.message()
+                ))
+                .with_hint("fix or delete the offending line (ssh-keygen -R HOST rewrites the file), or point UserKnownHostsFile or GlobalKnownHostsFile elsewhere"));
+            }
         }
     }
     Ok(known_hosts)
 }
 
-/// Find which line libssh2 rejects, for the error message only: each line is handed to
-/// libssh2's own parser, alone.
-fn first_unparsable_line(session: &Session, file: &Path) -> Option<usize> {
-    let bytes = fs::read(file).ok()?;
-    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
-        let text = String::from_utf8_lossy(line);
-        let mut one = session.known_hosts().ok()?;
-        if one.read_str(&text, KnownHostFileKind::OpenSSH).is_err() {
-            return Some(i + 1);
+/// The bytes of a known_hosts file, `None` when it does not exist.
+fn read_known_hosts(file: &Path) -> Result<Option<Vec<u8>>> {
+    match fs::metadata(file) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io("cannot read known_hosts file", file, e)),
+        Ok(m) if !m.is_file() => return Err(not_a_file(file)),
+        Ok(m) if m.len() > MAX_KNOWN_HOSTS => {
+            return Err(Error::other(format!(
+                "known_hosts file {} is {} bytes, more than baton reads ({MAX_KNOWN_HOSTS})",
+                file.display(),
+                m.len()
+            )));
         }
+        Ok(_) => {}
     }
-    None
+    let mut bytes = Vec::new();
+    fs::File::open(file)
+        .and_then(|f| f.take(MAX_KNOWN_HOSTS + 1).read_to_end(&mut bytes))
+        .map_err(|e| Error::io("cannot read known_hosts file", file, e))?;
+    Ok(Some(bytes))
+}
+
+/// Whether `line` starts with the marker `marker` (`@cert-authority`, `@revoked`).
+fn is_marker(line: &str, marker: &str) -> bool {
+    line.split_ascii_whitespace()
+        .next()
+        .is_some_and(|m| m.eq_ignore_ascii_case(marker))
 }
 
 /// The file and line of the entry that holds a different key for `name`.
@@ -87,6 +121,9 @@ fn mismatching_entry(
         let Ok(bytes) = fs::read(file) else { continue };
         for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
             let text = String::from_utf8_lossy(line);
+            if text.trim_start().starts_with('@') {
+                continue;
+            }
             let Ok(mut one) = session.known_hosts() else {
                 return None;
             };
@@ -202,8 +239,9 @@ pub(super) fn verify_host_key(
         .map(fingerprint_sha256)
         .unwrap_or_else(|| "SHA256:?".to_string());
     let first_file = res.known_hosts_files.first();
-    let files_text = match res.known_hosts_files.as_slice() {
-        [] => "no known_hosts file (UserKnownHostsFile none)".to_string(),
+    let all_files = res.all_known_hosts();
+    let files_text = match all_files.as_slice() {
+        [] => "no known_hosts file (UserKnownHostsFile and GlobalKnownHostsFile none)".to_string(),
         files => files
             .iter()
             .map(|f| f.display().to_string())
@@ -213,7 +251,7 @@ pub(super) fn verify_host_key(
 
     // libssh2 ignores `@revoked` lines: a revoked key is refused before anything else,
     // whatever plain line also lists it, and never recorded by accept-new.
-    if let Some((file, line)) = revoked::revoked_entry(&res.known_hosts_files, &key) {
+    if let Some((file, line)) = revoked::revoked_entry(&all_files, &key) {
         return Err(Error::new(
             ErrorKind::Security,
             format!(
@@ -254,7 +292,7 @@ pub(super) fn verify_host_key(
             }
         },
         CheckResult::Mismatch => {
-            let at = match mismatching_entry(session, &res.known_hosts_files, name, &key) {
+            let at = match mismatching_entry(session, &all_files, name, &key) {
                 Some((file, line)) => format!("{}:{line}", file.display()),
                 None => files_text.clone(),
             };

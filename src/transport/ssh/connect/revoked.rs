@@ -1,5 +1,6 @@
 //! `@revoked` lines of known_hosts, which libssh2 does not enforce: the server's key is
-//! compared with the key of every such line, byte for byte.
+//! compared with the key of every such line of every known_hosts file (user and global),
+//! byte for byte.
 //!
 //! A revoked key is refused for every host, whatever the line's host patterns (plain,
 //! wildcard or hashed `|1|`): a key is revoked because its private half is no longer
@@ -24,24 +25,29 @@ pub(super) fn revoked_entry(files: &[PathBuf], key: &[u8]) -> Option<(PathBuf, u
 fn revoked_line(text: &[u8], key: &[u8]) -> Option<usize> {
     for (i, line) in text.split(|&b| b == b'\n').enumerate() {
         let line = String::from_utf8_lossy(line);
-        let mut fields = line.split_ascii_whitespace();
-        if !fields
-            .next()
-            .is_some_and(|m| m.eq_ignore_ascii_case("@revoked"))
-        {
-            continue;
-        }
-        // `@revoked HOSTS KEYTYPE BASE64 [COMMENT]`.
-        let (Some(_hosts), Some(_key_type), Some(blob)) =
-            (fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        if STANDARD.decode(blob).is_ok_and(|b| b == key) {
+        if revoked_key(&line).is_some_and(|revoked| revoked.as_deref() == Some(key)) {
             return Some(i + 1);
         }
     }
     None
+}
+
+/// For an `@revoked HOSTS KEYTYPE BASE64 [COMMENT]` line, the key it revokes (`None`
+/// inside when the line is malformed: loading refuses such a file, so that a revocation
+/// is never skipped unseen); `None` for any other line.
+pub(super) fn revoked_key(line: &str) -> Option<Option<Vec<u8>>> {
+    let mut fields = line.split_ascii_whitespace();
+    if !fields
+        .next()
+        .is_some_and(|m| m.eq_ignore_ascii_case("@revoked"))
+    {
+        return None;
+    }
+    let (Some(_hosts), Some(_key_type), Some(blob)) = (fields.next(), fields.next(), fields.next())
+    else {
+        return Some(None);
+    };
+    Some(STANDARD.decode(blob).ok())
 }
 
 #[cfg(test)]
