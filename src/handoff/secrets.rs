@@ -74,7 +74,9 @@
 use std::collections::BTreeMap;
 
 pub mod files;
+mod fragments;
 mod json;
+mod key_blocks;
 mod prefilter;
 mod rules;
 mod stream;
@@ -145,7 +147,7 @@ pub fn describe_counts(counts: &BTreeMap<&'static str, u64>) -> String {
         .join(", ")
 }
 
-use rules::{PEM_ANY_END, PEM_BEGIN, PLACEHOLDER, RULES};
+use rules::{PEM_BEGIN, PLACEHOLDER, RULES};
 
 /// Every kind of secret this module finds, most specific first.
 ///
@@ -202,22 +204,56 @@ pub fn redact(input: &[u8]) -> Redaction {
 
 /// [`redact`] of text found `depth` levels of JSON strings deep.
 fn redact_at_depth(input: &[u8], depth: usize) -> Redaction {
-    // JSON strings first, decoded: an escape (`\u0061`, `\/`) hides a token from the
-    // patterns below, which see the raw bytes. What is left is scanned raw as well.
-    let (start, mut counts) = match json::redact_strings(input, depth) {
-        Some((bytes, counts)) => (bytes, counts),
-        None => (input.to_vec(), BTreeMap::new()),
+    // Secrets that run from one text block of a message into the next first, while the
+    // blocks are as the harness wrote them; then JSON strings, decoded: an escape
+    // (`\u0061`, `\/`) hides a token from the patterns below, which see the raw bytes.
+    // What is left is scanned raw as well.
+    let mut counts = BTreeMap::new();
+    let joined = fragments::redact_across_blocks(input, &mut counts);
+    let input = joined.as_deref().unwrap_or(input);
+    let start = match json::redact_strings(input, depth) {
+        Some((bytes, found)) => {
+            add_counts(&mut counts, found);
+            bytes
+        }
+        None => input.to_vec(),
     };
     let mut raw = redact_raw(&start);
-    for (kind, n) in std::mem::take(&mut counts) {
-        *raw.counts.entry(kind).or_insert(0) += n;
-    }
+    add_counts(&mut raw.counts, counts);
     raw
+}
+
+fn add_counts(into: &mut BTreeMap<&'static str, u64>, from: BTreeMap<&'static str, u64>) {
+    for (kind, n) in from {
+        *into.entry(kind).or_insert(0) += n;
+    }
 }
 
 /// Whether any rule or key block could match in `text`: a cheap test before a full pass.
 fn may_hold_secret(text: &[u8]) -> bool {
-    rules::any_rule_may_match(text) || may_hold_key_block(text) && PEM_BEGIN.is_match(text)
+    rules::any_rule_may_match(text)
+        || may_hold_key_block(text) && PEM_BEGIN.is_match(text)
+        || key_blocks::may_hold_encoded_key_block(text)
+}
+
+/// For each boundary between adjacent `parts` (text blocks of one message, in order):
+/// whether a secret runs across it, i.e. the parts joined hold a secret that none of
+/// them holds whole. A reader that keeps such blocks apart would split the secret into
+/// pieces no rule sees (issue 28: 65 of a key's 95 characters were kept); the
+/// normalisers join them there instead.
+pub fn secret_across(parts: &[&str]) -> Vec<bool> {
+    let mut across = vec![false; parts.len().saturating_sub(1)];
+    if parts.len() < 2 {
+        return across;
+    }
+    let joined = parts.concat();
+    let bounds = fragments::boundaries(parts.iter().map(|p| p.len()));
+    for crossing in fragments::crossings(joined.as_bytes(), &bounds) {
+        for (i, flag) in across.iter_mut().enumerate() {
+            *flag |= crossing.start < bounds[i] && bounds[i] < crossing.end;
+        }
+    }
+    across
 }
 
 /// Whether `text` holds the literal every key block's BEGIN line starts with: without
@@ -274,6 +310,34 @@ fn neutralize_escapes(input: &[u8]) -> Vec<u8> {
 
 /// One pass over `input`: every match found in it, without looking at the result.
 fn redact_once(input: &[u8]) -> Redaction {
+    let (claimed, findings) = find_once(input);
+    let mut counts = BTreeMap::new();
+    for finding in &findings {
+        *counts.entry(finding.kind).or_insert(0) += 1;
+    }
+    let mut bytes = Vec::with_capacity(input.len());
+    let mut pos = 0;
+    for (&start, &(end, kind)) in &claimed.spans {
+        let Some(kind) = kind else { continue };
+        bytes.extend_from_slice(&input[pos..start]);
+        bytes.extend_from_slice(placeholder(kind).as_bytes());
+        pos = end;
+    }
+    bytes.extend_from_slice(&input[pos..]);
+    Redaction { bytes, counts }
+}
+
+/// One secret a pass found: its kind and the spans it claimed (one, or the parts of its
+/// match no earlier secret had claimed).
+struct Finding {
+    kind: &'static str,
+    start: usize,
+    end: usize,
+}
+
+/// The matches of one pass over `input`: what is claimed (placeholders already in the
+/// input included), and each secret found, in the order they claimed.
+fn find_once(input: &[u8]) -> (Claims, Vec<Finding>) {
     let mut claimed = Claims::default();
     let mut gaps = Vec::new();
     let mut pos = 0;
@@ -285,7 +349,8 @@ fn redact_once(input: &[u8]) -> Redaction {
     }
     gaps.push(pos..input.len());
 
-    let mut candidates = private_key_blocks(input);
+    let mut candidates = key_blocks::private_key_blocks(input);
+    candidates.extend(key_blocks::encoded_key_blocks(input));
     // Patterns look at the text between placeholders already in the input, one gap at a
     // time: what follows a placeholder was never part of a secret on an earlier pass, so
     // a match running across one would make a second pass redact more than the first.
@@ -310,33 +375,23 @@ fn redact_once(input: &[u8]) -> Redaction {
             .then(a.start.cmp(&b.start))
     });
 
-    let mut counts = BTreeMap::new();
+    let mut findings = Vec::new();
     for c in candidates {
         // What is left of a match that another one partly claimed is redacted too,
         // unless it is only punctuation, spaces and escapes (a quote, a "\n"): no secret
         // is made of those, and keeping them keeps a second pass from finding more.
         let mut pieces = claimed.free_parts(c.start, c.end);
         pieces.retain(|&(s, e)| significant(&input[s..e]));
-        if pieces.is_empty() {
+        let (Some(&(start, _)), Some(&(_, end))) = (pieces.first(), pieces.last()) else {
             continue;
-        }
+        };
         let kind = KINDS[c.rank];
         for (s, e) in pieces {
             claimed.insert(s, e, Some(kind));
         }
-        *counts.entry(kind).or_insert(0) += 1;
+        findings.push(Finding { kind, start, end });
     }
-
-    let mut bytes = Vec::with_capacity(input.len());
-    let mut pos = 0;
-    for (&start, &(end, kind)) in &claimed.spans {
-        let Some(kind) = kind else { continue };
-        bytes.extend_from_slice(&input[pos..start]);
-        bytes.extend_from_slice(placeholder(kind).as_bytes());
-        pos = end;
-    }
-    bytes.extend_from_slice(&input[pos..]);
-    Redaction { bytes, counts }
+    (claimed, findings)
 }
 
 /// What decides whether a scan finds something (rules, kinds, limits, this build), as a
@@ -463,56 +518,8 @@ fn pattern_candidates_in(table: &[rules::Rule], text: &[u8], offset: usize) -> V
     out
 }
 
-/// PEM and PGP private key blocks. The regex crate has no backreferences, so the END
-/// line that matches a BEGIN line is looked up by hand.
-fn private_key_blocks(input: &[u8]) -> Vec<Candidate> {
-    let rank = rank("private_key_block");
-    let mut out = Vec::new();
-    let mut pos = 0;
-    // END lines known to be absent from some earlier offset to the end: searching again
-    // for each BEGIN would make a crafted input quadratic.
-    let mut absent: Vec<Vec<u8>> = Vec::new();
-    if !may_hold_key_block(input) {
-        return out;
-    }
-    while let Some(caps) = PEM_BEGIN.captures_at(input, pos) {
-        let Some(begin) = caps.get(0) else { break };
-        let label = caps.get(1).map(|m| m.as_bytes()).unwrap_or_default();
-        let block = caps.get(2).map(|m| m.as_bytes()).unwrap_or_default();
-        let mut end_line = b"-----END ".to_vec();
-        end_line.extend_from_slice(label);
-        end_line.extend_from_slice(b"PRIVATE KEY");
-        end_line.extend_from_slice(block);
-        end_line.extend_from_slice(b"-----");
-        let exact = if absent.contains(&end_line) {
-            None
-        } else {
-            let found = find(&input[begin.end()..], &end_line);
-            if found.is_none() {
-                absent.push(end_line.clone());
-            }
-            found
-        };
-        let end = exact
-            .map(|i| begin.end() + i + end_line.len())
-            .or_else(|| PEM_ANY_END.find_at(input, begin.end()).map(|m| m.end()))
-            // No END line at all: the key may run on to the end, and cutting it short
-            // would leak the rest of it. Fail closed.
-            .unwrap_or(input.len());
-        out.push(Candidate {
-            start: begin.start(),
-            end,
-            rank,
-        });
-        pos = end;
-    }
-    out
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
+#[cfg(test)]
+mod coverage_tests;
 #[cfg(test)]
 mod line_bound_tests;
 #[cfg(test)]

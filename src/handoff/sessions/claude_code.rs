@@ -213,9 +213,18 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<(Option<String>, Vec<Draft>)> {
                 match message.get("content") {
                     Some(Value::String(text)) => out.push(draft(role, Kind::Message, text.clone())),
                     Some(Value::Array(blocks)) => {
+                        // Adjacent text blocks, joined where a secret runs across them.
+                        let mut texts = Vec::new();
                         for block in blocks {
-                            out.extend(read_block(path, line, block, role, &draft)?);
+                            let next = read_block(path, line, block, role, &draft)?;
+                            if str_field(block, "type") == Some("text") {
+                                texts.extend(next);
+                                continue;
+                            }
+                            out.extend(join_split_secrets(std::mem::take(&mut texts)));
+                            out.extend(next);
                         }
+                        out.extend(join_split_secrets(texts));
                     }
                     _ => {
                         return Err(unexpected(
@@ -245,6 +254,23 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<(Option<String>, Vec<Draft>)> {
         }
     }
     Ok((session, out))
+}
+
+/// The drafts of adjacent text blocks of one message, each kept apart but where a secret
+/// runs from one block into the next: those are one draft, their texts joined as
+/// written, so that the scan of the transcript sees the secret whole (a key cut between
+/// two blocks otherwise kept the part in the second block).
+fn join_split_secrets(run: Vec<Draft>) -> Vec<Draft> {
+    let texts: Vec<&str> = run.iter().map(|d| d.text.as_str()).collect();
+    let across = crate::handoff::secrets::secret_across(&texts);
+    let mut out: Vec<Draft> = Vec::with_capacity(run.len());
+    for (i, draft) in run.into_iter().enumerate() {
+        match out.last_mut() {
+            Some(last) if i > 0 && across[i - 1] => last.text.push_str(&draft.text),
+            _ => out.push(draft),
+        }
+    }
+    out
 }
 
 /// The sub-agent an entry came from, when it is sidechain work.

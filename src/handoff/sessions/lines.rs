@@ -132,11 +132,23 @@ pub(super) fn count_lines(bytes: &[u8]) -> usize {
 pub(crate) fn text_of(value: &serde_json::Value) -> String {
     match value {
         serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Array(items) => items
-            .iter()
-            .filter_map(|i| i.get("text").and_then(|t| t.as_str()).or(i.as_str()))
-            .collect::<Vec<_>>()
-            .join("\n\n"),
+        serde_json::Value::Array(items) => {
+            let parts: Vec<&str> = items
+                .iter()
+                .filter_map(|i| i.get("text").and_then(|t| t.as_str()).or(i.as_str()))
+                .collect();
+            // Blocks apart, but joined as written where a secret runs across them, so
+            // that the scan sees it whole.
+            let across = crate::handoff::secrets::secret_across(&parts);
+            let mut text = String::new();
+            for (i, part) in parts.iter().enumerate() {
+                if i > 0 && !across[i - 1] {
+                    text.push_str("\n\n");
+                }
+                text.push_str(part);
+            }
+            text
+        }
         serde_json::Value::Null => String::new(),
         other => other.to_string(),
     }

@@ -361,5 +361,6 @@ mod round_trip;
 mod save_brief;
 mod search;
 mod secrets;
+mod secrets_coverage;
 mod skill;
 mod transcripts;
