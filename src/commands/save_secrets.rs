@@ -117,6 +117,9 @@ pub(super) fn scan_names(node: &mut Node, dir: &Path, redact: bool) -> Result<Na
             flagged: Vec::new(),
         },
     };
+    if all_clean(node) {
+        return Ok(scan.out);
+    }
     node.rewrite_names(&mut scan)
         .map_err(|Collision { dir: at, name }| {
             let within = match display_path(dir, &at) {
@@ -133,6 +136,41 @@ pub(super) fn scan_names(node: &mut Node, dir: &Path, redact: bool) -> Result<Na
             .with_hint("rename one of them, or save with --secrets block or --secrets allow")
         })?;
     Ok(scan.out)
+}
+
+/// Whether every name and symlink target below `node` is clean, by one scan of them all,
+/// one a line: no rule matches across a line end (a key block that would, from one name
+/// into another, is a finding, and then each is scanned alone), so a clean whole proves
+/// every line clean. One with a line end or a backslash (an escape, which a JSON layer
+/// may read differently alone) is scanned alone. A snapshot of 20,000 files has as many
+/// names, and scanning each on its own took a save of 16,480 files about 4% longer.
+fn all_clean(node: &mut Node) -> bool {
+    struct Collect {
+        lines: Vec<u8>,
+        clean: bool,
+    }
+    impl Names for Collect {
+        fn name(&mut self, _: &Path, name: &str) -> Option<String> {
+            self.target(Path::new(""), name.as_bytes());
+            None
+        }
+        fn target(&mut self, _: &Path, text: &[u8]) -> Option<Vec<u8>> {
+            if text.iter().any(|b| matches!(b, b'\n' | b'\\')) {
+                self.clean &= scrub(text).is_none();
+            } else {
+                self.lines.extend_from_slice(text);
+                self.lines.push(b'\n');
+            }
+            None
+        }
+    }
+    let mut all = Collect {
+        lines: Vec::new(),
+        clean: true,
+    };
+    // Nothing is renamed, so no two names can collide.
+    let _ = node.rewrite_names(&mut all);
+    all.clean && scrub(&all.lines).is_none()
 }
 
 /// The manifest's fields from `args` and `metadata`, scanned; with `redact`, redacted.
@@ -307,4 +345,41 @@ pub(super) fn json_entries(dir: &Path, files: &[Found], places: &[Finding]) -> V
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::snapshot::{self, Ignores};
+
+    /// The names of `files` (and one symlink to `target`) in a fresh directory, scanned.
+    fn findings(files: &[&str], target: &str) -> Vec<String> {
+        let tmp = tempfile::tempdir().unwrap();
+        for name in files {
+            std::fs::write(tmp.path().join(name), b"clean\n").unwrap();
+        }
+        std::os::unix::fs::symlink(target, tmp.path().join("link")).unwrap();
+        let mut node = snapshot::scan(tmp.path(), None, Ignores::Off).unwrap();
+        let found = scan_names(&mut node, tmp.path(), false).unwrap();
+        found.findings.iter().map(|f| f.place.describe()).collect()
+    }
+
+    #[test]
+    fn the_one_scan_of_all_names_misses_none_a_scan_of_each_finds() {
+        let token = "ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8";
+        assert!(findings(&["a.txt", "b.rs", "package.json"], "../a.txt").is_empty());
+        // A JSON string with an escape is decoded only as a whole input, a name with a
+        // line end is one line of the joined names: each is scanned alone.
+        let quoted = format!("\"\\u0067{}\"", &token[1..]);
+        let split = format!("x\n{token}");
+        for (names, target) in [
+            (vec!["plain.txt", quoted.as_str()], "plain.txt".to_string()),
+            (vec!["plain.txt", split.as_str()], "plain.txt".to_string()),
+            (vec!["plain.txt"], format!("/keys/{token}")),
+        ] {
+            let got = findings(&names, &target);
+            assert_eq!(got.len(), 1, "{names:?} -> {target}: {got:?}");
+            assert!(!got[0].contains(&token[4..]), "{got:?}");
+        }
+    }
 }
