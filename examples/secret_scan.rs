@@ -2,12 +2,18 @@
 //! kind (false positives, on a corpus that holds no secrets), and how fast it scans.
 //!
 //! Usage: secret_scan [--list KIND] PATH...
+//!        secret_scan --recall DIR
 //!
 //! Every regular file below each PATH (symlinks not followed) of at most 16 MiB (the
 //! in-memory limit of `save DIR`, `secrets::files::REDACT_LIMIT`) is read, then scanned
 //! with `secrets::scan`, the one function every writer uses; only the scans are timed.
 //! Prints one line per kind (files flagged, findings), then the totals and the scan
 //! throughput. `--list KIND` also prints each file flagged for KIND (`all`: for any kind).
+//!
+//! `--recall DIR`: every file F below DIR that has a sibling `F.pieces` (one piece of a
+//! planted secret per line, as it is spelled in F) is redacted; F counts as caught when
+//! no piece of 6 or more characters is left in the result. Prints caught / total for
+//! each directory directly below DIR (one shape of secret each), and lists the misses.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,6 +34,9 @@ struct Tally {
 
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--recall") && args.len() == 2 {
+        return recall(Path::new(&args[1]));
+    }
     let mut list = None;
     if args.first().map(String::as_str) == Some("--list") && args.len() > 1 {
         list = Some(args.remove(1));
@@ -80,6 +89,68 @@ fn main() -> ExitCode {
         tally.bytes as f64 / (1 << 20) as f64 / secs.max(1e-9)
     );
     ExitCode::SUCCESS
+}
+
+/// The `--recall` measurement (see the module documentation).
+fn recall(dir: &Path) -> ExitCode {
+    let mut files = Vec::new();
+    walk(dir, &mut files);
+    // Shape (the directory below DIR) -> (caught, total).
+    let mut shapes: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for path in &files {
+        if path.extension().is_some_and(|e| e == "pieces") {
+            continue;
+        }
+        let mut sidecar = path.clone().into_os_string();
+        sidecar.push(".pieces");
+        let (Ok(bytes), Ok(pieces)) = (std::fs::read(path), std::fs::read_to_string(&sidecar))
+        else {
+            continue;
+        };
+        let out = without_placeholders(&secrets::redact(&bytes).bytes);
+        let left: Vec<&str> = pieces
+            .lines()
+            .filter(|p| p.len() >= 6)
+            .filter(|p| out.windows(p.len()).any(|w| w == p.as_bytes()))
+            .collect();
+        let shape = path
+            .strip_prefix(dir)
+            .ok()
+            .and_then(|rel| rel.iter().next())
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let entry = shapes.entry(shape).or_default();
+        entry.1 += 1;
+        if left.is_empty() {
+            entry.0 += 1;
+        } else {
+            println!("missed {} left {}", path.display(), left.join(" "));
+        }
+    }
+    for (shape, (caught, total)) in &shapes {
+        println!("recall {shape} caught {caught} of {total}");
+    }
+    ExitCode::SUCCESS
+}
+
+/// `text` without its `[REDACTED:<kind>]` placeholders (a kind's name holds text a piece
+/// may have, `github_`).
+fn without_placeholders(text: &[u8]) -> Vec<u8> {
+    const OPEN: &[u8] = b"[REDACTED:";
+    let mut out = Vec::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.windows(OPEN.len()).position(|w| w == OPEN) {
+        out.extend_from_slice(&rest[..at]);
+        match rest[at..].iter().position(|&b| b == b']') {
+            Some(close) => rest = &rest[at + close + 1..],
+            None => {
+                rest = &rest[at..];
+                break;
+            }
+        }
+    }
+    out.extend_from_slice(rest);
+    out
 }
 
 /// Every regular file of at most 16 MiB below `path`, in name order.

@@ -10,8 +10,8 @@
 //!
 //! | kind | what is replaced |
 //! |---|---|
-//! | `private_key_block` | `-----BEGIN [<LABEL> ]PRIVATE KEY[ BLOCK]-----` through the matching `-----END ...-----` (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP ... BLOCK); an unterminated block runs to the end of the input |
-//! | `aws_secret_key` | the 40-char `[A-Za-z0-9/+]` value of `aws_secret_access_key` (any case) after `=`, `:` or `"key": "` |
+//! | `private_key_block` | `-----BEGIN [<LABEL> ]PRIVATE KEY[ BLOCK]-----` through the matching `-----END ...-----` (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP ... BLOCK); an unterminated block runs to the end of the input. Also such a block base64-encoded: a run starting a word with `LS0tLS1CRUdJTi` that decodes to a private key's BEGIN line (not a certificate's or a public key's), on across wrapped lines of 60 or more characters (`secrets/key_blocks.rs`) |
+//! | `aws_secret_key` | the 40-char `[A-Za-z0-9/+]` value of `aws_secret_access_key` (any case) after `=`, `:` or `"key": "`; or a 40-char `[A-Za-z0-9/+]` word with upper and lower case and a digit, `/` or `+`, within 64 characters after an `AKIA`/`ASIA` key id on the same line |
 //! | `anthropic_api_key` | `sk-ant-` + 20 or more `[A-Za-z0-9_-]` (a `/` or `\/` inside is taken too) |
 //! | `openai_api_key` | `sk-` or `sk-proj-` + 20 or more `[A-Za-z0-9_-]`, never `sk-ant-` |
 //! | `github_token` | `gh[pousr]_` + 36 or more alphanumerics, `github_pat_` + 22 or more `[A-Za-z0-9_]` |
@@ -60,9 +60,12 @@
 //! The word "password" in prose is never touched; `Password: hunter2` is.
 //!
 //! Every token rule also takes a `/` or `\/` and more token characters right after the
-//! token, so a slash escape cannot cut one in two. JSON strings are scanned decoded as
-//! well (see `secrets/json.rs`): `\u0067hp_...` or a surrogate pair inside a token hides
-//! nothing. One Aho-Corasick pass over the text looks for every rule's anchors (literals
+//! token, and every counted run of a rule reads JSON's `\/` (as the `/` it stands for
+//! where the run may hold one, as nothing where it may not), so a slash escape cannot cut
+//! a token in two, before the rule's minimum or after it. JSON strings are scanned
+//! decoded as well (see `secrets/json.rs`): `\u0067hp_...` or a surrogate pair inside a
+//! token hides nothing. A secret cut across adjacent text blocks of one message is found
+//! in the blocks joined (`secrets/fragments.rs`) and replaced in each. One Aho-Corasick pass over the text looks for every rule's anchors (literals
 //! one of which each match contains); only the rules whose anchors occur run their
 //! regex, and a rule's regex is compiled the first time it runs, so a command that scans
 //! little compiles little. The patterns themselves are in `secrets/rules.rs`.

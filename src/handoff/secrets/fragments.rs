@@ -18,6 +18,11 @@ use std::ops::Range;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+/// What this layer does, for the policy fingerprint (`rules::fingerprint`): change it
+/// with it.
+pub(super) const MATCHER: &str =
+    "text-block runs v1: adjacent \"text\" strings of an array, joined";
+
 /// The key of a content block's text.
 const TEXT_KEY: &[u8] = b"\"text\":";
 

@@ -57,6 +57,11 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
+/// What the key-block matchers do, for the policy fingerprint (`rules::fingerprint`):
+/// change it with them.
+pub(super) const MATCHER: &str =
+    "key blocks v2: PEM/PGP BEGIN to END; base64 from LS0tLS1CRUdJTi, 64 decoded, 60-char wrap";
+
 /// How every encoded key block starts: the base64 of `-----BEGIN` (at the start of the
 /// encoded text, as an encoder writes a PEM file it was given whole).
 pub(super) const ENCODED_BEGIN: &[u8] = b"LS0tLS1CRUdJTi";

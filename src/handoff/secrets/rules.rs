@@ -450,6 +450,9 @@ pub(super) fn fingerprint() -> String {
     for pattern in [PLACEHOLDER_PATTERN, PEM_BEGIN_PATTERN, PEM_ANY_END_PATTERN] {
         add(pattern);
     }
+    // The matchers that are code rather than patterns: a change to one changes this.
+    add(super::key_blocks::MATCHER);
+    add(super::fragments::MATCHER);
     format!("secrets-v1 {}", hasher.finalize().to_hex())
 }
 
