@@ -22,6 +22,7 @@ mod push;
 mod reset;
 mod resume;
 mod save;
+mod save_secrets;
 mod save_transcript;
 mod search;
 mod show;

@@ -15,10 +15,10 @@ use crate::format::names::RefName;
 use crate::handoff::capture::{self, Attachment, HandoffRequest, SecretsMode};
 use crate::handoff::evidence;
 use crate::handoff::secrets::Scrubber;
-use crate::handoff::secrets::files::{self, Found, REDACT_LIMIT, all_kinds, describe_files};
+use crate::handoff::secrets::files::{self, Found, REDACT_LIMIT, all_kinds};
 use crate::output::{Outcome, terminal_safe};
 
-use super::save_transcript;
+use super::{save_secrets, save_transcript};
 use crate::store::pack_batch::PackBatch;
 use crate::store::{snapshot, statcache};
 
@@ -65,11 +65,16 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     };
     let with_secrets = |f: &statcache::Findings| mode != SecretsMode::Redact && known_kinds(f);
     let lookup = snapshot::cache_lookup(&store, dir, &cache, &with_secrets);
-    let snap = snapshot::scan_cached(dir, skip, ignores, &lookup)?;
+    let mut snap = snapshot::scan_cached(dir, skip, ignores, &lookup)?;
+    check_refs_readable(&store)?;
+    // What is stored besides the contents is scanned under the same mode: entry names
+    // and symlink targets, then the manifest's fields.
+    let redacting = mode == SecretsMode::Redact;
+    let names = save_secrets::scan_names(&mut snap.tree, dir, redacting)?;
+    let (fields, field_findings) = save_secrets::scan_fields(args, metadata, redacting)?;
     let node = &snap.tree;
     // Every file is opened beneath DIR's fd, never again by its path.
     let open = |path: &Path| snap.open_file(path);
-    check_refs_readable(&store)?;
     // Every other file is scanned before a single object is written.
     let mut found = files::scan_files(&node.uncached_files(), &open)?;
     for path in node.cached_files() {
@@ -79,16 +84,21 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
         }
     }
     found.sort_by(|a, b| a.path.cmp(&b.path));
-    if !found.is_empty() {
+    let mut places = names.findings;
+    places.extend(field_findings);
+    if !found.is_empty() || !places.is_empty() {
         match mode {
-            SecretsMode::Block => return Err(snapshot_refusal(dir, &found)),
+            SecretsMode::Block if places.is_empty() => {
+                return Err(snapshot_refusal(dir, &found));
+            }
+            SecretsMode::Block => return Err(save_secrets::refusal(dir, &found, &places)),
             SecretsMode::Redact => {
                 if let Some(big) = found.iter().find(|f| f.counts.is_none()) {
                     return Err(Error::new(
                         ErrorKind::Security,
                         format!(
                             "refusing to save: {} holds secrets ({}) and is too large to redact (over {} MiB)",
-                            terminal_safe(&show_path(dir, &big.path)),
+                            terminal_safe(&save_secrets::display_path(dir, &big.path)),
                             big.kinds().join(", "),
                             REDACT_LIMIT >> 20
                         ),
@@ -115,29 +125,39 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     let bar = ctx.progress(node.total_bytes(), true);
     let (tree, stats, blobs) = snapshot::write(&store, &snap, &|n| bar.inc(n), &replace)?;
     bar.finish_and_clear();
-    let mut metadata = metadata;
+    let mut metadata = fields.metadata;
     let secrets_key = match mode {
         SecretsMode::Redact => "secrets.redacted",
         _ => "secrets.allowed",
     };
-    if !found.is_empty() {
-        metadata.insert(secrets_key.into(), describe_files(&found));
+    if !found.is_empty() || !places.is_empty() {
+        metadata.insert(secrets_key.into(), save_secrets::describe(&found, &places));
     }
     let (id, bundle) = store.commit_bundle(tree, "save", |b| {
-        b.from = args.from.clone();
-        b.to = args.to.clone();
-        b.summary = args.summary.clone();
-        b.note = args.note.clone();
+        b.from = fields.from;
+        b.to = fields.to;
+        b.summary = fields.summary;
+        b.note = fields.note;
         b.metadata = metadata;
     })?;
     // After the ref move: every id recorded is reachable from `current` now. Files that
     // held secrets are left out (so they are scanned again) unless they were stored as
     // they are: then with what was found, reported again by the next save. The save is
-    // complete either way, so a cache that cannot be written is simply not.
-    if let Some(root) = &root {
+    // complete either way, so a cache that cannot be written is simply not. The cache
+    // names files by path: a path whose names held secrets is not written there unless
+    // the secrets were stored as they are, nor a root whose own path holds one.
+    let root_clean = root.as_ref().is_some_and(|root| {
+        mode == SecretsMode::Allow
+            || crate::handoff::secrets::scan(std::os::unix::ffi::OsStrExt::as_bytes(
+                root.as_os_str(),
+            ))
+            .is_empty()
+    });
+    if let Some(root) = root.as_ref().filter(|_| root_clean) {
         let flagged: std::collections::HashMap<&Path, &Found> =
             found.iter().map(|f| (f.path.as_path(), f)).collect();
         let findings = |p: &Path| match flagged.get(p) {
+            _ if redacting && names.flagged.iter().any(|f| p.starts_with(f)) => None,
             None => Some(None),
             Some(f) if mode == SecretsMode::Allow => f
                 .counts
@@ -152,21 +172,18 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
         }
     }
     super::auto_repack(ctx, &store);
-    if !ctx.quiet && !ctx.json && !found.is_empty() {
+    if !ctx.quiet && !ctx.json && (!found.is_empty() || !places.is_empty()) {
         let what = match mode {
             SecretsMode::Redact => "redacted secrets",
             _ => "stored secrets as they are",
         };
         eprintln!(
             "note: {what} ({}) in {}",
-            describe_files(&found),
-            list_paths(dir, &found)
+            save_secrets::describe(&found, &places),
+            save_secrets::list(dir, &found, &places)
         );
     }
-    let secrets: Vec<_> = found
-        .iter()
-        .map(|f| json!({ "path": show_path(dir, &f.path), "kinds": f.kinds() }))
-        .collect();
+    let secrets = save_secrets::json_entries(dir, &found, &places);
     Ok(Outcome::new(
         id.to_hex(),
         json!({
@@ -215,9 +232,6 @@ fn cached_found(path: &Path, findings: &statcache::Findings) -> Found {
     }
 }
 
-/// At most this many paths are named in a refusal or note.
-const MAX_LISTED: usize = 10;
-
 /// The refusal of a snapshot that holds secrets: kinds and paths, never values.
 fn snapshot_refusal(dir: &Path, found: &[Found]) -> Error {
     let files = if found.len() == 1 {
@@ -231,31 +245,13 @@ fn snapshot_refusal(dir: &Path, found: &[Found]) -> Error {
             "refusing to save: {} {files} secrets ({}): {}",
             found.len(),
             all_kinds(found).join(", "),
-            list_paths(dir, found)
+            save_secrets::list(dir, found, &[])
         ),
     )
     .with_hint(format!(
         "remove them or list them in {}, or save with --secrets redact (placeholders) or --secrets allow (as they are)",
         snapshot::IGNORE_FILE
     ))
-}
-
-/// Up to [`MAX_LISTED`] paths relative to `dir`, then "and N more".
-fn list_paths(dir: &Path, found: &[Found]) -> String {
-    let mut text = found
-        .iter()
-        .take(MAX_LISTED)
-        .map(|f| terminal_safe(&show_path(dir, &f.path)).into_owned())
-        .collect::<Vec<_>>()
-        .join(", ");
-    if found.len() > MAX_LISTED {
-        text.push_str(&format!(" and {} more", found.len() - MAX_LISTED));
-    }
-    text
-}
-
-fn show_path(dir: &Path, path: &Path) -> String {
-    path.strip_prefix(dir).unwrap_or(path).display().to_string()
 }
 
 /// Log lines a save decodes before writing anything: the end of the log, which its own

@@ -10,8 +10,8 @@
 //!
 //! | kind | what is replaced |
 //! |---|---|
-//! | `private_key_block` | `-----BEGIN [<LABEL> ]PRIVATE KEY[ BLOCK]-----` through the matching `-----END ...-----` (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP ... BLOCK); an unterminated block runs to the end of the input |
-//! | `aws_secret_key` | the 40-char `[A-Za-z0-9/+]` value of `aws_secret_access_key` (any case) after `=`, `:` or `"key": "` |
+//! | `private_key_block` | `-----BEGIN [<LABEL> ]PRIVATE KEY[ BLOCK]-----` through the matching `-----END ...-----` (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP ... BLOCK); an unterminated block runs to the end of the input. Also such a block base64-encoded: a run starting a word with `LS0tLS1CRUdJTi` that decodes to a private key's BEGIN line (not a certificate's or a public key's), on across wrapped lines of 60 or more characters (`secrets/key_blocks.rs`) |
+//! | `aws_secret_key` | the 40-char `[A-Za-z0-9/+]` value of `aws_secret_access_key` (any case) after `=`, `:` or `"key": "`; or a 40-char `[A-Za-z0-9/+]` word with upper and lower case and a digit, `/` or `+`, within 64 characters after an `AKIA`/`ASIA` key id on the same line |
 //! | `anthropic_api_key` | `sk-ant-` + 20 or more `[A-Za-z0-9_-]` (a `/` or `\/` inside is taken too) |
 //! | `openai_api_key` | `sk-` or `sk-proj-` + 20 or more `[A-Za-z0-9_-]`, never `sk-ant-` |
 //! | `github_token` | `gh[pousr]_` + 36 or more alphanumerics, `github_pat_` + 22 or more `[A-Za-z0-9_]` |
@@ -60,9 +60,12 @@
 //! The word "password" in prose is never touched; `Password: hunter2` is.
 //!
 //! Every token rule also takes a `/` or `\/` and more token characters right after the
-//! token, so a slash escape cannot cut one in two. JSON strings are scanned decoded as
-//! well (see `secrets/json.rs`): `\u0067hp_...` or a surrogate pair inside a token hides
-//! nothing. One Aho-Corasick pass over the text looks for every rule's anchors (literals
+//! token, and every counted run of a rule reads JSON's `\/` (as the `/` it stands for
+//! where the run may hold one, as nothing where it may not), so a slash escape cannot cut
+//! a token in two, before the rule's minimum or after it. JSON strings are scanned
+//! decoded as well (see `secrets/json.rs`): `\u0067hp_...` or a surrogate pair inside a
+//! token hides nothing. A secret cut across adjacent text blocks of one message is found
+//! in the blocks joined (`secrets/fragments.rs`) and replaced in each. One Aho-Corasick pass over the text looks for every rule's anchors (literals
 //! one of which each match contains); only the rules whose anchors occur run their
 //! regex, and a rule's regex is compiled the first time it runs, so a command that scans
 //! little compiles little. The patterns themselves are in `secrets/rules.rs`.
@@ -74,7 +77,9 @@
 use std::collections::BTreeMap;
 
 pub mod files;
+mod fragments;
 mod json;
+mod key_blocks;
 mod prefilter;
 mod rules;
 mod stream;
@@ -145,7 +150,7 @@ pub fn describe_counts(counts: &BTreeMap<&'static str, u64>) -> String {
         .join(", ")
 }
 
-use rules::{PEM_ANY_END, PEM_BEGIN, PLACEHOLDER, RULES};
+use rules::{PEM_BEGIN, PLACEHOLDER, RULES};
 
 /// Every kind of secret this module finds, most specific first.
 ///
@@ -202,22 +207,56 @@ pub fn redact(input: &[u8]) -> Redaction {
 
 /// [`redact`] of text found `depth` levels of JSON strings deep.
 fn redact_at_depth(input: &[u8], depth: usize) -> Redaction {
-    // JSON strings first, decoded: an escape (`\u0061`, `\/`) hides a token from the
-    // patterns below, which see the raw bytes. What is left is scanned raw as well.
-    let (start, mut counts) = match json::redact_strings(input, depth) {
-        Some((bytes, counts)) => (bytes, counts),
-        None => (input.to_vec(), BTreeMap::new()),
+    // Secrets that run from one text block of a message into the next first, while the
+    // blocks are as the harness wrote them; then JSON strings, decoded: an escape
+    // (`\u0061`, `\/`) hides a token from the patterns below, which see the raw bytes.
+    // What is left is scanned raw as well.
+    let mut counts = BTreeMap::new();
+    let joined = fragments::redact_across_blocks(input, &mut counts);
+    let input = joined.as_deref().unwrap_or(input);
+    let start = match json::redact_strings(input, depth) {
+        Some((bytes, found)) => {
+            add_counts(&mut counts, found);
+            bytes
+        }
+        None => input.to_vec(),
     };
     let mut raw = redact_raw(&start);
-    for (kind, n) in std::mem::take(&mut counts) {
-        *raw.counts.entry(kind).or_insert(0) += n;
-    }
+    add_counts(&mut raw.counts, counts);
     raw
+}
+
+fn add_counts(into: &mut BTreeMap<&'static str, u64>, from: BTreeMap<&'static str, u64>) {
+    for (kind, n) in from {
+        *into.entry(kind).or_insert(0) += n;
+    }
 }
 
 /// Whether any rule or key block could match in `text`: a cheap test before a full pass.
 fn may_hold_secret(text: &[u8]) -> bool {
-    rules::any_rule_may_match(text) || may_hold_key_block(text) && PEM_BEGIN.is_match(text)
+    rules::any_rule_may_match(text)
+        || may_hold_key_block(text) && PEM_BEGIN.is_match(text)
+        || key_blocks::may_hold_encoded_key_block(text)
+}
+
+/// For each boundary between adjacent `parts` (text blocks of one message, in order):
+/// whether a secret runs across it, i.e. the parts joined hold a secret that none of
+/// them holds whole. A reader that keeps such blocks apart would split the secret into
+/// pieces no rule sees (issue 28: 65 of a key's 95 characters were kept); the
+/// normalisers join them there instead.
+pub fn secret_across(parts: &[&str]) -> Vec<bool> {
+    let mut across = vec![false; parts.len().saturating_sub(1)];
+    if parts.len() < 2 {
+        return across;
+    }
+    let joined = parts.concat();
+    let bounds = fragments::boundaries(parts.iter().map(|p| p.len()));
+    for crossing in fragments::crossings(joined.as_bytes(), &bounds) {
+        for (i, flag) in across.iter_mut().enumerate() {
+            *flag |= crossing.start < bounds[i] && bounds[i] < crossing.end;
+        }
+    }
+    across
 }
 
 /// Whether `text` holds the literal every key block's BEGIN line starts with: without
@@ -274,6 +313,34 @@ fn neutralize_escapes(input: &[u8]) -> Vec<u8> {
 
 /// One pass over `input`: every match found in it, without looking at the result.
 fn redact_once(input: &[u8]) -> Redaction {
+    let (claimed, findings) = find_once(input);
+    let mut counts = BTreeMap::new();
+    for finding in &findings {
+        *counts.entry(finding.kind).or_insert(0) += 1;
+    }
+    let mut bytes = Vec::with_capacity(input.len());
+    let mut pos = 0;
+    for (&start, &(end, kind)) in &claimed.spans {
+        let Some(kind) = kind else { continue };
+        bytes.extend_from_slice(&input[pos..start]);
+        bytes.extend_from_slice(placeholder(kind).as_bytes());
+        pos = end;
+    }
+    bytes.extend_from_slice(&input[pos..]);
+    Redaction { bytes, counts }
+}
+
+/// One secret a pass found: its kind and the spans it claimed (one, or the parts of its
+/// match no earlier secret had claimed).
+struct Finding {
+    kind: &'static str,
+    start: usize,
+    end: usize,
+}
+
+/// The matches of one pass over `input`: what is claimed (placeholders already in the
+/// input included), and each secret found, in the order they claimed.
+fn find_once(input: &[u8]) -> (Claims, Vec<Finding>) {
     let mut claimed = Claims::default();
     let mut gaps = Vec::new();
     let mut pos = 0;
@@ -285,7 +352,8 @@ fn redact_once(input: &[u8]) -> Redaction {
     }
     gaps.push(pos..input.len());
 
-    let mut candidates = private_key_blocks(input);
+    let mut candidates = key_blocks::private_key_blocks(input);
+    candidates.extend(key_blocks::encoded_key_blocks(input));
     // Patterns look at the text between placeholders already in the input, one gap at a
     // time: what follows a placeholder was never part of a secret on an earlier pass, so
     // a match running across one would make a second pass redact more than the first.
@@ -310,39 +378,39 @@ fn redact_once(input: &[u8]) -> Redaction {
             .then(a.start.cmp(&b.start))
     });
 
-    let mut counts = BTreeMap::new();
+    let mut findings = Vec::new();
     for c in candidates {
         // What is left of a match that another one partly claimed is redacted too,
         // unless it is only punctuation, spaces and escapes (a quote, a "\n"): no secret
         // is made of those, and keeping them keeps a second pass from finding more.
         let mut pieces = claimed.free_parts(c.start, c.end);
         pieces.retain(|&(s, e)| significant(&input[s..e]));
-        if pieces.is_empty() {
+        let (Some(&(start, _)), Some(&(_, end))) = (pieces.first(), pieces.last()) else {
             continue;
-        }
+        };
         let kind = KINDS[c.rank];
         for (s, e) in pieces {
             claimed.insert(s, e, Some(kind));
         }
-        *counts.entry(kind).or_insert(0) += 1;
+        findings.push(Finding { kind, start, end });
     }
-
-    let mut bytes = Vec::with_capacity(input.len());
-    let mut pos = 0;
-    for (&start, &(end, kind)) in &claimed.spans {
-        let Some(kind) = kind else { continue };
-        bytes.extend_from_slice(&input[pos..start]);
-        bytes.extend_from_slice(placeholder(kind).as_bytes());
-        pos = end;
-    }
-    bytes.extend_from_slice(&input[pos..]);
-    Redaction { bytes, counts }
+    (claimed, findings)
 }
 
 /// What decides whether a scan finds something (rules, kinds, limits, this build), as a
 /// string: a file found clean under one policy is scanned again under any other.
 pub fn policy() -> String {
     rules::fingerprint()
+}
+
+/// Whether `text` surely holds no secret, without a full pass: none of the literals a
+/// finding needs occurs in it (a rule's anchor, a key block's BEGIN, an encoded key's
+/// start), nor a backslash (an escape a decoded pass would read through), nor the key
+/// of a content block's text. For the many short texts of a snapshot (entry names).
+pub fn clean_at_a_glance(text: &[u8]) -> bool {
+    !may_hold_secret(text)
+        && memchr::memchr(b'\\', text).is_none()
+        && memchr::memmem::find(text, b"\"text\"").is_none()
 }
 
 /// Count the secrets in `input` by kind, without keeping the redacted copy.
@@ -463,56 +531,8 @@ fn pattern_candidates_in(table: &[rules::Rule], text: &[u8], offset: usize) -> V
     out
 }
 
-/// PEM and PGP private key blocks. The regex crate has no backreferences, so the END
-/// line that matches a BEGIN line is looked up by hand.
-fn private_key_blocks(input: &[u8]) -> Vec<Candidate> {
-    let rank = rank("private_key_block");
-    let mut out = Vec::new();
-    let mut pos = 0;
-    // END lines known to be absent from some earlier offset to the end: searching again
-    // for each BEGIN would make a crafted input quadratic.
-    let mut absent: Vec<Vec<u8>> = Vec::new();
-    if !may_hold_key_block(input) {
-        return out;
-    }
-    while let Some(caps) = PEM_BEGIN.captures_at(input, pos) {
-        let Some(begin) = caps.get(0) else { break };
-        let label = caps.get(1).map(|m| m.as_bytes()).unwrap_or_default();
-        let block = caps.get(2).map(|m| m.as_bytes()).unwrap_or_default();
-        let mut end_line = b"-----END ".to_vec();
-        end_line.extend_from_slice(label);
-        end_line.extend_from_slice(b"PRIVATE KEY");
-        end_line.extend_from_slice(block);
-        end_line.extend_from_slice(b"-----");
-        let exact = if absent.contains(&end_line) {
-            None
-        } else {
-            let found = find(&input[begin.end()..], &end_line);
-            if found.is_none() {
-                absent.push(end_line.clone());
-            }
-            found
-        };
-        let end = exact
-            .map(|i| begin.end() + i + end_line.len())
-            .or_else(|| PEM_ANY_END.find_at(input, begin.end()).map(|m| m.end()))
-            // No END line at all: the key may run on to the end, and cutting it short
-            // would leak the rest of it. Fail closed.
-            .unwrap_or(input.len());
-        out.push(Candidate {
-            start: begin.start(),
-            end,
-            rank,
-        });
-        pos = end;
-    }
-    out
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
+#[cfg(test)]
+mod coverage_tests;
 #[cfg(test)]
 mod line_bound_tests;
 #[cfg(test)]

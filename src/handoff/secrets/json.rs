@@ -90,12 +90,34 @@ fn redact_literals(
         if !escaped || !has_hiding_escape(&text[start + 1..body_end]) {
             continue;
         }
-        let decoded = decode(&text[start + 1..body_end]);
+        let body = &text[start + 1..body_end];
+        let decoded = decode(body);
         // Most decoded strings hold nothing: one pass of the rule set tells.
         if !super::may_hold_secret(decoded.as_bytes()) && !has_hiding_escape(decoded.as_bytes()) {
             continue;
         }
-        let r = super::redact_at_depth(decoded.as_bytes(), depth + 1);
+        let mut r = super::redact_at_depth(decoded.as_bytes(), depth + 1);
+        // Decoded, a `\/` is a `/` that cuts a token; raw, the rules read through it but
+        // not through another escape. A string with both is scanned once more with its
+        // escaped slashes dropped, and redacted whole if that finds more.
+        let slashes = memchr::memmem::find(body, br"\/").is_some();
+        let dropped = if slashes {
+            drop_escaped_slashes(body)
+        } else {
+            Vec::new()
+        };
+        if slashes && has_hiding_escape(&dropped) {
+            let variant = super::redact_at_depth(decode(&dropped).as_bytes(), depth + 1);
+            let found = |c: &BTreeMap<&'static str, u64>| c.values().sum::<u64>();
+            if found(&variant.counts) > found(&r.counts)
+                && let Some((&kind, _)) = variant.counts.iter().max_by_key(|(_, n)| **n)
+            {
+                r = super::Redaction {
+                    bytes: super::placeholder(kind).into_bytes(),
+                    counts: variant.counts,
+                };
+            }
+        }
         if r.counts.is_empty() {
             continue;
         }
@@ -103,7 +125,12 @@ fn redact_literals(
             *counts.entry(kind).or_insert(0) += n;
         }
         let clean = String::from_utf8_lossy(&r.bytes);
-        let encoded = serde_json::to_string(clean.as_ref()).unwrap_or_else(|_| "\"\"".into());
+        let mut encoded = serde_json::to_string(clean.as_ref()).unwrap_or_else(|_| "\"\"".into());
+        if slashes {
+            // Re-encoded, every `/` escaped again: a token cut by one that this string's
+            // scan did not take is still cut by an escape the raw rules read through.
+            encoded = encoded.replace('/', r"\/");
+        }
         out.extend_from_slice(&text[pos..start]);
         out.extend_from_slice(encoded.as_bytes());
         pos = end;
@@ -135,6 +162,26 @@ fn has_hiding_escape(text: &[u8]) -> bool {
         }
     }
     false
+}
+
+/// A JSON string body without its escaped slashes (`\/`), other escapes kept whole.
+fn drop_escaped_slashes(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len());
+    let mut i = 0;
+    while i < body.len() {
+        match (body[i], body.get(i + 1)) {
+            (b'\\', Some(b'/')) => i += 2,
+            (b'\\', Some(&next)) => {
+                out.extend_from_slice(&[b'\\', next]);
+                i += 2;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 /// The value of a JSON string body (without its quotes), leniently: a lone surrogate or

@@ -12,6 +12,10 @@ fn samples() -> Vec<(&'static str, String)> {
             "aws_secret_key",
             "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n".into(),
         ),
+        (
+            "aws_secret_key",
+            "ASIAABCDEFGHIJKLMNOP\tZx9/Kq2+Lm4Np6Rs8Tu0Vw1Xy3Za5Bc7De9Fg2Hj\n".into(),
+        ),
         ("anthropic_api_key", format!("sk-ant-api03-{}", a(24))),
         ("openai_api_key", format!("key sk-{}", a(24))),
         ("openai_api_key", format!("sk-proj-{}", a(24))),
@@ -48,6 +52,14 @@ fn samples() -> Vec<(&'static str, String)> {
         ("bearer_jwt", "eyJhbGciOiJ.eyJzdWIiOiIx.c2ln".into()),
         ("bearer_token", format!("BeArEr {}", a(24))),
         ("url_credentials", "https://user:hunter2@example.com".into()),
+        (
+            "url_credentials",
+            r"https:\/\/user:hunter2@example.com".into(),
+        ),
+        (
+            "slack_token",
+            format!(r"hooks.slack.com\/services\/{}", "T0\\/".repeat(15)),
+        ),
         (
             "password_assignment",
             r#""Client_Secret": "hunter2""#.into(),

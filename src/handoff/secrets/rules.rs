@@ -90,8 +90,42 @@ const VALUE: &str = r#"(?:"((?:[^"\\\r\n\s,:}\]]|\\[^\r\n])(?:[^"\\\r\n]|\\[^\r\
 
 pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(table);
 
-/// The rules, most specific kind first (uncompiled: see [`Rule::re`]).
+/// The rules, most specific kind first (uncompiled: see [`Rule::re`]), each taking
+/// JSON's escaped slash inside its counted runs ([`through_slash_escapes`]).
 pub(super) fn table() -> Vec<Rule> {
+    let mut rules = patterns();
+    for rule in &mut rules {
+        rule.pattern = through_slash_escapes(&rule.pattern);
+    }
+    rules
+}
+
+/// `pattern` with every counted run of a character class (`[...]{n}`, `{n,}`, `{n,m}`)
+/// reading JSON's escaped slash `\/` too, so that the escape cannot cut a secret below
+/// the rule's minimum: as the `/` it stands for in a class that has one (an AWS secret
+/// key, a webhook path), as nothing in one that has none (it never counts towards the
+/// minimum, as a `/` after a whole token does not).
+pub(super) fn through_slash_escapes(pattern: &str) -> String {
+    static COUNTED_CLASS: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(r"\[((?:\\.|[^\]\\])+)\](\{[0-9]+(?:,[0-9]*)?\})")
+            .expect("the rewrite pattern compiles")
+    });
+    COUNTED_CLASS
+        .replace_all(pattern, |caps: &regex::Captures<'_>| {
+            let (class, count) = (&caps[1], &caps[2]);
+            if class.starts_with('^') {
+                caps[0].to_string()
+            } else if class.contains('/') {
+                format!(r"(?:\\/|[{class}]){count}")
+            } else {
+                format!(r"(?:(?:\\/)?[{class}]){count}")
+            }
+        })
+        .into_owned()
+}
+
+/// The rules as written, before [`through_slash_escapes`].
+fn patterns() -> Vec<Rule> {
     vec![
         Rule {
             kind: "aws_secret_key",
@@ -132,9 +166,9 @@ pub(super) fn table() -> Vec<Rule> {
         },
         Rule {
             kind: "slack_token",
-            anchors: &["xox", "xapp-", "hooks.slack.com/"],
+            anchors: &["xox", "xapp-", "hooks.slack.com/", r"hooks.slack.com\/"],
             pattern: token(
-                r"(?:xox[abposre]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,}|hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56})",
+                r"(?:xox[abposre]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,}|hooks\.slack\.com\\?/(?:services|workflows|triggers)\\?/[A-Za-z0-9+/]{43,56})",
             ),
             keep: always,
             compiled: OnceLock::new(),
@@ -151,6 +185,18 @@ pub(super) fn table() -> Vec<Rule> {
             anchors: &["AKIA", "ASIA"],
             pattern: token(r"(?:AKIA|ASIA)[A-Z0-9]{16}"),
             keep: always,
+            compiled: OnceLock::new(),
+        },
+        // A bare secret access key right after its key id, on the same line (the
+        // console's credentials CSV, `--output text`, a pasted pair): the id is
+        // `aws_access_key`'s; the secret, 40 base64 characters standing alone, is this.
+        Rule {
+            kind: "aws_secret_key",
+            anchors: &["AKIA", "ASIA"],
+            pattern: String::from(
+                r"(?-u)(?:AKIA|ASIA)[A-Z0-9]{16}[^\r\n]{0,64}?[^A-Za-z0-9/+\r\n]([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
+            ),
+            keep: |_, secret| looks_random_base64(secret),
             compiled: OnceLock::new(),
         },
         Rule {
@@ -325,9 +371,9 @@ pub(super) fn table() -> Vec<Rule> {
         },
         Rule {
             kind: "url_credentials",
-            anchors: &["://"],
+            anchors: &["://", r":\/\/"],
             pattern: String::from(
-                r#"(?-u)[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"'<>\\]*:([^\s/@"'<>\\]+)@"#,
+                r#"(?-u)[A-Za-z][A-Za-z0-9+.-]*:(?://|\\/\\/)[^\s:/@"'<>\\]*:([^\s/@"'<>\\]+)@"#,
             ),
             keep: |_, v| !is_placeholder_value(v),
             compiled: OnceLock::new(),
@@ -404,6 +450,9 @@ pub(super) fn fingerprint() -> String {
     for pattern in [PLACEHOLDER_PATTERN, PEM_BEGIN_PATTERN, PEM_ANY_END_PATTERN] {
         add(pattern);
     }
+    // The matchers that are code rather than patterns: a change to one changes this.
+    add(super::key_blocks::MATCHER);
+    add(super::fragments::MATCHER);
     format!("secrets-v1 {}", hasher.finalize().to_hex())
 }
 
@@ -428,6 +477,16 @@ fn keep_assignment(whole: &[u8], value: &[u8]) -> bool {
     // `password: &str` in a signature or `token: Token` in a struct names a type; code
     // like this is common in transcripts and redacting it helps nobody.
     !(colon && looks_like_type(value))
+}
+
+/// Whether a 40-character value reads like a random base64 secret rather than a word,
+/// a path or a hex digest: upper and lower case letters and a digit, `/` or `+`.
+fn looks_random_base64(value: &[u8]) -> bool {
+    value.iter().any(u8::is_ascii_uppercase)
+        && value.iter().any(u8::is_ascii_lowercase)
+        && value
+            .iter()
+            .any(|b| b.is_ascii_digit() || *b == b'/' || *b == b'+')
 }
 
 fn looks_like_type(value: &[u8]) -> bool {

@@ -273,6 +273,23 @@ pub fn read_each(
     Ok(session)
 }
 
+/// The drafts of adjacent text blocks of one message, each kept apart but where a secret
+/// runs from one block into the next: those are one draft, their texts joined as
+/// written, so that the scan of the transcript sees the secret whole (a key cut between
+/// two blocks otherwise kept the part in the second block).
+fn join_split_secrets(run: Vec<Draft>) -> Vec<Draft> {
+    let texts: Vec<&str> = run.iter().map(|d| d.text.as_str()).collect();
+    let across = crate::handoff::secrets::secret_across(&texts);
+    let mut out: Vec<Draft> = Vec::with_capacity(run.len());
+    for (i, draft) in run.into_iter().enumerate() {
+        match out.last_mut() {
+            Some(last) if i > 0 && across[i - 1] => last.text.push_str(&draft.text),
+            _ => out.push(draft),
+        }
+    }
+    out
+}
+
 /// The drafts of one entry.
 fn entry_drafts(path: &Path, line: usize, entry: &Entry, budget: &Budget) -> Result<Vec<Draft>> {
     let fail = |e: LineError| line_error(path, line, &e);
@@ -311,10 +328,19 @@ fn entry_drafts(path: &Path, line: usize, entry: &Entry, budget: &Budget) -> Res
                     out.push(draft(role, Kind::Message, text));
                 }
                 Some(blocks) if blocks.get().starts_with('[') => {
+                    // Adjacent text blocks, joined where a secret runs across them.
+                    let mut texts = Vec::new();
                     for block in elements(blocks, budget).map_err(fail)?.unwrap_or_default() {
                         let block: Block = object(Some(block)).map_err(fail)?;
-                        out.extend(read_block(path, line, &block, role, budget, &draft)?);
+                        let next = read_block(path, line, &block, role, budget, &draft)?;
+                        if block.kind.as_str() == Some("text") {
+                            texts.extend(next);
+                            continue;
+                        }
+                        out.extend(join_split_secrets(std::mem::take(&mut texts)));
+                        out.extend(next);
                     }
+                    out.extend(join_split_secrets(texts));
                 }
                 _ => {
                     return Err(unexpected(

@@ -278,7 +278,18 @@ pub fn text_of(raw: Option<&RawValue>, budget: &Budget) -> Result<String, LineEr
             texts.push(text);
         }
     }
-    Ok(texts.join("\n\n"))
+    // Blocks apart, but joined as written where a secret runs across them, so that the
+    // scan sees it whole.
+    let parts: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
+    let across = crate::handoff::secrets::secret_across(&parts);
+    let mut text = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 && !across[i - 1] {
+            text.push_str("\n\n");
+        }
+        text.push_str(part);
+    }
+    Ok(text)
 }
 
 /// A field read leniently, as reading a `Value` would: a string, a boolean, or anything

@@ -194,3 +194,113 @@ fn save_with_meta_lacking_an_equals_sign() {
         "empty key",
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// save DIR --secrets block: secrets outside the file contents (issue 28)
+// ---------------------------------------------------------------------------------------
+
+const TOKEN: &str = "ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8";
+
+/// A refused save naming `kind` and `place`, never `value`, leaving the store as it was.
+fn refuse_secret(env: &Env, args: &[&str], kind: &str, place: &str, value: &str) {
+    refuse(env, args, 6, "security", place);
+    let out = run_limited({
+        let mut cmd = env.cmd();
+        cmd.arg("--json").args(args);
+        cmd
+    });
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let message = doc["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(kind), "{args:?}: {message}");
+    assert!(
+        !doc.to_string().contains(value),
+        "{args:?} shows the value: {doc}"
+    );
+}
+
+#[test]
+fn save_refuses_secrets_in_file_and_directory_names() {
+    let env = populated();
+    env.write_tree("n", &[(&format!("sub/{TOKEN}.txt"), b"clean\n")]);
+    refuse_secret(
+        &env,
+        &["save", "n"],
+        "github_token",
+        "the name of sub/[REDACTED:github_token].txt",
+        TOKEN,
+    );
+    env.write_tree("m", &[(&format!("{TOKEN}/inside.txt"), b"clean\n")]);
+    refuse_secret(
+        &env,
+        &["save", "m"],
+        "github_token",
+        "the name of [REDACTED:github_token]",
+        TOKEN,
+    );
+    // A file whose name and contents both hold one: its path is shown redacted.
+    env.write_tree(
+        "c",
+        &[(&format!("{TOKEN}.env"), format!("T={TOKEN}\n").as_bytes())],
+    );
+    refuse_secret(
+        &env,
+        &["save", "c"],
+        "github_token",
+        "[REDACTED:github_token].env",
+        TOKEN,
+    );
+}
+
+#[test]
+fn save_refuses_secrets_in_symlink_targets() {
+    let env = populated();
+    fs::create_dir_all(env.path().join("l")).unwrap();
+    std::os::unix::fs::symlink(format!("/run/keys/{TOKEN}"), env.path().join("l/link")).unwrap();
+    refuse_secret(
+        &env,
+        &["save", "l"],
+        "github_token",
+        "the target of symlink link",
+        TOKEN,
+    );
+}
+
+#[test]
+fn save_refuses_secrets_in_manifest_fields() {
+    let env = populated();
+    let password = "Corr3ct-H0rse-Battery";
+    let summary = format!("rotate {TOKEN}");
+    let note = format!("DB_PASSWORD={password}");
+    let meta = format!("ci={TOKEN}");
+    let meta_key = format!("{TOKEN}=1");
+    for (flag, value, kind, place, secret) in [
+        (
+            "--summary",
+            summary.as_str(),
+            "github_token",
+            "--summary",
+            TOKEN,
+        ),
+        ("--note", &note, "password_assignment", "--note", password),
+        ("--meta", &meta, "github_token", "--meta ci", TOKEN),
+        (
+            "--meta",
+            &meta_key,
+            "github_token",
+            "--meta [REDACTED:github_token]",
+            TOKEN,
+        ),
+        ("--from", TOKEN, "github_token", "--from", TOKEN),
+        ("--to", TOKEN, "github_token", "--to", TOKEN),
+    ] {
+        refuse_secret(&env, &["save", "d", flag, value], kind, place, secret);
+        // Block is the default for a snapshot; saying it changes nothing.
+        refuse_secret(
+            &env,
+            &["save", "d", flag, value, "--secrets", "block"],
+            kind,
+            place,
+            secret,
+        );
+    }
+}

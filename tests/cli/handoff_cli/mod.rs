@@ -362,6 +362,7 @@ mod round_trip;
 mod save_brief;
 mod search;
 mod secrets;
+mod secrets_coverage;
 mod skill;
 mod transcript_limits;
 mod transcript_stored;
