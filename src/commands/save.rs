@@ -388,21 +388,30 @@ fn save_handoff_started(
     // Everything is assembled, validated and scanned before the store is touched; the
     // manifest's own text fields are scanned like the files.
     let mut assembled = capture::assemble(request, workspace_evidence)?;
+    // The manifest's fields (`--meta` keys included) and the workspace's path are
+    // scanned as the files are: redacted, or the handoff refused.
+    let (fields, field_findings) = save_secrets::scan_fields(args, metadata, true)?;
     let mut scrubber = Scrubber {
         found: std::mem::take(&mut assembled.secrets),
     };
-    let summary_arg = scrubber.text(&args.summary);
-    let note = scrubber.text(&args.note);
-    let from = scrubber.text(&args.from);
-    let to = scrubber.text(&args.to);
-    for value in metadata.values_mut() {
-        *value = scrubber.text(value);
+    for finding in field_findings {
+        for (kind, n) in finding.counts {
+            *scrubber.found.entry(kind).or_default() += n;
+        }
     }
+    let workspace_text = scrubber.text(&workspace.display().to_string());
     scrubber.refuse_if(mode == SecretsMode::Block)?;
     assembled.secrets = scrubber.found;
     check_refs_readable(&store)?;
+    let save_secrets::Fields {
+        summary: summary_arg,
+        note,
+        from,
+        to,
+        mut metadata,
+    } = fields;
     metadata.insert("kind".into(), "handoff".into());
-    metadata.insert("workspace".into(), workspace.display().to_string());
+    metadata.insert("workspace".into(), workspace_text);
     if !assembled.evidence.partial.is_empty() {
         metadata.insert(
             "evidence.partial".into(),

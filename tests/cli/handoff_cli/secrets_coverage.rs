@@ -334,3 +334,62 @@ fn save_dir_finds_the_new_secret_shapes() {
         }
     }
 }
+
+/// A handoff's `--meta` keys and its workspace's path go into the manifest: scanned like
+/// its values (issue 28 left them out), redacted by default, refused under block.
+#[test]
+fn a_handoff_scans_meta_keys_and_the_workspace_path() {
+    let env = Env::new();
+    env.init();
+    let token = "ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8";
+    let ws = env.path().join(format!("ws-{token}"));
+    fs::create_dir_all(&ws).expect("workspace");
+    fs::write(ws.join("a.txt"), "one\n").expect("a.txt");
+    common::git(&ws, &["init", "-q"]);
+    common::git(&ws, &["add", "-A"]);
+    common::git(&ws, &["commit", "-q", "-m", "base"]);
+    let meta = format!("{token}=x");
+    let store = env.store();
+    let store = store.to_str().expect("store path");
+
+    let before = snapshot_files(&env.store());
+    let out = baton_in(
+        &env,
+        &ws,
+        &[
+            "--store",
+            store,
+            "save",
+            "--no-brief",
+            "--meta",
+            &meta,
+            "--secrets",
+            "block",
+        ],
+    );
+    assert_eq!(code(&out), 6, "{}", stderr(&out));
+    assert!(!stderr(&out).contains(token), "{}", stderr(&out));
+    assert_eq!(snapshot_files(&env.store()), before, "block wrote");
+
+    let out = baton_in(
+        &env,
+        &ws,
+        &[
+            "--store",
+            store,
+            "--json",
+            "save",
+            "--no-brief",
+            "--meta",
+            &meta,
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let shown = baton_in(&env, &ws, &["--store", store, "--json", "show", "current"]);
+    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+    assert!(shown.contains("[REDACTED:github_token]"), "{shown}");
+    assert!(
+        !shown.contains(token),
+        "the manifest keeps the token: {shown}"
+    );
+}
