@@ -1,9 +1,11 @@
 """Drive `baton mcp` with the official Python MCP SDK's stdio client: a list of calls.
 
 Usage: python3 mcp_calls.py BATON WORKSPACE < CALLS. CALLS is a JSON list of
-{"tool": NAME, "args": {...}, "repeat": N (default 1)}; the calls run in order on one
-session. Prints one JSON list: for each call (each repetition), whether it was an error,
-its structured content and its text content. The Rust tests (tests/cli/handoff_cli/)
+{"tool": NAME, "args": {...}, "repeat": N (default 1), "seconds": S (optional)}; the
+calls run in order on one session. Prints one JSON list: for each call (each
+repetition), whether it was an error, its structured content and its text content; a
+call with "seconds" that did not answer within them is {"timeout": true}, and ends the
+session (the server is stopped with the client). The Rust tests (tests/cli/handoff_cli/)
 run this and assert on the list.
 """
 import asyncio
@@ -30,7 +32,13 @@ async def main(baton, workspace, calls):
             await session.initialize()
             for call in calls:
                 for _ in range(call.get("repeat", 1)):
-                    out.append(result(await session.call_tool(call["tool"], call["args"])))
+                    answer = session.call_tool(call["tool"], call["args"])
+                    try:
+                        out.append(result(await asyncio.wait_for(answer, call.get("seconds"))))
+                    except asyncio.TimeoutError:
+                        out.append({"timeout": True})
+                        print(json.dumps(out))
+                        return
     print(json.dumps(out))
 
 

@@ -10,14 +10,7 @@ use super::*;
 
 #[test]
 fn mcp_server_serves_a_real_client_save_resume_search_and_tool_errors() {
-    let has_sdk = std::process::Command::new("python3")
-        .args(["-c", "import mcp.client.stdio"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        has_sdk,
-        "needs python3 with the MCP SDK: pip install mcp==2.3.0 (.ci/run installs it)"
-    );
+    require_mcp_sdk();
     let env = Env::new();
     let ws = git_init(&env.path().join("ws"));
     let ws = fs::canonicalize(&ws).unwrap();

@@ -14,14 +14,7 @@ const MARKER: &str = "OUTSIDE-MARKER-5c1e7a90";
 
 /// Run `calls` (a JSON list of {tool, args, repeat}) on one MCP session in `ws`.
 pub(super) fn mcp_calls(env: &Env, ws: &Path, calls: &Value) -> Vec<Value> {
-    let has_sdk = std::process::Command::new("python3")
-        .args(["-c", "import mcp.client.stdio"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        has_sdk,
-        "needs python3 with the MCP SDK: pip install mcp==2.3.0 (.ci/run installs it)"
-    );
+    require_mcp_sdk();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_calls.py");
     let mut child = std::process::Command::new("python3")
         .arg(&script)

@@ -368,3 +368,16 @@ mod transcript_limits;
 mod transcript_stored;
 mod transcripts;
 mod tree_races;
+
+/// The official Python MCP SDK's client, which the MCP tests drive `baton mcp` with, is
+/// installed (`.ci/run` installs it): else the test fails, never passes untested.
+fn require_mcp_sdk() {
+    let has_sdk = std::process::Command::new("python3")
+        .args(["-c", "import mcp.client.stdio"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        has_sdk,
+        "needs python3 with the MCP SDK: pip install mcp==2.3.0 (.ci/run installs it)"
+    );
+}
