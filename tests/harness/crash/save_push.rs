@@ -207,6 +207,12 @@ impl Scenario for PushCase {
         classify(killed, self.both() != self.before.1, committed)
     }
 
+    fn finished_in(&mut self, took: Duration) {
+        // The first measure can be a cold or loaded run; a push that beat its kill is a
+        // fresh measure, so the next delays fall inside the push (CI saw 8 of 8 miss).
+        self.duration = took;
+    }
+
     fn check(&mut self, problems: &mut Vec<String>) {
         let w = self.w();
         check_store(w, &w.store(), &self.expected, "local", problems);
