@@ -26,8 +26,12 @@ pub enum Kind {
     ToolResult,
     /// A readable reasoning summary (encrypted reasoning is never kept).
     Reasoning,
-    /// Session notes the harness wrote itself: summaries, compactions.
+    /// Session notes the harness wrote itself: summaries, compactions, and user entries
+    /// the harness injected (command output, task notifications): never a turn.
     System,
+    /// A content block of a type this baton does not know: `harness_type` names it, `text`
+    /// holds any text it carried (store-format/TRANSCRIPT.md, "Unknown entries").
+    Other,
 }
 
 impl Role {
@@ -49,6 +53,7 @@ impl Kind {
             Kind::ToolResult => "tool_result",
             Kind::Reasoning => "reasoning",
             Kind::System => "system",
+            Kind::Other => "other",
         }
     }
 }
@@ -81,6 +86,9 @@ pub struct Event {
     /// Pairs a tool call with its result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// The harness's own name for an entry or block of kind `other`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness_type: Option<String>,
 }
 
 /// What a harness reader produces, before sequence numbers and tool names are filled in.
@@ -93,6 +101,8 @@ pub struct Draft {
     pub text: String,
     pub tool: Option<String>,
     pub call_id: Option<String>,
+    /// See [`Event::harness_type`].
+    pub harness_type: Option<String>,
 }
 
 /// Number the drafts, give each result its call's tool name, and drop empty texts.
@@ -147,10 +157,11 @@ impl Pairing {
     }
 }
 
-/// Whether a draft becomes an event: empty texts are left out, tool calls excepted.
+/// Whether a draft becomes an event: empty texts are left out, tool calls and blocks of
+/// an unknown type (their type is kept) excepted.
 /// Readers drop the others as they go, so that nothing is kept of them.
 pub fn keeps(d: &Draft) -> bool {
-    !d.text.trim().is_empty() || d.kind == Kind::ToolCall
+    !d.text.trim().is_empty() || matches!(d.kind, Kind::ToolCall | Kind::Other)
 }
 
 /// Makes events of drafts one at a time, numbered on from `before`, each result given the
@@ -200,6 +211,7 @@ impl<'a> Finisher<'a> {
             text: d.text,
             tool,
             call_id: d.call_id,
+            harness_type: d.harness_type,
         }
     }
 }

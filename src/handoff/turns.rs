@@ -195,6 +195,7 @@ mod tests {
             text: text.into(),
             tool: (kind == Kind::ToolCall).then(|| "Bash".to_string()),
             call_id: None,
+            harness_type: None,
         }
     }
 

@@ -304,6 +304,7 @@ fn entry_drafts(path: &Path, line: usize, entry: &Entry, budget: &Budget) -> Res
         text,
         tool: None,
         call_id: None,
+        harness_type: None,
     };
     let mut out = Vec::new();
     match kind {

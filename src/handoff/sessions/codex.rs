@@ -247,6 +247,7 @@ pub fn read_each(
                 text: payload.message.or_empty().to_string(),
                 tool: None,
                 call_id: None,
+                harness_type: None,
             }),
             // event_msg repeats the user and agent messages of response_item lines for
             // the UI; turn_context is per-turn configuration. Neither adds a word said.
@@ -282,6 +283,7 @@ fn read_item(
         text,
         tool: tool.map(str::to_string),
         call_id: call.map(str::to_string),
+        harness_type: None,
     };
     let call_id = item.call_id.as_str();
     Ok(match item.kind.or_empty() {
