@@ -7,6 +7,7 @@ pub mod codex;
 pub mod json;
 mod lines;
 mod normalise;
+pub mod skipped;
 
 use std::fs;
 use std::path::{Path, PathBuf};
