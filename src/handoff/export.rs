@@ -8,6 +8,7 @@
 //! - **prowl**: a `.prowl/handoff/` directory: the newest bundle's briefing as
 //!   `current.md`, each older one as `archive/<created>-<from>-to-<to>.md`, and `log.md`
 //!   with one `<created> handoff <from> -> <to> (<file>)` line per bundle, oldest first.
+//!   A name taken by an earlier file gets prowl's `-2`, `-3`, ... suffix.
 //!   Prowl has no status field: a status is not exported in this layout.
 //!
 //! Pure: it returns the files to write, writing nothing.
@@ -85,12 +86,7 @@ fn frontmatter(chain: &[ExportBundle]) -> Vec<(String, String)> {
         text.push_str("---\n");
         text.push_str(body(b.briefing.as_deref().unwrap_or_default()));
         let stem = format!("{}-{}", name_time(&b.created), name_part(&b.from));
-        let mut name = format!("{stem}.md");
-        let mut n = 2;
-        while out.iter().any(|(p, _)| *p == name) {
-            name = format!("{stem}-{n}.md");
-            n += 1;
-        }
+        let name = unique_name(&out, &stem);
         out.push((name, text));
     }
     out
@@ -104,7 +100,8 @@ fn prowl(chain: &[ExportBundle]) -> Vec<(String, String)> {
         let path = if i + 1 == chain.len() {
             "current.md".to_string()
         } else {
-            format!("archive/{}-{from}-to-{to}.md", name_time(&b.created))
+            let stem = format!("archive/{}-{from}-to-{to}", name_time(&b.created));
+            unique_name(&out, &stem)
         };
         log.push_str(&format!("{} handoff {from} -> {to} ({path})\n", b.created));
         out.push((
@@ -114,6 +111,20 @@ fn prowl(chain: &[ExportBundle]) -> Vec<(String, String)> {
     }
     out.push(("log.md".to_string(), log));
     out
+}
+
+/// `<stem>.md`, or, when an earlier file of the export has that name, prowl's own answer
+/// to a name taken (its `reserveFileURL`): `<stem>-2.md`, `<stem>-3.md`, ... Import reads
+/// a `-<n>` beside the unsuffixed name as that suffix, so no two bundles share a file
+/// and none is lost.
+fn unique_name(out: &[(String, String)], stem: &str) -> String {
+    let mut name = format!("{stem}.md");
+    let mut n = 2;
+    while out.iter().any(|(p, _)| *p == name) {
+        name = format!("{stem}-{n}.md");
+        n += 1;
+    }
+    name
 }
 
 /// A briefing without a frontmatter block of its own.
@@ -224,5 +235,27 @@ mod tests {
                 .contains("parent: \"aa\"\n---\n## Objective\nby codex x\n")
         );
         assert!(files[0].1.contains("parent: null\n"));
+    }
+
+    #[test]
+    fn names_taken_get_prowl_suffixes() {
+        let chain = [
+            bundle("aa", "2024-05-01T09:15:00Z", "claude", "codex"),
+            bundle("bb", "2024-05-01T09:15:00Z", "claude", "codex"),
+            bundle("cc", "2024-05-01T09:15:00Z", "claude", "codex"),
+            bundle("dd", "2024-05-01T09:15:00Z", "claude", "codex"),
+        ];
+        let files = render(&chain, ExportFormat::Prowl);
+        let names: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "archive/2024-05-01T09-15-00Z-claude-to-codex.md",
+                "archive/2024-05-01T09-15-00Z-claude-to-codex-2.md",
+                "archive/2024-05-01T09-15-00Z-claude-to-codex-3.md",
+                "current.md",
+                "log.md"
+            ]
+        );
     }
 }

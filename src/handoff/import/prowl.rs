@@ -15,10 +15,13 @@ struct LogLine {
     time: SystemTime,
     from: String,
     to: String,
+    /// The briefing file the line names (`archive/...` or `current.md`), if any.
+    file: Option<String>,
 }
 
 static LOG_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(\S+)\s+handoff\s+(\S+)\s*->\s*(\S+)(?:\s+\(.*\))?\s*$").expect("valid regex")
+    Regex::new(r"^(\S+)\s+handoff\s+(\S+)\s*->\s*(\S+)(?:\s+\((?P<file>.*)\))?\s*$")
+        .expect("valid regex")
 });
 
 /// The transition lines of `log.md`, in file order; other lines are free text, skipped.
@@ -42,6 +45,7 @@ fn read_log(dir: &Path) -> Result<Vec<LogLine>> {
             time,
             from: c[2].to_string(),
             to: c[3].to_string(),
+            file: c.name("file").map(|m| m.as_str().trim().to_string()),
         });
     }
     Ok(out)
@@ -58,6 +62,9 @@ pub(super) fn plan_prowl(dir: &Path) -> Result<Plan> {
         /// Ordering: the transition time, then 0 for a state before it (a replaced
         /// `current.md`), 1 for the briefing written at it; `current.md` comes last.
         order: (Option<SystemTime>, u8),
+        /// Ties: the position of the `log.md` line naming the file (lines that name
+        /// none last), the file name without a collision suffix, then the suffix.
+        tie: (usize, String, u32),
         created: Option<SystemTime>,
         from: String,
         to: String,
@@ -66,7 +73,9 @@ pub(super) fn plan_prowl(dir: &Path) -> Result<Plan> {
     let mut briefings = Vec::new();
     let archive = dir.join("archive");
     if archive.is_dir() {
-        for e in list_dir(&archive)? {
+        let entries = list_dir(&archive)?;
+        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        for e in &entries {
             let Some(stem) = e.name.strip_suffix(".md") else {
                 continue;
             };
@@ -86,6 +95,17 @@ pub(super) fn plan_prowl(dir: &Path) -> Result<Plan> {
                     ));
                 }
             };
+            let prefix = &stem[..stem.len() - rest.len()];
+            let (rest, seq) = collision_suffix(stem, rest, &names);
+            let source = format!("archive/{}", e.name);
+            let logged = log
+                .iter()
+                .position(|l| l.file.as_deref() == Some(source.as_str()));
+            let tie = (
+                logged.unwrap_or(usize::MAX),
+                format!("{prefix}{rest}"),
+                seq,
+            );
             let (order, created, from, to) = if rest == REPLACED {
                 // The briefing that was current until `at`: written by the last
                 // transition logged before it.
@@ -99,16 +119,17 @@ pub(super) fn plan_prowl(dir: &Path) -> Result<Plan> {
             };
             briefings.push(Briefing {
                 key: e.name.clone(),
-                source: format!("archive/{}", e.name),
+                source,
                 path: e.path.clone(),
                 order,
+                tie,
                 created,
                 from,
                 to,
             });
         }
     }
-    briefings.sort_by(|a, b| (a.order, &a.key).cmp(&(b.order, &b.key)));
+    briefings.sort_by(|a, b| (a.order, &a.tie).cmp(&(b.order, &b.tie)));
     let current = dir.join("current.md");
     if current.exists() {
         let meta = fs::symlink_metadata(&current).ctx("cannot read", &current)?;
@@ -132,6 +153,7 @@ pub(super) fn plan_prowl(dir: &Path) -> Result<Plan> {
             source: "current.md".into(),
             path: current,
             order: (None, 2),
+            tie: (0, String::new(), 1),
             created,
             from,
             to,
@@ -206,6 +228,29 @@ pub(super) fn plan_prowl(dir: &Path) -> Result<Plan> {
         format: Format::Prowl,
         bundles,
     })
+}
+
+/// `rest` (the part of the archive file's `stem` after its timestamp) without the
+/// `-<n>` (n >= 2) prowl adds when the name it wants is taken, and that n (1 when none):
+/// a suffix counts only beside the unsuffixed file, so an agent named `codex-2` stays
+/// itself.
+fn collision_suffix<'a>(stem: &str, rest: &'a str, names: &[&str]) -> (&'a str, u32) {
+    let Some((base, n)) = rest.rsplit_once('-') else {
+        return (rest, 1);
+    };
+    let Some(seq) = n
+        .parse::<u32>()
+        .ok()
+        .filter(|&s| s >= 2 && n.bytes().all(|b| b.is_ascii_digit()))
+    else {
+        return (rest, 1);
+    };
+    let unsuffixed = format!("{}.md", &stem[..stem.len() - n.len() - 1]);
+    if names.contains(&unsuffixed.as_str()) {
+        (base, seq)
+    } else {
+        (rest, 1)
+    }
 }
 
 /// The first non-blank line of the `## Objective` section, without a list marker.
@@ -316,6 +361,36 @@ mod tests {
         // The handoff directory itself gives the same plan.
         assert_eq!(detect(&dir).unwrap(), Format::Prowl);
         assert_eq!(super::plan(&dir).unwrap(), plan);
+    }
+
+    #[test]
+    fn collision_suffixes_count_only_beside_the_unsuffixed_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        for (name, text) in [
+            ("archive/2024-05-01T10-00-00-a-to-b-3.md", "third"),
+            ("archive/2024-05-01T10-00-00-a-to-b-2.md", "second"),
+            ("archive/2024-05-01T10-00-00-a-to-b.md", "first"),
+            ("archive/2024-05-01T10-00-00-c-to-gpt-5.md", "own name"),
+        ] {
+            write(dir, name, &format!("## Objective\n{text}\n"));
+        }
+        write(dir, "log.md", "# log\n");
+        let plan = plan(dir).unwrap();
+        let got: Vec<(&str, &str, &str)> = plan
+            .bundles
+            .iter()
+            .map(|b| (b.summary.as_str(), b.from.as_str(), b.to.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("first", "a", "b"),
+                ("second", "a", "b"),
+                ("third", "a", "b"),
+                ("own name", "c", "gpt-5"),
+            ]
+        );
     }
 
     #[test]

@@ -356,6 +356,7 @@ mod budget;
 mod escapes;
 mod import;
 mod kickoff_promises;
+mod lossless;
 mod mcp;
 mod mcp_paths;
 mod round_trip;
