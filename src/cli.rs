@@ -51,7 +51,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "redact")]
         secrets: crate::handoff::capture::SecretsMode,
     },
-    /// Write a handoff (with --history, its first-parent chain) as frontmatter or prowl files
+    /// Write a handoff (with --history, its whole history) as frontmatter or prowl files
     ExportHandoff(ExportHandoffArgs),
     /// Show history from REV (default: current), newest first
     Log(LogArgs),
@@ -506,7 +506,7 @@ pub struct ExportHandoffArgs {
     pub format: crate::handoff::export::ExportFormat,
     /// The directory to write into: absent or empty
     pub dir: PathBuf,
-    /// Also every first-parent ancestor, oldest first
+    /// Also every ancestor (through every parent of a merge), parents first
     #[arg(long)]
     pub history: bool,
 }

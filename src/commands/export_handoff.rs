@@ -1,7 +1,8 @@
-//! `baton export-handoff REV --format frontmatter|prowl DIR [--history]`: a handoff as
-//! the files another handoff tool reads, written through directory fds only.
+//! `baton export-handoff REV --format frontmatter|prowl DIR [--history]`: a handoff (with
+//! `--history` its whole history, parents first) as the files another handoff tool
+//! reads, written through directory fds only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -11,7 +12,7 @@ use serde_json::json;
 use crate::cli::ExportHandoffArgs;
 use crate::commands::Ctx;
 use crate::error::{Error, IoContext, Result};
-use crate::format::EntryKind;
+use crate::format::{Bundle, EntryKind, ObjectId};
 use crate::handoff::export::{self, ExportBundle};
 use crate::output::Outcome;
 use crate::store::beneath::{Dir, Refused};
@@ -43,10 +44,23 @@ pub fn run(ctx: &Ctx, args: &ExportHandoffArgs) -> Result<Outcome> {
     }
     let store = ctx.open_store()?;
     let id = store.resolve(&args.rev)?;
-    let mut chain = Vec::new();
-    let mut next = Some(id);
-    while let Some(at) = next {
-        let bundle = store.read_bundle(&at)?;
+    // With --history every ancestor, through every parent of a merge: an export that
+    // followed first parents only dropped the other branches.
+    let ids = if args.history {
+        store.history(&id)?
+    } else {
+        vec![id]
+    };
+    let exported: HashSet<ObjectId> = ids.iter().copied().collect();
+    let mut bundles = HashMap::new();
+    for at in &ids {
+        bundles.insert(*at, store.read_bundle(at)?);
+    }
+    let mut chain = Vec::with_capacity(ids.len());
+    for at in parents_first(&bundles) {
+        let Some(bundle) = bundles.remove(&at) else {
+            continue;
+        };
         let briefing = match store.lookup_path(&bundle.tree, "handoff.md") {
             Ok(entry) if entry.kind != EntryKind::Dir && entry.size <= MAX_BRIEFING => {
                 let mut bytes = Vec::new();
@@ -59,13 +73,14 @@ pub fn run(ctx: &Ctx, args: &ExportHandoffArgs) -> Result<Outcome> {
             Err(e) if e.kind == crate::error::ErrorKind::NotFound => None,
             Err(e) => return Err(e),
         };
-        next = if args.history {
-            bundle.parents.first().copied()
-        } else {
-            None
-        };
         chain.push(ExportBundle {
             id: at.to_hex(),
+            parents: bundle
+                .parents
+                .iter()
+                .filter(|p| exported.contains(p))
+                .map(ObjectId::to_hex)
+                .collect(),
             created: bundle.created,
             from: bundle.from,
             to: bundle.to,
@@ -75,8 +90,14 @@ pub fn run(ctx: &Ctx, args: &ExportHandoffArgs) -> Result<Outcome> {
             briefing,
         });
     }
-    chain.reverse();
     let files = export::render(&chain, args.format);
+    // Never two files at one name: the second would fail as if planted by someone else.
+    let mut names = HashSet::new();
+    if let Some((dup, _)) = files.iter().find(|(p, _)| !names.insert(p.as_str())) {
+        return Err(Error::other(format!(
+            "internal error: export-handoff would write {dup} twice"
+        )));
+    }
     write_export(dir, &files)?;
     let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
     let human = if ctx.quiet {
@@ -100,6 +121,42 @@ pub fn run(ctx: &Ctx, args: &ExportHandoffArgs) -> Result<Outcome> {
             "files": paths,
         }),
     ))
+}
+
+/// The bundles' ids, every parent before its children (each once; ties by `created`,
+/// then id), so that a re-import, which needs a parent before a child, can rebuild the
+/// history and the exported REV, the descendant of all of them, comes last.
+fn parents_first(bundles: &HashMap<ObjectId, Bundle>) -> Vec<ObjectId> {
+    let mut pending: HashMap<ObjectId, usize> = HashMap::new();
+    let mut children: HashMap<ObjectId, Vec<ObjectId>> = HashMap::new();
+    for (id, b) in bundles {
+        let mut inside = 0;
+        for p in b.parents.iter().filter(|p| bundles.contains_key(p)) {
+            inside += 1;
+            children.entry(*p).or_default().push(*id);
+        }
+        pending.insert(*id, inside);
+    }
+    let rank = |id: &ObjectId| (bundles[id].created.clone(), *id);
+    let mut ready: BTreeSet<(String, ObjectId)> = pending
+        .iter()
+        .filter(|(_, n)| **n == 0)
+        .map(|(id, _)| rank(id))
+        .collect();
+    let mut order = Vec::with_capacity(bundles.len());
+    while let Some((_, id)) = ready.pop_first() {
+        order.push(id);
+        for c in children.get(&id).into_iter().flatten() {
+            if let Some(n) = pending.get_mut(c) {
+                // A parent listed twice counts twice above, and is released twice here.
+                *n -= 1;
+                if *n == 0 {
+                    ready.insert(rank(c));
+                }
+            }
+        }
+    }
+    order
 }
 
 /// Write `files` (relative slash paths) into `dir`, which was absent or empty: `dir` made

@@ -1,10 +1,12 @@
-//! Export: a bundle (or its first-parent chain) as the files another handoff tool reads.
+//! Export: a bundle (or its whole history) as the files another handoff tool reads.
 //!
 //! Two layouts, the ones `import-handoff` reads back (see `handoff::import`):
 //!
-//! - **frontmatter**: one `<created>-<from>.md` per bundle: YAML frontmatter (`id`,
-//!   `parent`, `agent`, `next_agent`, `summary`, `status`, `next_task`, `created`) above
-//!   the briefing's text (a frontmatter the briefing already had is replaced).
+//! - **frontmatter**: one `<created>-<from>.md` per bundle (`%Y-%m-%dT%H-%M-%S`, as the
+//!   protocol names them): YAML frontmatter (`id`, `parent`, `agent`, `next_agent`,
+//!   `summary`, `status`, `next_task`, `created`) above the briefing's text (a frontmatter
+//!   the briefing already had is replaced). A bundle imported from frontmatter gets back
+//!   its `id`, file name and every key it had, so a re-import gives the same bundle.
 //! - **prowl**: a `.prowl/handoff/` directory: the newest bundle's briefing as
 //!   `current.md`, each older one as `archive/<created>-<from>-to-<to>.md`, and `log.md`
 //!   with one `<created> handoff <from> -> <to> (<file>)` line per bundle, oldest first.
@@ -13,7 +15,7 @@
 //!
 //! Pure: it returns the files to write, writing nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::import::{NEXT_TASK, STATUS};
 
@@ -37,6 +39,8 @@ impl ExportFormat {
 pub struct ExportBundle {
     /// The bundle id, hex.
     pub id: String,
+    /// The ids (hex) of its parents that are exported too, in order.
+    pub parents: Vec<String>,
     /// The bundle's `created`, RFC 3339 UTC.
     pub created: String,
     pub from: String,
@@ -51,8 +55,9 @@ pub struct ExportBundle {
 /// Who stands in for an empty agent name, where the layout needs one.
 const UNKNOWN: &str = "unknown";
 
-/// The files (relative slash paths and contents) that hold `chain` (oldest first, each
-/// the first parent of the next) in `format`.
+/// The files (relative slash paths and contents) that hold `chain` (every parent before
+/// its children, the exported REV last) in `format`. Prowl's history is a line: its
+/// bundles follow one another in that order.
 pub fn render(chain: &[ExportBundle], format: ExportFormat) -> Vec<(String, String)> {
     match format {
         ExportFormat::Frontmatter => frontmatter(chain),
@@ -60,36 +65,134 @@ pub fn render(chain: &[ExportBundle], format: ExportFormat) -> Vec<(String, Stri
     }
 }
 
-fn frontmatter(chain: &[ExportBundle]) -> Vec<(String, String)> {
+fn frontmatter(bundles: &[ExportBundle]) -> Vec<(String, String)> {
+    let ids = frontmatter_ids(bundles);
+    let index: HashMap<&str, usize> = bundles
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.id.as_str(), i))
+        .collect();
     let mut out: Vec<(String, String)> = Vec::new();
-    for (i, b) in chain.iter().enumerate() {
+    for (i, b) in bundles.iter().enumerate() {
         let mut text = String::from("---\n");
         let mut field = |key: &str, value: &str| {
-            text.push_str(&format!("{key}: {}\n", quote(value)));
+            text.push_str(&format!("{}: {}\n", yaml_key(key), quote(value)));
         };
-        field("id", &b.id);
-        field("agent", &b.from);
-        field("next_agent", &b.to);
-        field("summary", &b.summary);
-        if let Some(status) = b.metadata.get(STATUS) {
-            field("status", status);
-        }
-        let task = b.metadata.get(NEXT_TASK).unwrap_or(&b.note);
-        if !task.is_empty() {
-            field("next_task", task);
-        }
-        field("created", &b.created);
-        match i.checked_sub(1).map(|p| &chain[p]) {
-            Some(parent) => text.push_str(&format!("parent: {}\n", quote(&parent.id))),
-            None => text.push_str("parent: null\n"),
+        field("id", &ids[i]);
+        let parents: Vec<String> = b
+            .parents
+            .iter()
+            .filter_map(|p| index.get(p.as_str()))
+            .map(|&p| quote(&ids[p]))
+            .collect();
+        let original = imported_frontmatter(b);
+        let parent_line = match &parents[..] {
+            [] => "parent: null\n".to_string(),
+            [one] => format!("parent: {one}\n"),
+            many => format!("parent: [{}]\n", many.join(", ")),
+        };
+        if original {
+            // Written back as it was read: every key of the original frontmatter, with
+            // the values import flattened (lists joined with `,`, null as empty), which
+            // import reads back to the same metadata.
+            if !parents.is_empty() || b.metadata.contains_key("frontmatter.parent") {
+                text.push_str(&parent_line);
+            }
+            let mut field = |key: &str, value: &str| {
+                text.push_str(&format!("{}: {}\n", yaml_key(key), quote(value)));
+            };
+            for (key, value) in &b.metadata {
+                match key.strip_prefix(FRONTMATTER_KEY) {
+                    Some("id" | "parent") | None => {}
+                    Some(key) => field(key, value),
+                }
+            }
+        } else {
+            field("agent", &b.from);
+            field("next_agent", &b.to);
+            field("summary", &b.summary);
+            if let Some(status) = b.metadata.get(STATUS) {
+                field("status", status);
+            }
+            let task = b.metadata.get(NEXT_TASK).unwrap_or(&b.note);
+            if !task.is_empty() {
+                field("next_task", task);
+            }
+            field("created", &b.created);
+            text.push_str(&parent_line);
         }
         text.push_str("---\n");
         text.push_str(body(b.briefing.as_deref().unwrap_or_default()));
-        let stem = format!("{}-{}", name_time(&b.created), name_part(&b.from));
-        let name = unique_name(&out, &stem);
+        let name = match original_name(b) {
+            Some(name) if !out.iter().any(|(p, _)| p == name) => name.to_string(),
+            _ => {
+                let stem = format!("{}-{}", frontmatter_time(&b.created), name_part(&b.from));
+                unique_name(&out, &stem)
+            }
+        };
         out.push((name, text));
     }
     out
+}
+
+/// Where import keeps a frontmatter key: `frontmatter.<key>`.
+const FRONTMATTER_KEY: &str = "frontmatter.";
+
+/// Whether `b` was imported from a frontmatter file (and so has its keys in metadata).
+fn imported_frontmatter(b: &ExportBundle) -> bool {
+    b.metadata.get("import.format").map(String::as_str) == Some("frontmatter")
+}
+
+/// Each bundle's `id`: the one its frontmatter had when it was imported from one (the
+/// first bundle to claim an id keeps it), else the bundle id.
+fn frontmatter_ids(bundles: &[ExportBundle]) -> Vec<String> {
+    let mut used = HashSet::new();
+    let mut ids: Vec<Option<String>> = bundles
+        .iter()
+        .map(|b| {
+            let id = b.metadata.get("frontmatter.id")?;
+            (imported_frontmatter(b) && !id.trim().is_empty() && used.insert(id.trim()))
+                .then(|| id.clone())
+        })
+        .collect();
+    for (slot, b) in ids.iter_mut().zip(bundles) {
+        if slot.is_none() {
+            *slot = Some(b.id.clone());
+        }
+    }
+    ids.into_iter().flatten().collect()
+}
+
+/// The file name a bundle imported from frontmatter had, when it is a plain `.md` name
+/// whose timestamp is the bundle's `created` (so a re-import reads the same time).
+fn original_name(b: &ExportBundle) -> Option<&str> {
+    if !imported_frontmatter(b) {
+        return None;
+    }
+    let name = b.metadata.get("import.source")?;
+    let stem = name.strip_suffix(".md")?;
+    let plain = !stem.is_empty()
+        && !name.starts_with('.')
+        && !name.chars().any(|c| c == '/' || c == '\\' || c.is_control());
+    let same_time = super::import::file_name_time(stem)
+        .is_some_and(|t| crate::format::bundle::format_time(t) == b.created);
+    (plain && same_time).then_some(name.as_str())
+}
+
+/// A YAML mapping key: plain when that reads back as the same string, else quoted.
+fn yaml_key(key: &str) -> String {
+    let plain = key
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+        && !matches!(
+            key.to_ascii_lowercase().as_str(),
+            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "y" | "n"
+        );
+    if plain { key.to_string() } else { quote(key) }
 }
 
 fn prowl(chain: &[ExportBundle]) -> Vec<(String, String)> {
@@ -155,6 +258,12 @@ fn name_time(created: &str) -> String {
     created.replace(':', "-")
 }
 
+/// `2024-05-01T09:15:00Z` as the frontmatter protocol names files, `2024-05-01T09-15-00`
+/// (its `date +%Y-%m-%dT%H-%M-%S`; import reads a name without zone as UTC).
+fn frontmatter_time(created: &str) -> String {
+    name_time(created.strip_suffix('Z').unwrap_or(created))
+}
+
 /// An agent name fit for a file name: no separators, spaces or `-to-`; empty is
 /// `unknown`.
 fn name_part(name: &str) -> String {
@@ -183,6 +292,7 @@ mod tests {
     fn bundle(id: &str, created: &str, from: &str, to: &str) -> ExportBundle {
         ExportBundle {
             id: id.into(),
+            parents: Vec::new(),
             created: created.into(),
             from: from.into(),
             to: to.into(),
@@ -195,10 +305,11 @@ mod tests {
 
     #[test]
     fn layouts() {
-        let chain = [
+        let mut chain = [
             bundle("aa", "2024-05-01T09:15:00Z", "claude", "codex"),
             bundle("bb", "2024-05-02T10:00:00Z", "codex x", ""),
         ];
+        chain[1].parents = vec!["aa".into()];
         let files = render(&chain, ExportFormat::Prowl);
         let names: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(
@@ -216,7 +327,9 @@ mod tests {
              2024-05-02T10:00:00Z handoff codex_x -> unknown (current.md)\n"
         );
         let files = render(&chain, ExportFormat::Frontmatter);
-        assert_eq!(files[1].0, "2024-05-02T10-00-00Z-codex_x.md");
+        // Named as the frontmatter protocol names its files: no zone.
+        assert_eq!(files[0].0, "2024-05-01T09-15-00-claude.md");
+        assert_eq!(files[1].0, "2024-05-02T10-00-00-codex_x.md");
         assert!(
             files[1]
                 .1
@@ -235,6 +348,52 @@ mod tests {
                 .contains("parent: \"aa\"\n---\n## Objective\nby codex x\n")
         );
         assert!(files[0].1.contains("parent: null\n"));
+    }
+
+    #[test]
+    fn imported_frontmatter_is_written_back_with_its_ids_keys_and_merges() {
+        let mut a = bundle("aa", "2024-06-03T09:00:00Z", "planner", "backend");
+        let mut b = bundle("bb", "2024-06-03T11:30:00Z", "backend", "reviewer");
+        let mut c = bundle("cc", "2024-06-03T11:45:00Z", "frontend", "reviewer");
+        let mut d = bundle("dd", "2024-06-03T15:10:00Z", "reviewer", "backend");
+        for (x, id, name) in [
+            (&mut a, "plan-1", "2024-06-03T09-00-00-planner.md"),
+            (&mut b, "api-2", "2024-06-03T11-30-00-backend.md"),
+            (&mut c, "ui-3", "2024-06-03T11-45-00-frontend.md"),
+            // Its name's time is not its created: not kept.
+            (&mut d, "review-4", "2024-06-03T15-00-00-reviewer.md"),
+        ] {
+            x.briefing = Some("\n## Context\nbody\n".into());
+            x.metadata = BTreeMap::from([
+                ("import.format".into(), "frontmatter".into()),
+                ("import.source".into(), name.into()),
+                ("frontmatter.id".into(), id.into()),
+                ("frontmatter.parent".into(), String::new()),
+                ("frontmatter.tags".into(), "x,y".into()),
+                ("frontmatter.null".into(), String::new()),
+            ]);
+        }
+        b.parents = vec!["aa".into()];
+        c.parents = vec!["aa".into()];
+        d.parents = vec!["cc".into(), "bb".into()];
+        let files = render(&[a, b, c, d], ExportFormat::Frontmatter);
+        let names: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "2024-06-03T09-00-00-planner.md",
+                "2024-06-03T11-30-00-backend.md",
+                "2024-06-03T11-45-00-frontend.md",
+                "2024-06-03T15-10-00-reviewer.md"
+            ]
+        );
+        assert_eq!(
+            files[3].1,
+            "---\nid: \"review-4\"\nparent: [\"ui-3\", \"api-2\"]\n\"null\": \"\"\n\
+             tags: \"x,y\"\n---\n\n## Context\nbody\n"
+        );
+        assert!(files[0].1.starts_with("---\nid: \"plan-1\"\nparent: null\n"));
+        assert!(files[1].1.contains("parent: \"plan-1\"\n"));
     }
 
     #[test]

@@ -225,6 +225,14 @@ pub(super) fn parse_frontmatter_file(
             metadata.insert(key.to_string(), value);
         }
     }
+    // The briefing is what follows the frontmatter, byte for byte: the frontmatter itself
+    // is the metadata, and an export writes it back from there.
+    let body_start: usize = content
+        .split_inclusive('\n')
+        .take(close + 1)
+        .map(str::len)
+        .sum();
+    let briefing = content.as_bytes()[body_start..].to_vec();
     let (created, name_agent) = named.map_or((None, String::new()), |(t, a)| (Some(t), a));
     let from: String = if agent.is_empty() { name_agent } else { agent };
     let node = Node {
@@ -239,7 +247,7 @@ pub(super) fn parse_frontmatter_file(
     let bundle = PlannedBundle {
         key: id,
         parents,
-        files: vec![("handoff.md".to_string(), bytes)],
+        files: vec![("handoff.md".to_string(), briefing)],
         created,
         from,
         to,
@@ -373,10 +381,11 @@ mod tests {
 
         let name = "2024-06-03T15-10-00-reviewer.md";
         assert_eq!(names(review), ["handoff.md"]);
-        assert_eq!(
-            file(review, "handoff.md"),
-            fs::read(dir.join(name)).unwrap()
-        );
+        // The briefing is the file below its frontmatter; the frontmatter is metadata.
+        let whole = fs::read_to_string(dir.join(name)).unwrap();
+        let below = &whole[whole[4..].find("\n---\n").unwrap() + 9..];
+        assert!(below.starts_with("\n## Context\n"), "{below:?}");
+        assert_eq!(file(review, "handoff.md"), below.as_bytes());
         let m = &review.metadata;
         assert_eq!(m["import.format"], "frontmatter");
         assert_eq!(m["import.source"], name);
@@ -421,6 +430,8 @@ mod tests {
         assert_eq!(plan.bundles[0].from, "a", "agent from the file name");
         assert_eq!(plan.bundles[0].metadata["frontmatter.tags"], "x,y");
         assert_eq!(plan.bundles[1].parents, ["1"]);
+        assert_eq!(file(&plan.bundles[0], "handoff.md"), b"body\n");
+        assert_eq!(file(&plan.bundles[1], "handoff.md"), b"");
     }
 
     #[test]

@@ -14,7 +14,9 @@
 //!   the `## Objective` section; `created` is the file-name (or log line) timestamp.
 //! - **frontmatter**: a folder of `<TS>-<agent>.md` files with flat YAML frontmatter
 //!   (PATH is the folder, or a project holding `.local/handoff/`). Each file is a bundle
-//!   whose `handoff.md` is the whole file; parents come from `parent` (an id, a list of ids
+//!   whose `handoff.md` is what follows the frontmatter, byte for byte (the frontmatter
+//!   lives in metadata, and export writes it back from there); parents come from
+//!   `parent` (an id, a list of ids
 //!   in the given order, or null); `from` = `agent` (else the agent in the file name),
 //!   `to` = `next_agent`, `summary` = `summary`, `note` = `next_task`, `created` = the file
 //!   name's timestamp. Every frontmatter key is kept as `frontmatter.<key>` (lists joined
@@ -152,6 +154,12 @@ pub fn plan(path: &Path) -> Result<Plan> {
     };
     add_fingerprints(&mut plan);
     Ok(plan)
+}
+
+/// The time a handoff file's name (`<TS>-<rest>`, without `.md`) starts with, as import
+/// reads it; `None` when it has none.
+pub(crate) fn file_name_time(stem: &str) -> Option<SystemTime> {
+    name_timestamp(stem)?.ok().map(|(t, _)| t)
 }
 
 /// Metadata keys of what an imported handoff says about itself, whatever its format:

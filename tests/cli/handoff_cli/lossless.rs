@@ -31,6 +31,18 @@ fn history(env: &Env) -> Vec<Shown> {
     out
 }
 
+/// The files directly in `dir`, by name.
+fn files_in(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fs::read_dir(dir)
+        .expect("read_dir")
+        .map(|e| {
+            let e = e.expect("entry");
+            let name = e.file_name().into_string().expect("name");
+            (name, fs::read(e.path()).expect("read"))
+        })
+        .collect()
+}
+
 /// A fresh store with `dir` imported into it.
 fn imported(dir: &Path) -> (Env, Value) {
     let env = Env::new();
@@ -133,4 +145,136 @@ fn prowl_export_keeps_bundles_that_share_a_time_and_agents() {
         meta(&bundles[1].2, "import.source"),
         "archive/2024-01-01T00-00-00Z-claude-to-codex-2.md"
     );
+}
+
+/// What a re-import must give back of each bundle: everything but the store's ids.
+fn described(env: &Env, bundles: &[Shown]) -> Vec<Value> {
+    let index: BTreeMap<&str, usize> = bundles
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.0.as_str(), i))
+        .collect();
+    bundles
+        .iter()
+        .map(|(id, parents, show)| {
+            let parents: Vec<usize> = parents.iter().map(|p| index[p.as_str()]).collect();
+            json!({
+                "parents": parents,
+                "from": show["from"],
+                "to": show["to"],
+                "summary": show["summary"],
+                "note": show["note"],
+                "created": show["created"],
+                "metadata": show["metadata"],
+                "files": files_of(show).into_keys().collect::<Vec<_>>(),
+                "handoff.md": cat(env, &format!("{id}:handoff.md")),
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn frontmatter_history_round_trips_with_merges_and_ids() {
+    // plan-1 <- api-2, plan-1 <- ui-3, [ui-3, api-2] <- review-4: a merge.
+    let fixture = super::import::fixture("frontmatter");
+    let (env, _) = imported(Path::new(&fixture));
+    let before = history(&env);
+    assert_eq!(before.len(), 4);
+    let out = env.path().join("out");
+    let doc = export_history(&env, "frontmatter", &out);
+    // Every bundle once, parents first, under the names the protocol gave them.
+    let exported: Vec<&str> = doc["bundles"]
+        .as_array()
+        .expect("bundles")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(exported.len(), 4, "{doc}");
+    assert_eq!(exported.last(), Some(&before[3].0.as_str()));
+    let mut names: Vec<String> = fs::read_dir(&out)
+        .expect("out")
+        .map(|e| e.expect("entry").file_name().into_string().expect("name"))
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = fs::read_dir(&fixture)
+        .expect("fixture")
+        .map(|e| e.expect("entry").file_name().into_string().expect("name"))
+        .collect();
+    want.sort();
+    assert_eq!(names, want);
+    let review = fs::read_to_string(out.join("2024-06-03T15-10-00-reviewer.md")).expect("read");
+    assert!(
+        review.starts_with("---\nid: \"review-4\"\nparent: [\"ui-3\", \"api-2\"]\n"),
+        "{review}"
+    );
+    assert_eq!(review.matches("\n---\n").count(), 1, "one frontmatter: {review}");
+
+    // Re-imported: the same bundles, their ids included (same content, same parents).
+    let (fresh, _) = imported(&out);
+    let after = history(&fresh);
+    assert_eq!(described(&fresh, &after), described(&env, &before));
+    let ids = |h: &[Shown]| h.iter().map(|b| b.0.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&after), ids(&before));
+    for (id, _, show) in &after {
+        let text = cat(&fresh, &format!("{id}:handoff.md"));
+        assert!(!text.starts_with("---"), "{}: {text}", meta(show, "frontmatter.id"));
+    }
+    // And again: the second export is the first, byte for byte.
+    let again = fresh.path().join("again");
+    export_history(&fresh, "frontmatter", &again);
+    assert_eq!(files_in(&again), files_in(&out));
+}
+
+#[test]
+fn frontmatter_export_of_saved_handoffs_walks_every_parent() {
+    // Two saved handoffs merged by a third: the export names each file as the protocol
+    // does (`<%Y-%m-%dT%H-%M-%S>-<agent>.md`, no zone) and keeps both branches.
+    let env = Env::new();
+    env.init();
+    let ws = env.write_tree("ws", &[("f.txt", b"x\n")]);
+    let brief = env.path().join("brief.md");
+    fs::write(&brief, VALID_BRIEF).expect("write");
+    let save = |from: &str| {
+        ok(
+            baton_in(
+                &env,
+                &ws,
+                &["save", "--brief", &s(&brief), "--from", from, "--to", "next"],
+            ),
+            "save",
+        )
+        .trim()
+        .to_string()
+    };
+    let a = save("ann");
+    let b = save("bob");
+    env.ok(&["reset", &a]);
+    let c = save("cy");
+    let merged = json_ok(&env, &["merge", &b]);
+    let head = json_ok(&env, &["show", "current"]);
+    assert_eq!(
+        head["parents"].as_array().map(Vec::len),
+        Some(2),
+        "{merged} {head}"
+    );
+    let out = env.path().join("out");
+    let doc = export_history(&env, "frontmatter", &out);
+    let exported: BTreeSet<&str> = doc["bundles"]
+        .as_array()
+        .expect("bundles")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for id in [&a, &b, &c] {
+        assert!(exported.contains(id.as_str()), "{id} missing: {doc}");
+    }
+    for name in doc["files"].as_array().expect("files") {
+        let name = name.as_str().unwrap_or_default();
+        assert!(!name.contains('Z'), "{name}");
+        assert!(name.ends_with(".md"), "{name}");
+    }
+    let (fresh, _) = imported(&out);
+    let after = history(&fresh);
+    assert_eq!(after.len(), exported.len());
+    assert_eq!(after.last().map(|b| b.1.len()), Some(2), "the merge keeps both parents");
 }
