@@ -49,7 +49,7 @@ pub fn run(ctx: &Ctx, path: &Path, secrets_mode: SecretsMode) -> Result<Outcome>
             show_short(current)
         )
     };
-    let human = if !human.is_empty() && !found.is_empty() {
+    let mut human = if !human.is_empty() && !found.is_empty() {
         format!(
             "{human}; redacted secrets ({})",
             capture::describe_counts(&found)
@@ -57,6 +57,13 @@ pub fn run(ctx: &Ctx, path: &Path, secrets_mode: SecretsMode) -> Result<Outcome>
     } else {
         human
     };
+    // Shown even with -q: each is input that was read past, not imported.
+    for warning in &plan.warnings {
+        if !human.is_empty() {
+            human.push('\n');
+        }
+        human.push_str(&format!("warning: {warning}"));
+    }
     Ok(Outcome::new(
         human,
         json!({
@@ -64,6 +71,7 @@ pub fn run(ctx: &Ctx, path: &Path, secrets_mode: SecretsMode) -> Result<Outcome>
             "bundles": imported,
             "already_imported": skipped,
             "secrets": found,
+            "warnings": plan.warnings,
         }),
     ))
 }

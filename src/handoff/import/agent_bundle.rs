@@ -60,6 +60,7 @@ pub(super) fn plan_agent_bundles(input: &Path, dirs: &[PathBuf], several: bool) 
         // A lone bundle's parent is outside the plan: kept in metadata only.
         bundles[0].parents.clear();
         return Ok(Plan {
+            warnings: Vec::new(),
             format: Format::AgentBundle,
             bundles,
         });
@@ -83,6 +84,7 @@ pub(super) fn plan_agent_bundles(input: &Path, dirs: &[PathBuf], several: bool) 
             }
         }
         return Ok(Plan {
+            warnings: Vec::new(),
             format: Format::AgentBundle,
             bundles: out,
         });
@@ -91,6 +93,7 @@ pub(super) fn plan_agent_bundles(input: &Path, dirs: &[PathBuf], several: bool) 
     let order = topological_order(&node_refs, "bundle")?;
     let mut slots: Vec<Option<PlannedBundle>> = bundles.into_iter().map(Some).collect();
     Ok(Plan {
+        warnings: Vec::new(),
         format: Format::AgentBundle,
         bundles: order.into_iter().filter_map(|i| slots[i].take()).collect(),
     })

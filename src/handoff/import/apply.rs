@@ -189,6 +189,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let store = Store::init(&tmp.path().join("s")).unwrap();
         let plan = Plan {
+            warnings: Vec::new(),
             format: Format::Frontmatter,
             bundles: vec![planned("one", &[]), planned("two", &["one"])],
         };

@@ -65,6 +65,7 @@ pub(super) fn plan_frontmatter(dir: &Path) -> Result<Plan> {
         parsed.into_iter().map(|f| Some(f.bundle)).collect();
     let bundles = order.into_iter().filter_map(|i| slots[i].take()).collect();
     Ok(Plan {
+        warnings: Vec::new(),
         format: Format::Frontmatter,
         bundles,
     })

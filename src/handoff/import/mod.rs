@@ -10,7 +10,9 @@
 //!   before `<ts>`). Every bundle holds its briefing as `handoff.md`; the last one also
 //!   `context.md` and `log.md`; a `sessions/<ts>-*` excerpt goes to the first bundle
 //!   created at or after `<ts>` (else the last). `from`/`to` come from the archive file
-//!   name, for `current.md` from the last `log.md` line; the summary is the first line of
+//!   name, for `current.md` from the last `log.md` transition line (`<time> [handoff]
+//!   <from> -> <to>`, `→` too, as a list item or not; one that names a transition but
+//!   cannot be read is a [`Plan::warnings`] entry); the summary is the first line of
 //!   the `## Objective` section; `created` is the file-name (or log line) timestamp.
 //! - **frontmatter**: a folder of `<TS>-<agent>.md` files with flat YAML frontmatter
 //!   (PATH is the folder, or a project holding `.local/handoff/`). Each file is a bundle
@@ -132,6 +134,9 @@ pub struct PlannedBundle {
 pub struct Plan {
     pub format: Format,
     pub bundles: Vec<PlannedBundle>,
+    /// What was read past without failing the import (`path:line: message`): a prowl
+    /// `log.md` line that names a transition but cannot be read.
+    pub warnings: Vec<String>,
 }
 
 const LAYOUTS: &str = "recognised layouts: a `.prowl/handoff/` directory (or a project \

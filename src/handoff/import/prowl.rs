@@ -10,7 +10,8 @@ use regex::Regex;
 
 use crate::error::{Error, IoContext, Result};
 
-/// One transition line of `log.md`: `<time> handoff <from> -> <to> (<file>)`.
+/// One transition line of `log.md`: `<time> handoff <from> -> <to> (<file>)`, or as
+/// prowl writes it, `- <time>  <from> → <to>  pane=...` (a list item, no `handoff`).
 struct LogLine {
     time: SystemTime,
     from: String,
@@ -20,35 +21,75 @@ struct LogLine {
 }
 
 static LOG_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(\S+)\s+handoff\s+(\S+)\s*->\s*(\S+)(?:\s+\((?P<file>.*)\))?\s*$")
-        .expect("valid regex")
+    Regex::new(concat!(
+        r"^(?P<time>\S+)\s+(?:handoff\s+)?(?P<from>\S+?)\s*(?:->|→)\s*(?P<to>[^\s(]+)",
+        r"(?:\s*\((?P<file>[^)]*)\))?(?:\s.*)?$",
+    ))
+    .expect("valid regex")
 });
 
-/// The transition lines of `log.md`, in file order; other lines are free text, skipped.
-fn read_log(dir: &Path) -> Result<Vec<LogLine>> {
+/// The transition lines of `log.md`, in file order, and a warning (`path:line: ...`) for
+/// each line that names a transition (an arrow, or `handoff` after a time) but cannot
+/// be read; other lines (headings, `save` events, free text) are skipped.
+fn read_log(dir: &Path) -> Result<(Vec<LogLine>, Vec<String>)> {
     let path = dir.join("log.md");
     if !path.exists() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     let bytes = read_regular(&path)?;
     let mut out = Vec::new();
+    let mut warnings = Vec::new();
     for (i, line) in text(&path, &bytes)?.lines().enumerate() {
-        let Some(c) = LOG_LINE.captures(line.trim()) else {
+        let item = list_item(line.trim());
+        // A note is free text: an arrow in it names no transition.
+        let said = item.split_once(" note=").map_or(item, |(before, _)| before);
+        let warn = |why: &str| {
+            format!(
+                "{}:{}: log line names a transition but cannot be read ({why}); skipped",
+                path.display(),
+                i + 1
+            )
+        };
+        let Some(c) = LOG_LINE.captures(said) else {
+            let mut words = said.split_whitespace();
+            let timed_handoff = words.next().is_some_and(|w| full_timestamp(w).is_some())
+                && words.next() == Some("handoff");
+            if !item.starts_with('#') && (said.contains("->") || said.contains('→') || timed_handoff)
+            {
+                warnings.push(warn("expected `<time> [handoff] <from> -> <to>`"));
+            }
             continue;
         };
-        let time = match full_timestamp(&c[1]) {
+        let time = match full_timestamp(&c["time"]) {
             Some(Ok(t)) => t,
-            Some(Err(msg)) => return Err(line_error(&path, i + 1, msg)),
-            None => continue,
+            Some(Err(msg)) => {
+                warnings.push(warn(&msg));
+                continue;
+            }
+            None => {
+                warnings.push(warn(&format!(
+                    "`{}` is not a timestamp like 2024-05-01T10:00:00Z",
+                    &c["time"]
+                )));
+                continue;
+            }
         };
         out.push(LogLine {
             time,
-            from: c[2].to_string(),
-            to: c[3].to_string(),
+            from: c["from"].to_string(),
+            to: c["to"].to_string(),
             file: c.name("file").map(|m| m.as_str().trim().to_string()),
         });
     }
-    Ok(out)
+    Ok((out, warnings))
+}
+
+/// A Markdown list item's text (`- x`, `* x`, `+ x`), else the line.
+fn list_item(line: &str) -> &str {
+    ["- ", "* ", "+ "]
+        .iter()
+        .find_map(|m| line.strip_prefix(m))
+        .map_or(line, str::trim_start)
 }
 
 /// The stem of an archived briefing that `current.md` was replaced by a newer one.
@@ -69,7 +110,7 @@ pub(super) fn plan_prowl(dir: &Path) -> Result<Plan> {
         from: String,
         to: String,
     }
-    let log = read_log(dir)?;
+    let (log, warnings) = read_log(dir)?;
     let mut briefings = Vec::new();
     let archive = dir.join("archive");
     if archive.is_dir() {
@@ -227,6 +268,7 @@ pub(super) fn plan_prowl(dir: &Path) -> Result<Plan> {
     Ok(Plan {
         format: Format::Prowl,
         bundles,
+        warnings,
     })
 }
 
@@ -361,6 +403,57 @@ mod tests {
         // The handoff directory itself gives the same plan.
         assert_eq!(detect(&dir).unwrap(), Format::Prowl);
         assert_eq!(super::plan(&dir).unwrap(), plan);
+    }
+
+    #[test]
+    fn log_lines_as_list_items_with_either_arrow_and_warnings_for_the_unreadable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        write(
+            dir,
+            "log.md",
+            "# Handoff log\n\n\
+             - 2026-11-20T10:00:00 claude -> codex\n\
+             - 2026-11-20T11:00:00Z  codex → gemini  pane=p2  preparation=completed  note=\"a -> b\"\n\
+             * 2026-11-20T12:00:00Z handoff gemini->claude (current.md)\n\
+             - 2026-11-20T12:30:00Z  save  agent=claude  repos=1  note=\"moved x -> y\"\n\
+             - 2026-13-40T10:00:00Z claude -> codex\n\
+             - yesterday claude -> codex\n\
+             - 2026-11-20T13:00:00Z handoff claude\n\
+             Free text, no transition.\n",
+        );
+        write(
+            dir,
+            "archive/2026-11-20T11-00-00Z-replaced-current.md",
+            "## Objective\nold\n",
+        );
+        write(dir, "current.md", "## Objective\nnew\n");
+        let (log, warnings) = read_log(dir).unwrap();
+        let read: Vec<(&str, &str)> = log
+            .iter()
+            .map(|l| (l.from.as_str(), l.to.as_str()))
+            .collect();
+        assert_eq!(
+            read,
+            [("claude", "codex"), ("codex", "gemini"), ("gemini", "claude")]
+        );
+        assert_eq!(log[0].time, at("2026-11-20T10:00:00Z"), "no zone is UTC");
+        assert_eq!(log[2].file.as_deref(), Some("current.md"));
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        for (w, line) in warnings.iter().zip([7, 8, 9]) {
+            assert!(w.contains(&format!("log.md:{line}: log line names a transition")), "{w}");
+        }
+        assert!(warnings[0].contains("not a valid time"), "{}", warnings[0]);
+        assert!(warnings[1].contains("`yesterday` is not a timestamp"), "{}", warnings[1]);
+
+        let plan = plan(dir).unwrap();
+        assert_eq!(plan.warnings, warnings);
+        let [old, new] = &plan.bundles[..] else {
+            panic!()
+        };
+        assert_eq!((old.from.as_str(), old.to.as_str()), ("claude", "codex"));
+        assert_eq!((new.from.as_str(), new.to.as_str()), ("gemini", "claude"));
+        assert_eq!(new.created, Some(at("2026-11-20T12:00:00Z")));
     }
 
     #[test]

@@ -278,3 +278,53 @@ fn frontmatter_export_of_saved_handoffs_walks_every_parent() {
     assert_eq!(after.len(), exported.len());
     assert_eq!(after.last().map(|b| b.1.len()), Some(2), "the merge keeps both parents");
 }
+
+#[test]
+fn prowl_log_list_items_are_read_and_unreadable_ones_are_warnings() {
+    // log.md as prowl writes it: list items, `→`, no `handoff`, fields after the agents.
+    let env = Env::new();
+    env.init();
+    let dir = env.write_tree(
+        "p/.prowl/handoff",
+        &[
+            (
+                "log.md",
+                "# Handoff log\n\n\
+                 - 2026-11-20T10:00:00Z  save  agent=claude  repos=1  changed=2\n\
+                 - 2026-11-20T10:00:00 claude -> codex\n\
+                 - 2026-11-20T11:30:00Z  codex → gemini  pane=p2  preparation=completed\n\
+                 - 2026-11-20T1200 gemini -> claude\n"
+                    .as_bytes(),
+            ),
+            (
+                "archive/2026-11-20T10-00-00-claude-to-codex.md",
+                b"## Objective\nfirst\n",
+            ),
+            ("current.md", b"## Objective\nsecond\n"),
+        ],
+    );
+    let doc = json_ok(&env, &["import-handoff", &s(&dir)]);
+    let warnings = doc["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{doc}");
+    let warning = warnings[0].as_str().unwrap_or_default();
+    assert!(
+        warning.contains("log.md:6: log line names a transition but cannot be read"),
+        "{warning}"
+    );
+    let bundles = history(&env);
+    assert_eq!(bundles.len(), 2);
+    let current = &bundles[1].2;
+    assert_eq!((field(current, "from"), field(current, "to")), ("codex", "gemini"));
+    assert_eq!(field(current, "created"), "2026-11-20T11:30:00Z");
+
+    // The text output says it too, and the import is not an error.
+    let again = Env::new();
+    again.init();
+    let out = baton_in(&again, again.path(), &["import-handoff", &s(&dir)]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("\nwarning: ") && stdout(&out).contains("log.md:6:"),
+        "{}",
+        stdout(&out)
+    );
+}
