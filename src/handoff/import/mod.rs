@@ -9,7 +9,9 @@
 //!   transition at `<ts>` (it sorts before it; from/to/created from the `log.md` line
 //!   before `<ts>`). Every bundle holds its briefing as `handoff.md`; the last one also
 //!   `context.md` and `log.md`; a `sessions/<ts>-*` excerpt goes to the first bundle
-//!   created at or after `<ts>` (else the last). `from`/`to` come from the archive file
+//!   created at or after `<ts>` (else the last), its header fields (agent, session,
+//!   confidence, transcript path, ...) into that bundle's metadata as
+//!   `prowl.session.<name>.<field>`. `from`/`to` come from the archive file
 //!   name, for `current.md` from the last `log.md` transition line (`<time> [handoff]
 //!   <from> -> <to>`, `→` too, as a list item or not; one that names a transition but
 //!   cannot be read is a [`Plan::warnings`] entry); the summary is the first line of

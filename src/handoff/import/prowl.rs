@@ -244,12 +244,15 @@ pub(super) fn plan_prowl(dir: &Path) -> Result<Plan> {
                 }
             }
         }
+        let mut metadata = import_metadata(Format::Prowl, &b.source);
+        for (rel, bytes) in &excerpts {
+            session_fields(rel, bytes, &mut metadata);
+        }
         files.extend(excerpts);
         let parents = bundles
             .last()
             .map(|p| vec![p.key.clone()])
             .unwrap_or_default();
-        let mut metadata = import_metadata(Format::Prowl, &b.source);
         if b.order.1 == 0 {
             metadata.insert("prowl.replaced".into(), "true".into());
         }
@@ -270,6 +273,65 @@ pub(super) fn plan_prowl(dir: &Path) -> Result<Plan> {
         bundles,
         warnings,
     })
+}
+
+/// The metadata key prefix of a session excerpt's fields:
+/// `prowl.session.<name>.<field>`, `<name>` being its path below `sessions/` without
+/// `.md`.
+pub(super) const SESSION: &str = "prowl.session.";
+
+/// The names a session excerpt's header gives its fields (lowercase), and the metadata
+/// field each becomes.
+const SESSION_FIELDS: &[(&str, &str)] = &[
+    ("agent", "agent"),
+    ("session id", "session"),
+    ("session", "session"),
+    ("session_id", "session"),
+    ("confidence", "confidence"),
+    ("native transcript", "path"),
+    ("transcript", "path"),
+    ("transcript path", "path"),
+    ("path", "path"),
+    ("pane", "pane"),
+    ("source", "source"),
+    ("captured", "captured"),
+];
+
+/// Record the header fields of the session excerpt `rel` (`sessions/...`) in `metadata`:
+/// the `- Key: value` lines prowl writes above the excerpt itself (`- Agent: codex`,
+/// `- Session ID: ...`, `- Confidence: high`, `- Native transcript: /path`), read up to
+/// the first `##` heading or code fence so the terminal text is never taken for one. A
+/// value prowl wrote as `unknown` is no value.
+fn session_fields(rel: &str, bytes: &[u8], metadata: &mut BTreeMap<String, String>) {
+    let Some(name) = rel
+        .strip_prefix("sessions/")
+        .and_then(|n| n.strip_suffix(".md"))
+    else {
+        return;
+    };
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return;
+    };
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with("##") || line.starts_with("```") || line.starts_with("~~~") {
+            break;
+        }
+        let Some((key, value)) = list_item(line).split_once(':') else {
+            continue;
+        };
+        let key = key.trim().to_ascii_lowercase();
+        let value = value.trim();
+        let Some((_, field)) = SESSION_FIELDS.iter().find(|(k, _)| *k == key) else {
+            continue;
+        };
+        if value.is_empty() || value.eq_ignore_ascii_case("unknown") {
+            continue;
+        }
+        metadata
+            .entry(format!("{SESSION}{name}.{field}"))
+            .or_insert_with(|| value.to_string());
+    }
 }
 
 /// `rest` (the part of the archive file's `stem` after its timestamp) without the
@@ -454,6 +516,45 @@ mod tests {
         assert_eq!((old.from.as_str(), old.to.as_str()), ("claude", "codex"));
         assert_eq!((new.from.as_str(), new.to.as_str()), ("gemini", "claude"));
         assert_eq!(new.created, Some(at("2026-11-20T12:00:00Z")));
+    }
+
+    #[test]
+    fn session_excerpt_fields_are_metadata() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        // As prowl's HandoffStore renders a session context.
+        write(
+            dir,
+            "sessions/2026-11-20T09-59-00-p1.md",
+            "# Handoff Session Context\n\n- Captured: 2026-11-20T09:59:00Z\n\
+             - Agent: claude\n- Session ID: 5f0c1d2e\n- Pane: p1 (editor)\n\
+             - Source: hook\n- Confidence: high\n\
+             - Native transcript: /home/dev/.claude/projects/x/5f0c1d2e.jsonl\n\n\
+             ## Terminal Excerpt\n\n````text\nAgent: not a field\n````\n",
+        );
+        write(
+            dir,
+            "sessions/2026-11-20T09-58-00-p2.md",
+            "# Handoff Session Context\n\n- Agent: unknown\n- Session ID: unknown\n\
+             - Confidence: low\n",
+        );
+        write(dir, "current.md", "## Objective\nx\n");
+        let plan = plan(dir).unwrap();
+        let m = &plan.bundles[0].metadata;
+        let p1 = |f: &str| m[&format!("{SESSION}2026-11-20T09-59-00-p1.{f}")].as_str();
+        assert_eq!(p1("agent"), "claude");
+        assert_eq!(p1("session"), "5f0c1d2e");
+        assert_eq!(p1("confidence"), "high");
+        assert_eq!(p1("path"), "/home/dev/.claude/projects/x/5f0c1d2e.jsonl");
+        assert_eq!(p1("pane"), "p1 (editor)");
+        assert_eq!(p1("source"), "hook");
+        assert_eq!(p1("captured"), "2026-11-20T09:59:00Z");
+        let p2: Vec<&str> = m
+            .keys()
+            .filter(|k| k.contains("-p2."))
+            .map(String::as_str)
+            .collect();
+        assert_eq!(p2, [format!("{SESSION}2026-11-20T09-58-00-p2.confidence")]);
     }
 
     #[test]

@@ -328,3 +328,39 @@ fn prowl_log_list_items_are_read_and_unreadable_ones_are_warnings() {
         stdout(&out)
     );
 }
+
+#[test]
+fn prowl_session_excerpt_fields_become_metadata() {
+    // A session excerpt as prowl writes it, before the transition that ends its work.
+    let env = Env::new();
+    env.init();
+    let dir = env.write_tree(
+        "p/.prowl/handoff",
+        &[
+            (
+                "log.md",
+                b"# Handoff log\n\n- 2026-11-20T10:00:00Z  claude \xe2\x86\x92 codex  pane=p1\n",
+            ),
+            (
+                "sessions/2026-11-20T09-59-00-p1.md",
+                b"# Handoff Session Context\n\n- Captured: 2026-11-20T09:59:00Z\n\
+                  - Agent: claude\n- Session ID: 5f0c1d2e-77aa\n- Pane: p1\n\
+                  - Source: hook\n- Confidence: high\n\
+                  - Native transcript: /home/dev/.claude/projects/w/5f0c1d2e-77aa.jsonl\n\n\
+                  ## Terminal Excerpt\n\n````text\n$ cargo test\n````\n",
+            ),
+            ("current.md", b"## Objective\nship\n"),
+        ],
+    );
+    json_ok(&env, &["import-handoff", &s(&dir)]);
+    let show = json_ok(&env, &["show", "current"]);
+    let key = |f: &str| format!("prowl.session.2026-11-20T09-59-00-p1.{f}");
+    assert_eq!(meta(&show, &key("agent")), "claude", "{show}");
+    assert_eq!(meta(&show, &key("session")), "5f0c1d2e-77aa");
+    assert_eq!(meta(&show, &key("confidence")), "high");
+    assert_eq!(
+        meta(&show, &key("path")),
+        "/home/dev/.claude/projects/w/5f0c1d2e-77aa.jsonl"
+    );
+    assert!(files_of(&show).contains_key("sessions/2026-11-20T09-59-00-p1.md"));
+}
