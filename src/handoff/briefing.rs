@@ -131,10 +131,27 @@ fn wrong_level(text: &str, title: &str) -> Option<String> {
 pub fn invalid(message: String) -> Error {
     // The hint spans several lines (it holds the skeleton); the message stays on one line
     // because the CLI prints the message first and the hint after it.
-    Error::usage(message).with_hint(format!(
-        "write the briefing as markdown with these '## ' sections, for example:\n\n{}",
+    Error::usage(message).with_hint(skeleton_hint())
+}
+
+/// The hint of every refused or missing briefing: the skeleton as a shell heredoc, which
+/// an agent can run as printed after filling it in (`--brief -` reads stdin).
+pub fn skeleton_hint() -> String {
+    format!(
+        "write the briefing as markdown with these '## ' sections, for example (--brief - \
+         reads it from stdin):\n\nbaton handoff --to AGENT --brief - <<'EOF'\n{}EOF\n",
         skeleton()
-    ))
+    )
+}
+
+/// `baton handoff` given neither `--brief` nor `--no-brief`: the one-line error, and the
+/// skeleton in the hint, as for a refused briefing.
+pub fn missing() -> Error {
+    invalid(
+        "a handoff needs a briefing: --brief FILE (or --brief - for stdin), or --no-brief for \
+         workspace evidence only"
+            .into(),
+    )
 }
 
 fn title_key(title: &str) -> String {

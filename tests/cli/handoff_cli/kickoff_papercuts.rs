@@ -1,5 +1,5 @@
 //! Handoff CLI: kickoff papercuts of issue 29: the sender inferred from the transcript's
-//! harness.
+//! harness, and `handoff` without a briefing flag answered with the skeleton.
 
 use super::transcripts::plant_session;
 use super::*;
@@ -95,4 +95,62 @@ fn from_is_the_transcripts_harness_unless_given() {
     assert_eq!(code(&out), 0, "{saved}");
     let show = json_in(&env, &ws, &["show", saved["bundle"].as_str().expect("id")]);
     assert_eq!(show["from"], "", "{show}");
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. `handoff` with neither --brief nor --no-brief: the skeleton, as for a bad briefing
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn handoff_without_a_briefing_flag_prints_the_skeleton() {
+    let env = Env::new();
+    let (ws, _) = workspace(&env);
+    let before = snapshot_files(&ws.join(".baton"));
+    let bad = env.path().join("bad.md");
+    fs::write(&bad, "# Handoff\n\n## Objective\n\nShip.\n").expect("write");
+    let refused = baton_in(&env, &ws, &["save", "--brief", &s(&bad)]);
+    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+    let skeleton_of = |err: &str| err.split_once('\n').map(|(_, rest)| rest.to_string());
+    let expected = skeleton_of(&stderr(&refused)).expect("a skeleton after the error line");
+    assert!(
+        expected.contains("--brief - <<'EOF'\n# Handoff\n") && expected.contains("\nEOF"),
+        "the skeleton is a heredoc:\n{expected}"
+    );
+
+    let out = baton_in(&env, &ws, &["handoff", "--to", "codex"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    let err = stderr(&out);
+    let first = err.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("error: a handoff needs a briefing: --brief FILE")
+            && first.contains("--no-brief"),
+        "one error line first:\n{err}"
+    );
+    assert!(!err.contains("Usage:"), "not clap's usage error:\n{err}");
+    assert_eq!(skeleton_of(&err), Some(expected.clone()), "{err}");
+    assert_eq!(snapshot_files(&ws.join(".baton")), before, "store unchanged");
+
+    // --json: one document, the error with the skeleton in its hint.
+    let out = baton_in(&env, &ws, &["--json", "handoff", "--to", "codex"]);
+    assert_eq!(code(&out), 2);
+    let d = doc(&out);
+    assert_eq!(d["ok"], false, "{d}");
+    assert_eq!(d["error"]["code"], "usage", "{d}");
+    assert_eq!(d["error"]["exit_code"], 2, "{d}");
+    let hint = d["error"]["hint"].as_str().expect("hint");
+    assert!(
+        hint.contains("<<'EOF'\n# Handoff\n\n## Objective\n") && hint.contains("## Next Steps\n"),
+        "{hint}"
+    );
+    assert_eq!(snapshot_files(&ws.join(".baton")), before, "store unchanged");
+
+    // Both flags at once stays clap's refusal.
+    let brief = env.path().join("brief.md");
+    let out = baton_in(
+        &env,
+        &ws,
+        &["handoff", "--to", "codex", "--brief", &s(&brief), "--no-brief"],
+    );
+    assert_eq!(code(&out), 2);
 }
