@@ -95,6 +95,31 @@ impl Briefing {
     }
 }
 
+/// The level-2 sections of any markdown document (an imported handoff's own file, which
+/// need not be a valid briefing), normalized and found as a briefing's are.
+pub fn sections_of(text: &str) -> Vec<Section> {
+    sections(&normalize(text))
+}
+
+/// `all` without the first section of each title in `placed` (matched as
+/// [`Briefing::section`] matches titles): what is left when those are shown by name, in
+/// document order.
+pub fn others<'a>(all: &'a [Section], placed: &[&str]) -> Vec<&'a Section> {
+    let mut unplaced: Vec<String> = placed.iter().map(|t| title_key(t)).collect();
+    all.iter()
+        .filter(|s| {
+            let key = title_key(&s.title);
+            match unplaced.iter().position(|k| *k == key) {
+                Some(i) => {
+                    unplaced.swap_remove(i);
+                    false
+                }
+                None => true,
+            }
+        })
+        .collect()
+}
+
 /// A valid briefing with the required sections and short prompts, for `baton` to offer
 /// when an agent has none or wrote an invalid one.
 pub fn skeleton() -> &'static str {

@@ -1,6 +1,9 @@
 //! Handoff CLI: kickoff papercuts of issue 29: the sender inferred from the transcript's
-//! harness, and `handoff` without a briefing flag answered with the skeleton.
+//! harness, every briefing section on the kickoff, and `handoff` without a briefing flag
+//! answered with the skeleton.
 
+use super::budget::kickoff_text;
+use super::import::fixture;
 use super::transcripts::plant_session;
 use super::*;
 
@@ -153,4 +156,73 @@ fn handoff_without_a_briefing_flag_prints_the_skeleton() {
         &["handoff", "--to", "codex", "--brief", &s(&brief), "--no-brief"],
     );
     assert_eq!(code(&out), 2);
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. Every section of the briefing reaches the kickoff
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn every_briefing_section_reaches_the_kickoff() {
+    let env = Env::new();
+    let (ws, _) = workspace(&env);
+    let brief = env.path().join("full.md");
+    fs::write(
+        &brief,
+        "# Handoff\n\n## Objective\n\nShip the parser.\n\n## Context\n\nThe old parser is \
+         regex based.\n\n## What Has Been Done\n\n- Lexer written and tested.\n\n\
+         ## Current State\n\nParser half done.\n\n## Next Steps\n\n1. Finish the grammar.\n\n\
+         ## Acceptance Criteria\n\n- All golden tests pass.\n\n## Notes\n\nAsk Bob about \
+         unicode.\n",
+    )
+    .expect("write");
+    ok(
+        baton_in(&env, &ws, &["save", "--brief", &s(&brief), "--to", "codex"]),
+        "save",
+    );
+    let text = kickoff_text(&json_in(&env, &ws, &["resume"]));
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} not on the kickoff:\n{text}"))
+    };
+    // Known sections in the kickoff's order, the others after them in the briefing's.
+    let order = [
+        at("## Next Steps\n1. Finish the grammar.\n"),
+        at("## Current State\nParser half done.\n"),
+        at("## What Has Been Done\n- Lexer written and tested.\n"),
+        at("## Objective\nShip the parser.\n"),
+        at("## Context\nThe old parser is regex based.\n"),
+        at("## Acceptance Criteria\n- All golden tests pass.\n"),
+        at("## Notes\nAsk Bob about unicode.\n"),
+        at("## Workspace\n"),
+    ];
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "order:\n{text}");
+    assert!(!text.contains("(not in this handoff)"), "{text}");
+
+    // A small budget drops the lowest sections whole, named with the command to read them.
+    let small = kickoff_text(&json_in(&env, &ws, &["resume", "--budget", "150"]));
+    assert!(small.contains("## Left out to fit the budget\n"), "{small}");
+    assert!(small.contains("Notes"), "{small}");
+    assert!(small.contains(": baton cat "), "{small}");
+
+    // A frontmatter handoff: its Context, Output and Acceptance Criteria reach the page;
+    // only the Current State it really lacks is "not in this handoff".
+    let env = Env::new();
+    env.init();
+    let dir = env.path().join("handoffs");
+    fs::create_dir_all(&dir).expect("mkdir");
+    let planner = "2024-06-03T09-00-00-planner.md";
+    fs::copy(Path::new(&fixture("frontmatter")).join(planner), dir.join(planner)).expect("copy");
+    json_ok(&env, &["import-handoff", &s(&dir)]);
+    let text = kickoff_text(&json_ok(&env, &["resume"]));
+    for needle in [
+        "## Next Steps\nImplement GET /reports/{id}/export.csv with streaming output\n",
+        "## Context\nUsers need to export monthly reports as CSV.",
+        "## Output\n- API: `GET /reports/{id}/export.csv`",
+        "## Acceptance Criteria\n- A 200k-row report exports in under 5 s with constant memory.\n",
+        "## Current State\n(not in this handoff)\n",
+    ] {
+        assert!(text.contains(needle), "{needle:?} not on the kickoff:\n{text}");
+    }
+    assert_eq!(text.matches("(not in this handoff)").count(), 2, "{text}");
 }
