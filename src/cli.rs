@@ -263,13 +263,9 @@ pub struct HandoffArgs {
     /// The agent (or person) taking over
     #[arg(long, value_name = "AGENT")]
     pub to: String,
-    /// The briefing (handoff.md) from FILE, or - for stdin
-    #[arg(
-        long,
-        value_name = "FILE",
-        required_unless_present = "no_brief",
-        conflicts_with = "no_brief"
-    )]
+    /// The briefing (handoff.md) from FILE, or - for stdin (this or --no-brief is
+    /// required; without either, the briefing skeleton is printed)
+    #[arg(long, value_name = "FILE", conflicts_with = "no_brief")]
     pub brief: Option<String>,
     /// Hand off workspace evidence (and the transcript) only, without a briefing
     #[arg(long)]

@@ -11,6 +11,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::output::Outcome;
 
 pub fn run(ctx: &Ctx, args: &HandoffArgs) -> Result<Outcome> {
+    // Checked here, not by clap, so that the answer carries the briefing skeleton.
+    if args.brief.is_none() && !args.no_brief {
+        return Err(crate::handoff::briefing::missing());
+    }
     let save = SaveArgs {
         dir: args.workspace.clone(),
         brief: args.brief.clone(),

@@ -410,6 +410,13 @@ fn save_handoff_started(
         to,
         mut metadata,
     } = fields;
+    // Without --from (or BATON_FROM) the sender is the harness whose session is the
+    // transcript: the label is `HARNESS:SESSION`, HARNESS as `Harness::name` gives it.
+    let from = if from.is_empty() {
+        harness_of(metadata.get("transcript.source")).unwrap_or(from)
+    } else {
+        from
+    };
     metadata.insert("kind".into(), "handoff".into());
     metadata.insert("workspace".into(), workspace_text);
     if !assembled.evidence.partial.is_empty() {
@@ -488,6 +495,13 @@ fn save_handoff_started(
         }),
     );
     Ok((outcome, id))
+}
+
+/// The harness a `transcript.source` label names (`claude-code:SESSION` gives
+/// `claude-code`); `None` for a plain FILE transcript, which has no label.
+fn harness_of(label: Option<&String>) -> Option<String> {
+    let (harness, _) = label?.split_once(':')?;
+    (!harness.is_empty()).then(|| harness.to_string())
 }
 
 fn parse_metadata(pairs: &[String]) -> Result<BTreeMap<String, String>> {

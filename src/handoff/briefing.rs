@@ -95,6 +95,31 @@ impl Briefing {
     }
 }
 
+/// The level-2 sections of any markdown document (an imported handoff's own file, which
+/// need not be a valid briefing), normalized and found as a briefing's are.
+pub fn sections_of(text: &str) -> Vec<Section> {
+    sections(&normalize(text))
+}
+
+/// `all` without the first section of each title in `placed` (matched as
+/// [`Briefing::section`] matches titles): what is left when those are shown by name, in
+/// document order.
+pub fn others<'a>(all: &'a [Section], placed: &[&str]) -> Vec<&'a Section> {
+    let mut unplaced: Vec<String> = placed.iter().map(|t| title_key(t)).collect();
+    all.iter()
+        .filter(|s| {
+            let key = title_key(&s.title);
+            match unplaced.iter().position(|k| *k == key) {
+                Some(i) => {
+                    unplaced.swap_remove(i);
+                    false
+                }
+                None => true,
+            }
+        })
+        .collect()
+}
+
 /// A valid briefing with the required sections and short prompts, for `baton` to offer
 /// when an agent has none or wrote an invalid one.
 pub fn skeleton() -> &'static str {
@@ -131,10 +156,27 @@ fn wrong_level(text: &str, title: &str) -> Option<String> {
 pub fn invalid(message: String) -> Error {
     // The hint spans several lines (it holds the skeleton); the message stays on one line
     // because the CLI prints the message first and the hint after it.
-    Error::usage(message).with_hint(format!(
-        "write the briefing as markdown with these '## ' sections, for example:\n\n{}",
+    Error::usage(message).with_hint(skeleton_hint())
+}
+
+/// The hint of every refused or missing briefing: the skeleton as a shell heredoc, which
+/// an agent can run as printed after filling it in (`--brief -` reads stdin).
+pub fn skeleton_hint() -> String {
+    format!(
+        "write the briefing as markdown with these '## ' sections, for example (--brief - \
+         reads it from stdin):\n\nbaton handoff --to AGENT --brief - <<'EOF'\n{}EOF\n",
         skeleton()
-    ))
+    )
+}
+
+/// `baton handoff` given neither `--brief` nor `--no-brief`: the one-line error, and the
+/// skeleton in the hint, as for a refused briefing.
+pub fn missing() -> Error {
+    invalid(
+        "a handoff needs a briefing: --brief FILE (or --brief - for stdin), or --no-brief for \
+         workspace evidence only"
+            .into(),
+    )
 }
 
 fn title_key(title: &str) -> String {

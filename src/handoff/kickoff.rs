@@ -4,8 +4,9 @@
 //! Blockers when the status is `blocked` / Open Questions when it is `needs_discussion`,
 //! Next Steps, then the briefing's Risks / Watch
 //! Out, Open Questions and Suggested Prompt For Next Agent (when it has them), Recent
-//! turns of the session, Current State, Objective, the workspace comparison, pointers to
-//! the full files. Page order is priority order: when the whole does not fit, sections
+//! turns of the session, Current State, What Has Been Done, Objective, every other
+//! section of the briefing in its order (`Context`, `Acceptance Criteria`, ...), the
+//! workspace comparison, pointers to the full files. Page order is priority order: when the whole does not fit, sections
 //! are dropped whole from the bottom of the page up and named, with the commands that
 //! print them, in a last "Left out" section; only the last section kept may be cut, Next
 //! Steps only once it is alone; every cut ends in a pointer to the full text; the header
@@ -25,6 +26,18 @@ pub const MAX_PATH_CHARS: usize = 72;
 pub const MIN_BUDGET: usize = 100;
 /// The title of the section that names the sections dropped to fit the budget.
 pub const LEFT_OUT: &str = "Left out to fit the budget";
+/// The briefing sections the kickoff shows by name (from [`KickoffInput`]'s fields); any
+/// other section of the briefing comes in [`KickoffInput::more`].
+pub const PLACED_SECTIONS: [&str; 8] = [
+    "Blockers",
+    "Next Steps",
+    "Risks / Watch Out",
+    "Open Questions",
+    "Suggested Prompt For Next Agent",
+    "Current State",
+    "What Has Been Done",
+    "Objective",
+];
 /// Every shrunk section keeps at least its title and this many tokens of body.
 const MIN_BODY_TOKENS: usize = 12;
 
@@ -52,7 +65,11 @@ pub struct KickoffInput {
     /// (its id); the briefing sections above are then that ancestor's.
     pub briefing_from: Option<String>,
     pub current_state: Option<String>,
+    /// The briefing's What Has Been Done.
+    pub done: Option<String>,
     pub objective: Option<String>,
+    /// The briefing's other sections (title, body), in its order: none is left out.
+    pub more: Vec<(String, String)>,
     pub risks: Option<String>,
     pub open_questions: Option<String>,
     pub suggested_prompt: Option<String>,
@@ -266,6 +283,14 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
         missing(&from_ancestor(&input.current_state)),
         missing(&from_ancestor(&input.objective)),
     );
+    let done = from_ancestor(&input.done);
+    let more = input
+        .more
+        .iter()
+        .filter_map(|(title, body)| {
+            from_ancestor(&Some(body.clone())).map(|t| (title.as_str(), t, handoff_ptr.clone()))
+        })
+        .collect::<Vec<_>>();
     let mut pointers = String::new();
     for (path, size) in &input.files {
         // The listed path may be cut in the middle; the command keeps the whole path so
@@ -306,6 +331,11 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
             .unwrap_or_else(|| "(status: blocked; this handoff names no blocker)\n".to_string());
         ("Blockers", text, handoff_ptr.clone())
     });
+    // Blockers named without that status are still shown, below the risks.
+    let named_blockers = match &blocked {
+        None => input.blockers.clone(),
+        Some(_) => None,
+    };
     let discuss = status == "needs_discussion";
     let question = |first: bool| {
         if first != discuss {
@@ -321,6 +351,7 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
         question(true),
         Some(("Next Steps", next_steps, handoff_ptr.clone())),
         optional("Risks / Watch Out", &risks, &handoff_ptr),
+        optional("Blockers", &named_blockers, &handoff_ptr),
         question(false),
         optional(
             "Suggested Prompt For Next Agent",
@@ -329,16 +360,20 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
         ),
         optional("Recent turns", &input.recent_turns, &search_ptr),
         Some(("Current State", current_state, handoff_ptr.clone())),
+        optional("What Has Been Done", &done, &handoff_ptr),
         Some(("Objective", objective, handoff_ptr.clone())),
-        Some((
-            "Workspace",
-            workspace,
-            format!("baton cat {short}:context.md"),
-        )),
-        Some(("Files", pointers, format!("baton show {short}"))),
     ]
     .into_iter()
     .flatten()
+    .chain(more)
+    .chain([
+        (
+            "Workspace",
+            workspace,
+            format!("baton cat {short}:context.md"),
+        ),
+        ("Files", pointers, format!("baton show {short}")),
+    ])
     .collect();
 
     // Keep the longest run of sections from the top of the page that fits, the last of
@@ -400,166 +435,4 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn input(long: usize) -> KickoffInput {
-        KickoffInput {
-            bundle: "0123456789abcdef".repeat(4),
-            created: "2026-11-29T12:00:00Z".into(),
-            merge_parents: Vec::new(),
-            from: "claude".into(),
-            to: "codex".into(),
-            summary: "Ship the parser".into(),
-            note: String::new(),
-            status: String::new(),
-            blockers: None,
-            warnings: Vec::new(),
-            in_progress: None,
-            next_steps: Some("1. Write the grammar.\n".repeat(long)),
-            briefing_from: None,
-            current_state: Some("Tokenizer done and tested.\n".repeat(long)),
-            objective: Some("A parser for the config language.\n".repeat(long)),
-            risks: None,
-            open_questions: None,
-            suggested_prompt: None,
-            recent_turns: None,
-            workspace: vec!["same repository (root commit)".into(), "HEAD: same".into()],
-            files: vec![
-                ("handoff.md".into(), 100),
-                (
-                    format!(
-                        "attachments/{}/deep/file.txt",
-                        "very-long-directory-name".repeat(5)
-                    ),
-                    10,
-                ),
-            ],
-        }
-    }
-
-    #[test]
-    fn everything_fits_in_a_large_budget() {
-        let k = render(&input(1), 2000);
-        assert!(k.sections.iter().all(|s| !s.truncated));
-        let titles: Vec<&str> = k.sections.iter().map(|s| s.title.as_str()).collect();
-        assert_eq!(
-            titles,
-            [
-                "Next Steps",
-                "Current State",
-                "Objective",
-                "Workspace",
-                "Files"
-            ]
-        );
-        assert!(k.tokens <= 2000);
-        assert!(k.text().contains(CUT), "the long path is cut in the middle");
-    }
-
-    #[test]
-    fn low_priority_shrinks_first_and_budget_holds() {
-        for budget in [120, 200, 400, 800, 2000] {
-            let k = render(&input(40), budget);
-            assert!(k.tokens <= budget, "budget {budget}: {} tokens", k.tokens);
-            assert!(k.header.tokens <= budget / 4 + 1, "header within a quarter");
-            let next = k
-                .sections
-                .iter()
-                .find(|s| s.title == "Next Steps")
-                .expect("next steps kept");
-            // Next Steps is cut only once every other section is dropped whole.
-            if next.truncated {
-                assert!(
-                    k.sections
-                        .iter()
-                        .all(|s| s.title == "Next Steps" || s.title == LEFT_OUT),
-                    "budget {budget}"
-                );
-            }
-            // At most one section is cut, the last one kept before "Left out".
-            let content: Vec<_> = k.sections.iter().filter(|s| s.title != LEFT_OUT).collect();
-            for s in &content[..content.len() - 1] {
-                assert!(!s.truncated, "{} cut at {budget}", s.title);
-            }
-        }
-    }
-
-    #[test]
-    fn a_merge_names_both_parents_in_the_header() {
-        let mut merge = input(1);
-        merge.merge_parents = vec!["aaaaaaaaaaaa".into(), "bbbbbbbbbbbb".into()];
-        let k = render(&merge, 2000);
-        assert!(
-            k.header
-                .text
-                .contains("Merge of: aaaaaaaaaaaa and bbbbbbbbbbbb\n"),
-            "{}",
-            k.header.text
-        );
-        let mut plain = input(1);
-        plain.merge_parents = vec!["aaaaaaaaaaaa".into()];
-        assert!(!render(&plain, 2000).header.text.contains("Merge"));
-    }
-
-    #[test]
-    fn warnings_top_the_header_and_stay_one_line_each() {
-        let mut warned = input(1);
-        warned.warnings = vec!["Warning: not the handoff's repository (at /x\n# fake)".into()];
-        warned.in_progress = Some("rebase of feature onto 1a2b3c4d5e6f".into());
-        let k = render(&warned, 2000);
-        let lines: Vec<&str> = k.header.text.lines().collect();
-        assert!(lines[0].starts_with("# Handoff "), "{}", k.header.text);
-        assert_eq!(
-            lines[1],
-            "Warning: not the handoff's repository (at /x # fake)"
-        );
-        assert!(
-            k.header
-                .text
-                .contains("\nIn progress: rebase of feature onto 1a2b3c4d5e6f\n")
-        );
-    }
-
-    #[test]
-    fn same_input_same_output() {
-        assert_eq!(render(&input(30), 500), render(&input(30), 500));
-    }
-
-    #[test]
-    fn shorten_path_keeps_both_ends() {
-        let p = format!("a/{}/z.txt", "m".repeat(100));
-        let s = shorten_path(&p, 20);
-        assert_eq!(s.chars().count(), 20);
-        assert!(s.starts_with("a/") && s.ends_with("z.txt") && s.contains(CUT));
-        assert_eq!(shorten_path("short", 20), "short");
-    }
-
-    #[test]
-    fn a_status_puts_its_section_first() {
-        let mut blocked = input(1);
-        blocked.status = "blocked".into();
-        let k = render(&blocked, 4000);
-        assert!(
-            k.header.text.contains("Status: blocked\n"),
-            "{}",
-            k.header.text
-        );
-        assert_eq!(k.sections[0].title, "Blockers");
-        assert!(k.sections[0].text.contains("names no blocker"));
-        assert_eq!(k.sections[1].title, "Next Steps");
-
-        let mut discuss = input(1);
-        discuss.status = "needs-discussion".into();
-        discuss.open_questions = Some("Keep v1?\n".into());
-        let k = render(&discuss, 4000);
-        let titles: Vec<&str> = k.sections.iter().map(|s| s.title.as_str()).collect();
-        assert_eq!(&titles[..2], ["Open Questions", "Next Steps"]);
-        assert_eq!(titles.iter().filter(|t| **t == "Open Questions").count(), 1);
-
-        // No status: the page order is unchanged.
-        let k = render(&input(1), 4000);
-        assert_eq!(k.sections[0].title, "Next Steps");
-        assert!(!k.header.text.contains("Status:"));
-    }
-}
+mod tests;

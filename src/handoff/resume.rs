@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Bundle, EntryKind, ObjectId};
-use crate::handoff::briefing::Briefing;
+use crate::handoff::briefing::{self, Briefing};
 use crate::handoff::compare::{self, CapturedChanges, Comparison, Presence};
 use crate::handoff::evidence::Evidence;
 use crate::handoff::import;
@@ -132,6 +132,18 @@ pub fn prepare(
             s => format!("{s} (partial capture)"),
         };
     }
+    // Every other section of the briefing reaches the page too, after the ones placed by
+    // name: an imported `## Context`, `## Acceptance Criteria`, a `## Notes`.
+    let all_sections = match (&briefing, loose) {
+        (Some(b), _) => b.sections.clone(),
+        (None, Some(text)) => briefing::sections_of(text),
+        (None, None) => Vec::new(),
+    };
+    let more = briefing::others(&all_sections, &kickoff::PLACED_SECTIONS)
+        .into_iter()
+        .filter(|s| !s.body.trim().is_empty())
+        .map(|s| (s.title.clone(), format!("{}\n", s.body.trim_end())))
+        .collect();
     let input = KickoffInput {
         bundle: id.to_hex(),
         created: bundle.created.clone(),
@@ -154,7 +166,9 @@ pub fn prepare(
         next_steps,
         briefing_from,
         current_state: section("Current State"),
+        done: section("What Has Been Done"),
         objective: section("Objective"),
+        more,
         risks: section("Risks / Watch Out"),
         open_questions: section("Open Questions").or_else(|| meta(import::QUESTION)),
         suggested_prompt: section("Suggested Prompt For Next Agent"),

@@ -355,6 +355,7 @@ mod briefings;
 mod budget;
 mod escapes;
 mod import;
+mod kickoff_papercuts;
 mod kickoff_promises;
 mod lossless;
 mod mcp;
