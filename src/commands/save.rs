@@ -362,11 +362,16 @@ fn save_handoff_started(
         Some((path, file)) => save_transcript::Source::Opened(path, file),
         None => save_transcript::Source::Named(args.transcript.as_deref()),
     };
-    let prepared = save_transcript::prepare(&store, &policy, transcript, &workspace)?;
+    let mut prepared = save_transcript::prepare(&store, &policy, transcript, &workspace)?;
     let workspace_evidence = pending.finish();
     let history = workspace_evidence.known_history();
     let cached = prepared.cached;
     let appended = prepared.appended;
+    let transcript_skipped = std::mem::take(&mut prepared.skipped);
+    let transcript_notes = std::mem::take(&mut prepared.notes);
+    if !transcript_notes.is_empty() {
+        metadata.insert("transcript.notes".into(), transcript_notes.join("; "));
+    }
     if let Some(label) = prepared.label.clone() {
         metadata.insert("transcript.source".into(), label);
         metadata.insert(
@@ -474,6 +479,11 @@ fn save_handoff_started(
             capture::describe_counts(&assembled.secrets)
         );
     }
+    if !ctx.quiet && !ctx.json {
+        for line in &transcript_notes {
+            eprintln!("note: {}", crate::output::terminal_safe(line));
+        }
+    }
     if !ctx.quiet && !ctx.json && !assembled.evidence.partial.is_empty() {
         eprintln!(
             "note: partial workspace evidence: {}",
@@ -492,6 +502,8 @@ fn save_handoff_started(
             "partial": assembled.evidence.partial,
             "transcript_cached": cached,
             "transcript_appended": appended,
+            "transcript_skipped": transcript_skipped,
+            "transcript_notes": transcript_notes,
         }),
     );
     Ok((outcome, id))

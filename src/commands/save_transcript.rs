@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::format::ObjectId;
 use crate::handoff::capture::{self, Scanned};
 use crate::handoff::events::Pairing;
+use crate::handoff::sessions::skipped::Skipped;
 use crate::handoff::sessions::{self, SessionFile};
 use crate::handoff::transcript;
 use crate::store::memtree::MemFile;
@@ -29,6 +30,28 @@ pub(super) struct Prepared {
     /// What to remember after the save, when this handoff normalised the session and
     /// found every file clean.
     pub remember: Option<Remember>,
+    /// Entries of types the reader did not know, left out (also when cached).
+    pub skipped: Skipped,
+    /// The handoff's notes on the transcript, one line each: what was skipped or left
+    /// out.
+    pub notes: Vec<String>,
+}
+
+impl Prepared {
+    fn new(files: Vec<Scanned>, label: Option<String>, skipped: Skipped) -> Prepared {
+        let notes = sessions::skipped_note(label.as_deref(), &skipped)
+            .into_iter()
+            .collect();
+        Prepared {
+            files,
+            label,
+            cached: false,
+            appended: false,
+            remember: None,
+            skipped,
+            notes,
+        }
+    }
 }
 
 /// A transcript cache entry to be: the key, the files' bundle paths, and what a later
@@ -37,6 +60,7 @@ pub(super) struct Remember {
     key: String,
     paths: Vec<String>,
     grown: Option<statcache::Grown>,
+    skipped: Skipped,
 }
 
 impl Remember {
@@ -46,12 +70,14 @@ impl Remember {
         key: Option<String>,
         files: &[Scanned],
         grown: Option<statcache::Grown>,
+        skipped: &Skipped,
     ) -> Option<Remember> {
         key.filter(|_| files.iter().all(Scanned::clean))
             .map(|key| Remember {
                 key,
                 paths: files.iter().map(|f| f.file.path.clone()).collect(),
                 grown,
+                skipped: skipped.clone(),
             })
     }
 }
@@ -83,13 +109,7 @@ pub(super) fn prepare(
         Source::Opened(path, file) => Some(sessions::ResolvedSession::opened(path, file)),
     };
     let Some(resolved) = resolved else {
-        return Ok(Prepared {
-            files: Vec::new(),
-            label: None,
-            cached: false,
-            appended: false,
-            remember: None,
-        });
+        return Ok(Prepared::new(Vec::new(), None, Skipped::default()));
     };
     let cache = statcache::transcripts(store, policy);
     // The entry of this session file, if any: the one an unchanged or grown file uses.
@@ -126,15 +146,15 @@ pub(super) fn prepare(
     if let Some((path, bytes)) = loaded.raw {
         files.push(MemFile::new(format!("attachments/{path}"), bytes));
     }
+    for (path, bytes) in loaded.more_raw {
+        files.push(MemFile::new(format!("attachments/{path}"), bytes));
+    }
     let files = scan_all(files);
-    let remember = Remember::if_clean(key, &files, grown);
-    Ok(Prepared {
-        files,
-        label: loaded.label,
-        cached: false,
-        appended: false,
-        remember,
-    })
+    let remember = Remember::if_clean(key, &files, grown, &loaded.skipped);
+    let mut prepared = Prepared::new(files, loaded.label, loaded.skipped);
+    prepared.notes.extend(loaded.notes);
+    prepared.remember = remember;
+    Ok(prepared)
 }
 
 /// Above this many bytes in all, the transcript's files are scanned one after the other:
@@ -196,23 +216,22 @@ fn unchanged_since(
 /// The files of a transcript cache hit: its stored blobs (names scanned as always).
 /// `refreshed`: the entry's new session metadata, remembered after the save.
 fn cached(hit: statcache::Transcript, refreshed: Option<statcache::Grown>) -> Prepared {
+    let skipped = Skipped::from_counts(&hit.skipped);
     let remember = refreshed.map(|grown| Remember {
         key: hit.key.clone(),
         paths: hit.files.iter().map(|(path, _, _)| path.clone()).collect(),
         grown: Some(grown),
+        skipped: skipped.clone(),
     });
     let files = hit
         .files
         .into_iter()
         .map(|(path, id, size)| capture::scan(MemFile::stored(path, id, size)))
         .collect();
-    Prepared {
-        files,
-        label: hit.label,
-        cached: true,
-        appended: false,
-        remember,
-    }
+    let mut prepared = Prepared::new(files, hit.label, skipped);
+    prepared.cached = true;
+    prepared.remember = remember;
+    prepared
 }
 
 /// The session file as a cached one with lines appended (SPEC 5.1): its first `len`
@@ -227,7 +246,7 @@ fn appended(
     entry: Option<statcache::Transcript>,
     session: SessionFile,
 ) -> std::result::Result<Prepared, Box<SessionFile>> {
-    let Some((entry, prefix_jsonl, tail_jsonl, grown)) =
+    let Some((entry, prefix_jsonl, tail_jsonl, grown, tail_skipped)) =
         entry.and_then(|entry| appended_parts(store, entry, &session))
     else {
         return Err(Box::new(session));
@@ -260,14 +279,13 @@ fn appended(
         scanned.file.bytes = bytes;
         files.push(scanned);
     }
-    let remember = Remember::if_clean(key, &files, grown);
-    Ok(Prepared {
-        files,
-        label: entry.label,
-        cached: false,
-        appended: true,
-        remember,
-    })
+    let mut skipped = Skipped::from_counts(&entry.skipped);
+    skipped.extend(&tail_skipped);
+    let remember = Remember::if_clean(key, &files, grown, &skipped);
+    let mut prepared = Prepared::new(files, entry.label, skipped);
+    prepared.appended = true;
+    prepared.remember = remember;
+    Ok(prepared)
 }
 
 /// The length of the session file an entry was made from.
@@ -289,7 +307,13 @@ fn appended_parts(
     store: &Store,
     entry: statcache::Transcript,
     session: &SessionFile,
-) -> Option<(statcache::Transcript, Vec<u8>, Vec<u8>, statcache::Grown)> {
+) -> Option<(
+    statcache::Transcript,
+    Vec<u8>,
+    Vec<u8>,
+    statcache::Grown,
+    Skipped,
+)> {
     let ident = session.ident()?;
     let grown = entry.grown.clone()?;
     let len = usize::try_from(grown.len).ok()?;
@@ -307,7 +331,7 @@ fn appended_parts(
         calls: grown.calls.clone(),
         unpaired: grown.unpaired.clone(),
     };
-    let (tail_jsonl, pairing, tail_events) =
+    let (tail_jsonl, pairing, tail_events, tail_skipped) =
         session.normalise_appended(len, grown.events, &prior)?;
     transcript::validate(&tail_jsonl).ok()?;
     let prefix_jsonl = store
@@ -322,7 +346,7 @@ fn appended_parts(
         unpaired: pairing.unpaired,
         stat: session.stat(),
     };
-    Some((entry, prefix_jsonl, tail_jsonl, next))
+    Some((entry, prefix_jsonl, tail_jsonl, next, tail_skipped))
 }
 
 /// The transcript cache entry of what the session became, by the bundle's `files` and
@@ -334,7 +358,12 @@ pub(super) fn entry(
     files: &[MemFile],
     ids: &[(ObjectId, u64)],
 ) -> Option<statcache::Transcript> {
-    let Remember { key, paths, grown } = remember?;
+    let Remember {
+        key,
+        paths,
+        grown,
+        skipped,
+    } = remember?;
     let named: Option<Vec<_>> = paths
         .into_iter()
         .map(|path| {
@@ -350,5 +379,6 @@ pub(super) fn entry(
             label,
             files,
             grown,
+            skipped: skipped.counts().clone(),
         })
 }

@@ -157,11 +157,12 @@ impl Pairing {
     }
 }
 
-/// Whether a draft becomes an event: empty texts are left out, tool calls and blocks of
-/// an unknown type (their type is kept) excepted.
+/// Whether a draft becomes an event: empty texts are left out, tool calls, tool results
+/// (an empty output is still the answer to its call) and blocks of an unknown type (their
+/// type is kept) excepted.
 /// Readers drop the others as they go, so that nothing is kept of them.
 pub fn keeps(d: &Draft) -> bool {
-    !d.text.trim().is_empty() || matches!(d.kind, Kind::ToolCall | Kind::Other)
+    !d.text.trim().is_empty() || matches!(d.kind, Kind::ToolCall | Kind::ToolResult | Kind::Other)
 }
 
 /// Makes events of drafts one at a time, numbered on from `before`, each result given the

@@ -1,6 +1,7 @@
 //! Recent turns for the kickoff: the last few turns of the outgoing session (a turn is a
-//! user message and what followed it), rendered compactly within a byte budget, newest
-//! kept first, with a provenance line of at most a quarter of the budget.
+//! prompt a person typed and what followed it; what came before the first prompt is the
+//! session's opening, shown but not counted), rendered compactly within a byte budget,
+//! newest kept first, with a provenance line of at most a quarter of the budget.
 
 use std::collections::VecDeque;
 
@@ -33,6 +34,8 @@ pub fn render(events: &[Event], budget_bytes: usize, search_rev: &str) -> Option
 pub struct Recent {
     first: Option<Source>,
     total: usize,
+    /// What came before the first prompt (a slash command's work, a session resumed).
+    opening: Option<Turn>,
     turns: VecDeque<Turn>,
 }
 
@@ -46,9 +49,10 @@ struct Turn {
 }
 
 impl Recent {
-    /// Take the next event of the transcript. Reasoning and the harness's own notes are
-    /// left out of the turns; what was said and done stays; each user message starts a
-    /// turn.
+    /// Take the next event of the transcript. Reasoning and the harness's own notes
+    /// (among them the user entries the harness wrote: command output, notifications,
+    /// compact summaries) are left out of the turns; what was said and done stays; each
+    /// prompt a person typed (a user message of no sub-agent) starts a turn.
     pub fn push(&mut self, e: &Event) {
         if self.first.is_none() {
             self.first = Some(e.source.clone());
@@ -57,20 +61,25 @@ impl Recent {
             return;
         }
         let starts = e.role == Role::User && e.kind == Kind::Message && e.source.agent.is_none();
-        if starts || self.turns.is_empty() {
+        if starts {
             self.total += 1;
             if self.turns.len() == MAX_TURNS {
                 self.turns.pop_front();
             }
             self.turns.push_back(Turn::default());
         }
-        if let Some(turn) = self.turns.back_mut() {
-            if turn.text.len() <= MAX_BYTES {
-                turn.text.push_str(&render_event(e));
-            }
-            if !e.time.is_empty() {
-                turn.last_time.clone_from(&e.time);
-            }
+        let turn = match self.turns.back_mut() {
+            Some(turn) => turn,
+            None => self.opening.get_or_insert_with(|| Turn {
+                text: "(before the first prompt)\n".to_string(),
+                last_time: String::new(),
+            }),
+        };
+        if turn.text.len() <= MAX_BYTES {
+            turn.text.push_str(&render_event(e));
+        }
+        if !e.time.is_empty() {
+            turn.last_time.clone_from(&e.time);
         }
     }
 
@@ -78,23 +87,32 @@ impl Recent {
     pub fn render(&self, budget_bytes: usize, search_rev: &str) -> Option<String> {
         let budget = budget_bytes.clamp(MIN_BYTES, MAX_BYTES);
         let first = self.first.as_ref()?;
-        let shown = &self.turns;
-        if shown.is_empty() {
-            return None;
-        }
-        let last_time = shown.back().map(|t| t.last_time.as_str()).unwrap_or("");
-        let mut provenance = format!(
-            "Last {} of {} turns of {} session {}{}; the rest: baton search {search_rev} QUERY\n",
-            shown.len(),
-            self.total,
-            first.harness,
-            first.session,
-            if last_time.is_empty() {
-                String::new()
-            } else {
-                format!(", ending {last_time}")
-            }
-        );
+        // The opening is shown while the first turn is.
+        let opening = self
+            .opening
+            .as_ref()
+            .filter(|_| self.total == self.turns.len());
+        let shown: Vec<&Turn> = opening.into_iter().chain(&self.turns).collect();
+        let last_time = shown.last()?.last_time.as_str();
+        let ending = if last_time.is_empty() {
+            String::new()
+        } else {
+            format!(", ending {last_time}")
+        };
+        let mut provenance = if self.total == 0 {
+            format!(
+                "No prompt typed in {} session {}{ending}; what it holds; the rest: baton search {search_rev} QUERY\n",
+                first.harness, first.session,
+            )
+        } else {
+            format!(
+                "Last {} of {} turns of {} session {}{ending}; the rest: baton search {search_rev} QUERY\n",
+                self.turns.len(),
+                self.total,
+                first.harness,
+                first.session,
+            )
+        };
         provenance = cut_bytes(&provenance, budget / 4);
 
         // Newest turn first into the budget, then printed in session order.
@@ -130,6 +148,11 @@ fn render_event(e: &Event) -> String {
         .unwrap_or_default();
     let tool = e.tool.as_deref().unwrap_or("tool");
     let line = match (e.role, e.kind) {
+        (_, Kind::Other) => format!(
+            "  - {agent}{}: {}",
+            clean(e.harness_type.as_deref().unwrap_or("other"), TOOL_LINE),
+            clean(&e.text, TOOL_LINE)
+        ),
         (Role::User, _) => format!("- user: {agent}{}", clean(&e.text, MESSAGE_BYTES)),
         (_, Kind::ToolCall) => format!("  - {agent}call {tool}: {}", clean(&e.text, TOOL_LINE)),
         (_, Kind::ToolResult) => {
@@ -252,5 +275,83 @@ mod tests {
         );
         let text = render(&events, MAX_BYTES, "r").unwrap();
         assert!(text.contains(CUT) && text.contains("main.rs") && !text.contains('\x1b'));
+    }
+
+    #[test]
+    fn a_turn_begins_only_at_a_prompt_a_person_typed() {
+        let mut sub = draft(
+            Role::User,
+            Kind::Message,
+            "the parent's prompt to a sub-agent",
+        );
+        sub.agent = Some("a1".into());
+        let events = finish(
+            "claude-code",
+            "s1",
+            vec![
+                draft(
+                    Role::User,
+                    Kind::System,
+                    "<command-name>/review</command-name>",
+                ),
+                draft(
+                    Role::Assistant,
+                    Kind::Message,
+                    "reviewing as the command asks",
+                ),
+                draft(Role::User, Kind::Message, "first prompt"),
+                sub,
+                draft(Role::Tool, Kind::ToolResult, "tool output"),
+                draft(
+                    Role::User,
+                    Kind::System,
+                    "<task-notification>done</task-notification>",
+                ),
+                draft(
+                    Role::User,
+                    Kind::System,
+                    "This session is being continued from ...",
+                ),
+                draft(Role::User, Kind::Message, "second prompt"),
+                draft(Role::Assistant, Kind::Message, "the last answer"),
+            ],
+        );
+        let text = render(&events, MAX_BYTES, "r").unwrap();
+        assert!(
+            text.starts_with("Last 2 of 2 turns of claude-code session s1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("(before the first prompt)\n- assistant: reviewing"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("task-notification") && !text.contains("continued"),
+            "{text}"
+        );
+        // Past the turns shown, the opening goes with the first turn.
+        let mut drafts = vec![draft(Role::Assistant, Kind::Message, "opening words")];
+        for i in 0..8 {
+            drafts.push(draft(Role::User, Kind::Message, &format!("prompt {i}")));
+        }
+        let text = render(&finish("c", "s", drafts), MAX_BYTES, "r").unwrap();
+        assert!(text.starts_with("Last 6 of 8 turns"), "{text}");
+        assert!(!text.contains("opening words"), "{text}");
+        // No prompt at all: what the session holds, and no turn counted.
+        let events = finish(
+            "codex",
+            "s2",
+            vec![draft(
+                Role::Assistant,
+                Kind::Message,
+                "work without a prompt",
+            )],
+        );
+        let text = render(&events, MAX_BYTES, "r").unwrap();
+        assert!(
+            text.starts_with("No prompt typed in codex session s2"),
+            "{text}"
+        );
+        assert!(text.contains("work without a prompt"), "{text}");
     }
 }

@@ -12,7 +12,7 @@
 //! start of the save that wrote it by more than the timestamp granularity, so a change
 //! made after that save stat'ed the file always moves the timestamp.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -157,6 +157,11 @@ pub struct Transcript {
     /// normalise only those (absent in caches of older builds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grown: Option<Grown>,
+    /// Entries of types the reader did not know, left out, by type (the handoff's note
+    /// on them is made again from these; absent when none, and in older caches, whose
+    /// builds refused such sessions).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub skipped: BTreeMap<String, u64>,
 }
 
 /// What a session file was when its [`Transcript`] entry was made, so that the same file

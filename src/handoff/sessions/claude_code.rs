@@ -7,13 +7,20 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::json::{self, Budget, Field, LineError, Raw, elements, object, parse_object, text_of};
+mod blocks;
+pub mod subagents;
+
+use super::json::{Budget, Field, LineError, Raw, object, parse_object, text_of};
+use super::skipped::Skipped;
 use super::{Harness, SessionInfo, json_lines, line_error, unexpected};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::handoff::events::{self, Draft, Kind, Role};
+use blocks::{Voice, injected};
+pub use subagents::Subagent;
 
 /// Entries Claude Code writes for its own bookkeeping (undo snapshots, the input queue,
-/// progress of running tools, titles): nothing an agent said. Known, so not refused.
+/// progress of running tools, titles): nothing an agent said. Known, so left out without
+/// a note; other types without a message are left out and counted ([`Skipped`]).
 const BOOKKEEPING: &[&str] = &[
     "file-history-snapshot",
     "queue-operation",
@@ -199,6 +206,8 @@ struct Entry<'a> {
     is_meta: Field<'a>,
     #[serde(rename = "isSidechain", borrow)]
     is_sidechain: Field<'a>,
+    #[serde(rename = "isCompactSummary", borrow)]
+    is_compact_summary: Field<'a>,
     #[serde(rename = "agentId", borrow)]
     agent_id: Field<'a>,
     #[serde(borrow)]
@@ -216,86 +225,121 @@ struct Message<'a> {
     content: Raw<'a>,
 }
 
-/// One content block of a message.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Block<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Field<'a>,
-    #[serde(borrow)]
-    text: Field<'a>,
-    #[serde(borrow)]
-    thinking: Field<'a>,
-    #[serde(borrow)]
-    input: Raw<'a>,
-    #[serde(borrow)]
-    name: Field<'a>,
-    #[serde(borrow)]
-    id: Field<'a>,
-    #[serde(borrow)]
-    content: Raw<'a>,
-    #[serde(borrow)]
-    tool_use_id: Field<'a>,
+/// What a read of session lines gives besides its drafts.
+#[derive(Debug)]
+pub struct Lines {
+    /// The first session id recorded.
+    pub session: Option<String>,
+    /// Entries of types this baton does not know, which carried no message.
+    pub skipped: Skipped,
+    /// Lines read, and how many of them were entries of a type this baton knows.
+    lines: usize,
+    known: usize,
 }
 
-/// Normalise a session file: (its session id, the drafts in file order).
-pub fn read(path: &Path, bytes: &[u8]) -> Result<(Option<String>, Vec<Draft>)> {
+/// Normalise lines of a session (a whole file, or the lines appended to one): the
+/// drafts in file order, and what [`Lines`] says of them.
+pub fn read(path: &Path, bytes: &[u8]) -> Result<(Lines, Vec<Draft>)> {
     let mut out = Vec::new();
-    let session = read_each(path, bytes, &mut |d| {
+    let lines = read_lines(path, bytes, None, &mut |d| {
         out.push(d);
         Ok(())
     })?;
-    Ok((session, out))
+    Ok((lines, out))
 }
 
 /// Normalise a session file one line at a time, handing each draft to `each` (none with
-/// nothing to keep, see [`events::keeps`]); returns the session id.
+/// nothing to keep, see [`events::keeps`]), its sub-agents' drafts put among them by
+/// time. A file of lines none of which is an entry Claude Code writes is refused: it
+/// is no Claude Code session.
 pub fn read_each(
     path: &Path,
     bytes: &[u8],
+    subagents: &[Subagent],
     each: &mut dyn FnMut(Draft) -> Result<()>,
-) -> Result<Option<String>> {
-    let mut session = None;
+) -> Result<Lines> {
+    let mut merge = subagents::Merge::default();
+    let mut skipped = Skipped::default();
+    for sub in subagents {
+        let mut queue = std::collections::VecDeque::new();
+        let lines = read_lines(&sub.path, &sub.bytes, Some(sub.agent()), &mut |d| {
+            queue.push_back(d);
+            Ok(())
+        })?;
+        skipped.extend(&lines.skipped);
+        merge.push(queue);
+    }
+    let mut lines = read_lines(path, bytes, None, &mut |d| {
+        if !d.time.is_empty() {
+            merge.before(&d.time, each)?;
+        }
+        each(d)
+    })?;
+    merge.rest(each)?;
+    if lines.lines > 0 && lines.known == 0 {
+        return Err(Error::usage(format!(
+            "{} is not a Claude Code session: none of its {} lines is an entry Claude Code writes (user, assistant, summary, system)",
+            path.display(),
+            lines.lines
+        ))
+        .with_hint("pass the session file itself (~/.claude/projects/<workspace>/<session>.jsonl), or the file as --attach"));
+    }
+    lines.skipped.extend(&skipped);
+    Ok(lines)
+}
+
+/// [`read`] handing each draft to `each`; `agent`: the sub-agent whose log this is.
+fn read_lines(
+    path: &Path,
+    bytes: &[u8],
+    agent: Option<&str>,
+    each: &mut dyn FnMut(Draft) -> Result<()>,
+) -> Result<Lines> {
+    let mut out = Lines {
+        session: None,
+        skipped: Skipped::default(),
+        lines: 0,
+        known: 0,
+    };
     for item in json_lines(path, bytes) {
         let (line, raw) = item?;
+        out.lines += 1;
         let budget = Budget::default();
         let fail = |e: LineError| line_error(path, line, &e);
         let entry: Entry = parse_object(raw).map_err(fail)?;
-        if session.is_none() {
-            session = entry.session_id.as_str().map(str::to_string);
+        if out.session.is_none() {
+            out.session = entry.session_id.as_str().map(str::to_string);
         }
-        for draft in entry_drafts(path, line, &entry, &budget)? {
+        let Some(drafts) = entry_drafts(path, line, &entry, agent, &budget)? else {
+            out.skipped.add(entry.kind.as_str().unwrap_or("(no type)"));
+            continue;
+        };
+        out.known += 1;
+        for draft in drafts {
             if events::keeps(&draft) {
                 each(draft)?;
             }
         }
     }
-    Ok(session)
+    Ok(out)
 }
 
-/// The drafts of adjacent text blocks of one message, each kept apart but where a secret
-/// runs from one block into the next: those are one draft, their texts joined as
-/// written, so that the scan of the transcript sees the secret whole (a key cut between
-/// two blocks otherwise kept the part in the second block).
-fn join_split_secrets(run: Vec<Draft>) -> Vec<Draft> {
-    let texts: Vec<&str> = run.iter().map(|d| d.text.as_str()).collect();
-    let across = crate::handoff::secrets::secret_across(&texts);
-    let mut out: Vec<Draft> = Vec::with_capacity(run.len());
-    for (i, draft) in run.into_iter().enumerate() {
-        match out.last_mut() {
-            Some(last) if i > 0 && across[i - 1] => last.text.push_str(&draft.text),
-            _ => out.push(draft),
-        }
-    }
-    out
-}
-
-/// The drafts of one entry.
-fn entry_drafts(path: &Path, line: usize, entry: &Entry, budget: &Budget) -> Result<Vec<Draft>> {
+/// The drafts of one entry; `None` for an entry of a type this baton does not know that
+/// carries no message (skipped, and counted by the caller).
+fn entry_drafts(
+    path: &Path,
+    line: usize,
+    entry: &Entry,
+    agent: Option<&str>,
+    budget: &Budget,
+) -> Result<Option<Vec<Draft>>> {
     let fail = |e: LineError| line_error(path, line, &e);
     let kind = entry.kind.or_empty();
     let time = entry.timestamp.or_empty();
-    let agent = sidechain(entry);
+    let agent = match agent {
+        Some(name) => Some(entry.agent_id.as_str().unwrap_or(name).to_string()),
+        None => sidechain(entry),
+    };
     let draft = |role, kind, text: String| Draft {
         time: time.to_string(),
         agent: agent.clone(),
@@ -311,7 +355,7 @@ fn entry_drafts(path: &Path, line: usize, entry: &Entry, budget: &Budget) -> Res
         "user" | "assistant" => {
             // isMeta entries are what the harness injected (caveats, command echoes).
             if entry.is_meta.is_true() {
-                return Ok(out);
+                return Ok(Some(out));
             }
             let message = entry.message.0.ok_or_else(|| {
                 unexpected(path, line, &format!("'{kind}' entry without a message"))
@@ -321,27 +365,23 @@ fn entry_drafts(path: &Path, line: usize, entry: &Entry, budget: &Budget) -> Res
             } else {
                 Role::Assistant
             };
+            let voice = if entry.is_compact_summary.is_true() {
+                Voice::Injected
+            } else {
+                Voice::Said
+            };
             let content = object::<Message>(Some(message)).map_err(fail)?.content.0;
             match content {
                 Some(text) if text.get().starts_with('"') => {
                     let text: String =
                         serde_json::from_str(text.get()).map_err(|e| fail(LineError::Json(e)))?;
-                    out.push(draft(role, Kind::Message, text));
+                    let said =
+                        role == Role::Assistant || (voice == Voice::Said && !injected(&text));
+                    let kind = if said { Kind::Message } else { Kind::System };
+                    out.push(draft(role, kind, text));
                 }
-                Some(blocks) if blocks.get().starts_with('[') => {
-                    // Adjacent text blocks, joined where a secret runs across them.
-                    let mut texts = Vec::new();
-                    for block in elements(blocks, budget).map_err(fail)?.unwrap_or_default() {
-                        let block: Block = object(Some(block)).map_err(fail)?;
-                        let next = read_block(path, line, &block, role, budget, &draft)?;
-                        if block.kind.as_str() == Some("text") {
-                            texts.extend(next);
-                            continue;
-                        }
-                        out.extend(join_split_secrets(std::mem::take(&mut texts)));
-                        out.extend(next);
-                    }
-                    out.extend(join_split_secrets(texts));
+                Some(content) if content.get().starts_with('[') => {
+                    out = blocks::drafts(path, line, content, role, voice, budget, &draft)?;
                 }
                 _ => {
                     return Err(unexpected(
@@ -362,14 +402,24 @@ fn entry_drafts(path: &Path, line: usize, entry: &Entry, budget: &Budget) -> Res
         }
         other if BOOKKEEPING.contains(&other) => {}
         other => {
-            return Err(unexpected(
-                path,
-                line,
-                &format!("Claude Code entry type '{other}'"),
-            ));
+            // A type this baton does not know: skipped, unless it carries a message,
+            // whose text is kept under the entry's type.
+            let Some(message) = entry.message.0 else {
+                return Ok(None);
+            };
+            let content = object::<Message>(Some(message)).map_err(fail)?.content.0;
+            let text = match content {
+                Some(c) if c.get().starts_with(['"', '[']) => {
+                    text_of(Some(c), budget).map_err(fail)?
+                }
+                _ => String::new(),
+            };
+            let mut d = draft(Role::System, Kind::Other, text);
+            d.harness_type = Some(other.to_string());
+            out.push(d);
         }
     }
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// The sub-agent an entry came from, when it is sidechain work.
@@ -380,167 +430,5 @@ fn sidechain(entry: &Entry) -> Option<String> {
     Some(entry.agent_id.as_str().unwrap_or("sidechain").to_string())
 }
 
-fn read_block(
-    path: &Path,
-    line: usize,
-    block: &Block,
-    role: Role,
-    budget: &Budget,
-    draft: &dyn Fn(Role, Kind, String) -> Draft,
-) -> Result<Option<Draft>> {
-    let fail = |e: LineError| line_error(path, line, &e);
-    let kind = block.kind.or_empty();
-    Ok(match kind {
-        "text" => Some(draft(
-            role,
-            Kind::Message,
-            block.text.or_empty().to_string(),
-        )),
-        "thinking" => Some(draft(
-            Role::Assistant,
-            Kind::Reasoning,
-            block.thinking.or_empty().to_string(),
-        )),
-        "tool_use" => {
-            let input = match block.input.0 {
-                Some(raw) => json::value(raw, budget).map_err(fail)?.to_string(),
-                None => String::new(),
-            };
-            let mut d = draft(Role::Assistant, Kind::ToolCall, input);
-            d.tool = block.name.as_str().map(str::to_string);
-            d.call_id = block.id.as_str().map(str::to_string);
-            Some(d)
-        }
-        "tool_result" => {
-            let text = text_of(block.content.0, budget).map_err(fail)?;
-            let mut d = draft(Role::Tool, Kind::ToolResult, text);
-            d.call_id = block.tool_use_id.as_str().map(str::to_string);
-            Some(d)
-        }
-        // Encrypted reasoning, and pictures or documents that have no text to keep.
-        "redacted_thinking" | "image" | "document" => None,
-        other => {
-            return Err(unexpected(
-                path,
-                line,
-                &format!("Claude Code content block '{other}'"),
-            ));
-        }
-    })
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_newest_session_is_the_first_of_the_whole_listing() {
-        use super::super::Count;
-        let tmp = tempfile::tempdir().unwrap();
-        let ws = Path::new("/w/proj");
-        let dir = tmp.path().join("projects").join(&encodings(ws)[0]);
-        fs::create_dir_all(&dir).unwrap();
-        let write = |name: &str, line: String, secs: u64| {
-            super::super::test_support::write_dated(&dir.join(name), &line, secs);
-        };
-        let session = |cwd: &str, started: &str, id: &str| {
-            format!(r#"{{"cwd":"{cwd}","timestamp":"{started}","sessionId":"{id}"}}"#)
-        };
-        let newest_id = || {
-            let all = sessions(tmp.path(), Some(ws), Count::NotLines).unwrap();
-            super::super::test_support::newest_of_listing(all, newest(tmp.path(), ws))
-        };
-        assert_eq!(newest_id(), None);
-        write("a.jsonl", session("/w/proj", "2026-01-01", "a"), 100);
-        assert_eq!(newest_id().as_deref(), Some("a"));
-        // Newer, in the same project directory, but recorded in another workspace.
-        write("b.jsonl", session("/w-proj", "2026-01-02", "b"), 300);
-        assert_eq!(newest_id().as_deref(), Some("a"));
-        write("c.jsonl", session("/w/proj", "2026-01-03", "c"), 200);
-        assert_eq!(newest_id().as_deref(), Some("c"));
-        // The same time: the later start wins, then the greater id.
-        write("d.jsonl", session("/w/proj", "2026-01-04", "d"), 200);
-        write("e.jsonl", session("/w/proj", "2026-01-01", "e"), 200);
-        assert_eq!(newest_id().as_deref(), Some("d"));
-        write("f.jsonl", session("/w/proj", "2026-01-04", "f"), 200);
-        assert_eq!(newest_id().as_deref(), Some("f"));
-        // Newer files that are no session of it: a sub-agent log, another name, no
-        // recorded directory, an unreadable start.
-        write("agent-x.jsonl", session("/w/proj", "2026-02-01", "x"), 900);
-        write("notes.txt", session("/w/proj", "2026-02-01", "n"), 900);
-        write(
-            "g.jsonl",
-            r#"{"timestamp":"2026-02-01","sessionId":"g"}"#.into(),
-            900,
-        );
-        write("h.jsonl", "not json".into(), 900);
-        assert_eq!(newest_id().as_deref(), Some("f"));
-        write("i.jsonl", session("/w/proj", "2026-01-01", "i"), 901);
-        assert_eq!(newest_id().as_deref(), Some("i"));
-    }
-
-    #[test]
-    fn workspace_paths_encode_as_claude_code_names_them() {
-        assert_eq!(
-            encodings(Path::new("/home/u/my_proj.v2")),
-            vec![
-                "-home-u-my-proj-v2".to_string(),
-                "-home-u-my_proj.v2".to_string()
-            ]
-        );
-        assert_eq!(
-            encodings(Path::new("/srv/app")),
-            vec!["-srv-app".to_string()]
-        );
-    }
-
-    #[test]
-    fn calls_results_reasoning_and_sidechains_are_normalised() {
-        let jsonl = br#"{"type":"summary","summary":"Fix the parser","leafUuid":"l1"}
-{"type":"user","sessionId":"s-1","uuid":"u1","parentUuid":null,"cwd":"/w","timestamp":"2026-01-01T00:00:00Z","isSidechain":false,"message":{"role":"user","content":"Why does the test fail?"}}
-{"type":"assistant","sessionId":"s-1","uuid":"u2","parentUuid":"u1","timestamp":"2026-01-01T00:00:01Z","isSidechain":false,"message":{"role":"assistant","content":[{"type":"thinking","thinking":"Look at the parser.","signature":"x"},{"type":"redacted_thinking","data":"opaque"},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"cargo test"}}]}}
-{"type":"user","sessionId":"s-1","uuid":"u3","parentUuid":"u2","timestamp":"2026-01-01T00:00:02Z","isSidechain":false,"message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"1 failed"}]}]}}
-{"type":"user","sessionId":"s-1","uuid":"u4","isMeta":true,"message":{"role":"user","content":"Caveat: injected"}}
-{"type":"assistant","sessionId":"s-1","uuid":"u5","isSidechain":true,"agentId":"a7","message":{"role":"assistant","content":[{"type":"text","text":"sub-agent report"}]}}
-{"type":"file-history-snapshot","messageId":"m","snapshot":{}}
-"#;
-        let (session, drafts) = read(Path::new("s.jsonl"), jsonl).unwrap();
-        assert_eq!(session.as_deref(), Some("s-1"));
-        let events = crate::handoff::events::finish("claude-code", "s-1", drafts);
-        let kinds: Vec<_> = events.iter().map(|e| (e.role, e.kind)).collect();
-        assert_eq!(
-            kinds,
-            vec![
-                (Role::System, Kind::System),
-                (Role::User, Kind::Message),
-                (Role::Assistant, Kind::Reasoning),
-                (Role::Assistant, Kind::ToolCall),
-                (Role::Tool, Kind::ToolResult),
-                (Role::Assistant, Kind::Message),
-            ]
-        );
-        assert_eq!(events[3].tool.as_deref(), Some("Bash"));
-        assert_eq!(
-            events[4].tool.as_deref(),
-            Some("Bash"),
-            "result paired with its call"
-        );
-        assert_eq!(events[4].call_id.as_deref(), Some("toolu_1"));
-        assert_eq!(events[4].text, "1 failed");
-        assert_eq!(events[5].source.agent.as_deref(), Some("a7"));
-        assert!(
-            events
-                .iter()
-                .all(|e| !e.text.contains("opaque") && !e.text.contains("Caveat"))
-        );
-    }
-
-    #[test]
-    fn an_unknown_entry_type_is_refused_with_file_and_line() {
-        let jsonl = b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n{\"type\":\"hologram\"}\n";
-        let err = read(Path::new("/x/s.jsonl"), jsonl).unwrap_err();
-        assert_eq!(err.kind, crate::error::ErrorKind::Usage);
-        assert!(err.message.contains("/x/s.jsonl line 2"), "{}", err.message);
-        assert!(err.message.contains("'hologram'"), "{}", err.message);
-    }
-}
+mod tests;

@@ -5,6 +5,7 @@
 pub mod claude_code;
 pub mod codex;
 pub mod json;
+mod key;
 mod lines;
 mod normalise;
 pub mod skipped;
@@ -18,6 +19,7 @@ use serde::Serialize;
 
 use super::events;
 use crate::error::{Error, Result};
+use key::{ident_of, key_finish, key_start};
 pub use lines::read_complete;
 use lines::{count_complete_lines, modified, seconds};
 pub(crate) use lines::{json_lines, line_error, open_session, read_head, unexpected};
@@ -47,6 +49,24 @@ impl Harness {
             Harness::Codex => "codex",
         }
     }
+
+    /// The harness as its makers write it, for notes.
+    pub fn title(self) -> &'static str {
+        match self {
+            Harness::ClaudeCode => "Claude Code",
+            Harness::Codex => "Codex",
+        }
+    }
+}
+
+/// The handoff's note on the entries a reader skipped, from the transcript's
+/// `transcript.source` label (`claude-code:<session>`), or `None` when none were.
+pub fn skipped_note(label: Option<&str>, skipped: &skipped::Skipped) -> Option<String> {
+    let title = match label.map(Source::parse) {
+        Some(Source::Session(harness, _)) => harness.title(),
+        _ => "session",
+    };
+    skipped.note(title)
 }
 
 /// What `--transcript` names.
@@ -135,6 +155,13 @@ pub struct Loaded {
     pub events: usize,
     /// The tool pairing of the events (empty for a plain FILE).
     pub pairing: events::Pairing,
+    /// Entries of types this baton does not know, left out (any harness's reader).
+    pub skipped: skipped::Skipped,
+    /// Further attachments of the session (Claude Code's sub-agent logs, redacted like
+    /// `raw`), each as (path under `attachments/`, bytes).
+    pub more_raw: Vec<(String, Vec<u8>)>,
+    /// One line each for the handoff's notes, besides the skipped entries'.
+    pub notes: Vec<String>,
 }
 
 /// Whether a listing counts each session's lines (a whole read of every file), or only
@@ -231,6 +258,9 @@ pub struct SessionFile {
     session: Option<String>,
     /// The file's metadata just before it was read.
     stat: Option<SessionStat>,
+    /// A Claude Code session's sub-agent logs (none for a FILE the MCP server opened:
+    /// nothing is opened beside it).
+    subagents: claude_code::subagents::Found,
 }
 
 /// Resolve `--transcript` and read the file (cut at its last complete line).
@@ -294,6 +324,7 @@ impl ResolvedSession {
 
     /// Read the file (cut at its last complete line).
     pub fn read(self) -> Result<SessionFile> {
+        let opened = self.opened.is_some();
         let (stat, bytes) = match self.opened {
             Some(file) => (
                 SessionStat::of_open(&file).ok(),
@@ -304,12 +335,18 @@ impl ResolvedSession {
                 read_complete(&self.path)?,
             ),
         };
+        let harness = self.harness.or_else(|| detect(&bytes));
+        let subagents = match harness {
+            Some(Harness::ClaudeCode) if !opened => claude_code::subagents::find(&self.path),
+            _ => Default::default(),
+        };
         Ok(SessionFile {
-            harness: self.harness.or_else(|| detect(&bytes)),
+            harness,
             path: self.path,
             bytes,
             session: self.session,
             stat,
+            subagents,
         })
     }
 
@@ -346,55 +383,6 @@ impl ResolvedSession {
     }
 }
 
-/// The start of a transcript key (SPEC 5.1): every part length-prefixed, the file's
-/// `len` bytes to follow.
-fn key_start(harness: Harness, session: Option<&str>, path: &Path, len: u64) -> blake3::Hasher {
-    let mut hasher = hash_parts(
-        b"baton transcript key 1",
-        harness,
-        session.unwrap_or_default(),
-        path,
-    );
-    hasher.update(&len.to_le_bytes());
-    hasher
-}
-
-/// A hasher fed `domain`, the harness name, the session id and the path, each
-/// length-prefixed (the common start of a transcript key and a session ident).
-fn hash_parts(domain: &[u8], harness: Harness, session: &str, path: &Path) -> blake3::Hasher {
-    use std::os::unix::ffi::OsStrExt;
-    let mut hasher = blake3::Hasher::new();
-    for part in [
-        domain,
-        harness.name().as_bytes(),
-        session.as_bytes(),
-        path.as_os_str().as_bytes(),
-    ] {
-        hasher.update(&(part.len() as u64).to_le_bytes());
-        hasher.update(part);
-    }
-    hasher
-}
-
-fn key_finish(mut hasher: blake3::Hasher, named_session: bool) -> String {
-    hasher.update(&[u8::from(named_session)]);
-    hasher.finalize().to_hex().to_string()
-}
-
-/// See [`SessionFile::ident`].
-fn ident_of(harness: Option<Harness>, session: Option<&str>, path: &Path) -> Option<String> {
-    if harness != Some(Harness::ClaudeCode) {
-        return None;
-    }
-    let hasher = hash_parts(
-        b"baton transcript ident 1",
-        Harness::ClaudeCode,
-        session?,
-        path,
-    );
-    Some(hasher.finalize().to_hex().to_string())
-}
-
 impl SessionFile {
     /// A hash of everything [`SessionFile::load`] of a harness's session depends on (the
     /// harness, the session id, the path and every byte of the file; the build is in the
@@ -409,8 +397,19 @@ impl SessionFile {
     pub fn key_of(&self, len: usize) -> Option<String> {
         let harness = self.harness?;
         let bytes = self.bytes.get(..len)?;
+        // Which sub-agent logs were left out is not in the key: such a session is
+        // normalised every time.
+        if self.subagents.left_out > 0 {
+            return None;
+        }
         let mut hasher = key_start(harness, self.session.as_deref(), &self.path, len as u64);
         hasher.update(bytes);
+        for sub in &self.subagents.files {
+            for part in [sub.name.as_bytes(), &sub.bytes] {
+                hasher.update(&(part.len() as u64).to_le_bytes());
+                hasher.update(part);
+            }
+        }
         Some(key_finish(hasher, self.session.is_some()))
     }
 
@@ -443,13 +442,14 @@ impl SessionFile {
     /// whenever they would not be exactly what normalising the whole file adds after
     /// those events (not an [`SessionFile::ident`] session, `len` not at a line end, a
     /// line the reader refuses, which a whole read reports with its line number, or a
-    /// call that would pair an earlier event differently).
+    /// call that would pair an earlier event differently). The entries those lines
+    /// skipped come last.
     pub fn normalise_appended(
         &self,
         len: usize,
         before: u64,
         prior: &events::Pairing,
-    ) -> Option<(Vec<u8>, events::Pairing, u64)> {
+    ) -> Option<(Vec<u8>, events::Pairing, u64, skipped::Skipped)> {
         self.ident()?;
         let session = self.session.as_deref()?;
         if len == 0 || self.bytes.get(len - 1) != Some(&b'\n') {
@@ -458,7 +458,7 @@ impl SessionFile {
         let tail = self.bytes.get(len..)?;
         // Claude Code's reader keeps no state from line to line but the first session
         // id, which does not matter here (the id named or listed wins).
-        let (_, drafts) = claude_code::read(&self.path, tail).ok()?;
+        let (lines, drafts) = claude_code::read(&self.path, tail).ok()?;
         if prior.touched_by(&drafts) {
             return None;
         }
@@ -466,7 +466,12 @@ impl SessionFile {
             events::finish_after(Harness::ClaudeCode.name(), session, drafts, before, prior);
         let mut pairing = prior.clone();
         pairing.add(&events);
-        Some((events::to_jsonl(&events), pairing, events.len() as u64))
+        Some((
+            events::to_jsonl(&events),
+            pairing,
+            events.len() as u64,
+            lines.skipped,
+        ))
     }
 
     /// Normalise a harness's session into events (a plain FILE is only validated).
@@ -482,9 +487,18 @@ impl SessionFile {
                 label: None,
                 events,
                 pairing: events::Pairing::default(),
+                skipped: skipped::Skipped::default(),
+                more_raw: Vec::new(),
+                notes: Vec::new(),
             });
         };
-        normalise(harness, &self.path, self.bytes, self.session)
+        normalise(
+            harness,
+            &self.path,
+            self.bytes,
+            self.session,
+            self.subagents,
+        )
     }
 }
 

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::skipped::Skipped;
 use super::{Harness, Loaded, MAX_TRANSCRIPT_BYTES, claude_code, codex, json};
 use crate::error::{Error, Result};
 use crate::handoff::events::{self, Draft, Kind};
@@ -11,18 +12,24 @@ use crate::handoff::events::{self, Draft, Kind};
 /// Normalise a session in two passes over its lines, so that no line's drafts are kept
 /// past it: the first finds the session id and every call's tool (a result can come
 /// before its call), the second writes each event to `transcript.jsonl` as it is made.
+/// A Claude Code session's sub-agent logs are read with it (their events among its own).
 pub(super) fn normalise(
     harness: Harness,
     path: &Path,
     bytes: Vec<u8>,
     session: Option<String>,
+    subagents: claude_code::subagents::Found,
 ) -> Result<Loaded> {
-    let read = |each: &mut dyn FnMut(Draft) -> Result<()>| match harness {
-        Harness::ClaudeCode => claude_code::read_each(path, &bytes, each),
-        Harness::Codex => codex::read_each(path, &bytes, each),
+    // Each reader gives the session id it found and the entries it skipped.
+    let read = |each: &mut dyn FnMut(Draft) -> Result<()>| -> Result<(Option<String>, Skipped)> {
+        match harness {
+            Harness::ClaudeCode => claude_code::read_each(path, &bytes, &subagents.files, each)
+                .map(|l| (l.session, l.skipped)),
+            Harness::Codex => codex::read_each(path, &bytes, each).map(|s| (s, Skipped::default())),
+        }
     };
     let mut tools = HashMap::new();
-    let found_session = read(&mut |d| {
+    let (found_session, skipped) = read(&mut |d| {
         if let (Kind::ToolCall, Some(id), Some(tool)) = (d.kind, d.call_id, d.tool) {
             tools.insert(id, tool);
         }
@@ -49,8 +56,34 @@ pub(super) fn normalise(
     })?;
     // Grown by doubling: give back the slack before the scan copies it.
     jsonl.shrink_to_fit();
-    let safe: String = session
-        .chars()
+    let safe = safe_name(&session);
+    let dir = format!("transcript/{}-{safe}", harness.name());
+    let notes = subagents.note().into_iter().collect();
+    let more_raw = subagents
+        .files
+        .into_iter()
+        .map(|sub| {
+            (
+                format!("{dir}/subagents/{}.jsonl", safe_name(&sub.name)),
+                sub.bytes,
+            )
+        })
+        .collect();
+    Ok(Loaded {
+        jsonl,
+        raw: Some((format!("{dir}.jsonl"), bytes)),
+        label: Some(format!("{}:{session}", harness.name())),
+        events: count,
+        pairing,
+        skipped,
+        more_raw,
+        notes,
+    })
+}
+
+/// `name` for an attachment's path: letters, digits and `-` kept, anything else `_`.
+fn safe_name(name: &str) -> String {
+    name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' {
                 c
@@ -58,14 +91,7 @@ pub(super) fn normalise(
                 '_'
             }
         })
-        .collect();
-    Ok(Loaded {
-        jsonl,
-        raw: Some((format!("transcript/{}-{safe}.jsonl", harness.name()), bytes)),
-        label: Some(format!("{}:{session}", harness.name())),
-        events: count,
-        pairing,
-    })
+        .collect()
 }
 
 fn transcript_too_large(path: &Path) -> Error {
@@ -95,16 +121,32 @@ pub(super) fn detect(bytes: &[u8]) -> Option<Harness> {
         #[serde(borrow)]
         uuid: json::Raw<'a>,
     }
-    let first = bytes
+    let mut lines = bytes
         .split(|&b| b == b'\n')
         .map(<[u8]>::trim_ascii)
-        .find(|l| !l.is_empty())?;
-    let first: First = json::parse_object(json::checked_line(first).ok()?).ok()?;
+        .filter(|l| !l.is_empty())
+        .map(|l| json::parse_object::<First>(json::checked_line(l).ok()?).ok());
+    let first = lines.next()??;
     if first.kind.as_str() == Some("session_meta") && first.payload.0.is_some() {
         return Some(Harness::Codex);
     }
-    let claude_shape = first.session_id.0.is_some()
-        || first.leaf_uuid.0.is_some()
-        || (first.parent_uuid.0.is_some() && first.uuid.0.is_some());
-    claude_shape.then_some(Harness::ClaudeCode)
+    let claude_shape = |entry: &First| {
+        entry.session_id.0.is_some()
+            || entry.leaf_uuid.0.is_some()
+            || (entry.parent_uuid.0.is_some() && entry.uuid.0.is_some())
+    };
+    // Claude Code may open a session with bookkeeping that names no session (undo
+    // snapshots): the first lines are looked at, each a JSON object, until one has the
+    // shape of an entry.
+    if claude_shape(&first) {
+        return Some(Harness::ClaudeCode);
+    }
+    lines
+        .take(CLAUDE_LOOK_LINES)
+        .map_while(|entry| entry)
+        .any(|entry| claude_shape(&entry))
+        .then_some(Harness::ClaudeCode)
 }
+
+/// Lines after the first that [`detect`] looks at for a Claude Code entry.
+const CLAUDE_LOOK_LINES: usize = 20;

@@ -42,6 +42,20 @@ impl Skipped {
         }
     }
 
+    /// The counts by type name (as a transcript cache entry keeps them).
+    pub fn counts(&self) -> &BTreeMap<String, u64> {
+        &self.0
+    }
+
+    /// The counts a transcript cache entry kept, bounded again as they are taken.
+    pub fn from_counts(counts: &BTreeMap<String, u64>) -> Skipped {
+        let mut s = Skipped::default();
+        for (name, n) in counts {
+            s.add_n(name, *n);
+        }
+        s
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

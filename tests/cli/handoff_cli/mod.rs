@@ -360,6 +360,7 @@ mod kickoff_promises;
 mod lossless;
 mod mcp;
 mod mcp_paths;
+mod real_sessions;
 mod round_trip;
 mod save_brief;
 mod search;

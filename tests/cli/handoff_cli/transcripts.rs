@@ -220,8 +220,9 @@ fn native_sessions_are_found_normalised_paired_and_scrubbed() {
             .all(|t| !t.contains("environment_context") && !t.contains("opaque"))
     );
 
-    // An unknown schema is refused with file and line; the store does not change.
-    let before = env_ws(&["log", "--json"]);
+    // An entry type this baton does not know is skipped and named in one note, never
+    // refused (issue 29); a line that is no JSON object still is, with file and line,
+    // and the store does not change.
     let unknown = here.join("0dd00000-aaaa-4bbb-8ccc-000000000004.jsonl");
     plant_session(
         "fixtures/transcripts/claude-code/unknown.jsonl",
@@ -230,14 +231,37 @@ fn native_sessions_are_found_normalised_paired_and_scrubbed() {
         &other,
         0,
     );
+    let (code, text, stdout) = in_ws(&[
+        "--json",
+        "save",
+        "--no-brief",
+        "--transcript",
+        "claude-code:latest",
+    ]);
+    assert_eq!(code, Some(0), "{text}");
+    let saved: Value = serde_json::from_slice(&stdout).unwrap();
+    assert_eq!(
+        saved["transcript_skipped"],
+        json!({"hologram": 1}),
+        "{saved}"
+    );
+    assert_eq!(
+        saved["transcript_notes"],
+        json!(["skipped 1 Claude Code entry of types this baton does not know: hologram (1)"])
+    );
+    assert_eq!(transcript_events_in(&env, &ws).len(), 1);
+    let before = env_ws(&["log", "--json"]);
+    let mut broken = fs::read(&unknown).unwrap();
+    broken.extend_from_slice(b"[1, 2]\n");
+    fs::write(&unknown, broken).unwrap();
     let (code, text, _) = in_ws(&["save", "--no-brief", "--transcript", "claude-code:latest"]);
     assert_eq!(code, Some(2), "{text}");
     assert!(
-        text.contains(&format!("{} line 2", unknown.display())),
+        text.contains(&format!("{} line 3", unknown.display())),
         "{text}"
     );
-    assert!(text.contains("'hologram'"), "{text}");
     assert_eq!(env_ws(&["log", "--json"]), before);
+    fs::remove_file(&unknown).unwrap();
 
     // A file being appended to: the incomplete last line is left out.
     let growing = env.path().join("growing.jsonl");
