@@ -364,3 +364,46 @@ fn prowl_session_excerpt_fields_become_metadata() {
     );
     assert!(files_of(&show).contains_key("sessions/2026-11-20T09-59-00-p1.md"));
 }
+
+#[test]
+fn a_prowl_directory_as_prowl_writes_it_imports() {
+    // Prowl's HandoffStore stamps archive and session files `yyyy-MM-dd'T'HHmm` (no
+    // seconds) and logs `- <ISO time>  <event>` items.
+    let env = Env::new();
+    env.init();
+    let dir = env.write_tree(
+        "p/.prowl/handoff",
+        &[
+            (
+                "log.md",
+                "# Handoff log\n\n\
+                 - 2026-11-20T09:59:58Z  save  agent=claude  repos=1  changed=3  briefing=inline\n\
+                 - 2026-11-20T10:00:03Z  claude → codex  pane=p1  preparation=completed\n"
+                    .as_bytes(),
+            ),
+            (
+                "archive/2026-11-20T1000-claude-to-codex.md",
+                b"## Objective\nfirst\n\n# Handoff Context (generated)\n",
+            ),
+            (
+                "sessions/2026-11-20T0959-p1.md",
+                b"# Handoff Session Context\n\n- Agent: claude\n- Confidence: medium\n",
+            ),
+            ("current.md", b"## Objective\nfirst, taken over\n"),
+        ],
+    );
+    let doc = json_ok(&env, &["import-handoff", &s(&dir)]);
+    assert_eq!(doc["warnings"], json!([]), "{doc}");
+    let bundles = history(&env);
+    assert_eq!(bundles.len(), 2);
+    let (archived, current) = (&bundles[0].2, &bundles[1].2);
+    assert_eq!((field(archived, "from"), field(archived, "to")), ("claude", "codex"));
+    assert_eq!(field(archived, "created"), "2026-11-20T10:00:00Z");
+    assert_eq!(field(archived, "summary"), "first");
+    assert_eq!(
+        meta(archived, "prowl.session.2026-11-20T0959-p1.confidence"),
+        "medium"
+    );
+    assert_eq!((field(current, "from"), field(current, "to")), ("claude", "codex"));
+    assert_eq!(field(current, "created"), "2026-11-20T10:00:03Z");
+}
