@@ -173,7 +173,9 @@ fn original_name(b: &ExportBundle) -> Option<&str> {
     let stem = name.strip_suffix(".md")?;
     let plain = !stem.is_empty()
         && !name.starts_with('.')
-        && !name.chars().any(|c| c == '/' || c == '\\' || c.is_control());
+        && !name
+            .chars()
+            .any(|c| c == '/' || c == '\\' || c.is_control());
     let same_time = super::import::file_name_time(stem)
         .is_some_and(|t| crate::format::bundle::format_time(t) == b.created);
     (plain && same_time).then_some(name.as_str())
@@ -392,7 +394,11 @@ mod tests {
             "---\nid: \"review-4\"\nparent: [\"ui-3\", \"api-2\"]\n\"null\": \"\"\n\
              tags: \"x,y\"\n---\n\n## Context\nbody\n"
         );
-        assert!(files[0].1.starts_with("---\nid: \"plan-1\"\nparent: null\n"));
+        assert!(
+            files[0]
+                .1
+                .starts_with("---\nid: \"plan-1\"\nparent: null\n")
+        );
         assert!(files[1].1.contains("parent: \"plan-1\"\n"));
     }
 

@@ -58,11 +58,7 @@ pub(super) fn plan_prowl(dir: &Path) -> Result<Plan> {
             let logged = log
                 .iter()
                 .position(|l| l.file.as_deref() == Some(source.as_str()));
-            let tie = (
-                logged.unwrap_or(usize::MAX),
-                format!("{prefix}{rest}"),
-                seq,
-            );
+            let tie = (logged.unwrap_or(usize::MAX), format!("{prefix}{rest}"), seq);
             let (order, created, from, to) = if rest == REPLACED {
                 // The briefing that was current until `at`: written by the last
                 // transition logged before it.
@@ -190,7 +186,6 @@ pub(super) fn plan_prowl(dir: &Path) -> Result<Plan> {
         warnings,
     })
 }
-
 
 /// `rest` (the part of the archive file's `stem` after its timestamp) without the
 /// `-<n>` (n >= 2) prowl adds when the name it wants is taken, and that n (1 when none):

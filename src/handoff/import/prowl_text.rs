@@ -54,7 +54,8 @@ pub(super) fn read_log(dir: &Path) -> Result<(Vec<LogLine>, Vec<String>)> {
             let mut words = said.split_whitespace();
             let timed_handoff = words.next().is_some_and(|w| full_timestamp(w).is_some())
                 && words.next() == Some("handoff");
-            if !item.starts_with('#') && (said.contains("->") || said.contains('→') || timed_handoff)
+            if !item.starts_with('#')
+                && (said.contains("->") || said.contains('→') || timed_handoff)
             {
                 warnings.push(warn("expected `<time> [handoff] <from> -> <to>`"));
             }
@@ -154,8 +155,8 @@ pub(super) fn session_fields(rel: &str, bytes: &[u8], metadata: &mut BTreeMap<St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handoff::import::test_util::*;
     use crate::handoff::import::plan;
+    use crate::handoff::import::test_util::*;
 
     #[test]
     fn log_lines_as_list_items_with_either_arrow_and_warnings_for_the_unreadable() {
@@ -187,16 +188,27 @@ mod tests {
             .collect();
         assert_eq!(
             read,
-            [("claude", "codex"), ("codex", "gemini"), ("gemini", "claude")]
+            [
+                ("claude", "codex"),
+                ("codex", "gemini"),
+                ("gemini", "claude")
+            ]
         );
         assert_eq!(log[0].time, at("2026-11-20T10:00:00Z"), "no zone is UTC");
         assert_eq!(log[2].file.as_deref(), Some("current.md"));
         assert_eq!(warnings.len(), 3, "{warnings:?}");
         for (w, line) in warnings.iter().zip([7, 8, 9]) {
-            assert!(w.contains(&format!("log.md:{line}: log line names a transition")), "{w}");
+            assert!(
+                w.contains(&format!("log.md:{line}: log line names a transition")),
+                "{w}"
+            );
         }
         assert!(warnings[0].contains("not a valid time"), "{}", warnings[0]);
-        assert!(warnings[1].contains("`yesterday` is not a timestamp"), "{}", warnings[1]);
+        assert!(
+            warnings[1].contains("`yesterday` is not a timestamp"),
+            "{}",
+            warnings[1]
+        );
 
         let plan = plan(dir).unwrap();
         assert_eq!(plan.warnings, warnings);
@@ -207,7 +219,6 @@ mod tests {
         assert_eq!((new.from.as_str(), new.to.as_str()), ("gemini", "claude"));
         assert_eq!(new.created, Some(at("2026-11-20T12:00:00Z")));
     }
-
 
     #[test]
     fn session_excerpt_fields_are_metadata() {

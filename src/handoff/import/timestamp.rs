@@ -101,10 +101,7 @@ mod tests {
             name_timestamp("2024-05-01T1000-claude-to-codex"),
             Some(Ok((t, "claude-to-codex")))
         );
-        assert_eq!(
-            name_timestamp("2024-05-01T10-00-x"),
-            Some(Ok((t, "x")))
-        );
+        assert_eq!(name_timestamp("2024-05-01T10-00-x"), Some(Ok((t, "x"))));
         // A full timestamp (a log line's) still needs its seconds.
         assert_eq!(full_timestamp("2024-05-01T1000"), None);
         assert_eq!(name_timestamp("yesterday-claude"), None);

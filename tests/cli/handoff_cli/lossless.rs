@@ -123,7 +123,11 @@ fn prowl_export_keeps_bundles_that_share_a_time_and_agents() {
 
     // Re-imported: every briefing, in the order written, with its agents and time.
     let (fresh, again) = imported(&out);
-    assert_eq!(again["bundles"].as_array().map(Vec::len), Some(4), "{again}");
+    assert_eq!(
+        again["bundles"].as_array().map(Vec::len),
+        Some(4),
+        "{again}"
+    );
     let bundles = history(&fresh);
     assert_eq!(bundles.len(), 4);
     for (n, (id, parents, show)) in bundles.iter().enumerate() {
@@ -207,7 +211,11 @@ fn frontmatter_history_round_trips_with_merges_and_ids() {
         review.starts_with("---\nid: \"review-4\"\nparent: [\"ui-3\", \"api-2\"]\n"),
         "{review}"
     );
-    assert_eq!(review.matches("\n---\n").count(), 1, "one frontmatter: {review}");
+    assert_eq!(
+        review.matches("\n---\n").count(),
+        1,
+        "one frontmatter: {review}"
+    );
 
     // Re-imported: the same bundles, their ids included (same content, same parents).
     let (fresh, _) = imported(&out);
@@ -217,7 +225,11 @@ fn frontmatter_history_round_trips_with_merges_and_ids() {
     assert_eq!(ids(&after), ids(&before));
     for (id, _, show) in &after {
         let text = cat(&fresh, &format!("{id}:handoff.md"));
-        assert!(!text.starts_with("---"), "{}: {text}", meta(show, "frontmatter.id"));
+        assert!(
+            !text.starts_with("---"),
+            "{}: {text}",
+            meta(show, "frontmatter.id")
+        );
     }
     // And again: the second export is the first, byte for byte.
     let again = fresh.path().join("again");
@@ -239,7 +251,15 @@ fn frontmatter_export_of_saved_handoffs_walks_every_parent() {
             baton_in(
                 &env,
                 &ws,
-                &["save", "--brief", &s(&brief), "--from", from, "--to", "next"],
+                &[
+                    "save",
+                    "--brief",
+                    &s(&brief),
+                    "--from",
+                    from,
+                    "--to",
+                    "next",
+                ],
             ),
             "save",
         )
@@ -276,7 +296,11 @@ fn frontmatter_export_of_saved_handoffs_walks_every_parent() {
     let (fresh, _) = imported(&out);
     let after = history(&fresh);
     assert_eq!(after.len(), exported.len());
-    assert_eq!(after.last().map(|b| b.1.len()), Some(2), "the merge keeps both parents");
+    assert_eq!(
+        after.last().map(|b| b.1.len()),
+        Some(2),
+        "the merge keeps both parents"
+    );
 }
 
 #[test]
@@ -314,7 +338,10 @@ fn prowl_log_list_items_are_read_and_unreadable_ones_are_warnings() {
     let bundles = history(&env);
     assert_eq!(bundles.len(), 2);
     let current = &bundles[1].2;
-    assert_eq!((field(current, "from"), field(current, "to")), ("codex", "gemini"));
+    assert_eq!(
+        (field(current, "from"), field(current, "to")),
+        ("codex", "gemini")
+    );
     assert_eq!(field(current, "created"), "2026-11-20T11:30:00Z");
 
     // The text output says it too, and the import is not an error.
@@ -397,13 +424,19 @@ fn a_prowl_directory_as_prowl_writes_it_imports() {
     let bundles = history(&env);
     assert_eq!(bundles.len(), 2);
     let (archived, current) = (&bundles[0].2, &bundles[1].2);
-    assert_eq!((field(archived, "from"), field(archived, "to")), ("claude", "codex"));
+    assert_eq!(
+        (field(archived, "from"), field(archived, "to")),
+        ("claude", "codex")
+    );
     assert_eq!(field(archived, "created"), "2026-11-20T10:00:00Z");
     assert_eq!(field(archived, "summary"), "first");
     assert_eq!(
         meta(archived, "prowl.session.2026-11-20T0959-p1.confidence"),
         "medium"
     );
-    assert_eq!((field(current, "from"), field(current, "to")), ("claude", "codex"));
+    assert_eq!(
+        (field(current, "from"), field(current, "to")),
+        ("claude", "codex")
+    );
     assert_eq!(field(current, "created"), "2026-11-20T10:00:03Z");
 }
