@@ -440,3 +440,43 @@ fn a_prowl_directory_as_prowl_writes_it_imports() {
     );
     assert_eq!(field(current, "created"), "2026-11-20T10:00:03Z");
 }
+
+#[test]
+fn prowl_history_round_trips_with_its_names_sessions_and_context() {
+    let fixture = super::import::fixture("prowl");
+    let handoff = Path::new(&fixture).join(".prowl/handoff");
+    let (env, _) = imported(Path::new(&fixture));
+    let before = history(&env);
+    assert_eq!(before.len(), 3);
+    let out = env.path().join("out");
+    export_history(&env, "prowl", &out);
+    // The archive names prowl gave, its session excerpt and its context go along.
+    for rel in [
+        "archive/2024-05-01T09-15-00-claude-to-codex.md",
+        "archive/2024-05-02T14-30-00Z-codex-to-claude.md",
+        "sessions/2024-05-02T14-25-10-pane-2.md",
+        "context.md",
+    ] {
+        assert!(out.join(rel).is_file(), "{rel} not exported");
+    }
+    assert_eq!(
+        fs::read(out.join("context.md")).expect("context"),
+        fs::read(handoff.join("context.md")).expect("context")
+    );
+
+    // Re-imported: the archived bundles are the same bundles, ids included; the last
+    // differs only in its log.md, which the export writes anew.
+    let (fresh, _) = imported(&out);
+    let after = history(&fresh);
+    assert_eq!(after.len(), 3);
+    assert_eq!(after[0].0, before[0].0);
+    assert_eq!(after[1].0, before[1].0);
+    let mut now = described(&fresh, &after);
+    let mut then = described(&env, &before);
+    for d in [&mut now[2], &mut then[2]] {
+        if let Some(m) = d["metadata"].as_object_mut() {
+            m.remove("import.fingerprint");
+        }
+    }
+    assert_eq!(now, then);
+}
