@@ -12,9 +12,10 @@ use serde_json::json;
 use crate::cli::ExportHandoffArgs;
 use crate::commands::Ctx;
 use crate::error::{Error, IoContext, Result};
-use crate::format::{Bundle, EntryKind, ObjectId};
-use crate::handoff::export::{self, ExportBundle};
+use crate::format::{Bundle, EntryKind, ObjectId, TreeEntry};
+use crate::handoff::export::{self, ExportBundle, ExportFormat};
 use crate::output::Outcome;
+use crate::store::Store;
 use crate::store::beneath::{Dir, Refused};
 
 /// A briefing larger than this is not exported (a handoff.md is a few kilobytes).
@@ -73,8 +74,13 @@ pub fn run(ctx: &Ctx, args: &ExportHandoffArgs) -> Result<Outcome> {
             Err(e) if e.kind == crate::error::ErrorKind::NotFound => None,
             Err(e) => return Err(e),
         };
+        let extra = match args.format {
+            ExportFormat::Prowl => prowl_files(&store, &bundle.tree)?,
+            ExportFormat::Frontmatter => Vec::new(),
+        };
         chain.push(ExportBundle {
             id: at.to_hex(),
+            extra,
             parents: bundle
                 .parents
                 .iter()
@@ -121,6 +127,46 @@ pub fn run(ctx: &Ctx, args: &ExportHandoffArgs) -> Result<Outcome> {
             "files": paths,
         }),
     ))
+}
+
+/// The files of a bundle's tree that prowl's layout holds beside the briefing:
+/// `context.md` and the session excerpts `sessions/*` (text files up to
+/// [`MAX_BRIEFING`]; a `sessions/` below that is not prowl's).
+fn prowl_files(store: &Store, tree: &ObjectId) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    if let Some(entry) = lookup(store, tree, "context.md")?
+        && let Some(text) = file_text(store, &entry)?
+    {
+        out.push(("context.md".to_string(), text));
+    }
+    if let Some(dir) = lookup(store, tree, "sessions")?.filter(|e| e.kind == EntryKind::Dir) {
+        for entry in store.read_tree(&dir.id)?.entries {
+            if let Some(text) = file_text(store, &entry)? {
+                out.push((format!("sessions/{}", entry.name), text));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn lookup(store: &Store, tree: &ObjectId, path: &str) -> Result<Option<TreeEntry>> {
+    match store.lookup_path(tree, path) {
+        Ok(entry) => Ok(Some(entry)),
+        Err(e) if e.kind == crate::error::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// A regular file's text, `None` for anything else or past [`MAX_BRIEFING`].
+fn file_text(store: &Store, entry: &TreeEntry) -> Result<Option<String>> {
+    if !matches!(entry.kind, EntryKind::File | EntryKind::Exec) || entry.size > MAX_BRIEFING {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    store
+        .objects
+        .copy_to(&entry.id, Some(entry.size), &mut bytes)?;
+    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 /// The bundles' ids, every parent before its children (each once; ties by `created`,

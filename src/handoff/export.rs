@@ -10,7 +10,9 @@
 //! - **prowl**: a `.prowl/handoff/` directory: the newest bundle's briefing as
 //!   `current.md`, each older one as `archive/<created>-<from>-to-<to>.md`, and `log.md`
 //!   with one `<created> handoff <from> -> <to> (<file>)` line per bundle, oldest first.
-//!   A name taken by an earlier file gets prowl's `-2`, `-3`, ... suffix.
+//!   A name taken by an earlier file gets prowl's `-2`, `-3`, ... suffix; a bundle
+//!   imported from prowl keeps its archive name. Each bundle's `sessions/*` excerpts go
+//!   along, and REV's `context.md`.
 //!   Prowl has no status field: a status is not exported in this layout.
 //!
 //! Pure: it returns the files to write, writing nothing.
@@ -41,6 +43,8 @@ pub struct ExportBundle {
     pub id: String,
     /// The ids (hex) of its parents that are exported too, in order.
     pub parents: Vec<String>,
+    /// Other files of the bundle the layout holds (prowl: `context.md`, `sessions/*`).
+    pub extra: Vec<(String, String)>,
     /// The bundle's `created`, RFC 3339 UTC.
     pub created: String,
     pub from: String,
@@ -173,10 +177,32 @@ fn original_name(b: &ExportBundle) -> Option<&str> {
     let stem = name.strip_suffix(".md")?;
     let plain = !stem.is_empty()
         && !name.starts_with('.')
-        && !name.chars().any(|c| c == '/' || c == '\\' || c.is_control());
+        && !name
+            .chars()
+            .any(|c| c == '/' || c == '\\' || c.is_control());
     let same_time = super::import::file_name_time(stem)
         .is_some_and(|t| crate::format::bundle::format_time(t) == b.created);
     (plain && same_time).then_some(name.as_str())
+}
+
+/// The `archive/` name a bundle imported from prowl had, when it is a plain name whose
+/// timestamp a re-import reads back as the bundle's: its `created`, or for a replaced
+/// `current.md` the transition that replaced it (its `created` comes from `log.md`).
+fn original_archive_name(b: &ExportBundle) -> Option<String> {
+    if b.metadata.get("import.format").map(String::as_str) != Some("prowl") {
+        return None;
+    }
+    let name = b.metadata.get("import.source")?.strip_prefix("archive/")?;
+    let stem = name.strip_suffix(".md")?;
+    let plain = !stem.is_empty()
+        && !name.starts_with('.')
+        && !name
+            .chars()
+            .any(|c| c == '/' || c == '\\' || c.is_control());
+    let time = super::import::file_name_time(stem)?;
+    let replaced = b.metadata.get("prowl.replaced").map(String::as_str) == Some("true");
+    let same_time = replaced || crate::format::bundle::format_time(time) == b.created;
+    (plain && same_time).then(|| format!("archive/{name}"))
 }
 
 /// A YAML mapping key: plain when that reads back as the same string, else quoted.
@@ -200,17 +226,46 @@ fn prowl(chain: &[ExportBundle]) -> Vec<(String, String)> {
     let mut log = String::new();
     for (i, b) in chain.iter().enumerate() {
         let (from, to) = (name_part(&b.from), name_part(&b.to));
-        let path = if i + 1 == chain.len() {
+        let last = i + 1 == chain.len();
+        let path = if last {
             "current.md".to_string()
         } else {
-            let stem = format!("archive/{}-{from}-to-{to}", name_time(&b.created));
-            unique_name(&out, &stem)
+            match original_archive_name(b) {
+                Some(name) if !out.iter().any(|(p, _)| *p == name) => name,
+                _ => {
+                    let stem = format!("archive/{}-{from}-to-{to}", name_time(&b.created));
+                    unique_name(&out, &stem)
+                }
+            }
         };
         log.push_str(&format!("{} handoff {from} -> {to} ({path})\n", b.created));
         out.push((
             path,
             body(b.briefing.as_deref().unwrap_or_default()).to_string(),
         ));
+        for (path, text) in &b.extra {
+            // Prowl has one context.md: REV's.
+            if path == "context.md" && !last {
+                continue;
+            }
+            // The same excerpt in two bundles (imported twice) is one file.
+            if out.iter().any(|(p, t)| p == path && t == text) {
+                continue;
+            }
+            let path = match path.strip_suffix(".md") {
+                Some(stem) => unique_name(&out, stem),
+                None => {
+                    let mut name = path.clone();
+                    let mut n = 2;
+                    while out.iter().any(|(p, _)| *p == name) {
+                        name = format!("{path}-{n}");
+                        n += 1;
+                    }
+                    name
+                }
+            };
+            out.push((path, text.clone()));
+        }
     }
     out.push(("log.md".to_string(), log));
     out
@@ -293,6 +348,7 @@ mod tests {
         ExportBundle {
             id: id.into(),
             parents: Vec::new(),
+            extra: Vec::new(),
             created: created.into(),
             from: from.into(),
             to: to.into(),
@@ -392,7 +448,11 @@ mod tests {
             "---\nid: \"review-4\"\nparent: [\"ui-3\", \"api-2\"]\n\"null\": \"\"\n\
              tags: \"x,y\"\n---\n\n## Context\nbody\n"
         );
-        assert!(files[0].1.starts_with("---\nid: \"plan-1\"\nparent: null\n"));
+        assert!(
+            files[0]
+                .1
+                .starts_with("---\nid: \"plan-1\"\nparent: null\n")
+        );
         assert!(files[1].1.contains("parent: \"plan-1\"\n"));
     }
 

@@ -57,7 +57,8 @@
 //! malformed input refuses the whole plan with a `usage` error that names the file and,
 //! when the fault is inside it, the 1-based line (`path:line: message`). Symbolic links
 //! inside an input are refused, never followed. File-name timestamps are
-//! `%Y-%m-%dT%H-%M-%S` or an RFC 3339-like variant (`2024-05-01T10:00:00Z`,
+//! `%Y-%m-%dT%H-%M-%S` (seconds may be missing, as in prowl's `2026-11-20T1000`), or an
+//! RFC 3339-like variant (`2024-05-01T10:00:00Z`,
 //! `20240501T100000Z`, fractional seconds, `Z` or a `+hh:mm` offset; no zone means UTC).
 
 mod agent_bundle;
@@ -66,6 +67,7 @@ mod frontmatter;
 mod fsread;
 mod order;
 mod prowl;
+mod prowl_text;
 pub mod state;
 mod timestamp;
 

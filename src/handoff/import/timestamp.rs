@@ -12,8 +12,12 @@ pub(super) const TS_CORE: &str = concat!(
     r"(?P<zone>Z|[+-]\d{2}:\d{2})?",
 );
 
-pub(super) static NAME_TS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(&format!(r"^{TS_CORE}-(?P<rest>.+)$")).expect("valid regex"));
+/// In a file name the seconds may be missing: prowl stamps its archive and session files
+/// `yyyy-MM-dd'T'HHmm` (`2026-11-20T1000-claude-to-codex.md`).
+pub(super) static NAME_TS: LazyLock<Regex> = LazyLock::new(|| {
+    let core = TS_CORE.replace(r"[-:]?(?P<s>\d{2})", r"(?:[-:]?(?P<s>\d{2}))?");
+    Regex::new(&format!(r"^{core}-(?P<rest>.+)$")).expect("valid regex")
+});
 pub(super) static FULL_TS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&format!(r"^{TS_CORE}$")).expect("valid regex"));
 
@@ -38,14 +42,14 @@ pub(super) fn captured_time(c: &regex::Captures) -> std::result::Result<SystemTi
     let frac = c
         .name("frac")
         .map_or(String::new(), |m| format!(".{}", m.as_str()));
+    let seconds = c.name("s").map_or("00", |m| m.as_str());
     let utc = format!(
-        "{}-{}-{}T{}:{}:{}{frac}Z",
+        "{}-{}-{}T{}:{}:{seconds}{frac}Z",
         part("y"),
         part("mo"),
         part("d"),
         part("h"),
         part("mi"),
-        part("s")
     );
     let bad = || format!("timestamp `{}` is not a valid time", &c[0]);
     let local = humantime::parse_rfc3339_weak(&utc).map_err(|_| bad())?;
@@ -92,6 +96,14 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(frac.0, t + Duration::from_millis(250));
+        // Prowl's own stamp: minutes, no seconds.
+        assert_eq!(
+            name_timestamp("2024-05-01T1000-claude-to-codex"),
+            Some(Ok((t, "claude-to-codex")))
+        );
+        assert_eq!(name_timestamp("2024-05-01T10-00-x"), Some(Ok((t, "x"))));
+        // A full timestamp (a log line's) still needs its seconds.
+        assert_eq!(full_timestamp("2024-05-01T1000"), None);
         assert_eq!(name_timestamp("yesterday-claude"), None);
         assert_eq!(name_timestamp("2024-05-01-claude"), None);
         assert!(matches!(

@@ -148,8 +148,8 @@ fn import_frontmatter() {
         id("review-4").as_str()
     );
     // The briefing is the file below its frontmatter, byte for byte.
-    let whole = fs::read_to_string(fixture("frontmatter/2024-06-03T09-00-00-planner.md"))
-        .expect("read");
+    let whole =
+        fs::read_to_string(fixture("frontmatter/2024-06-03T09-00-00-planner.md")).expect("read");
     let (_, below) = whole[4..].split_once("\n---\n").expect("frontmatter");
     assert_eq!(cat(&env, &format!("{}:handoff.md", id("plan-1"))), below);
 }

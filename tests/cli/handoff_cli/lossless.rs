@@ -123,7 +123,11 @@ fn prowl_export_keeps_bundles_that_share_a_time_and_agents() {
 
     // Re-imported: every briefing, in the order written, with its agents and time.
     let (fresh, again) = imported(&out);
-    assert_eq!(again["bundles"].as_array().map(Vec::len), Some(4), "{again}");
+    assert_eq!(
+        again["bundles"].as_array().map(Vec::len),
+        Some(4),
+        "{again}"
+    );
     let bundles = history(&fresh);
     assert_eq!(bundles.len(), 4);
     for (n, (id, parents, show)) in bundles.iter().enumerate() {
@@ -207,7 +211,11 @@ fn frontmatter_history_round_trips_with_merges_and_ids() {
         review.starts_with("---\nid: \"review-4\"\nparent: [\"ui-3\", \"api-2\"]\n"),
         "{review}"
     );
-    assert_eq!(review.matches("\n---\n").count(), 1, "one frontmatter: {review}");
+    assert_eq!(
+        review.matches("\n---\n").count(),
+        1,
+        "one frontmatter: {review}"
+    );
 
     // Re-imported: the same bundles, their ids included (same content, same parents).
     let (fresh, _) = imported(&out);
@@ -217,7 +225,11 @@ fn frontmatter_history_round_trips_with_merges_and_ids() {
     assert_eq!(ids(&after), ids(&before));
     for (id, _, show) in &after {
         let text = cat(&fresh, &format!("{id}:handoff.md"));
-        assert!(!text.starts_with("---"), "{}: {text}", meta(show, "frontmatter.id"));
+        assert!(
+            !text.starts_with("---"),
+            "{}: {text}",
+            meta(show, "frontmatter.id")
+        );
     }
     // And again: the second export is the first, byte for byte.
     let again = fresh.path().join("again");
@@ -239,7 +251,15 @@ fn frontmatter_export_of_saved_handoffs_walks_every_parent() {
             baton_in(
                 &env,
                 &ws,
-                &["save", "--brief", &s(&brief), "--from", from, "--to", "next"],
+                &[
+                    "save",
+                    "--brief",
+                    &s(&brief),
+                    "--from",
+                    from,
+                    "--to",
+                    "next",
+                ],
             ),
             "save",
         )
@@ -276,7 +296,11 @@ fn frontmatter_export_of_saved_handoffs_walks_every_parent() {
     let (fresh, _) = imported(&out);
     let after = history(&fresh);
     assert_eq!(after.len(), exported.len());
-    assert_eq!(after.last().map(|b| b.1.len()), Some(2), "the merge keeps both parents");
+    assert_eq!(
+        after.last().map(|b| b.1.len()),
+        Some(2),
+        "the merge keeps both parents"
+    );
 }
 
 #[test]
@@ -314,7 +338,10 @@ fn prowl_log_list_items_are_read_and_unreadable_ones_are_warnings() {
     let bundles = history(&env);
     assert_eq!(bundles.len(), 2);
     let current = &bundles[1].2;
-    assert_eq!((field(current, "from"), field(current, "to")), ("codex", "gemini"));
+    assert_eq!(
+        (field(current, "from"), field(current, "to")),
+        ("codex", "gemini")
+    );
     assert_eq!(field(current, "created"), "2026-11-20T11:30:00Z");
 
     // The text output says it too, and the import is not an error.
@@ -363,4 +390,93 @@ fn prowl_session_excerpt_fields_become_metadata() {
         "/home/dev/.claude/projects/w/5f0c1d2e-77aa.jsonl"
     );
     assert!(files_of(&show).contains_key("sessions/2026-11-20T09-59-00-p1.md"));
+}
+
+#[test]
+fn a_prowl_directory_as_prowl_writes_it_imports() {
+    // Prowl's HandoffStore stamps archive and session files `yyyy-MM-dd'T'HHmm` (no
+    // seconds) and logs `- <ISO time>  <event>` items.
+    let env = Env::new();
+    env.init();
+    let dir = env.write_tree(
+        "p/.prowl/handoff",
+        &[
+            (
+                "log.md",
+                "# Handoff log\n\n\
+                 - 2026-11-20T09:59:58Z  save  agent=claude  repos=1  changed=3  briefing=inline\n\
+                 - 2026-11-20T10:00:03Z  claude → codex  pane=p1  preparation=completed\n"
+                    .as_bytes(),
+            ),
+            (
+                "archive/2026-11-20T1000-claude-to-codex.md",
+                b"## Objective\nfirst\n\n# Handoff Context (generated)\n",
+            ),
+            (
+                "sessions/2026-11-20T0959-p1.md",
+                b"# Handoff Session Context\n\n- Agent: claude\n- Confidence: medium\n",
+            ),
+            ("current.md", b"## Objective\nfirst, taken over\n"),
+        ],
+    );
+    let doc = json_ok(&env, &["import-handoff", &s(&dir)]);
+    assert_eq!(doc["warnings"], json!([]), "{doc}");
+    let bundles = history(&env);
+    assert_eq!(bundles.len(), 2);
+    let (archived, current) = (&bundles[0].2, &bundles[1].2);
+    assert_eq!(
+        (field(archived, "from"), field(archived, "to")),
+        ("claude", "codex")
+    );
+    assert_eq!(field(archived, "created"), "2026-11-20T10:00:00Z");
+    assert_eq!(field(archived, "summary"), "first");
+    assert_eq!(
+        meta(archived, "prowl.session.2026-11-20T0959-p1.confidence"),
+        "medium"
+    );
+    assert_eq!(
+        (field(current, "from"), field(current, "to")),
+        ("claude", "codex")
+    );
+    assert_eq!(field(current, "created"), "2026-11-20T10:00:03Z");
+}
+
+#[test]
+fn prowl_history_round_trips_with_its_names_sessions_and_context() {
+    let fixture = super::import::fixture("prowl");
+    let handoff = Path::new(&fixture).join(".prowl/handoff");
+    let (env, _) = imported(Path::new(&fixture));
+    let before = history(&env);
+    assert_eq!(before.len(), 3);
+    let out = env.path().join("out");
+    export_history(&env, "prowl", &out);
+    // The archive names prowl gave, its session excerpt and its context go along.
+    for rel in [
+        "archive/2024-05-01T09-15-00-claude-to-codex.md",
+        "archive/2024-05-02T14-30-00Z-codex-to-claude.md",
+        "sessions/2024-05-02T14-25-10-pane-2.md",
+        "context.md",
+    ] {
+        assert!(out.join(rel).is_file(), "{rel} not exported");
+    }
+    assert_eq!(
+        fs::read(out.join("context.md")).expect("context"),
+        fs::read(handoff.join("context.md")).expect("context")
+    );
+
+    // Re-imported: the archived bundles are the same bundles, ids included; the last
+    // differs only in its log.md, which the export writes anew.
+    let (fresh, _) = imported(&out);
+    let after = history(&fresh);
+    assert_eq!(after.len(), 3);
+    assert_eq!(after[0].0, before[0].0);
+    assert_eq!(after[1].0, before[1].0);
+    let mut now = described(&fresh, &after);
+    let mut then = described(&env, &before);
+    for d in [&mut now[2], &mut then[2]] {
+        if let Some(m) = d["metadata"].as_object_mut() {
+            m.remove("import.fingerprint");
+        }
+    }
+    assert_eq!(now, then);
 }
