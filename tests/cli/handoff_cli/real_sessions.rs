@@ -276,6 +276,38 @@ fn the_newest_real_session_is_taken_as_latest_from_claude_config_dir() {
     assert_eq!(again["transcript_cached"], true, "{again}");
     assert_eq!(again["transcript_skipped"], saved["transcript_skipped"]);
     assert_eq!(again["transcript_notes"], saved["transcript_notes"]);
+
+    // Claude Code appends a prompt and its last-prompt line: only those are read, and
+    // the count goes on from the cached one.
+    let session = project.join("82b06be1-eb40-429b-b82b-fc441eac5e42.jsonl");
+    let mut bytes = fs::read(&session).unwrap();
+    bytes.extend_from_slice(
+        br#"{"type":"user","sessionId":"82b06be1-eb40-429b-b82b-fc441eac5e42","timestamp":"2026-05-15T14:40:00.000Z","message":{"role":"user","content":"and now the tests please"}}
+{"type":"last-prompt","lastPrompt":"and now the tests please","sessionId":"82b06be1-eb40-429b-b82b-fc441eac5e42"}
+"#,
+    );
+    fs::write(&session, bytes).unwrap();
+    let out = env
+        .cmd()
+        .current_dir(&ws)
+        .env("CLAUDE_CONFIG_DIR", &config)
+        .args([
+            "--json",
+            "save",
+            "--brief",
+            &s(&brief),
+            "--transcript",
+            "claude-code:latest",
+        ])
+        .output()
+        .unwrap();
+    let grown = doc(&out);
+    assert_eq!(grown["transcript_appended"], true, "{grown}");
+    let mut skipped = saved["transcript_skipped"].clone();
+    skipped["last-prompt"] = json!(3);
+    assert_eq!(grown["transcript_skipped"], skipped);
+    let kickoff = ok(baton_in(&env, &ws, &["resume", "current"]), "resume");
+    assert!(kickoff.contains("Last 2 of 2 turns"), "{kickoff}");
 }
 
 #[test]
