@@ -168,7 +168,10 @@ fn check_turns(env: &Env, ws: &Path, expected: &Value, rel: &str) {
     let line = if typed == 0 {
         "No prompt typed in claude-code session".to_string()
     } else {
-        format!("of {typed} turns of claude-code session")
+        format!(
+            "Last {} of {typed} turns of claude-code session",
+            typed.min(6)
+        )
     };
     assert!(
         kickoff.contains(&line),
@@ -389,4 +392,57 @@ fn a_real_sessions_sub_agent_log_is_merged_by_time_and_named() {
         hits.iter().all(|h| h.to_string().contains("a2898e3")),
         "{found}"
     );
+}
+
+#[test]
+fn handoff_json_names_what_a_real_session_skipped() {
+    let rel = "claude-code/2.1.141-entire-review-pr.jsonl";
+    let env = Env::new();
+    let (ws, brief) = workspace(&env);
+    let out = json_in(
+        &env,
+        &ws,
+        &[
+            "handoff",
+            "--to",
+            "codex",
+            "--brief",
+            &s(&brief),
+            "--transcript",
+            &s(&real(rel)),
+        ],
+    );
+    assert_eq!(
+        out["saved"]["transcript_skipped"],
+        json!({"ai-title": 1, "attachment": 4, "last-prompt": 2, "permission-mode": 2}),
+        "{out}"
+    );
+    assert_eq!(
+        out["saved"]["transcript_notes"],
+        json!([
+            "skipped 9 Claude Code entries of types this baton does not know: ai-title (1), \
+             attachment (4), last-prompt (2), permission-mode (2)"
+        ])
+    );
+    // Without --json the note is one line on stderr.
+    let out = baton_in(
+        &env,
+        &ws,
+        &[
+            "handoff",
+            "--to",
+            "codex",
+            "--brief",
+            &s(&brief),
+            "--transcript",
+            &s(&real(rel)),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    let notes = err
+        .lines()
+        .filter(|l| l.starts_with("note: skipped 9 "))
+        .count();
+    assert_eq!(notes, 1, "{err}");
 }
