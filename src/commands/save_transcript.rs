@@ -246,8 +246,13 @@ fn appended(
     entry: Option<statcache::Transcript>,
     session: SessionFile,
 ) -> std::result::Result<Prepared, Box<SessionFile>> {
-    let Some((entry, prefix_jsonl, tail_jsonl, grown, tail_skipped)) =
-        entry.and_then(|entry| appended_parts(store, entry, &session))
+    let Some(Parts {
+        entry,
+        prefix_jsonl,
+        tail_jsonl,
+        grown,
+        tail_skipped,
+    }) = entry.and_then(|entry| appended_parts(store, entry, &session))
     else {
         return Err(Box::new(session));
     };
@@ -297,6 +302,17 @@ fn entry_len(entry: &statcache::Transcript) -> usize {
         .unwrap_or(usize::MAX)
 }
 
+/// What [`appended_parts`] finds: the entry, its `transcript.jsonl`, the appended
+/// lines' events as transcript lines, the whole file's [`statcache::Grown`], and the
+/// entries those lines skipped.
+struct Parts {
+    entry: statcache::Transcript,
+    prefix_jsonl: Vec<u8>,
+    tail_jsonl: Vec<u8>,
+    grown: statcache::Grown,
+    tail_skipped: Skipped,
+}
+
 /// For [`appended`]: the cache entry of this session file at an earlier length whose key
 /// is that of the file's first bytes, its `transcript.jsonl` (read from the store,
 /// verified), the events of the appended lines as transcript lines, and the [`Grown`]
@@ -307,13 +323,7 @@ fn appended_parts(
     store: &Store,
     entry: statcache::Transcript,
     session: &SessionFile,
-) -> Option<(
-    statcache::Transcript,
-    Vec<u8>,
-    Vec<u8>,
-    statcache::Grown,
-    Skipped,
-)> {
+) -> Option<Parts> {
     let ident = session.ident()?;
     let grown = entry.grown.clone()?;
     let len = usize::try_from(grown.len).ok()?;
@@ -346,7 +356,13 @@ fn appended_parts(
         unpaired: pairing.unpaired,
         stat: session.stat(),
     };
-    Some((entry, prefix_jsonl, tail_jsonl, next, tail_skipped))
+    Some(Parts {
+        entry,
+        prefix_jsonl,
+        tail_jsonl,
+        grown: next,
+        tail_skipped,
+    })
 }
 
 /// The transcript cache entry of what the session became, by the bundle's `files` and

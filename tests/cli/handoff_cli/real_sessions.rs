@@ -168,7 +168,10 @@ fn check_turns(env: &Env, ws: &Path, expected: &Value, rel: &str) {
     let line = if typed == 0 {
         "No prompt typed in claude-code session".to_string()
     } else {
-        format!("of {typed} turns of claude-code session")
+        format!(
+            "Last {} of {typed} turns of claude-code session",
+            typed.min(6)
+        )
     };
     assert!(
         kickoff.contains(&line),
@@ -276,6 +279,38 @@ fn the_newest_real_session_is_taken_as_latest_from_claude_config_dir() {
     assert_eq!(again["transcript_cached"], true, "{again}");
     assert_eq!(again["transcript_skipped"], saved["transcript_skipped"]);
     assert_eq!(again["transcript_notes"], saved["transcript_notes"]);
+
+    // Claude Code appends a prompt and its last-prompt line: only those are read, and
+    // the count goes on from the cached one.
+    let session = project.join("82b06be1-eb40-429b-b82b-fc441eac5e42.jsonl");
+    let mut bytes = fs::read(&session).unwrap();
+    bytes.extend_from_slice(
+        br#"{"type":"user","sessionId":"82b06be1-eb40-429b-b82b-fc441eac5e42","timestamp":"2026-05-15T14:40:00.000Z","message":{"role":"user","content":"and now the tests please"}}
+{"type":"last-prompt","lastPrompt":"and now the tests please","sessionId":"82b06be1-eb40-429b-b82b-fc441eac5e42"}
+"#,
+    );
+    fs::write(&session, bytes).unwrap();
+    let out = env
+        .cmd()
+        .current_dir(&ws)
+        .env("CLAUDE_CONFIG_DIR", &config)
+        .args([
+            "--json",
+            "save",
+            "--brief",
+            &s(&brief),
+            "--transcript",
+            "claude-code:latest",
+        ])
+        .output()
+        .unwrap();
+    let grown = doc(&out);
+    assert_eq!(grown["transcript_appended"], true, "{grown}");
+    let mut skipped = saved["transcript_skipped"].clone();
+    skipped["last-prompt"] = json!(3);
+    assert_eq!(grown["transcript_skipped"], skipped);
+    let kickoff = ok(baton_in(&env, &ws, &["resume", "current"]), "resume");
+    assert!(kickoff.contains("Last 2 of 2 turns"), "{kickoff}");
 }
 
 #[test]
@@ -357,4 +392,57 @@ fn a_real_sessions_sub_agent_log_is_merged_by_time_and_named() {
         hits.iter().all(|h| h.to_string().contains("a2898e3")),
         "{found}"
     );
+}
+
+#[test]
+fn handoff_json_names_what_a_real_session_skipped() {
+    let rel = "claude-code/2.1.141-entire-review-pr.jsonl";
+    let env = Env::new();
+    let (ws, brief) = workspace(&env);
+    let out = json_in(
+        &env,
+        &ws,
+        &[
+            "handoff",
+            "--to",
+            "codex",
+            "--brief",
+            &s(&brief),
+            "--transcript",
+            &s(&real(rel)),
+        ],
+    );
+    assert_eq!(
+        out["saved"]["transcript_skipped"],
+        json!({"ai-title": 1, "attachment": 4, "last-prompt": 2, "permission-mode": 2}),
+        "{out}"
+    );
+    assert_eq!(
+        out["saved"]["transcript_notes"],
+        json!([
+            "skipped 9 Claude Code entries of types this baton does not know: ai-title (1), \
+             attachment (4), last-prompt (2), permission-mode (2)"
+        ])
+    );
+    // Without --json the note is one line on stderr.
+    let out = baton_in(
+        &env,
+        &ws,
+        &[
+            "handoff",
+            "--to",
+            "codex",
+            "--brief",
+            &s(&brief),
+            "--transcript",
+            &s(&real(rel)),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    let notes = err
+        .lines()
+        .filter(|l| l.starts_with("note: skipped 9 "))
+        .count();
+    assert_eq!(notes, 1, "{err}");
 }

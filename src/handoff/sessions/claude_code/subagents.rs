@@ -145,3 +145,76 @@ impl Merge {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handoff::events::{Kind, Role};
+
+    #[test]
+    fn logs_are_found_beside_the_session_within_their_bounds() {
+        let tmp = tempfile::tempdir().unwrap();
+        let session = tmp.path().join("s1.jsonl");
+        assert!(!exists(&session));
+        assert_eq!(find(&session).files.len(), 0);
+        let dir = tmp.path().join("s1/subagents");
+        fs::create_dir_all(&dir).unwrap();
+        assert!(exists(&session));
+        for i in 0..MAX_FILES + 2 {
+            fs::write(dir.join(format!("agent-{i:03}.jsonl")), "{}\n").unwrap();
+        }
+        // Not a log: another name, a directory, a symlink.
+        fs::write(dir.join("notes.jsonl"), "{}\n").unwrap();
+        fs::create_dir(dir.join("agent-dir.jsonl")).unwrap();
+        std::os::unix::fs::symlink(&session, dir.join("agent-link.jsonl")).unwrap();
+        let found = find(&session);
+        assert_eq!(found.files.len(), MAX_FILES);
+        assert_eq!(found.files[0].name, "agent-000");
+        assert_eq!(found.files[0].agent(), "000");
+        assert_eq!(found.left_out, 2);
+        assert!(
+            found
+                .note()
+                .unwrap()
+                .starts_with("left out 2 Claude Code sub-agent logs")
+        );
+        // Past the bytes of all of them together (a sparse file: not read).
+        for i in 0..MAX_FILES + 2 {
+            fs::remove_file(dir.join(format!("agent-{i:03}.jsonl"))).unwrap();
+        }
+        fs::write(dir.join("agent-a.jsonl"), "{}\n").unwrap();
+        let big = fs::File::create(dir.join("agent-b.jsonl")).unwrap();
+        big.set_len(MAX_BYTES).unwrap();
+        let found = find(&session);
+        assert_eq!(found.files.len(), 1);
+        assert_eq!(found.left_out, 1);
+    }
+
+    #[test]
+    fn drafts_are_put_among_the_sessions_by_time() {
+        let draft = |time: &str, text: &str| Draft {
+            time: time.into(),
+            agent: None,
+            role: Role::Assistant,
+            kind: Kind::Message,
+            text: text.into(),
+            tool: None,
+            call_id: None,
+            harness_type: None,
+        };
+        let mut merge = Merge::default();
+        merge.push([draft("T02", "a1"), draft("", "a1b"), draft("T05", "a2")].into());
+        merge.push([draft("T03", "b1"), draft("T09", "b2")].into());
+        let mut out = Vec::new();
+        let mut each = |d: Draft| {
+            out.push(d.text);
+            Ok(())
+        };
+        for (time, text) in [("T01", "s1"), ("T04", "s2"), ("T06", "s3")] {
+            merge.before(time, &mut each).unwrap();
+            each(draft(time, text)).unwrap();
+        }
+        merge.rest(&mut each).unwrap();
+        assert_eq!(out, ["s1", "a1", "a1b", "b1", "s2", "a2", "s3", "b2"]);
+    }
+}
