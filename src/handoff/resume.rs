@@ -11,6 +11,7 @@ use crate::handoff::compare::{self, CapturedChanges, Comparison, Presence};
 use crate::handoff::evidence::Evidence;
 use crate::handoff::import;
 use crate::handoff::kickoff::{self, Kickoff, KickoffInput};
+use crate::handoff::repos;
 use crate::handoff::transcript;
 use crate::handoff::turns;
 use crate::store::Store;
@@ -173,10 +174,14 @@ pub fn prepare(
         open_questions: section("Open Questions").or_else(|| meta(import::QUESTION)),
         suggested_prompt: section("Suggested Prompt For Next Agent"),
         recent_turns: recent_turns(store, &bundle.tree, id)?,
-        workspace: comparison
-            .as_ref()
-            .map(describe)
-            .unwrap_or_else(|| vec!["no workspace evidence in this handoff".into()]),
+        // A workspace folder of repositories: each one on a line of its own instead.
+        workspace: match evidence.as_ref().map(|e| repos::describe(e, workspace)) {
+            Some(lines) if !lines.is_empty() => lines,
+            _ => comparison
+                .as_ref()
+                .map(describe)
+                .unwrap_or_else(|| vec!["no workspace evidence in this handoff".into()]),
+        },
         files,
     };
     let kickoff = kickoff::render(&input, budget);

@@ -8,12 +8,14 @@
 //! plumbing `diff-index`/`diff-files` for patches (porcelain `git diff` rewrites the index
 //! to refresh stat data even with optional locks off). A directory that is not a git work
 //! tree, or a machine without `git`, gives an explicitly partial capture whose `partial`
-//! list says why.
+//! list says why; a directory that is no work tree but holds repositories below it is
+//! captured as each of them (`nested`).
 
 mod git;
 mod history;
 mod inproc;
 mod known;
+mod nested;
 mod patches;
 mod pending;
 mod probe;
@@ -25,10 +27,12 @@ pub use git::git_available;
 pub(crate) use git::{Git, absolute, is_object_id};
 pub use history::{FIRST_PARENTS_CAP, Operation};
 pub use known::KnownHistory;
+pub use nested::{MAX_DEPTH as NESTED_MAX_DEPTH, MAX_REPOSITORIES as NESTED_MAX_REPOSITORIES};
 pub use patches::{PatchHash, hash_patch};
 pub use pending::{Pending, start};
 pub(crate) use reads::read_patch_hashes;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -56,6 +60,19 @@ pub struct Evidence {
     /// Why the capture is incomplete; empty when it is complete.
     pub partial: Vec<String>,
     /// The git state, when the workspace is a git work tree and git could be run.
+    pub git: Option<GitEvidence>,
+    /// When the workspace is in no work tree: the repositories below it (at most
+    /// [`NESTED_MAX_REPOSITORIES`], at most [`NESTED_MAX_DEPTH`] directories down), by
+    /// their path relative to it. Absent for a repository and in older evidence.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub repositories: BTreeMap<String, Repository>,
+}
+
+/// One repository below a workspace folder: what [`Evidence`] says of a workspace.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Repository {
+    /// Why its capture is incomplete; empty when it is complete.
+    pub partial: Vec<String>,
     pub git: Option<GitEvidence>,
 }
 
@@ -153,6 +170,8 @@ pub struct Capture {
     pub staged_patch: Vec<u8>,
     /// `git diff --binary`: index to work tree.
     pub unstaged_patch: Vec<u8>,
+    /// The staged and unstaged patches of each of [`Evidence::repositories`].
+    pub nested_patches: nested::Patches,
 }
 
 impl Evidence {
@@ -349,9 +368,11 @@ fn inspect_with(
             workspace: workspace.to_string_lossy().into_owned(),
             partial: Vec::new(),
             git: None,
+            repositories: BTreeMap::new(),
         },
         staged_patch: Vec::new(),
         unstaged_patch: Vec::new(),
+        nested_patches: nested::Patches::new(),
     };
     let partial = &mut capture.evidence.partial;
     if !workspace.is_dir() {
@@ -407,7 +428,10 @@ fn inspect_with(
                 Some((root, paths)) => (root, Some(paths)),
                 None => match probe::probe_root(&probe, partial) {
                     Some(root) => (root, None),
-                    None => return capture,
+                    None => {
+                        below(&mut capture, &workspace, git_program, full, known);
+                        return capture;
+                    }
                 },
             }
         }
@@ -529,6 +553,33 @@ fn inspect_with(
         patch_hashes,
     });
     capture
+}
+
+/// A workspace in no work tree (and nothing else wrong: git ran): the repositories below
+/// it, captured each, in place of the workspace's own "not a git repository". Only for
+/// a capture, never for a comparison's look at the live side.
+fn below(
+    capture: &mut Capture,
+    workspace: &Path,
+    git_program: &Path,
+    full: bool,
+    known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
+) {
+    if !full || capture.evidence.partial != [probe::NOT_A_REPOSITORY] {
+        return;
+    }
+    let Some((repositories, patches, notes)) = nested::capture_below(workspace, git_program, known)
+    else {
+        return;
+    };
+    let partial = &mut capture.evidence.partial;
+    partial.clear();
+    partial.extend(notes);
+    for (rel, repo) in &repositories {
+        partial.extend(repo.partial.iter().map(|p| format!("{rel}: {p}")));
+    }
+    capture.evidence.repositories = repositories;
+    capture.nested_patches = patches;
 }
 
 /// The bytes of `path` (git prints a work tree's root as bytes).

@@ -359,6 +359,7 @@ mod kickoff_papercuts;
 mod kickoff_promises;
 mod mcp;
 mod mcp_paths;
+mod multi_repo;
 mod round_trip;
 mod save_brief;
 mod search;
