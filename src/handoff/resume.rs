@@ -93,10 +93,17 @@ pub fn prepare(
     let loose = own_text
         .as_deref()
         .filter(|_| imported && briefing.is_none());
+    let all_sections = match (&briefing, loose) {
+        (Some(b), _) => b.sections.clone(),
+        (None, Some(text)) => briefing::sections_of(text),
+        (None, None) => Vec::new(),
+    };
+    // A section is found by its title as the briefing's own are (`## Current State:` is
+    // Current State), in an imported file also below level 2 (`### Next Steps`).
     let section = |name: &str| {
-        briefing
-            .as_ref()
-            .and_then(|b| b.section(name).map(str::to_string))
+        briefing::section_in(&all_sections, name)
+            .filter(|body| !body.trim().is_empty())
+            .map(str::to_string)
             .or_else(|| loose.and_then(|t| import::markdown_section(t, &[name])))
             .map(|s| format!("{}\n", s.trim_end()))
     };
@@ -135,11 +142,6 @@ pub fn prepare(
     }
     // Every other section of the briefing reaches the page too, after the ones placed by
     // name: an imported `## Context`, `## Acceptance Criteria`, a `## Notes`.
-    let all_sections = match (&briefing, loose) {
-        (Some(b), _) => b.sections.clone(),
-        (None, Some(text)) => briefing::sections_of(text),
-        (None, None) => Vec::new(),
-    };
     let more = briefing::others(&all_sections, &kickoff::PLACED_SECTIONS)
         .into_iter()
         .filter(|s| !s.body.trim().is_empty())

@@ -254,4 +254,21 @@ fn every_briefing_section_reaches_the_kickoff() {
         );
     }
     assert_eq!(text.matches("(not in this handoff)").count(), 2, "{text}");
+
+    // A heading with a colon is the section it names, as in a briefing of baton's own.
+    let env = Env::new();
+    env.init();
+    let dir = env.path().join("handoffs");
+    fs::create_dir_all(&dir).expect("mkdir");
+    fs::write(
+        dir.join("2024-06-03T09-00-00-planner.md"),
+        "---\nid: c1\nagent: planner\nnext_task: Ship\n---\n\n## Current State:\nHalf done.\n\n\
+         ## Notes\nAsk Bob.\n",
+    )
+    .expect("write");
+    json_ok(&env, &["import-handoff", &s(&dir)]);
+    let text = kickoff_text(&json_ok(&env, &["resume"]));
+    assert!(text.contains("## Current State\nHalf done.\n"), "{text}");
+    assert!(text.contains("## Notes\nAsk Bob.\n"), "{text}");
+    assert!(!text.contains("## Current State:"), "{text}");
 }
