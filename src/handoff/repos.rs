@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path};
 
 use super::compare::{self, Comparison, HeadRelation, Presence};
-use super::evidence::{Evidence, Repository};
+use super::evidence::{Evidence, NESTED_MAX_REPOSITORIES, Repository};
 
 /// One line per captured repository, in path order: `api: main at 1a2b3c4d5e6f, 1
 /// unstaged; live HEAD same, changes present`. Empty when the evidence has none.
@@ -18,7 +18,9 @@ pub fn describe(captured: &Evidence, live_dir: &Path) -> Vec<String> {
         "workspace folder of {} repositories (captured each; full record: evidence.json `repositories`)",
         captured.repositories.len()
     )];
-    for (rel, repo) in &captured.repositories {
+    // Evidence from elsewhere may list more than a capture writes: each costs git
+    // processes here, so no more than a capture would have listed are looked at.
+    for (rel, repo) in captured.repositories.iter().take(NESTED_MAX_REPOSITORIES) {
         // The path comes from evidence, which may come from elsewhere: only a plain
         // relative path is looked at here.
         let plain = !rel.is_empty()

@@ -10,8 +10,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
-
-use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{Capture, KnownHistory, Repository, inspect};
 
@@ -97,8 +96,8 @@ pub(super) fn find(workspace: &Path) -> Found {
     found
 }
 
-/// The captures of the repositories below `workspace`, two at a time or as many as there
-/// are cores (each runs its own git processes): `None` when there is none.
+/// The captures of the repositories below `workspace` ([`capture_all`]): `None` when
+/// there is none.
 pub(super) fn capture_below(
     workspace: &Path,
     git_program: &Path,
@@ -108,14 +107,7 @@ pub(super) fn capture_below(
     if found.repositories.is_empty() {
         return None;
     }
-    let captures: Vec<(String, Capture)> = found
-        .repositories
-        .into_par_iter()
-        .map(|(rel, path)| {
-            let capture = inspect(&path, git_program, true, known);
-            (rel, capture)
-        })
-        .collect();
+    let captures = capture_all(found.repositories, git_program, known);
     let mut repositories = BTreeMap::new();
     let mut patches = Patches::new();
     for (rel, capture) in captures {
@@ -129,6 +121,49 @@ pub(super) fn capture_below(
         );
     }
     Some((repositories, patches, found.notes))
+}
+
+/// Each repository captured, on as many threads of its own as there are cores (each
+/// capture runs git processes and waits for them). Not on rayon's pool: a capture may
+/// wait for the histories the store holds ([`super::Pending::know`]), and the caller's
+/// thread may meanwhile need that pool for the transcript's scan.
+fn capture_all(
+    repositories: Vec<(String, PathBuf)>,
+    git_program: &Path,
+    known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
+) -> Vec<(String, Capture)> {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let workers = cores.min(repositories.len()).max(1);
+    let next = AtomicUsize::new(0);
+    let repositories = &repositories;
+    let mut captured: Vec<(usize, Capture)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((_, path)) = repositories.get(i) else {
+                            break done;
+                        };
+                        done.push((i, inspect(path, git_program, true, known)));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    captured.sort_by_key(|(i, _)| *i);
+    captured
+        .into_iter()
+        .map(|(i, capture)| (repositories[i].0.clone(), capture))
+        .collect()
 }
 
 /// The staged and unstaged patches of each repository below a workspace, by its path.
