@@ -27,7 +27,9 @@ pub use git::git_available;
 pub(crate) use git::{Git, absolute, is_object_id};
 pub use history::{FIRST_PARENTS_CAP, Operation};
 pub use known::KnownHistory;
-pub use nested::{MAX_DEPTH as NESTED_MAX_DEPTH, MAX_REPOSITORIES as NESTED_MAX_REPOSITORIES};
+pub use nested::{
+    MAX_DEPTH as NESTED_MAX_DEPTH, MAX_REPOSITORIES as NESTED_MAX_REPOSITORIES, Repository,
+};
 pub use patches::{PatchHash, hash_patch};
 pub use pending::{Pending, start};
 pub(crate) use reads::read_patch_hashes;
@@ -66,14 +68,6 @@ pub struct Evidence {
     /// their path relative to it. Absent for a repository and in older evidence.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub repositories: BTreeMap<String, Repository>,
-}
-
-/// One repository below a workspace folder: what [`Evidence`] says of a workspace.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct Repository {
-    /// Why its capture is incomplete; empty when it is complete.
-    pub partial: Vec<String>,
-    pub git: Option<GitEvidence>,
 }
 
 /// The git state of a work tree.
@@ -429,7 +423,7 @@ fn inspect_with(
                 None => match probe::probe_root(&probe, partial) {
                     Some(root) => (root, None),
                     None => {
-                        below(&mut capture, &workspace, git_program, full, known);
+                        nested::below(&mut capture, &workspace, git_program, full, known);
                         return capture;
                     }
                 },
@@ -553,33 +547,6 @@ fn inspect_with(
         patch_hashes,
     });
     capture
-}
-
-/// A workspace in no work tree (and nothing else wrong: git ran): the repositories below
-/// it, captured each, in place of the workspace's own "not a git repository". Only for
-/// a capture, never for a comparison's look at the live side.
-fn below(
-    capture: &mut Capture,
-    workspace: &Path,
-    git_program: &Path,
-    full: bool,
-    known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
-) {
-    if !full || capture.evidence.partial != [probe::NOT_A_REPOSITORY] {
-        return;
-    }
-    let Some((repositories, patches, notes)) = nested::capture_below(workspace, git_program, known)
-    else {
-        return;
-    };
-    let partial = &mut capture.evidence.partial;
-    partial.clear();
-    partial.extend(notes);
-    for (rel, repo) in &repositories {
-        partial.extend(repo.partial.iter().map(|p| format!("{rel}: {p}")));
-    }
-    capture.evidence.repositories = repositories;
-    capture.nested_patches = patches;
 }
 
 /// The bytes of `path` (git prints a work tree's root as bytes).

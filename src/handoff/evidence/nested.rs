@@ -12,7 +12,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{Capture, KnownHistory, Repository, inspect};
+use serde::{Deserialize, Serialize};
+
+use super::{Capture, GitEvidence, KnownHistory, inspect};
 
 /// Repositories are looked for at most this many directories below the workspace
 /// (`WS/a/b/c` is 3).
@@ -22,17 +24,51 @@ pub const MAX_REPOSITORIES: usize = 16;
 /// The walk reads at most this many directories.
 pub const MAX_DIRS: usize = 2_000;
 
+/// One repository below a workspace folder: what [`super::Evidence`] says of a workspace.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Repository {
+    /// Why its capture is incomplete; empty when it is complete.
+    pub partial: Vec<String>,
+    pub git: Option<GitEvidence>,
+}
+
+/// A workspace in no work tree (and nothing else wrong: git ran): the repositories below
+/// it, captured each, in place of the workspace's own "not a git repository". Only for
+/// a capture, never for a comparison's look at the live side.
+pub(super) fn below(
+    capture: &mut Capture,
+    workspace: &Path,
+    git_program: &Path,
+    full: bool,
+    known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
+) {
+    if !full || capture.evidence.partial != [super::probe::NOT_A_REPOSITORY] {
+        return;
+    }
+    let Some((repositories, patches, notes)) = capture_below(workspace, git_program, known) else {
+        return;
+    };
+    let partial = &mut capture.evidence.partial;
+    partial.clear();
+    partial.extend(notes);
+    for (rel, repo) in &repositories {
+        partial.extend(repo.partial.iter().map(|p| format!("{rel}: {p}")));
+    }
+    capture.evidence.repositories = repositories;
+    capture.nested_patches = patches;
+}
+
 /// What was found below a workspace: the repositories (relative path, absolute path) in
 /// path order, and why the search may be incomplete.
 #[derive(Debug, Default, PartialEq)]
-pub(super) struct Found {
-    pub repositories: Vec<(String, PathBuf)>,
-    pub notes: Vec<String>,
+struct Found {
+    repositories: Vec<(String, PathBuf)>,
+    notes: Vec<String>,
 }
 
 /// The repositories below `workspace` (not itself one): directories with a `.git` of
 /// their own (a directory or a gitfile), breadth first, within the bounds above.
-pub(super) fn find(workspace: &Path) -> Found {
+fn find(workspace: &Path) -> Found {
     let mut found = Found::default();
     let mut queue = VecDeque::from([(workspace.to_path_buf(), String::new(), 0usize)]);
     let mut read = 0usize;
@@ -98,7 +134,7 @@ pub(super) fn find(workspace: &Path) -> Found {
 
 /// The captures of the repositories below `workspace` ([`capture_all`]): `None` when
 /// there is none.
-pub(super) fn capture_below(
+fn capture_below(
     workspace: &Path,
     git_program: &Path,
     known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
