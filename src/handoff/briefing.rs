@@ -101,6 +101,12 @@ pub fn sections_of(text: &str) -> Vec<Section> {
     sections(&normalize(text))
 }
 
+/// The body of the first of `sections` titled `title`, matched as [`Briefing::section`]
+/// matches.
+pub fn section_in<'a>(sections: &'a [Section], title: &str) -> Option<&'a str> {
+    find(sections, title).map(|s| s.body.as_str())
+}
+
 /// `all` without the first section of each title in `placed` (matched as
 /// [`Briefing::section`] matches titles): what is left when those are shown by name, in
 /// document order.

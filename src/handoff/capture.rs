@@ -111,25 +111,40 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
     let captured_at = crate::format::bundle::format_time(SystemTime::now());
     let mut files = Vec::new();
     let mut patches = Vec::new();
-    for (name, bytes) in [
-        ("staged.patch", &capture.staged_patch),
-        ("unstaged.patch", &capture.unstaged_patch),
-    ] {
-        let stored_at = if bytes.is_empty() {
-            None
-        } else if (bytes.len() as u64) <= PATCH_LIMIT {
-            Some(format!("evidence/{name}"))
-        } else {
-            Some(format!("attachments/patches/{name}"))
+    // The workspace's own patches, then those of each repository below a workspace folder
+    // (under `repos/<its path>/`).
+    let own = (
+        String::new(),
+        &capture.staged_patch,
+        &capture.unstaged_patch,
+    );
+    let nested = capture
+        .nested_patches
+        .iter()
+        .map(|(rel, (staged, unstaged))| (rel.clone(), staged, unstaged));
+    for (repository, staged, unstaged) in std::iter::once(own).chain(nested) {
+        let dir = match repository.as_str() {
+            "" => String::new(),
+            rel => format!("repos/{rel}/"),
         };
-        if let Some(path) = &stored_at {
-            files.push(MemFile::new(path.clone(), bytes.clone()));
+        for (name, bytes) in [("staged.patch", staged), ("unstaged.patch", unstaged)] {
+            let stored_at = if bytes.is_empty() {
+                None
+            } else if (bytes.len() as u64) <= PATCH_LIMIT {
+                Some(format!("evidence/{dir}{name}"))
+            } else {
+                Some(format!("attachments/patches/{dir}{name}"))
+            };
+            if let Some(path) = &stored_at {
+                files.push(MemFile::new(path.clone(), bytes.clone()));
+            }
+            patches.push(PatchNote {
+                repository: repository.clone(),
+                name,
+                bytes: bytes.len() as u64,
+                stored_at,
+            });
         }
-        patches.push(PatchNote {
-            name,
-            bytes: bytes.len() as u64,
-            stored_at,
-        });
     }
     if let Some(b) = &briefing {
         files.push(MemFile::new("handoff.md", b.text.clone()));

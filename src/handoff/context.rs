@@ -9,6 +9,9 @@ const MAX_LIST: usize = 50;
 
 /// Where each patch went and how big it was, for the page.
 pub struct PatchNote {
+    /// The repository below a workspace folder it is of (its relative path); empty for
+    /// the workspace's own.
+    pub repository: String,
     pub name: &'static str,
     pub bytes: u64,
     pub stored_at: Option<String>,
@@ -41,6 +44,10 @@ pub fn render(evidence: &Evidence, captured_at: &str, patches: &[PatchNote]) -> 
             "**Partial capture:** {}.\n",
             evidence.partial.join("; ")
         );
+    }
+    if !evidence.repositories.is_empty() {
+        repositories(&mut out, evidence, patches);
+        return out;
     }
     let Some(git) = &evidence.git else {
         let _ = writeln!(out, "No git repository was captured.");
@@ -103,7 +110,7 @@ pub fn render(evidence: &Evidence, captured_at: &str, patches: &[PatchNote]) -> 
     });
     if !patches.is_empty() {
         let _ = writeln!(out, "\n## Patches\n");
-        for p in patches {
+        for p in patches.iter().filter(|p| p.repository.is_empty()) {
             match &p.stored_at {
                 Some(at) => {
                     let _ = writeln!(out, "- {}: {} bytes, in `{at}`", p.name, p.bytes);
@@ -127,4 +134,65 @@ pub fn render(evidence: &Evidence, captured_at: &str, patches: &[PatchNote]) -> 
         });
     }
     out
+}
+
+/// A workspace folder holding repositories: one short section each (the full record is
+/// `evidence/evidence.json`'s `repositories`).
+fn repositories(out: &mut String, evidence: &Evidence, patches: &[PatchNote]) {
+    let _ = writeln!(
+        out,
+        "The workspace is not a git repository; {} repositories below it were captured \
+         (at most {}, at most {} directories down).",
+        evidence.repositories.len(),
+        super::evidence::NESTED_MAX_REPOSITORIES,
+        super::evidence::NESTED_MAX_DEPTH,
+    );
+    for (rel, repo) in &evidence.repositories {
+        let _ = writeln!(out, "\n## Repository `{rel}`\n");
+        let Some(git) = &repo.git else {
+            let _ = writeln!(out, "- not captured: {}", repo.partial.join("; "));
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "- branch: {}",
+            git.branch.as_deref().unwrap_or("(detached HEAD)")
+        );
+        let _ = writeln!(
+            out,
+            "- HEAD: {}",
+            git.head.as_deref().unwrap_or("(no commits yet)")
+        );
+        if let Some(up) = &git.upstream {
+            let _ = writeln!(out, "- upstream: {up}");
+        }
+        for remote in &git.remotes {
+            let _ = writeln!(out, "- remote {}: {}", remote.name, remote.url);
+        }
+        let summary = git.uncommitted_summary();
+        let _ = writeln!(
+            out,
+            "- uncommitted: {}",
+            if summary.is_empty() { "none" } else { &summary }
+        );
+        list(out, &git.unstaged, |c| {
+            format!("unstaged {} ({})", c.path, c.status)
+        });
+        list(out, &git.staged, |c| {
+            format!("staged {} ({})", c.path, c.status)
+        });
+        for p in patches.iter().filter(|p| p.repository == *rel) {
+            if let Some(at) = &p.stored_at {
+                let _ = writeln!(out, "- {}: {} bytes, in `{at}`", p.name, p.bytes);
+            }
+        }
+        if let Some(c) = git.recent_commits.first() {
+            let _ = writeln!(
+                out,
+                "- last commit: {} {}",
+                &c.id[..c.id.len().min(12)],
+                c.subject
+            );
+        }
+    }
 }

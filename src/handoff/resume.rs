@@ -11,6 +11,7 @@ use crate::handoff::compare::{self, CapturedChanges, Comparison, Presence};
 use crate::handoff::evidence::Evidence;
 use crate::handoff::import;
 use crate::handoff::kickoff::{self, Kickoff, KickoffInput};
+use crate::handoff::repos;
 use crate::handoff::transcript;
 use crate::handoff::turns;
 use crate::store::Store;
@@ -92,10 +93,17 @@ pub fn prepare(
     let loose = own_text
         .as_deref()
         .filter(|_| imported && briefing.is_none());
+    let all_sections = match (&briefing, loose) {
+        (Some(b), _) => b.sections.clone(),
+        (None, Some(text)) => briefing::sections_of(text),
+        (None, None) => Vec::new(),
+    };
+    // A section is found by its title as the briefing's own are (`## Current State:` is
+    // Current State), in an imported file also below level 2 (`### Next Steps`).
     let section = |name: &str| {
-        briefing
-            .as_ref()
-            .and_then(|b| b.section(name).map(str::to_string))
+        briefing::section_in(&all_sections, name)
+            .filter(|body| !body.trim().is_empty())
+            .map(str::to_string)
             .or_else(|| loose.and_then(|t| import::markdown_section(t, &[name])))
             .map(|s| format!("{}\n", s.trim_end()))
     };
@@ -134,11 +142,6 @@ pub fn prepare(
     }
     // Every other section of the briefing reaches the page too, after the ones placed by
     // name: an imported `## Context`, `## Acceptance Criteria`, a `## Notes`.
-    let all_sections = match (&briefing, loose) {
-        (Some(b), _) => b.sections.clone(),
-        (None, Some(text)) => briefing::sections_of(text),
-        (None, None) => Vec::new(),
-    };
     let more = briefing::others(&all_sections, &kickoff::PLACED_SECTIONS)
         .into_iter()
         .filter(|s| !s.body.trim().is_empty())
@@ -173,10 +176,14 @@ pub fn prepare(
         open_questions: section("Open Questions").or_else(|| meta(import::QUESTION)),
         suggested_prompt: section("Suggested Prompt For Next Agent"),
         recent_turns: recent_turns(store, &bundle.tree, id)?,
-        workspace: comparison
-            .as_ref()
-            .map(describe)
-            .unwrap_or_else(|| vec!["no workspace evidence in this handoff".into()]),
+        // A workspace folder of repositories: each one on a line of its own instead.
+        workspace: match evidence.as_ref().map(|e| repos::describe(e, workspace)) {
+            Some(lines) if !lines.is_empty() => lines,
+            _ => comparison
+                .as_ref()
+                .map(describe)
+                .unwrap_or_else(|| vec!["no workspace evidence in this handoff".into()]),
+        },
         files,
     };
     let kickoff = kickoff::render(&input, budget);

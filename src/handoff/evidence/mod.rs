@@ -8,12 +8,14 @@
 //! plumbing `diff-index`/`diff-files` for patches (porcelain `git diff` rewrites the index
 //! to refresh stat data even with optional locks off). A directory that is not a git work
 //! tree, or a machine without `git`, gives an explicitly partial capture whose `partial`
-//! list says why.
+//! list says why; a directory that is no work tree but holds repositories below it is
+//! captured as each of them (`nested`).
 
 mod git;
 mod history;
 mod inproc;
 mod known;
+mod nested;
 mod patches;
 mod pending;
 mod probe;
@@ -25,10 +27,14 @@ pub use git::git_available;
 pub(crate) use git::{Git, absolute, is_object_id};
 pub use history::{FIRST_PARENTS_CAP, Operation};
 pub use known::KnownHistory;
+pub use nested::{
+    MAX_DEPTH as NESTED_MAX_DEPTH, MAX_REPOSITORIES as NESTED_MAX_REPOSITORIES, Repository,
+};
 pub use patches::{PatchHash, hash_patch};
 pub use pending::{Pending, start};
 pub(crate) use reads::read_patch_hashes;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -57,6 +63,11 @@ pub struct Evidence {
     pub partial: Vec<String>,
     /// The git state, when the workspace is a git work tree and git could be run.
     pub git: Option<GitEvidence>,
+    /// When the workspace is in no work tree: the repositories below it (at most
+    /// [`NESTED_MAX_REPOSITORIES`], at most [`NESTED_MAX_DEPTH`] directories down), by
+    /// their path relative to it. Absent for a repository and in older evidence.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub repositories: BTreeMap<String, Repository>,
 }
 
 /// The git state of a work tree.
@@ -153,6 +164,8 @@ pub struct Capture {
     pub staged_patch: Vec<u8>,
     /// `git diff --binary`: index to work tree.
     pub unstaged_patch: Vec<u8>,
+    /// The staged and unstaged patches of each of [`Evidence::repositories`].
+    pub nested_patches: nested::Patches,
 }
 
 impl Evidence {
@@ -349,9 +362,11 @@ fn inspect_with(
             workspace: workspace.to_string_lossy().into_owned(),
             partial: Vec::new(),
             git: None,
+            repositories: BTreeMap::new(),
         },
         staged_patch: Vec::new(),
         unstaged_patch: Vec::new(),
+        nested_patches: nested::Patches::new(),
     };
     let partial = &mut capture.evidence.partial;
     if !workspace.is_dir() {
@@ -407,7 +422,10 @@ fn inspect_with(
                 Some((root, paths)) => (root, Some(paths)),
                 None => match probe::probe_root(&probe, partial) {
                     Some(root) => (root, None),
-                    None => return capture,
+                    None => {
+                        nested::below(&mut capture, &workspace, git_program, full, known);
+                        return capture;
+                    }
                 },
             }
         }

@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 use super::git::{Git, GitError, bytes_to_path, trim_newline};
 use super::history::STATE_FILES;
 
+/// The partial-evidence note of a workspace in no git work tree.
+pub(super) const NOT_A_REPOSITORY: &str = "not a git repository";
+
 /// The first question in full: `rev-parse --is-inside-work-tree --show-toplevel` and
 /// `--git-path` of each of the operation state files.
 pub(super) fn combined_args() -> Vec<&'static str> {
@@ -51,7 +54,7 @@ pub(super) fn work_tree_state(out: &[u8], dir: &Path) -> Option<(Vec<u8>, Vec<Pa
 pub(super) fn probe_root(probe: &Git, partial: &mut Vec<String>) -> Option<Vec<u8>> {
     match probe.run(&["rev-parse", "--is-inside-work-tree"]) {
         Err(GitError::Failed { message, .. }) if message.contains("not a git repository") => {
-            partial.push("not a git repository".to_string());
+            partial.push(NOT_A_REPOSITORY.to_string());
             return None;
         }
         Err(e @ (GitError::Missing | GitError::Spawn(_))) => {

@@ -92,7 +92,14 @@ fn from_is_the_transcripts_harness_unless_given() {
     let out = baton_in(
         &env,
         &ws,
-        &["--json", "handoff", "--to", "qodercli", "--brief", &s(&brief)],
+        &[
+            "--json",
+            "handoff",
+            "--to",
+            "qodercli",
+            "--brief",
+            &s(&brief),
+        ],
     );
     let saved = doc(&out);
     assert_eq!(code(&out), 0, "{saved}");
@@ -132,7 +139,11 @@ fn handoff_without_a_briefing_flag_prints_the_skeleton() {
     );
     assert!(!err.contains("Usage:"), "not clap's usage error:\n{err}");
     assert_eq!(skeleton_of(&err), Some(expected.clone()), "{err}");
-    assert_eq!(snapshot_files(&ws.join(".baton")), before, "store unchanged");
+    assert_eq!(
+        snapshot_files(&ws.join(".baton")),
+        before,
+        "store unchanged"
+    );
 
     // --json: one document, the error with the skeleton in its hint.
     let out = baton_in(&env, &ws, &["--json", "handoff", "--to", "codex"]);
@@ -146,14 +157,25 @@ fn handoff_without_a_briefing_flag_prints_the_skeleton() {
         hint.contains("<<'EOF'\n# Handoff\n\n## Objective\n") && hint.contains("## Next Steps\n"),
         "{hint}"
     );
-    assert_eq!(snapshot_files(&ws.join(".baton")), before, "store unchanged");
+    assert_eq!(
+        snapshot_files(&ws.join(".baton")),
+        before,
+        "store unchanged"
+    );
 
     // Both flags at once stays clap's refusal.
     let brief = env.path().join("brief.md");
     let out = baton_in(
         &env,
         &ws,
-        &["handoff", "--to", "codex", "--brief", &s(&brief), "--no-brief"],
+        &[
+            "handoff",
+            "--to",
+            "codex",
+            "--brief",
+            &s(&brief),
+            "--no-brief",
+        ],
     );
     assert_eq!(code(&out), 2);
 }
@@ -212,7 +234,11 @@ fn every_briefing_section_reaches_the_kickoff() {
     let dir = env.path().join("handoffs");
     fs::create_dir_all(&dir).expect("mkdir");
     let planner = "2024-06-03T09-00-00-planner.md";
-    fs::copy(Path::new(&fixture("frontmatter")).join(planner), dir.join(planner)).expect("copy");
+    fs::copy(
+        Path::new(&fixture("frontmatter")).join(planner),
+        dir.join(planner),
+    )
+    .expect("copy");
     json_ok(&env, &["import-handoff", &s(&dir)]);
     let text = kickoff_text(&json_ok(&env, &["resume"]));
     for needle in [
@@ -222,7 +248,27 @@ fn every_briefing_section_reaches_the_kickoff() {
         "## Acceptance Criteria\n- A 200k-row report exports in under 5 s with constant memory.\n",
         "## Current State\n(not in this handoff)\n",
     ] {
-        assert!(text.contains(needle), "{needle:?} not on the kickoff:\n{text}");
+        assert!(
+            text.contains(needle),
+            "{needle:?} not on the kickoff:\n{text}"
+        );
     }
     assert_eq!(text.matches("(not in this handoff)").count(), 2, "{text}");
+
+    // A heading with a colon is the section it names, as in a briefing of baton's own.
+    let env = Env::new();
+    env.init();
+    let dir = env.path().join("handoffs");
+    fs::create_dir_all(&dir).expect("mkdir");
+    fs::write(
+        dir.join("2024-06-03T09-00-00-planner.md"),
+        "---\nid: c1\nagent: planner\nnext_task: Ship\n---\n\n## Current State:\nHalf done.\n\n\
+         ## Notes\nAsk Bob.\n",
+    )
+    .expect("write");
+    json_ok(&env, &["import-handoff", &s(&dir)]);
+    let text = kickoff_text(&json_ok(&env, &["resume"]));
+    assert!(text.contains("## Current State\nHalf done.\n"), "{text}");
+    assert!(text.contains("## Notes\nAsk Bob.\n"), "{text}");
+    assert!(!text.contains("## Current State:"), "{text}");
 }

@@ -360,6 +360,7 @@ mod kickoff_promises;
 mod lossless;
 mod mcp;
 mod mcp_paths;
+mod multi_repo;
 mod real_sessions;
 mod round_trip;
 mod save_brief;
