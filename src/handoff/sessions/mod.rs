@@ -1,9 +1,10 @@
 //! Agent harness sessions as transcript sources: `--transcript claude-code[:SESSION|latest]`,
-//! `codex[:SESSION|latest]` or a FILE; finding a workspace's sessions, reading them
+//! `codex[:SESSION|latest]`, `gemini[:SESSION|latest]` or a FILE; finding a workspace's sessions, reading them
 //! read-only (cut at the last complete line), and normalising them into events.
 
 pub mod claude_code;
 pub mod codex;
+pub mod gemini;
 pub mod json;
 mod lines;
 mod normalise;
@@ -19,7 +20,7 @@ use serde::Serialize;
 use super::events;
 use crate::error::{Error, Result};
 pub use lines::read_complete;
-use lines::{count_complete_lines, modified, seconds};
+use lines::{count_complete_lines, modified, read_whole, seconds};
 pub(crate) use lines::{json_lines, line_error, open_session, read_head, unexpected};
 use normalise::{detect, normalise};
 
@@ -38,6 +39,7 @@ const MIN_PREFIX: usize = 8;
 pub enum Harness {
     ClaudeCode,
     Codex,
+    Gemini,
 }
 
 impl Harness {
@@ -45,6 +47,7 @@ impl Harness {
         match self {
             Harness::ClaudeCode => "claude-code",
             Harness::Codex => "codex",
+            Harness::Gemini => "gemini",
         }
     }
 }
@@ -68,6 +71,7 @@ impl Source {
         let harness = match head {
             "claude-code" => Harness::ClaudeCode,
             "codex" => Harness::Codex,
+            "gemini" => Harness::Gemini,
             _ => return Source::File(PathBuf::from(text)),
         };
         let selector = selector
@@ -84,6 +88,8 @@ pub struct Homes {
     pub claude: PathBuf,
     /// `$CODEX_HOME`, else `~/.codex`.
     pub codex: PathBuf,
+    /// `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini` (Gemini CLI's `homedir()`).
+    pub gemini: PathBuf,
 }
 
 impl Homes {
@@ -100,6 +106,7 @@ impl Homes {
         Homes {
             claude: var("CLAUDE_CONFIG_DIR", home.join(".claude")),
             codex: var("CODEX_HOME", home.join(".codex")),
+            gemini: var("GEMINI_CLI_HOME", home.clone()).join(".gemini"),
         }
     }
 }
@@ -135,6 +142,8 @@ pub struct Loaded {
     pub events: usize,
     /// The tool pairing of the events (empty for a plain FILE).
     pub pairing: events::Pairing,
+    /// Entries of types this baton does not know, left out.
+    pub skipped: skipped::Skipped,
 }
 
 /// Whether a listing counts each session's lines (a whole read of every file), or only
@@ -161,6 +170,7 @@ fn list_counting(
     let mut found: Vec<SessionInfo> = match harness {
         Harness::ClaudeCode => claude_code::sessions(&homes.claude, Some(&workspace), count)?,
         Harness::Codex => codex::sessions(&homes.codex, Some(&workspace), count)?,
+        Harness::Gemini => gemini::sessions(&homes.gemini, Some(&workspace), count)?,
     };
     sort_latest_first(&mut found);
     Ok(found)
@@ -231,6 +241,8 @@ pub struct SessionFile {
     session: Option<String>,
     /// The file's metadata just before it was read.
     stat: Option<SessionStat>,
+    /// The Codex sub-agent threads the session spawned, read: merged into its events.
+    threads: Vec<(PathBuf, Vec<u8>)>,
 }
 
 /// Resolve `--transcript` and read the file (cut at its last complete line).
@@ -247,6 +259,8 @@ pub struct ResolvedSession {
     /// The file already opened (beneath a workspace, by the MCP server): read from it,
     /// never opened again by `path`.
     opened: Option<fs::File>,
+    /// See [`SessionFile::threads`].
+    threads: Vec<PathBuf>,
 }
 
 /// Resolve `--transcript` to its file (listing reads only the start of each session).
@@ -260,6 +274,7 @@ pub fn resolve_source(homes: &Homes, source: &Source, workspace: &Path) -> Resul
             let newest = match harness {
                 Harness::ClaudeCode => claude_code::newest(&homes.claude, &canonical_workspace),
                 Harness::Codex => codex::newest(&homes.codex, &canonical_workspace),
+                Harness::Gemini => gemini::newest(&homes.gemini, &canonical_workspace),
             };
             let info = newest.ok_or_else(|| no_session(homes, *harness, workspace))?;
             if info.bytes > MAX_SESSION_BYTES {
@@ -273,12 +288,25 @@ pub fn resolve_source(homes: &Homes, source: &Source, workspace: &Path) -> Resul
             (Some(*harness), info.path, Some(info.session))
         }
     };
+    let threads = match (harness, &session) {
+        (Some(Harness::Codex), Some(id)) => {
+            let room = MAX_SESSION_BYTES.saturating_sub(modified_len(&path));
+            codex::subagents::children(&homes.codex, id, &path, room)
+        }
+        _ => Vec::new(),
+    };
     Ok(ResolvedSession {
         harness,
         path,
         session,
         opened: None,
+        threads,
     })
+}
+
+/// A file's size now (0 when unknown).
+fn modified_len(path: &Path) -> u64 {
+    fs::metadata(path).map_or(0, |m| m.len())
 }
 
 impl ResolvedSession {
@@ -289,27 +317,41 @@ impl ResolvedSession {
             path,
             session: None,
             opened: Some(file),
+            threads: Vec::new(),
         }
     }
 
     /// Read the file (cut at its last complete line).
     pub fn read(self) -> Result<SessionFile> {
-        let (stat, bytes) = match self.opened {
+        let (stat, raw) = match self.opened {
             Some(file) => (
                 SessionStat::of_open(&file).ok(),
-                lines::read_complete_from(file, &self.path)?,
+                lines::read_bounded_from(file, &self.path)?,
             ),
-            None => (
-                SessionStat::take(&self.path).ok(),
-                read_complete(&self.path)?,
-            ),
+            None => (SessionStat::take(&self.path).ok(), read_whole(&self.path)?),
         };
+        let harness = self.harness.or_else(|| detect(&raw));
+        // A Gemini CLI chat document is rewritten whole, never appended to: not cut.
+        let bytes = if harness == Some(Harness::Gemini) && gemini::is_document(&raw) {
+            raw
+        } else {
+            lines::complete_lines(&self.path, raw)?
+        };
+        let mut threads = Vec::new();
+        for thread in self.threads {
+            // A thread gone or grown past the limit since it was listed is left out, as
+            // one not found would be.
+            if let Ok(bytes) = read_complete(&thread) {
+                threads.push((thread, bytes));
+            }
+        }
         Ok(SessionFile {
-            harness: self.harness.or_else(|| detect(&bytes)),
+            harness,
             path: self.path,
             bytes,
             session: self.session,
             stat,
+            threads,
         })
     }
 
@@ -331,7 +373,7 @@ impl ResolvedSession {
     /// in small pieces, so that a session unchanged since the last handoff is never held
     /// in memory whole. `None` if the file is shorter now, or for a plain FILE.
     pub fn key_of_streamed(&self, len: u64) -> Result<Option<String>> {
-        let Some(harness) = self.harness else {
+        let Some(harness) = self.harness.filter(|_| self.threads.is_empty()) else {
             return Ok(None);
         };
         use std::io::Read;
@@ -411,6 +453,15 @@ impl SessionFile {
         let bytes = self.bytes.get(..len)?;
         let mut hasher = key_start(harness, self.session.as_deref(), &self.path, len as u64);
         hasher.update(bytes);
+        // The sub-agent threads merged in: their paths and bytes.
+        for (path, bytes) in &self.threads {
+            use std::os::unix::ffi::OsStrExt;
+            let path = path.as_os_str().as_bytes();
+            hasher.update(&(path.len() as u64).to_le_bytes());
+            hasher.update(path);
+            hasher.update(&(bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes);
+        }
         Some(key_finish(hasher, self.session.is_some()))
     }
 
@@ -482,9 +533,10 @@ impl SessionFile {
                 label: None,
                 events,
                 pairing: events::Pairing::default(),
+                skipped: skipped::Skipped::default(),
             });
         };
-        normalise(harness, &self.path, self.bytes, self.session)
+        normalise(harness, &self.path, self.bytes, self.session, &self.threads)
     }
 }
 
@@ -507,6 +559,7 @@ fn find_session(homes: &Homes, harness: Harness, wanted: &str) -> Result<Session
     let all = match harness {
         Harness::ClaudeCode => claude_code::sessions(&homes.claude, None, Count::NotLines)?,
         Harness::Codex => codex::sessions(&homes.codex, None, Count::NotLines)?,
+        Harness::Gemini => gemini::sessions(&homes.gemini, None, Count::NotLines)?,
     };
     let mut matches: Vec<SessionInfo> = all
         .into_iter()
@@ -536,6 +589,7 @@ fn no_session(homes: &Homes, harness: Harness, workspace: &Path) -> Error {
     let root = match harness {
         Harness::ClaudeCode => homes.claude.join("projects"),
         Harness::Codex => homes.codex.join("sessions"),
+        Harness::Gemini => homes.gemini.join("tmp"),
     };
     Error::not_found(format!(
         "no {} session has {} as its working directory (looked in {})",
@@ -548,6 +602,9 @@ fn no_session(homes: &Homes, harness: Harness, workspace: &Path) -> Error {
             "run baton in the directory Claude Code was started in, or set CLAUDE_CONFIG_DIR"
         }
         Harness::Codex => "run baton in the directory Codex was started in, or set CODEX_HOME",
+        Harness::Gemini => {
+            "run baton in the directory Gemini CLI was started in, or set GEMINI_CLI_HOME"
+        }
     })
 }
 

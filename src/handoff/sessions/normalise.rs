@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::{Harness, Loaded, MAX_TRANSCRIPT_BYTES, claude_code, codex, json};
+use super::skipped::Skipped;
+use super::{Harness, Loaded, MAX_TRANSCRIPT_BYTES, claude_code, codex, gemini, json};
 use crate::error::{Error, Result};
 use crate::handoff::events::{self, Draft, Kind};
 
@@ -16,13 +17,23 @@ pub(super) fn normalise(
     path: &Path,
     bytes: Vec<u8>,
     session: Option<String>,
+    threads: &[(std::path::PathBuf, Vec<u8>)],
 ) -> Result<Loaded> {
-    let read = |each: &mut dyn FnMut(Draft) -> Result<()>| match harness {
-        Harness::ClaudeCode => claude_code::read_each(path, &bytes, each),
-        Harness::Codex => codex::read_each(path, &bytes, each),
+    // The session id the file gives, and what its reader skipped.
+    let read = |each: &mut dyn FnMut(Draft) -> Result<()>| -> Result<(Option<String>, Skipped)> {
+        match harness {
+            Harness::ClaudeCode => {
+                claude_code::read_each(path, &bytes, each).map(|s| (s, Skipped::default()))
+            }
+            Harness::Codex => codex::subagents::read_merged(path, &bytes, threads, each)
+                .map(|r| (r.session, r.skipped)),
+            Harness::Gemini => {
+                gemini::read_each(path, &bytes, each).map(|c| (c.session, c.skipped))
+            }
+        }
     };
     let mut tools = HashMap::new();
-    let found_session = read(&mut |d| {
+    let (found_session, skipped) = read(&mut |d| {
         if let (Kind::ToolCall, Some(id), Some(tool)) = (d.kind, d.call_id, d.tool) {
             tools.insert(id, tool);
         }
@@ -65,6 +76,7 @@ pub(super) fn normalise(
         label: Some(format!("{}:{session}", harness.name())),
         events: count,
         pairing,
+        skipped,
     })
 }
 
@@ -99,10 +111,21 @@ pub(super) fn detect(bytes: &[u8]) -> Option<Harness> {
         .split(|&b| b == b'\n')
         .map(<[u8]>::trim_ascii)
         .find(|l| !l.is_empty())?;
-    let first: First = json::parse_object(json::checked_line(first).ok()?).ok()?;
-    if first.kind.as_str() == Some("session_meta") && first.payload.0.is_some() {
+    let first = json::checked_line(first).ok()?;
+    let Ok(first_line) = json::parse_object::<First>(first) else {
+        // A Gemini CLI chat document spans many lines.
+        return gemini::is_document(bytes).then_some(Harness::Gemini);
+    };
+    if first_line.kind.as_str() == Some("session_meta") && first_line.payload.0.is_some() {
         return Some(Harness::Codex);
     }
+    if codex::legacy::is_legacy(bytes) {
+        return Some(Harness::Codex);
+    }
+    if gemini::is_log_start(first) {
+        return Some(Harness::Gemini);
+    }
+    let first = first_line;
     let claude_shape = first.session_id.0.is_some()
         || first.leaf_uuid.0.is_some()
         || (first.parent_uuid.0.is_some() && first.uuid.0.is_some());
