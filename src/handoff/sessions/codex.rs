@@ -330,10 +330,10 @@ fn unknown_line(
 /// Whether the rollout echoes typed input as `event_msg` `user_message` lines (Codex
 /// has since the `session_meta` format; only lines that mention it are parsed).
 fn has_echoes(bytes: &[u8]) -> bool {
-    let needle: &[u8] = b"\"user_message\"";
+    let finder = memchr::memmem::Finder::new(b"\"user_message\"");
     bytes
         .split(|&b| b == b'\n')
-        .filter(|l| l.windows(needle.len()).any(|w| w == needle))
+        .filter(|l| finder.find(l).is_some())
         .any(|l| {
             parse_object::<Line>(l.trim_ascii()).is_ok_and(|line| {
                 line.kind.as_str() == Some("event_msg")

@@ -70,9 +70,14 @@ pub(super) fn normalise(
             }
         })
         .collect();
+    // A Gemini CLI chat document is one JSON value, not lines.
+    let ext = match harness {
+        Harness::Gemini if gemini::is_document(&bytes) => "json",
+        _ => "jsonl",
+    };
     Ok(Loaded {
         jsonl,
-        raw: Some((format!("transcript/{}-{safe}.jsonl", harness.name()), bytes)),
+        raw: Some((format!("transcript/{}-{safe}.{ext}", harness.name()), bytes)),
         label: Some(format!("{}:{session}", harness.name())),
         events: count,
         pairing,

@@ -78,10 +78,15 @@ fn counts(events: &[Value]) -> Counts {
         .filter(|e| e["kind"] == "tool_call" && e["tool"] != "web_search")
         .collect();
     let ids: BTreeSet<&str> = calls.iter().filter_map(|c| c["call_id"].as_str()).collect();
-    let results: Vec<&Value> = events.iter().filter(|e| e["kind"] == "tool_result").collect();
+    let results: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "tool_result")
+        .collect();
     let paired = results
         .iter()
-        .filter(|r| r["call_id"].as_str().is_some_and(|id| ids.contains(id)) && r["tool"].is_string())
+        .filter(|r| {
+            r["call_id"].as_str().is_some_and(|id| ids.contains(id)) && r["tool"].is_string()
+        })
         .count();
     let prompts = events
         .iter()
@@ -135,14 +140,21 @@ fn every_real_codex_rollout_is_accepted_paired_and_searchable() {
             paired: facts["paired_by_id"].as_u64().unwrap(),
             // A sub-agent thread's one prompt was written by its parent: its events
             // name the agent, so it is no turn of this handoff.
-            prompts: if subagent { 0 } else { facts["typed_prompts"].as_u64().unwrap() },
+            prompts: if subagent {
+                0
+            } else {
+                facts["typed_prompts"].as_u64().unwrap()
+            },
         };
 
         // As a FILE, with a briefing.
         bench.run(&["save", "--brief", &s(&brief), "--transcript", &s(&path)]);
         let events = bench.events();
         assert_eq!(counts(&events), want, "{file} as FILE");
-        assert!(events.iter().all(|e| e["source"]["harness"] == "codex"), "{file}");
+        assert!(
+            events.iter().all(|e| e["source"]["harness"] == "codex"),
+            "{file}"
+        );
         assert!(
             events.iter().all(|e| e["source"]["session"] == id.as_str()),
             "{file}"
@@ -154,7 +166,10 @@ fn every_real_codex_rollout_is_accepted_paired_and_searchable() {
                 agent["agent_nickname"].as_str().unwrap(),
                 agent["agent_role"].as_str().unwrap()
             );
-            assert!(events.iter().all(|e| e["source"]["agent"] == name.as_str()), "{file}");
+            assert!(
+                events.iter().all(|e| e["source"]["agent"] == name.as_str()),
+                "{file}"
+            );
         }
         let phrase = facts["search_phrase"].as_str().unwrap();
         assert!(bench.matches(phrase) >= 1, "{file}: search {phrase:?}");
@@ -163,7 +178,12 @@ fn every_real_codex_rollout_is_accepted_paired_and_searchable() {
         let dest = rollout_path(&home, &id, &time);
         fs::create_dir_all(dest.parent().unwrap()).unwrap();
         fs::copy(&path, &dest).unwrap();
-        bench.run(&["save", "--no-brief", "--transcript", &format!("codex:{}", &id[..13])]);
+        bench.run(&[
+            "save",
+            "--no-brief",
+            "--transcript",
+            &format!("codex:{}", &id[..13]),
+        ]);
         let shown = bench.run(&["show", "current"]);
         assert!(shown.contains(&format!("codex:{id}")), "{file}: {shown}");
         assert_eq!(counts(&bench.events()), want, "{file} as codex:<id>");
@@ -183,12 +203,23 @@ fn every_real_codex_rollout_is_accepted_paired_and_searchable() {
     fs::write(&dest, format!("{meta}\n{rest}")).unwrap();
     bench.run(&["save", "--no-brief", "--transcript", "codex:latest"]);
     let events = bench.events();
-    assert_eq!(counts(&events).prompts, 1, "the <turn_aborted> message is no prompt");
+    assert_eq!(
+        counts(&events).prompts,
+        1,
+        "the <turn_aborted> message is no prompt"
+    );
     let aborted = events
         .iter()
-        .find(|e| e["text"].as_str().is_some_and(|t| t.starts_with("<turn_aborted>")))
+        .find(|e| {
+            e["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("<turn_aborted>"))
+        })
         .expect("kept");
-    assert_eq!((&aborted["role"], &aborted["kind"]), (&json!("user"), &json!("system")));
+    assert_eq!(
+        (&aborted["role"], &aborted["kind"]),
+        (&json!("user"), &json!("system"))
+    );
 }
 
 #[test]
@@ -197,7 +228,8 @@ fn unknown_codex_line_and_item_types_are_skipped_or_kept_not_refused() {
     // baton does not know (the shapes of 0.15x's world_state lines and agent_message
     // items), one carrying text.
     let bench = Bench::new();
-    let mut text = fs::read_to_string(real("codex/0.130.0-entire-exec-review-findings.jsonl")).unwrap();
+    let mut text =
+        fs::read_to_string(real("codex/0.130.0-entire-exec-review-findings.jsonl")).unwrap();
     text.push_str(concat!(
         r#"{"timestamp":"2026-05-19T18:00:00.000Z","ordinal":22,"type":"world_state","payload":{"cwd":"/w","git":{"branch":"main"}}}"#,
         "\n",
@@ -215,7 +247,11 @@ fn unknown_codex_line_and_item_types_are_skipped_or_kept_not_refused() {
     assert_eq!(other[0]["text"], "Zebra-striped follow-up");
     assert_eq!(counts(&events).paired, 5);
     assert!(bench.matches("Zebra-striped").ge(&1));
-    assert!(!bench.run(&["cat", "current:transcript.jsonl"]).contains("gAAAAopaque"));
+    assert!(
+        !bench
+            .run(&["cat", "current:transcript.jsonl"])
+            .contains("gAAAAopaque")
+    );
 }
 
 #[test]
@@ -230,7 +266,8 @@ fn a_sub_agent_thread_is_merged_into_the_session_that_spawned_it() {
     fs::create_dir_all(child_dest.parent().unwrap()).unwrap();
     fs::copy(&child, &child_dest).unwrap();
     let parent_text = fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/transcripts/codex/subagent-parent-0.128.jsonl"),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/transcripts/codex/subagent-parent-0.128.jsonl"),
     )
     .unwrap()
     .replace("{{WORKSPACE}}", &s(&bench.ws));
@@ -245,7 +282,10 @@ fn a_sub_agent_thread_is_merged_into_the_session_that_spawned_it() {
         .iter()
         .map(|e| e["source"]["agent"].as_str().unwrap_or("-"))
         .collect();
-    let thread = agents.iter().filter(|a| **a == "Anscombe (explorer)").count();
+    let thread = agents
+        .iter()
+        .filter(|a| **a == "Anscombe (explorer)")
+        .count();
     assert_eq!(thread, 12, "the thread's events: {agents:?}");
     // In time order: the thread ran between the spawn call's result and the wait's.
     let at = |text: &str| {
@@ -270,7 +310,9 @@ fn a_legacy_rollout_is_normalised_and_found_by_its_id_and_workspace() {
     let bench = Bench::new();
     let home = bench.env.path().join("codex-home");
     let id = "5973b6c0-94b8-487b-a530-2aeb6098ae0e";
-    let dest = home.join(format!("sessions/2025/08/20/rollout-2025-08-20T10-15-02-{id}.jsonl"));
+    let dest = home.join(format!(
+        "sessions/2025/08/20/rollout-2025-08-20T10-15-02-{id}.jsonl"
+    ));
     super::transcripts::plant_session(
         "fixtures/transcripts/codex/legacy-rollout-2025-08.jsonl",
         &dest,
@@ -284,8 +326,15 @@ fn a_legacy_rollout_is_normalised_and_found_by_its_id_and_workspace() {
         assert!(shown.contains(&format!("codex:{id}")), "{source}: {shown}");
         let events = bench.events();
         let c = counts(&events);
-        assert_eq!((c.calls, c.results, c.paired, c.prompts), (2, 2, 2, 1), "{source}");
-        assert!(events.iter().all(|e| e["v"] == 1), "normalised, not the raw lines");
+        assert_eq!(
+            (c.calls, c.results, c.paired, c.prompts),
+            (2, 2, 2, 1),
+            "{source}"
+        );
+        assert!(
+            events.iter().all(|e| e["v"] == 1),
+            "normalised, not the raw lines"
+        );
         let transcript = bench.run(&["cat", "current:transcript.jsonl"]);
         assert!(!transcript.contains("gAAAA"), "encrypted reasoning dropped");
         assert!(!transcript.contains("record_type"));
@@ -328,10 +377,21 @@ fn the_real_gemini_chat_is_accepted_as_file_and_as_gemini_latest() {
     // GEMINI_CLI_HOME.
     let chats = gemini_project_dir(bench.env.path(), &bench.ws).join("chats");
     fs::create_dir_all(&chats).unwrap();
-    fs::copy(real(name), chats.join("session-2026-01-10T07-58-e0f3d3a9.json")).unwrap();
+    fs::copy(
+        real(name),
+        chats.join("session-2026-01-10T07-58-e0f3d3a9.json"),
+    )
+    .unwrap();
     bench.run(&["save", "--no-brief", "--transcript", "gemini:latest"]);
     let shown = bench.run(&["show", "current"]);
-    assert!(shown.contains("gemini:e0f3d3a9-3a6a-440f-8053-2a8abecbe741"), "{shown}");
+    assert!(
+        shown.contains("gemini:e0f3d3a9-3a6a-440f-8053-2a8abecbe741"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("attachments/transcript/gemini-e0f3d3a9-3a6a-440f-8053-2a8abecbe741.json"),
+        "the chat document is attached as it is: {shown}"
+    );
     assert_eq!(counts(&bench.events()), want);
     assert!(bench.matches(phrase) >= 1);
     let listed = bench.run(&["transcript", "sources"]);
@@ -341,7 +401,8 @@ fn the_real_gemini_chat_is_accepted_as_file_and_as_gemini_latest() {
     let chats = gemini_project_dir(&other_home, &bench.ws).join("chats");
     fs::create_dir_all(&chats).unwrap();
     fs::rename(
-        gemini_project_dir(bench.env.path(), &bench.ws).join("chats/session-2026-01-10T07-58-e0f3d3a9.json"),
+        gemini_project_dir(bench.env.path(), &bench.ws)
+            .join("chats/session-2026-01-10T07-58-e0f3d3a9.json"),
         chats.join("session-2026-01-10T07-58-e0f3d3a9.json"),
     )
     .unwrap();
