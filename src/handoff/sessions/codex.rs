@@ -32,15 +32,28 @@ pub fn sessions(
 }
 
 /// The newest session recorded in `workspace`, as `latest` orders them, reading the
-/// start of as few rollouts as that takes ([`super::newest_described`]).
+/// start of as few rollouts as that takes ([`super::newest_described`]). A sub-agent
+/// thread changed last while the session that spawned it runs gives that session (found
+/// in the same workspace), whose handoff merges the thread in.
 pub fn newest(codex_home: &Path, workspace: &Path) -> Option<SessionInfo> {
     let files = rollout_files(codex_home)
         .into_iter()
         .map(|(modified, path)| (modified, (modified, path)))
         .collect();
-    super::newest_described(files, |(modified, path)| {
+    let mut newest = super::newest_described(files, |(modified, path)| {
         describe(path, modified, Some(workspace), super::Count::NotLines)
-    })
+    })?;
+    for _ in 0..subagents::MAX_DEPTH {
+        let Some(parent) = meta(&newest.path).and_then(|m| m.parent) else {
+            break;
+        };
+        let listed = sessions(codex_home, Some(workspace), super::Count::NotLines).ok()?;
+        let Some(session) = listed.into_iter().find(|s| s.session == parent) else {
+            break;
+        };
+        newest = session;
+    }
+    Some(newest)
 }
 
 /// The rollouts under `codex_home/sessions`, each with its last change (seconds since

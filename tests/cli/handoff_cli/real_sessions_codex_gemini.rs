@@ -274,7 +274,23 @@ fn a_sub_agent_thread_is_merged_into_the_session_that_spawned_it() {
     let parent_id = "019dffa9-f1ee-7981-8a3b-742966da6b8a";
     let parent_dest = rollout_path(&home, parent_id, "2026-05-06T23:40:23.102Z");
     fs::write(&parent_dest, parent_text).unwrap();
-    // The thread changed last: latest is still the session, whose cwd is this workspace.
+    // The thread changed last (its session still running, waiting on it): latest is
+    // still the session, whose handoff merges the thread in.
+    let now = SystemTime::now();
+    let set = |path: &Path, secs_ago: u64| {
+        let when = now - std::time::Duration::from_secs(secs_ago);
+        let file = fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(when).unwrap();
+    };
+    set(&parent_dest, 60);
+    set(&child_dest, 5);
+    // The thread recorded this workspace as its cwd too.
+    let child_text = fs::read_to_string(&child).unwrap();
+    let (first, rest) = child_text.split_once('\n').unwrap();
+    let mut meta: Value = serde_json::from_str(first).unwrap();
+    meta["payload"]["cwd"] = json!(s(&bench.ws));
+    fs::write(&child_dest, format!("{meta}\n{rest}")).unwrap();
+    set(&child_dest, 5);
     bench.run(&["save", "--no-brief", "--transcript", "codex:latest"]);
     let events = bench.events();
     assert!(events.iter().all(|e| e["source"]["session"] == parent_id));

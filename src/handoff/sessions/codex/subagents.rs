@@ -17,7 +17,7 @@ use crate::handoff::events::Draft;
 /// Sub-agent threads merged into one handoff at most (nested ones included).
 pub const MAX_THREADS: usize = 32;
 /// Nesting of threads spawned by threads followed at most.
-const MAX_DEPTH: usize = 4;
+pub const MAX_DEPTH: usize = 4;
 
 /// A sub-agent source: who spawned the thread and what it is called.
 pub(super) struct Spawn {
