@@ -187,6 +187,12 @@ fn every_real_codex_rollout_is_accepted_paired_and_searchable() {
         let shown = bench.run(&["show", "current"]);
         assert!(shown.contains(&format!("codex:{id}")), "{file}: {shown}");
         assert_eq!(counts(&bench.events()), want, "{file} as codex:<id>");
+        if want.prompts > 0 {
+            // A turn begins at a prompt a person typed, and only there.
+            let kickoff = bench.run(&["resume"]);
+            let turns = format!("Last {0} of {0} turns", want.prompts);
+            assert!(kickoff.contains(&turns), "{file}: {kickoff}");
+        }
         assert!(bench.matches(phrase) >= 1, "{file}: search {phrase:?}");
     }
     assert_eq!(seen, 5, "the corpus's Codex files");
@@ -410,6 +416,8 @@ fn the_real_gemini_chat_is_accepted_as_file_and_as_gemini_latest() {
     );
     assert_eq!(counts(&bench.events()), want);
     assert!(bench.matches(phrase) >= 1);
+    let kickoff = bench.run(&["resume"]);
+    assert!(kickoff.contains("Last 1 of 1 turns of gemini session"), "{kickoff}");
     let listed = bench.run(&["transcript", "sources"]);
     assert!(listed.contains("gemini:latest"), "{listed}");
 
