@@ -56,6 +56,28 @@ pub fn newest(codex_home: &Path, workspace: &Path) -> Option<SessionInfo> {
     Some(newest)
 }
 
+/// A workspace's sessions in `latest`'s order with what [`newest`] gives first: the
+/// session a sub-agent thread listed first belongs to, when it is listed too.
+pub(super) fn session_first(listed: &mut [SessionInfo]) {
+    let mut first = 0;
+    for _ in 0..subagents::MAX_DEPTH {
+        let Some(parent) = listed
+            .get(first)
+            .and_then(|s| meta(&s.path))
+            .and_then(|m| m.parent)
+        else {
+            break;
+        };
+        let Some(at) = listed.iter().position(|s| s.session == parent) else {
+            break;
+        };
+        first = at;
+    }
+    if let Some(slice) = listed.get_mut(..=first) {
+        slice.rotate_right(1);
+    }
+}
+
 /// The rollouts under `codex_home/sessions`, each with its last change (seconds since
 /// the epoch).
 pub(super) fn rollout_files(codex_home: &Path) -> Vec<(u64, PathBuf)> {

@@ -173,6 +173,9 @@ fn list_counting(
         Harness::Gemini => gemini::sessions(&homes.gemini, Some(&workspace), count)?,
     };
     sort_latest_first(&mut found);
+    if harness == Harness::Codex {
+        codex::session_first(&mut found);
+    }
     Ok(found)
 }
 

@@ -297,6 +297,12 @@ fn a_sub_agent_thread_is_merged_into_the_session_that_spawned_it() {
     meta["payload"]["cwd"] = json!(s(&bench.ws));
     fs::write(&child_dest, format!("{meta}\n{rest}")).unwrap();
     set(&child_dest, 5);
+    let listed = bench.run(&["transcript", "sources"]);
+    let latest = listed
+        .lines()
+        .find(|l| l.ends_with("codex:latest"))
+        .unwrap_or_default();
+    assert!(latest.contains(parent_id), "{listed}");
     bench.run(&["save", "--no-brief", "--transcript", "codex:latest"]);
     let events = bench.events();
     assert!(events.iter().all(|e| e["source"]["session"] == parent_id));
@@ -417,7 +423,10 @@ fn the_real_gemini_chat_is_accepted_as_file_and_as_gemini_latest() {
     assert_eq!(counts(&bench.events()), want);
     assert!(bench.matches(phrase) >= 1);
     let kickoff = bench.run(&["resume"]);
-    assert!(kickoff.contains("Last 1 of 1 turns of gemini session"), "{kickoff}");
+    assert!(
+        kickoff.contains("Last 1 of 1 turns of gemini session"),
+        "{kickoff}"
+    );
     let listed = bench.run(&["transcript", "sources"]);
     assert!(listed.contains("gemini:latest"), "{listed}");
 
