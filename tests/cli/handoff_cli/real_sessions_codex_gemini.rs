@@ -348,7 +348,7 @@ fn a_legacy_rollout_is_normalised_and_found_by_its_id_and_workspace() {
         &bench.ws,
         1,
     );
-    for source in ["codex:5973b6c0", "codex:latest"] {
+    for source in ["codex:5973b6c0", "codex:latest", dest.to_str().unwrap()] {
         bench.run(&["save", "--no-brief", "--transcript", source]);
         let shown = bench.run(&["show", "current"]);
         assert!(shown.contains(&format!("codex:{id}")), "{source}: {shown}");
