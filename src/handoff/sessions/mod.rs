@@ -1,6 +1,7 @@
 //! Agent harness sessions as transcript sources: `--transcript claude-code[:SESSION|latest]`,
-//! `codex[:SESSION|latest]`, `gemini[:SESSION|latest]` or a FILE; finding a workspace's sessions, reading them
-//! read-only (cut at the last complete line), and normalising them into events.
+//! `codex[:SESSION|latest]`, `gemini[:SESSION|latest]` or a FILE; finding a workspace's
+//! sessions, reading them read-only (cut at the last complete line), and normalising them
+//! into events.
 
 pub mod claude_code;
 pub mod codex;
@@ -293,7 +294,7 @@ pub fn resolve_source(homes: &Homes, source: &Source, workspace: &Path) -> Resul
     };
     let threads = match (harness, &session) {
         (Some(Harness::Codex), Some(id)) => {
-            let room = MAX_SESSION_BYTES.saturating_sub(modified_len(&path));
+            let room = MAX_SESSION_BYTES.saturating_sub(size_now(&path));
             codex::subagents::children(&homes.codex, id, &path, room)
         }
         _ => Vec::new(),
@@ -308,7 +309,7 @@ pub fn resolve_source(homes: &Homes, source: &Source, workspace: &Path) -> Resul
 }
 
 /// A file's size now (0 when unknown).
-fn modified_len(path: &Path) -> u64 {
+fn size_now(path: &Path) -> u64 {
     fs::metadata(path).map_or(0, |m| m.len())
 }
 

@@ -162,5 +162,9 @@ fn a_document_past_the_value_limit_is_refused_with_the_limit_named() {
     let doc = format!(r#"{{"sessionId":"s","projectHash":"p","messages":[{many}{{}}]}}"#);
     let err = read_each(Path::new("/s.json"), doc.as_bytes(), &mut |_| Ok(())).unwrap_err();
     assert!(err.message.contains("/s.json line 1"), "{}", err.message);
-    assert!(err.message.contains("100000 JSON values"), "{}", err.message);
+    assert!(
+        err.message.contains("100000 JSON values"),
+        "{}",
+        err.message
+    );
 }
