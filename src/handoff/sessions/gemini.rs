@@ -5,6 +5,8 @@
 //! sha256 of the project root, or a short name whose `.project_root` file holds the root.
 //! Field meanings: store-format/TRANSCRIPT.md ("From Gemini CLI").
 
+pub mod subagents;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 

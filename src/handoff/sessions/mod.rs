@@ -245,7 +245,8 @@ pub struct SessionFile {
     session: Option<String>,
     /// The file's metadata just before it was read.
     stat: Option<SessionStat>,
-    /// The Codex sub-agent threads the session spawned, read: merged into its events.
+    /// The sub-agent threads (Codex) or logs (Gemini CLI) of the session, read: merged
+    /// into its events.
     threads: Vec<(PathBuf, Vec<u8>)>,
 }
 
@@ -296,6 +297,10 @@ pub fn resolve_source(homes: &Homes, source: &Source, workspace: &Path) -> Resul
         (Some(Harness::Codex), Some(id)) => {
             let room = MAX_SESSION_BYTES.saturating_sub(size_now(&path));
             codex::subagents::children(&homes.codex, id, &path, room)
+        }
+        (Some(Harness::Gemini), Some(id)) => {
+            let room = MAX_SESSION_BYTES.saturating_sub(size_now(&path));
+            gemini::subagents::logs(&path, id, room)
         }
         _ => Vec::new(),
     };

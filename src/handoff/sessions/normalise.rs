@@ -27,9 +27,8 @@ pub(super) fn normalise(
             }
             Harness::Codex => codex::subagents::read_merged(path, &bytes, threads, each)
                 .map(|r| (r.session, r.skipped)),
-            Harness::Gemini => {
-                gemini::read_each(path, &bytes, each).map(|c| (c.session, c.skipped))
-            }
+            Harness::Gemini => gemini::subagents::read_merged(path, &bytes, threads, each)
+                .map(|c| (c.session, c.skipped)),
         }
     };
     let mut tools = HashMap::new();

@@ -452,3 +452,59 @@ fn the_real_gemini_chat_is_accepted_as_file_and_as_gemini_latest() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(counts(&bench.events()), want);
 }
+
+#[test]
+fn a_gemini_sub_agent_log_is_merged_into_its_session() {
+    // The real chat, and a sub-agent log written beside it as Gemini CLI writes one
+    // (chats/<session id>/<agent id>.jsonl, kind "subagent"; no public one was found).
+    let bench = Bench::new();
+    let name = "gemini/unknown-2026-01-entire-accessible-form.json";
+    let chats = gemini_project_dir(bench.env.path(), &bench.ws).join("chats");
+    let agent = "4f1c9a2e-7b3d-4e8f-9a01-5c6d7e8f9a0b";
+    let logs = chats.join("e0f3d3a9-3a6a-440f-8053-2a8abecbe741");
+    fs::create_dir_all(&logs).unwrap();
+    fs::copy(
+        real(name),
+        chats.join("session-2026-01-10T07-58-e0f3d3a9.json"),
+    )
+    .unwrap();
+    let log = [
+        json!({"sessionId": agent, "projectHash": "7e89", "startTime": "2026-01-10T07:58:38.000Z", "kind": "subagent"}),
+        json!({"id": "u1", "timestamp": "2026-01-10T07:58:38.100Z", "type": "user", "content": [{"text": "Find where isAccessibleMode is defined."}]}),
+        json!({"id": "g1", "timestamp": "2026-01-10T07:58:39.000Z", "type": "gemini", "content": "It is in manual_commit_reset.go, a quokka-shaped helper.",
+               "toolCalls": [{"id": "grep-1", "name": "search_file_content", "args": {"pattern": "isAccessibleMode"}, "status": "success",
+                              "result": [{"functionResponse": {"id": "grep-1", "name": "search_file_content", "response": {"output": "manual_commit_reset.go:11"}}}]}]}),
+    ]
+    .iter()
+    .map(|v| format!("{v}\n"))
+    .collect::<String>();
+    fs::write(logs.join(format!("{agent}.jsonl")), log).unwrap();
+    bench.run(&["save", "--no-brief", "--transcript", "gemini:latest"]);
+    let events = bench.events();
+    let from_agent: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["source"]["agent"] == agent)
+        .collect();
+    assert_eq!(
+        from_agent.len(),
+        4,
+        "prompt, reply, call, result: {events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .all(|e| e["source"]["session"] == "e0f3d3a9-3a6a-440f-8053-2a8abecbe741")
+    );
+    let c = counts(&events);
+    assert_eq!((c.calls, c.results, c.paired, c.prompts), (7, 7, 7, 1));
+    // In time order: after the session's read_file call of 07:58:37, before its search.
+    let at = |text: &str| {
+        events
+            .iter()
+            .position(|e| e["text"].as_str().is_some_and(|t| t.contains(text)))
+            .unwrap_or_else(|| panic!("{text}"))
+    };
+    assert!(at("cmd/entire/cli/hooks.go") < at("quokka-shaped"));
+    assert!(at("quokka-shaped") < at("\"pattern\":\"NewAccessibleForm\""));
+    assert!(bench.matches("quokka-shaped") >= 1);
+}

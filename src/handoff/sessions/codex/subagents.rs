@@ -184,7 +184,7 @@ pub fn read_merged(
 
 /// `a` and `b` merged by time, stably: `a` first on equal times, and a draft without a
 /// time never moved ahead of the one before it.
-fn merge(a: Vec<Draft>, b: Vec<Draft>) -> Vec<Draft> {
+pub(in crate::handoff::sessions) fn merge(a: Vec<Draft>, b: Vec<Draft>) -> Vec<Draft> {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let mut a = a.into_iter().peekable();
     let mut b = b.into_iter().peekable();
