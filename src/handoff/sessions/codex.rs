@@ -317,10 +317,9 @@ pub fn read_each(
             emit(d, &agent)?;
         }
     }
-    if let Some(mut d) = pending.take() {
-        if echoes {
-            d.kind = Kind::System;
-        }
+    // The last line: its echo may not be written yet (Codex writes it just after), so the
+    // text alone decides.
+    if let Some(d) = pending.take() {
         emit(d, &agent)?;
     }
     Ok(out)
@@ -503,6 +502,7 @@ mod tests {
 {"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>x"}]}}
 {"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Now the docs"}]}}
 {"type":"event_msg","payload":{"type":"user_message","message":"Now the docs"}}
+{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Just typed"}]}}
 "#;
         let (_, drafts) = read(Path::new("r.jsonl"), jsonl).unwrap();
         let shape: Vec<_> = drafts
@@ -516,6 +516,8 @@ mod tests {
                 (Role::User, Kind::Message, "Fix the test"),
                 (Role::User, Kind::System, "<turn_aborted>\ninterrupted"),
                 (Role::User, Kind::Message, "Now the docs"),
+                // The last line, its echo not written yet: the text decides.
+                (Role::User, Kind::Message, "Just typed"),
             ]
         );
         // Without echoes (an older rollout), the text alone decides.
@@ -526,7 +528,7 @@ mod tests {
             .collect();
         let (_, drafts) = read(Path::new("r.jsonl"), &older).unwrap();
         let prompts = drafts.iter().filter(|d| d.kind == Kind::Message).count();
-        assert_eq!(prompts, 3, "{drafts:?}");
+        assert_eq!(prompts, 4, "{drafts:?}");
     }
 
     #[test]
