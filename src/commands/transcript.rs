@@ -20,17 +20,18 @@ pub fn run(ctx: &Ctx, command: TranscriptCommand) -> Result<Outcome> {
         .map_err(|e| Error::io("cannot open workspace", &workspace, e))?;
     let homes = Homes::from_env();
     let mut found = Vec::new();
-    for harness in [Harness::ClaudeCode, Harness::Codex] {
+    for harness in [Harness::ClaudeCode, Harness::Codex, Harness::Gemini] {
         found.extend(sessions::list(&homes, harness, &workspace)?);
     }
     let mut human = String::new();
     if found.is_empty() {
         let _ = writeln!(
             human,
-            "no Claude Code or Codex session was recorded in {} (looked in {} and {})",
+            "no Claude Code, Codex or Gemini CLI session was recorded in {} (looked in {}, {} and {})",
             workspace.display(),
             homes.claude.join("projects").display(),
-            homes.codex.join("sessions").display()
+            homes.codex.join("sessions").display(),
+            homes.gemini.join("tmp").display()
         );
     } else {
         let _ = writeln!(

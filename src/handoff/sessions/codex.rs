@@ -1,28 +1,24 @@
 //! Codex sessions: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`, a `session_meta`
-//! line then `response_item`, `event_msg`, `turn_context` and `compacted` lines, read into
-//! normalised drafts. Field meanings: store-format/TRANSCRIPT.md.
+//! line then `response_item`, `event_msg`, `turn_context` and `compacted` lines (or, in a
+//! legacy rollout, a header line then bare items: [`legacy`]), read into normalised
+//! drafts; a sub-agent thread's drafts name its agent ([`subagents`]). Field meanings:
+//! store-format/TRANSCRIPT.md.
+
+mod items;
+pub mod legacy;
+pub mod subagents;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::json::{Budget, Field, LineError, Raw, elements, object, parse_object, text_of};
-use super::{Harness, SessionInfo, json_lines, line_error, unexpected};
+use super::json::{Field, LineError, Raw, object, parse_object, text_of};
+use super::skipped::Skipped;
+use super::{Harness, SessionInfo, json_lines, line_error};
 use crate::error::Result;
 use crate::handoff::events::{self, Draft, Kind, Role};
-
-/// Text Codex puts in user messages itself (environment and instruction preambles).
-const PREAMBLES: &[&str] = &[
-    "<environment_context>",
-    "<user_instructions>",
-    "# AGENTS.md instructions",
-    "<permissions instructions>",
-];
-
-/// `response_item` payloads that hold nothing to search or read back.
-const SILENT_ITEMS: &[&str] = &["ghost_snapshot", "compaction"];
-
+use items::{Item, read_item};
 /// Sessions under `codex_home/sessions`; with `workspace`, only those recorded there.
 pub fn sessions(
     codex_home: &Path,
@@ -36,20 +32,55 @@ pub fn sessions(
 }
 
 /// The newest session recorded in `workspace`, as `latest` orders them, reading the
-/// start of as few rollouts as that takes ([`super::newest_described`]).
+/// start of as few rollouts as that takes ([`super::newest_described`]). A sub-agent
+/// thread changed last while the session that spawned it runs gives that session (found
+/// in the same workspace), whose handoff merges the thread in.
 pub fn newest(codex_home: &Path, workspace: &Path) -> Option<SessionInfo> {
     let files = rollout_files(codex_home)
         .into_iter()
         .map(|(modified, path)| (modified, (modified, path)))
         .collect();
-    super::newest_described(files, |(modified, path)| {
+    let mut newest = super::newest_described(files, |(modified, path)| {
         describe(path, modified, Some(workspace), super::Count::NotLines)
-    })
+    })?;
+    for _ in 0..subagents::MAX_DEPTH {
+        let Some(parent) = meta(&newest.path).and_then(|m| m.parent) else {
+            break;
+        };
+        let listed = sessions(codex_home, Some(workspace), super::Count::NotLines).ok()?;
+        let Some(session) = listed.into_iter().find(|s| s.session == parent) else {
+            break;
+        };
+        newest = session;
+    }
+    Some(newest)
+}
+
+/// A workspace's sessions in `latest`'s order with what [`newest`] gives first: the
+/// session a sub-agent thread listed first belongs to, when it is listed too.
+pub(super) fn session_first(listed: &mut [SessionInfo]) {
+    let mut first = 0;
+    for _ in 0..subagents::MAX_DEPTH {
+        let Some(parent) = listed
+            .get(first)
+            .and_then(|s| meta(&s.path))
+            .and_then(|m| m.parent)
+        else {
+            break;
+        };
+        let Some(at) = listed.iter().position(|s| s.session == parent) else {
+            break;
+        };
+        first = at;
+    }
+    if let Some(slice) = listed.get_mut(..=first) {
+        slice.rotate_right(1);
+    }
 }
 
 /// The rollouts under `codex_home/sessions`, each with its last change (seconds since
 /// the epoch).
-fn rollout_files(codex_home: &Path) -> Vec<(u64, PathBuf)> {
+pub(super) fn rollout_files(codex_home: &Path) -> Vec<(u64, PathBuf)> {
     let mut files = Vec::new();
     collect_rollouts(&codex_home.join("sessions"), 0, &mut files);
     files
@@ -66,9 +97,15 @@ fn describe(
     workspace: Option<&Path>,
     count: super::Count,
 ) -> Option<SessionInfo> {
-    let (id, cwd, started, bytes) = meta(&path)?;
+    let Meta {
+        id,
+        cwd,
+        started,
+        bytes,
+        ..
+    } = meta(&path)?;
     if let Some(ws) = workspace
-        && !super::same_dir(&cwd, ws)
+        && !cwd.as_deref().is_some_and(|cwd| super::same_dir(cwd, ws))
     {
         return None;
     }
@@ -81,7 +118,7 @@ fn describe(
     Some(SessionInfo {
         harness: Harness::Codex,
         session: id,
-        cwd,
+        cwd: cwd.unwrap_or_default(),
         started,
         lines,
         bytes,
@@ -109,46 +146,34 @@ fn collect_rollouts(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The session id, working directory and start time from the first line, and the
-/// file's size.
-fn meta(path: &Path) -> Option<(String, PathBuf, String, u64)> {
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    struct Meta<'a> {
-        #[serde(rename = "type", borrow)]
-        kind: Field<'a>,
-        #[serde(borrow)]
-        timestamp: Field<'a>,
-        #[serde(borrow)]
-        payload: Raw<'a>,
-    }
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    struct Payload<'a> {
-        #[serde(borrow)]
-        id: Field<'a>,
-        #[serde(borrow)]
-        cwd: Field<'a>,
-        #[serde(borrow)]
-        timestamp: Field<'a>,
-    }
-    // A session_meta line carries the instructions: read at most one line's limit.
-    let (head, size) = super::read_head(path, 0).ok()?;
-    let first = head.split(|&b| b == b'\n').next()?.trim_ascii();
-    let line: Meta = parse_object(first).ok()?;
-    if line.kind.as_str() != Some("session_meta") {
-        return None;
-    }
-    let payload: Payload = object(Some(line.payload.0?)).ok()?;
-    let id = payload.id.as_str()?.to_string();
-    let cwd = PathBuf::from(payload.cwd.as_str()?);
-    let started = payload
-        .timestamp
-        .as_str()
-        .or(line.timestamp.as_str())
-        .unwrap_or_default()
-        .to_string();
-    Some((id, cwd, started, size))
+/// What the start of a rollout says of its session.
+pub(super) struct Meta {
+    pub id: String,
+    /// `None` for a legacy rollout that names no working directory in its first lines.
+    pub cwd: Option<PathBuf>,
+    pub started: String,
+    /// The file's size.
+    pub bytes: u64,
+    /// The thread that spawned this one, for a sub-agent thread.
+    pub parent: Option<String>,
+}
+
+/// The `session_meta` payload fields baton reads.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct MetaPayload<'a> {
+    #[serde(borrow)]
+    id: Field<'a>,
+    #[serde(borrow)]
+    cwd: Field<'a>,
+    #[serde(borrow)]
+    timestamp: Field<'a>,
+    #[serde(borrow)]
+    source: Raw<'a>,
+    #[serde(borrow)]
+    agent_nickname: Field<'a>,
+    #[serde(borrow)]
+    agent_role: Field<'a>,
 }
 
 /// One rollout line: the fields baton reads, the rest skipped unbuilt.
@@ -163,82 +188,116 @@ struct Line<'a> {
     payload: Raw<'a>,
 }
 
-/// A line's payload: a `response_item`, or the fields of the other lines read.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Item<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Field<'a>,
-    #[serde(borrow)]
-    id: Field<'a>,
-    #[serde(borrow)]
-    message: Field<'a>,
-    #[serde(borrow)]
-    role: Field<'a>,
-    #[serde(borrow)]
-    content: Raw<'a>,
-    #[serde(borrow)]
-    name: Field<'a>,
-    #[serde(borrow)]
-    arguments: Field<'a>,
-    #[serde(borrow)]
-    input: Field<'a>,
-    #[serde(borrow)]
-    call_id: Field<'a>,
-    #[serde(borrow)]
-    action: Raw<'a>,
-    #[serde(borrow)]
-    output: Raw<'a>,
-    #[serde(borrow)]
-    summary: Raw<'a>,
+/// The session id, working directory, start time and parent thread from the first
+/// line (or lines, for a legacy rollout), and the file's size.
+pub(super) fn meta(path: &Path) -> Option<Meta> {
+    // A session_meta line carries the instructions: read at most one line's limit.
+    let (head, bytes) = super::read_head(path, 0).ok()?;
+    let first = head.split(|&b| b == b'\n').next()?.trim_ascii();
+    let line: Line = parse_object(first).ok()?;
+    if line.kind.as_str() != Some("session_meta") {
+        return legacy::meta(path, first, bytes);
+    }
+    let payload: MetaPayload = object(Some(line.payload.0?)).ok()?;
+    let id = payload.id.as_str()?.to_string();
+    let cwd = PathBuf::from(payload.cwd.as_str()?);
+    let started = payload
+        .timestamp
+        .as_str()
+        .or(line.timestamp.as_str())
+        .unwrap_or_default()
+        .to_string();
+    let parent = subagents::Spawn::of(payload.source.0).and_then(|s| s.parent);
+    Some(Meta {
+        id,
+        cwd: Some(cwd),
+        started,
+        bytes,
+        parent,
+    })
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Action<'a> {
-    #[serde(borrow)]
-    command: Raw<'a>,
-    #[serde(borrow)]
-    query: Raw<'a>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Output<'a> {
-    #[serde(borrow)]
-    content: Raw<'a>,
+/// What reading a rollout found besides its drafts.
+#[derive(Debug, Default)]
+pub struct Rollout {
+    /// The session id its first line gives.
+    pub session: Option<String>,
+    /// Lines and items of types this baton does not know, left out.
+    pub skipped: Skipped,
 }
 
 /// Normalise a rollout: (its session id, the drafts in file order).
 pub fn read(path: &Path, bytes: &[u8]) -> Result<(Option<String>, Vec<Draft>)> {
     let mut out = Vec::new();
-    let session = read_each(path, bytes, &mut |d| {
+    let rollout = read_each(path, bytes, &mut |d| {
         out.push(d);
         Ok(())
     })?;
-    Ok((session, out))
+    Ok((rollout.session, out))
 }
 
 /// Normalise a rollout one line at a time, handing each draft to `each` (none with
-/// nothing to keep, see [`events::keeps`]); returns the session id.
+/// nothing to keep, see [`events::keeps`]).
+///
+/// A user message is a prompt (`user` `message`, a turn) unless Codex wrote it itself:
+/// a preamble is dropped, an injected message (an aborted turn, a shell command) is
+/// `system`, and, in a rollout where Codex echoes typed input as `event_msg`
+/// `user_message` lines, so is every user message no such line follows (the only
+/// way to tell them apart where their text was redacted).
 pub fn read_each(
     path: &Path,
     bytes: &[u8],
     each: &mut dyn FnMut(Draft) -> Result<()>,
-) -> Result<Option<String>> {
-    let mut session = None;
+) -> Result<Rollout> {
+    if legacy::is_legacy(bytes) {
+        return legacy::read_each(path, bytes, each);
+    }
+    let echoes = has_echoes(bytes);
+    let mut out = Rollout::default();
+    let mut agent: Option<String> = None;
+    let mut pending: Option<Draft> = None;
+    let mut emit = |mut d: Draft, agent: &Option<String>| -> Result<()> {
+        if events::keeps(&d) {
+            d.agent.clone_from(agent);
+            each(d)?;
+        }
+        Ok(())
+    };
     for item in json_lines(path, bytes) {
         let (line, raw) = item?;
         let fail = |e: LineError| line_error(path, line, &e);
         let entry: Line = parse_object(raw).map_err(fail)?;
         let time = entry.timestamp.or_empty().to_string();
         let payload: Item = object(entry.payload.0).map_err(fail)?;
-        let draft = match entry.kind.or_empty() {
+        let kind = entry.kind.or_empty();
+        let echo = kind == "event_msg" && payload.kind.as_str() == Some("user_message");
+        // A user message waits for the line that tells whether Codex echoed it.
+        if (echo || matches!(kind, "response_item" | "compacted"))
+            && let Some(mut d) = pending.take()
+        {
+            if echoes && !echo {
+                d.kind = Kind::System;
+            }
+            emit(d, &agent)?;
+        }
+        let draft = match kind {
             "session_meta" => {
-                session = payload.id.as_str().map(str::to_string);
+                if out.session.is_none() {
+                    out.session = payload.id.as_str().map(str::to_string);
+                    let meta: MetaPayload = object(entry.payload.0).map_err(fail)?;
+                    agent = subagents::Spawn::of(meta.source.0)
+                        .map(|s| s.name(meta.agent_nickname.as_str(), meta.agent_role.as_str()));
+                }
                 None
             }
-            "response_item" => read_item(path, line, &payload, time, &Budget::default())?,
+            "response_item" => match read_item(path, line, &payload, time, &mut out.skipped)? {
+                items::Read::Draft(d) => Some(d),
+                items::Read::User(d) => {
+                    pending = Some(d);
+                    None
+                }
+                items::Read::None => None,
+            },
             "compacted" => Some(Draft {
                 time,
                 agent: None,
@@ -252,140 +311,70 @@ pub fn read_each(
             // event_msg repeats the user and agent messages of response_item lines for
             // the UI; turn_context is per-turn configuration. Neither adds a word said.
             "event_msg" | "turn_context" => None,
-            other => {
-                return Err(unexpected(
-                    path,
-                    line,
-                    &format!("Codex line type '{other}'"),
-                ));
-            }
+            other => unknown_line(path, line, other, &entry, time, &mut out.skipped)?,
         };
-        if let Some(draft) = draft.filter(events::keeps) {
-            each(draft)?;
+        if let Some(d) = draft {
+            emit(d, &agent)?;
         }
     }
-    Ok(session)
+    // The last line: its echo may not be written yet (Codex writes it just after), so the
+    // text alone decides.
+    if let Some(d) = pending.take() {
+        emit(d, &agent)?;
+    }
+    Ok(out)
 }
 
-fn read_item(
+/// A line of a type this baton does not know: kind `other` when its payload holds a
+/// message, else counted in `skipped` and left out.
+fn unknown_line(
     path: &Path,
     line: usize,
-    item: &Item,
+    kind: &str,
+    entry: &Line,
     time: String,
-    budget: &Budget,
+    skipped: &mut Skipped,
 ) -> Result<Option<Draft>> {
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Payload<'a> {
+        #[serde(borrow)]
+        message: Raw<'a>,
+    }
     let fail = |e: LineError| line_error(path, line, &e);
-    let draft = |role, kind, text: String, tool: Option<&str>, call: Option<&str>| Draft {
-        time: time.clone(),
+    let payload: Payload = object(entry.payload.0).map_err(fail)?;
+    let text = text_of(payload.message.0, &Default::default()).map_err(fail)?;
+    let name = if kind.is_empty() { "(no type)" } else { kind };
+    if text.trim().is_empty() {
+        skipped.add(name);
+        return Ok(None);
+    }
+    Ok(Some(Draft {
+        time,
         agent: None,
-        role,
-        kind,
+        role: Role::System,
+        kind: Kind::Other,
         text,
-        tool: tool.map(str::to_string),
-        call_id: call.map(str::to_string),
-        harness_type: None,
-    };
-    let call_id = item.call_id.as_str();
-    Ok(match item.kind.or_empty() {
-        "message" => {
-            let text = text_of(item.content.0, budget).map_err(fail)?;
-            let role = match item.role.or_empty() {
-                "user" if PREAMBLES.iter().any(|p| text.trim_start().starts_with(p)) => {
-                    return Ok(None);
-                }
-                "user" => Role::User,
-                "assistant" => Role::Assistant,
-                // developer/system messages are the harness's own instructions.
-                "developer" | "system" => return Ok(None),
-                other => {
-                    return Err(unexpected(
-                        path,
-                        line,
-                        &format!("Codex message role '{other}'"),
-                    ));
-                }
-            };
-            Some(draft(role, Kind::Message, text, None, None))
-        }
-        "function_call" => Some(draft(
-            Role::Assistant,
-            Kind::ToolCall,
-            item.arguments.or_empty().to_string(),
-            item.name.as_str(),
-            call_id,
-        )),
-        "custom_tool_call" => Some(draft(
-            Role::Assistant,
-            Kind::ToolCall,
-            item.input.or_empty().to_string(),
-            item.name.as_str(),
-            call_id,
-        )),
-        "local_shell_call" => {
-            let action: Action = object(item.action.0).map_err(fail)?;
-            let command = match action.command.0 {
-                None => String::new(),
-                Some(raw) => match elements(raw, budget).map_err(fail)? {
-                    Some(parts) => {
-                        let mut words = Vec::new();
-                        for part in parts.iter().filter(|p| p.get().starts_with('"')) {
-                            words.push(
-                                serde_json::from_str::<String>(part.get())
-                                    .map_err(|e| fail(LineError::Json(e)))?,
-                            );
-                        }
-                        words.join(" ")
-                    }
-                    None => text_of(Some(raw), budget).map_err(fail)?,
-                },
-            };
-            Some(draft(
-                Role::Assistant,
-                Kind::ToolCall,
-                command,
-                Some("local_shell"),
-                call_id,
-            ))
-        }
-        "web_search_call" => {
-            let action: Action = object(item.action.0).map_err(fail)?;
-            let query = match action.query.0 {
-                Some(raw) => text_of(Some(raw), budget).map_err(fail)?,
-                None => String::new(),
-            };
-            Some(draft(
-                Role::Assistant,
-                Kind::ToolCall,
-                query,
-                Some("web_search"),
-                call_id,
-            ))
-        }
-        "function_call_output" | "custom_tool_call_output" => {
-            let output = match item.output.0 {
-                Some(raw) if raw.get().starts_with('{') => {
-                    let output: Output = object(Some(raw)).map_err(fail)?;
-                    text_of(output.content.0, budget).map_err(fail)?
-                }
-                other => text_of(other, budget).map_err(fail)?,
-            };
-            Some(draft(Role::Tool, Kind::ToolResult, output, None, call_id))
-        }
-        "reasoning" => {
-            // Only the readable summary: encrypted_content is never kept.
-            let summary = text_of(item.summary.0, budget).map_err(fail)?;
-            (!summary.is_empty())
-                .then(|| draft(Role::Assistant, Kind::Reasoning, summary, None, None))
-        }
-        other if SILENT_ITEMS.contains(&other) => None,
-        other => {
-            return Err(unexpected(
-                path,
-                line,
-                &format!("Codex response item '{other}'"),
-            ));
-        }
-    })
+        tool: None,
+        call_id: None,
+        harness_type: Some(name.to_string()),
+    }))
+}
+
+/// Whether the rollout echoes typed input as `event_msg` `user_message` lines (Codex
+/// has since the `session_meta` format; only lines that mention it are parsed).
+fn has_echoes(bytes: &[u8]) -> bool {
+    let finder = memchr::memmem::Finder::new(b"\"user_message\"");
+    bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| finder.find(l).is_some())
+        .any(|l| {
+            parse_object::<Line>(l.trim_ascii()).is_ok_and(|line| {
+                line.kind.as_str() == Some("event_msg")
+                    && object::<Item>(line.payload.0)
+                        .is_ok_and(|p| p.kind.as_str() == Some("user_message"))
+            })
+        })
 }
 
 #[cfg(test)]
@@ -461,10 +450,106 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_item_is_refused_with_file_and_line() {
-        let jsonl = b"{\"type\":\"session_meta\",\"payload\":{\"id\":\"c\",\"cwd\":\"/w\"}}\n{\"type\":\"response_item\",\"payload\":{\"type\":\"teleport\"}}\n";
-        let err = read(Path::new("/r.jsonl"), jsonl).unwrap_err();
+    fn unknown_lines_and_items_are_skipped_or_kept_as_other_never_refused() {
+        let jsonl = br#"{"type":"session_meta","payload":{"id":"c","cwd":"/w"}}
+{"type":"response_item","payload":{"type":"teleport"}}
+{"type":"world_state","payload":{"ordinal":3}}
+{"type":"response_item","payload":{"type":"agent_message","content":[{"type":"output_text","text":"Beamed up"}]}}
+{"type":"future_note","payload":{"message":"a note"}}
+{"type":"response_item","payload":{"type":"teleport"}}
+"#;
+        let mut drafts = Vec::new();
+        let rollout = read_each(Path::new("/r.jsonl"), jsonl, &mut |d| {
+            drafts.push(d);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            rollout.skipped.note("Codex").unwrap(),
+            "skipped 3 Codex entries of types this baton does not know: teleport (2), world_state (1)"
+        );
+        let kept: Vec<_> = drafts
+            .iter()
+            .map(|d| (d.kind, d.harness_type.as_deref(), d.text.as_str()))
+            .collect();
+        assert_eq!(
+            kept,
+            vec![
+                (Kind::Other, Some("agent_message"), "Beamed up"),
+                (Kind::Other, Some("future_note"), "a note"),
+            ]
+        );
+        // A line that is no JSON object is still refused, with file and line.
+        let err = read(
+            Path::new("/r.jsonl"),
+            b"{\"type\":\"session_meta\",\"payload\":{}}\n[1]\n",
+        )
+        .unwrap_err();
         assert!(err.message.contains("/r.jsonl line 2"), "{}", err.message);
-        assert!(err.message.contains("'teleport'"), "{}", err.message);
+    }
+
+    #[test]
+    fn only_prompts_a_person_typed_are_user_messages() {
+        // Codex echoes typed input as event_msg user_message: a user message it does not
+        // echo is its own (here redacted, so its text cannot tell); <turn_aborted> is
+        // injected whatever the file.
+        let jsonl = br#"{"type":"session_meta","payload":{"id":"c","cwd":"/w"}}
+{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"[REDACTED len=3019]"}]}}
+{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Fix the test"}]}}
+{"type":"turn_context","payload":{}}
+{"type":"event_msg","payload":{"type":"user_message","message":"Fix the test"}}
+{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<turn_aborted>\ninterrupted"}]}}
+{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>x"}]}}
+{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Now the docs"}]}}
+{"type":"event_msg","payload":{"type":"user_message","message":"Now the docs"}}
+{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Just typed"}]}}
+"#;
+        let (_, drafts) = read(Path::new("r.jsonl"), jsonl).unwrap();
+        let shape: Vec<_> = drafts
+            .iter()
+            .map(|d| (d.role, d.kind, d.text.as_str()))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (Role::User, Kind::System, "[REDACTED len=3019]"),
+                (Role::User, Kind::Message, "Fix the test"),
+                (Role::User, Kind::System, "<turn_aborted>\ninterrupted"),
+                (Role::User, Kind::Message, "Now the docs"),
+                // The last line, its echo not written yet: the text decides.
+                (Role::User, Kind::Message, "Just typed"),
+            ]
+        );
+        // Without echoes (an older rollout), the text alone decides.
+        let older: Vec<u8> = jsonl
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.windows(12).any(|w| w == b"user_message"))
+            .flat_map(|l| l.iter().copied().chain([b'\n']))
+            .collect();
+        let (_, drafts) = read(Path::new("r.jsonl"), &older).unwrap();
+        let prompts = drafts.iter().filter(|d| d.kind == Kind::Message).count();
+        assert_eq!(prompts, 4, "{drafts:?}");
+    }
+
+    #[test]
+    fn a_sub_agent_thread_names_its_agent_on_every_event() {
+        let jsonl = br#"{"type":"session_meta","payload":{"id":"child","cwd":"/w","source":{"subagent":{"thread_spawn":{"parent_thread_id":"parent","depth":1,"agent_nickname":"Anscombe","agent_role":"explorer"}}}}}
+{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Review it"}]}}
+{"type":"event_msg","payload":{"type":"user_message","message":"Review it"}}
+{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"None."}]}}
+"#;
+        let (_, drafts) = read(Path::new("r.jsonl"), jsonl).unwrap();
+        assert_eq!(drafts.len(), 2);
+        assert!(
+            drafts
+                .iter()
+                .all(|d| d.agent.as_deref() == Some("Anscombe (explorer)")),
+            "{drafts:?}"
+        );
+        let review = br#"{"type":"session_meta","payload":{"id":"r","cwd":"/w","source":{"subagent":"review"}}}
+{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]}}
+"#;
+        let (_, drafts) = read(Path::new("r.jsonl"), review).unwrap();
+        assert_eq!(drafts[0].agent.as_deref(), Some("review"));
     }
 }

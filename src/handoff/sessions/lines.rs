@@ -52,6 +52,19 @@ pub fn read_complete(path: &Path) -> Result<Vec<u8>> {
 /// [`read_complete`] of a file already open (`path` names it in messages), such as one
 /// the MCP server opened beneath its workspace.
 pub(super) fn read_complete_from(file: fs::File, path: &Path) -> Result<Vec<u8>> {
+    let bytes = read_bounded_from(file, path)?;
+    complete_lines(path, bytes)
+}
+
+/// A whole session file that is one JSON document (a Gemini CLI chat), not lines: never
+/// cut, refused over [`MAX_SESSION_BYTES`] like any other.
+pub(super) fn read_whole(path: &Path) -> Result<Vec<u8>> {
+    let (file, _) = open_session(path)?;
+    read_bounded_from(file, path)
+}
+
+/// Every byte of an open session file, refused over [`MAX_SESSION_BYTES`].
+pub(super) fn read_bounded_from(file: fs::File, path: &Path) -> Result<Vec<u8>> {
     let size = file
         .metadata()
         .map_err(|e| Error::io("cannot read transcript", path, e))?
@@ -65,7 +78,10 @@ pub(super) fn read_complete_from(file: fs::File, path: &Path) -> Result<Vec<u8>>
     file.take(MAX_SESSION_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io("cannot read transcript", path, e))?;
-    complete_lines(path, bytes)
+    if bytes.len() as u64 > MAX_SESSION_BYTES {
+        return Err(too_large(path, bytes.len() as u64));
+    }
+    Ok(bytes)
 }
 
 /// The start of a session file and the file's size: at least its first `lines` lines,
@@ -148,7 +164,7 @@ pub(crate) fn too_large(path: &Path, size: u64) -> Error {
 
 /// `bytes` up to the last complete line; a final line without its newline is kept only
 /// if it parses whole.
-fn complete_lines(path: &Path, bytes: Vec<u8>) -> Result<Vec<u8>> {
+pub(super) fn complete_lines(path: &Path, bytes: Vec<u8>) -> Result<Vec<u8>> {
     if bytes.len() as u64 > MAX_SESSION_BYTES {
         return Err(too_large(path, bytes.len() as u64));
     }

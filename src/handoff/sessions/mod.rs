@@ -1,9 +1,11 @@
 //! Agent harness sessions as transcript sources: `--transcript claude-code[:SESSION|latest]`,
-//! `codex[:SESSION|latest]` or a FILE; finding a workspace's sessions, reading them
-//! read-only (cut at the last complete line), and normalising them into events.
+//! `codex[:SESSION|latest]`, `gemini[:SESSION|latest]` or a FILE; finding a workspace's
+//! sessions, reading them read-only (cut at the last complete line), and normalising them
+//! into events.
 
 pub mod claude_code;
 pub mod codex;
+pub mod gemini;
 pub mod json;
 mod key;
 mod lines;
@@ -21,7 +23,7 @@ use super::events;
 use crate::error::{Error, Result};
 use key::{ident_of, key_finish, key_start};
 pub use lines::read_complete;
-use lines::{count_complete_lines, modified, seconds};
+use lines::{count_complete_lines, modified, read_whole, seconds};
 pub(crate) use lines::{json_lines, line_error, open_session, read_head, unexpected};
 use normalise::{detect, normalise};
 
@@ -40,6 +42,7 @@ const MIN_PREFIX: usize = 8;
 pub enum Harness {
     ClaudeCode,
     Codex,
+    Gemini,
 }
 
 impl Harness {
@@ -47,6 +50,7 @@ impl Harness {
         match self {
             Harness::ClaudeCode => "claude-code",
             Harness::Codex => "codex",
+            Harness::Gemini => "gemini",
         }
     }
 
@@ -55,6 +59,7 @@ impl Harness {
         match self {
             Harness::ClaudeCode => "Claude Code",
             Harness::Codex => "Codex",
+            Harness::Gemini => "Gemini CLI",
         }
     }
 }
@@ -88,6 +93,7 @@ impl Source {
         let harness = match head {
             "claude-code" => Harness::ClaudeCode,
             "codex" => Harness::Codex,
+            "gemini" => Harness::Gemini,
             _ => return Source::File(PathBuf::from(text)),
         };
         let selector = selector
@@ -104,6 +110,8 @@ pub struct Homes {
     pub claude: PathBuf,
     /// `$CODEX_HOME`, else `~/.codex`.
     pub codex: PathBuf,
+    /// `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini` (Gemini CLI's `homedir()`).
+    pub gemini: PathBuf,
 }
 
 impl Homes {
@@ -120,6 +128,7 @@ impl Homes {
         Homes {
             claude: var("CLAUDE_CONFIG_DIR", home.join(".claude")),
             codex: var("CODEX_HOME", home.join(".codex")),
+            gemini: var("GEMINI_CLI_HOME", home.clone()).join(".gemini"),
         }
     }
 }
@@ -188,8 +197,12 @@ fn list_counting(
     let mut found: Vec<SessionInfo> = match harness {
         Harness::ClaudeCode => claude_code::sessions(&homes.claude, Some(&workspace), count)?,
         Harness::Codex => codex::sessions(&homes.codex, Some(&workspace), count)?,
+        Harness::Gemini => gemini::sessions(&homes.gemini, Some(&workspace), count)?,
     };
     sort_latest_first(&mut found);
+    if harness == Harness::Codex {
+        codex::session_first(&mut found);
+    }
     Ok(found)
 }
 
@@ -261,6 +274,9 @@ pub struct SessionFile {
     /// A Claude Code session's sub-agent logs (none for a FILE the MCP server opened:
     /// nothing is opened beside it).
     subagents: claude_code::subagents::Found,
+    /// The sub-agent threads (Codex) or logs (Gemini CLI) of the session, read: merged
+    /// into its events.
+    threads: Vec<(PathBuf, Vec<u8>)>,
 }
 
 /// Resolve `--transcript` and read the file (cut at its last complete line).
@@ -277,6 +293,8 @@ pub struct ResolvedSession {
     /// The file already opened (beneath a workspace, by the MCP server): read from it,
     /// never opened again by `path`.
     opened: Option<fs::File>,
+    /// See [`SessionFile::threads`].
+    threads: Vec<PathBuf>,
 }
 
 /// Resolve `--transcript` to its file (listing reads only the start of each session).
@@ -290,6 +308,7 @@ pub fn resolve_source(homes: &Homes, source: &Source, workspace: &Path) -> Resul
             let newest = match harness {
                 Harness::ClaudeCode => claude_code::newest(&homes.claude, &canonical_workspace),
                 Harness::Codex => codex::newest(&homes.codex, &canonical_workspace),
+                Harness::Gemini => gemini::newest(&homes.gemini, &canonical_workspace),
             };
             let info = newest.ok_or_else(|| no_session(homes, *harness, workspace))?;
             if info.bytes > MAX_SESSION_BYTES {
@@ -303,12 +322,29 @@ pub fn resolve_source(homes: &Homes, source: &Source, workspace: &Path) -> Resul
             (Some(*harness), info.path, Some(info.session))
         }
     };
+    let threads = match (harness, &session) {
+        (Some(Harness::Codex), Some(id)) => {
+            let room = MAX_SESSION_BYTES.saturating_sub(size_now(&path));
+            codex::subagents::children(&homes.codex, id, &path, room)
+        }
+        (Some(Harness::Gemini), Some(id)) => {
+            let room = MAX_SESSION_BYTES.saturating_sub(size_now(&path));
+            gemini::subagents::logs(&path, id, room)
+        }
+        _ => Vec::new(),
+    };
     Ok(ResolvedSession {
         harness,
         path,
         session,
         opened: None,
+        threads,
     })
+}
+
+/// A file's size now (0 when unknown).
+fn size_now(path: &Path) -> u64 {
+    fs::metadata(path).map_or(0, |m| m.len())
 }
 
 impl ResolvedSession {
@@ -319,27 +355,39 @@ impl ResolvedSession {
             path,
             session: None,
             opened: Some(file),
+            threads: Vec::new(),
         }
     }
 
     /// Read the file (cut at its last complete line).
     pub fn read(self) -> Result<SessionFile> {
         let opened = self.opened.is_some();
-        let (stat, bytes) = match self.opened {
+        let (stat, raw) = match self.opened {
             Some(file) => (
                 SessionStat::of_open(&file).ok(),
-                lines::read_complete_from(file, &self.path)?,
+                lines::read_bounded_from(file, &self.path)?,
             ),
-            None => (
-                SessionStat::take(&self.path).ok(),
-                read_complete(&self.path)?,
-            ),
+            None => (SessionStat::take(&self.path).ok(), read_whole(&self.path)?),
         };
-        let harness = self.harness.or_else(|| detect(&bytes));
+        let harness = self.harness.or_else(|| detect(&raw));
         let subagents = match harness {
             Some(Harness::ClaudeCode) if !opened => claude_code::subagents::find(&self.path),
             _ => Default::default(),
         };
+        // A Gemini CLI chat document is rewritten whole, never appended to: not cut.
+        let bytes = if harness == Some(Harness::Gemini) && gemini::is_document(&raw) {
+            raw
+        } else {
+            lines::complete_lines(&self.path, raw)?
+        };
+        let mut threads = Vec::new();
+        for thread in self.threads {
+            // A thread gone or grown past the limit since it was listed is left out, as
+            // one not found would be.
+            if let Ok(bytes) = read_complete(&thread) {
+                threads.push((thread, bytes));
+            }
+        }
         Ok(SessionFile {
             harness,
             path: self.path,
@@ -347,6 +395,7 @@ impl ResolvedSession {
             session: self.session,
             stat,
             subagents,
+            threads,
         })
     }
 
@@ -368,7 +417,7 @@ impl ResolvedSession {
     /// in small pieces, so that a session unchanged since the last handoff is never held
     /// in memory whole. `None` if the file is shorter now, or for a plain FILE.
     pub fn key_of_streamed(&self, len: u64) -> Result<Option<String>> {
-        let Some(harness) = self.harness else {
+        let Some(harness) = self.harness.filter(|_| self.threads.is_empty()) else {
             return Ok(None);
         };
         use std::io::Read;
@@ -409,6 +458,15 @@ impl SessionFile {
                 hasher.update(&(part.len() as u64).to_le_bytes());
                 hasher.update(part);
             }
+        }
+        // The sub-agent threads merged in: their paths and bytes.
+        for (path, bytes) in &self.threads {
+            use std::os::unix::ffi::OsStrExt;
+            let path = path.as_os_str().as_bytes();
+            hasher.update(&(path.len() as u64).to_le_bytes());
+            hasher.update(path);
+            hasher.update(&(bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes);
         }
         Some(key_finish(hasher, self.session.is_some()))
     }
@@ -498,6 +556,7 @@ impl SessionFile {
             self.bytes,
             self.session,
             self.subagents,
+            &self.threads,
         )
     }
 }
@@ -521,6 +580,7 @@ fn find_session(homes: &Homes, harness: Harness, wanted: &str) -> Result<Session
     let all = match harness {
         Harness::ClaudeCode => claude_code::sessions(&homes.claude, None, Count::NotLines)?,
         Harness::Codex => codex::sessions(&homes.codex, None, Count::NotLines)?,
+        Harness::Gemini => gemini::sessions(&homes.gemini, None, Count::NotLines)?,
     };
     let mut matches: Vec<SessionInfo> = all
         .into_iter()
@@ -550,6 +610,7 @@ fn no_session(homes: &Homes, harness: Harness, workspace: &Path) -> Error {
     let root = match harness {
         Harness::ClaudeCode => homes.claude.join("projects"),
         Harness::Codex => homes.codex.join("sessions"),
+        Harness::Gemini => homes.gemini.join("tmp"),
     };
     Error::not_found(format!(
         "no {} session has {} as its working directory (looked in {})",
@@ -562,6 +623,9 @@ fn no_session(homes: &Homes, harness: Harness, workspace: &Path) -> Error {
             "run baton in the directory Claude Code was started in, or set CLAUDE_CONFIG_DIR"
         }
         Harness::Codex => "run baton in the directory Codex was started in, or set CODEX_HOME",
+        Harness::Gemini => {
+            "run baton in the directory Gemini CLI was started in, or set GEMINI_CLI_HOME"
+        }
     })
 }
 

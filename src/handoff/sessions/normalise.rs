@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::skipped::Skipped;
-use super::{Harness, Loaded, MAX_TRANSCRIPT_BYTES, claude_code, codex, json};
+use super::{Harness, Loaded, MAX_TRANSCRIPT_BYTES, claude_code, codex, gemini, json};
 use crate::error::{Error, Result};
 use crate::handoff::events::{self, Draft, Kind};
 
@@ -19,13 +19,17 @@ pub(super) fn normalise(
     bytes: Vec<u8>,
     session: Option<String>,
     subagents: claude_code::subagents::Found,
+    threads: &[(std::path::PathBuf, Vec<u8>)],
 ) -> Result<Loaded> {
     // Each reader gives the session id it found and the entries it skipped.
     let read = |each: &mut dyn FnMut(Draft) -> Result<()>| -> Result<(Option<String>, Skipped)> {
         match harness {
             Harness::ClaudeCode => claude_code::read_each(path, &bytes, &subagents.files, each)
                 .map(|l| (l.session, l.skipped)),
-            Harness::Codex => codex::read_each(path, &bytes, each).map(|s| (s, Skipped::default())),
+            Harness::Codex => codex::subagents::read_merged(path, &bytes, threads, each)
+                .map(|r| (r.session, r.skipped)),
+            Harness::Gemini => gemini::subagents::read_merged(path, &bytes, threads, each)
+                .map(|c| (c.session, c.skipped)),
         }
     };
     let mut tools = HashMap::new();
@@ -69,9 +73,14 @@ pub(super) fn normalise(
             )
         })
         .collect();
+    // A Gemini CLI chat document is one JSON value, not lines.
+    let ext = match harness {
+        Harness::Gemini if gemini::is_document(&bytes) => "json",
+        _ => "jsonl",
+    };
     Ok(Loaded {
         jsonl,
-        raw: Some((format!("{dir}.jsonl"), bytes)),
+        raw: Some((format!("{dir}.{ext}"), bytes)),
         label: Some(format!("{}:{session}", harness.name())),
         events: count,
         pairing,
@@ -124,11 +133,20 @@ pub(super) fn detect(bytes: &[u8]) -> Option<Harness> {
     let mut lines = bytes
         .split(|&b| b == b'\n')
         .map(<[u8]>::trim_ascii)
-        .filter(|l| !l.is_empty())
-        .map(|l| json::parse_object::<First>(json::checked_line(l).ok()?).ok());
-    let first = lines.next()??;
-    if first.kind.as_str() == Some("session_meta") && first.payload.0.is_some() {
+        .filter(|l| !l.is_empty());
+    let first = json::checked_line(lines.next()?).ok()?;
+    let Ok(first_line) = json::parse_object::<First>(first) else {
+        // A Gemini CLI chat document spans many lines.
+        return gemini::is_document(bytes).then_some(Harness::Gemini);
+    };
+    if first_line.kind.as_str() == Some("session_meta") && first_line.payload.0.is_some() {
         return Some(Harness::Codex);
+    }
+    if codex::legacy::is_legacy(bytes) {
+        return Some(Harness::Codex);
+    }
+    if gemini::is_log_start(first) {
+        return Some(Harness::Gemini);
     }
     let claude_shape = |entry: &First| {
         entry.session_id.0.is_some()
@@ -138,11 +156,12 @@ pub(super) fn detect(bytes: &[u8]) -> Option<Harness> {
     // Claude Code may open a session with bookkeeping that names no session (undo
     // snapshots): the first lines are looked at, each a JSON object, until one has the
     // shape of an entry.
-    if claude_shape(&first) {
+    if claude_shape(&first_line) {
         return Some(Harness::ClaudeCode);
     }
     lines
         .take(CLAUDE_LOOK_LINES)
+        .map(|l| json::parse_object::<First>(json::checked_line(l).ok()?).ok())
         .map_while(|entry| entry)
         .any(|entry| claude_shape(&entry))
         .then_some(Harness::ClaudeCode)

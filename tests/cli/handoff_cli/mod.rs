@@ -362,6 +362,7 @@ mod mcp;
 mod mcp_paths;
 mod multi_repo;
 mod real_sessions;
+mod real_sessions_codex_gemini;
 mod round_trip;
 mod save_brief;
 mod search;
