@@ -6,6 +6,7 @@ use std::sync::{LazyLock, OnceLock};
 use regex::bytes::Regex;
 
 use super::prefilter::Prefilter;
+use super::values::may_be_secret;
 #[cfg(test)]
 use regex::bytes::RegexSet;
 
@@ -375,7 +376,7 @@ fn patterns() -> Vec<Rule> {
             pattern: String::from(
                 r#"(?-u)[A-Za-z][A-Za-z0-9+.-]*:(?://|\\/\\/)[^\s:/@"'<>\\]*:([^\s/@"'<>\\]+)@"#,
             ),
-            keep: |_, v| !is_placeholder_value(v),
+            keep: |_, v| !is_placeholder_value(v) && may_be_secret(v, true),
             compiled: OnceLock::new(),
         },
         // A raw JSON key: only a string value is a secret, and anything else (null, a
@@ -384,7 +385,7 @@ fn patterns() -> Vec<Rule> {
             kind: "password_assignment",
             anchors: KEY_ANCHORS,
             pattern: format!(r#"(?-u)(?i)\b{KEY}"[ \t]*[:=][ \t]*"((?:[^"\\\r\n]|\\[^\r\n])+)""#),
-            keep: |_, v| !is_placeholder_value(v),
+            keep: |_, v| !is_placeholder_value(v) && may_be_secret(v, true),
             compiled: OnceLock::new(),
         },
         // A typed declaration with a value, `password: str = "..."`: the type is not the
@@ -395,7 +396,7 @@ fn patterns() -> Vec<Rule> {
             pattern: format!(
                 r"(?-u)(?i)\b{KEY}[ \t]*:[ \t]*[A-Za-z_][A-Za-z0-9_.<>\[\]&']*[ \t]*=[ \t]*{VALUE}"
             ),
-            keep: |_, v| !is_placeholder_value(v),
+            keep: |w, v| !is_placeholder_value(v) && may_be_secret(v, quoted(w, v)),
             compiled: OnceLock::new(),
         },
         Rule {
@@ -453,6 +454,12 @@ pub(super) fn fingerprint() -> String {
     // The matchers that are code rather than patterns: a change to one changes this.
     add(super::key_blocks::MATCHER);
     add(super::fragments::MATCHER);
+    add(super::values::MATCHER);
+    add(&format!(
+        "binary: NUL in {} bytes skips {:?}",
+        super::BINARY_SNIFF,
+        super::GENERIC_KINDS
+    ));
     format!("secrets-v1 {}", hasher.finalize().to_hex())
 }
 
@@ -469,6 +476,9 @@ fn keep_assignment(whole: &[u8], value: &[u8]) -> bool {
     if (key == b"pwd" || key == b"oldpwd") && matches!(value.first(), Some(b'/' | b'~')) {
         return false;
     }
+    if !may_be_secret(value, quoted(whole, value)) {
+        return false;
+    }
     let after_key = &whole[key_len..];
     let sep = after_key
         .iter()
@@ -477,6 +487,16 @@ fn keep_assignment(whole: &[u8], value: &[u8]) -> bool {
     // `password: &str` in a signature or `token: Token` in a struct names a type; code
     // like this is common in transcripts and redacting it helps nobody.
     !(colon && looks_like_type(value))
+}
+
+/// Whether `value` (a slice of `whole`, the match) was a string literal: a quote right
+/// before it.
+fn quoted(whole: &[u8], value: &[u8]) -> bool {
+    (value.as_ptr() as usize)
+        .checked_sub(whole.as_ptr() as usize)
+        .and_then(|at| at.checked_sub(1))
+        .and_then(|at| whole.get(at))
+        .is_some_and(|b| matches!(b, b'"' | b'\''))
 }
 
 /// Whether a 40-character value reads like a random base64 secret rather than a word,
