@@ -62,6 +62,9 @@ pub struct KickoffInput {
     pub workspace: Vec<String>,
     /// Files of the bundle (path, size), for pointers.
     pub files: Vec<(String, u64)>,
+    /// The paths among `files` of patches whose secrets were redacted: their pointers
+    /// say the patch does not apply as it is.
+    pub redacted_patches: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -275,8 +278,13 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
         } else {
             format!("baton cat {short}:{path}")
         };
+        let redacted = if input.redacted_patches.contains(path) {
+            format!(" ({})", super::evidence::PATCH_REDACTED)
+        } else {
+            String::new()
+        };
         pointers.push_str(&format!(
-            "- {} ({size} bytes): {command}\n",
+            "- {} ({size} bytes): {command}{redacted}\n",
             shorten_path(path, MAX_PATH_CHARS),
         ));
     }
@@ -435,7 +443,28 @@ mod tests {
                     10,
                 ),
             ],
+            redacted_patches: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_redacted_patch_says_it_does_not_apply() {
+        let mut i = input(1);
+        i.files.push(("evidence/unstaged.patch".into(), 300));
+        i.files.push(("evidence/staged.patch".into(), 200));
+        i.redacted_patches = vec!["evidence/unstaged.patch".into()];
+        let text = render(&i, 100_000).text();
+        let line = |name: &str| {
+            text.lines()
+                .find(|l| l.contains(name))
+                .unwrap_or_default()
+                .to_string()
+        };
+        assert!(
+            line("unstaged.patch").ends_with("(patch redacted: does not apply as-is)"),
+            "{text}"
+        );
+        assert!(!line("evidence/staged.patch").contains("redacted"), "{text}");
     }
 
     #[test]

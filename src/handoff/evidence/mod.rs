@@ -25,7 +25,7 @@ pub use git::git_available;
 pub(crate) use git::{Git, absolute, is_object_id};
 pub use history::{FIRST_PARENTS_CAP, Operation};
 pub use known::KnownHistory;
-pub use patches::{PatchHash, hash_patch};
+pub use patches::{PATCH_REDACTED, PatchHash, Redacted, hash_patch};
 pub use pending::{Pending, start};
 pub(crate) use reads::read_patch_hashes;
 
@@ -103,6 +103,10 @@ pub struct GitEvidence {
     /// evidence.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub patch_hashes: Vec<PatchHash>,
+    /// Which patches had secrets replaced by placeholders when the handoff was saved
+    /// (see [`patches::Redacted`]). Absent when none did, and in older evidence.
+    #[serde(default, flatten)]
+    pub redacted: patches::Redacted,
 }
 
 /// A configured remote.
@@ -527,6 +531,7 @@ fn inspect_with(
         first_parents,
         in_progress,
         patch_hashes,
+        redacted: Default::default(),
     });
     capture
 }
