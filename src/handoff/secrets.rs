@@ -18,7 +18,7 @@
 //! | `stripe_key` | `sk_` or `rk_` + `live_`, `test_` or `prod_` + 20 or more alphanumerics |
 //! | `slack_token` | `xox[abposre]-` + 10 or more `[A-Za-z0-9-]`, `xapp-N-...`, `hooks.slack.com/services/...` webhooks |
 //! | `google_api_key` | `AIza` + 35 `[A-Za-z0-9_-]` |
-//! | `aws_access_key` | `AKIA` or `ASIA` + 16 `[A-Z0-9]` |
+//! | `aws_access_key` | `AKIA`, `ASIA`, `ABIA`, `ACCA` or `A3T` + one more `[A-Z0-9]`, then 16 `[A-Z0-9]` |
 //! | `gitlab_token` | `glpat-`, `glptt-`, `glrt-`, `gldt-`, `glcbt-`, `glft-`, `glimt-`, `gloas-`, `glsoat-` + 20 or more `[A-Za-z0-9_-]` |
 //! | `npm_token` | `npm_` + 36 alphanumerics |
 //! | `huggingface_token` | `hf_` or `api_org_` + 34 or more letters |
@@ -481,6 +481,12 @@ fn placeholder(kind: &str) -> String {
     format!("[REDACTED:{kind}]")
 }
 
+/// An assignment that is the query of an `.svg` image's URL (`badge.svg?token=...`): a
+/// coverage badge's graphing token, which Codecov publishes in README files by design.
+fn public_badge_token(kind: &str, before: &[u8]) -> bool {
+    kind == "password_assignment" && before.ends_with(b".svg?")
+}
+
 /// Disjoint claimed spans by start; `None` marks a placeholder found in the input.
 #[derive(Default)]
 struct Claims {
@@ -573,7 +579,10 @@ fn pattern_candidates_in(
                 Some(whole)
             };
             let Some(value) = value else { break };
-            if value.is_empty() || !(rule.keep)(whole.as_bytes(), value.as_bytes()) {
+            if value.is_empty()
+                || !(rule.keep)(whole.as_bytes(), value.as_bytes())
+                || public_badge_token(rule.kind, &text[..whole.start()])
+            {
                 // A value that is no secret (`make();PASSWORD=hunter2`) may hold the next
                 // assignment: look again from inside it.
                 at = value.start().max(whole.start() + 1);

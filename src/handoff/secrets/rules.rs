@@ -183,8 +183,8 @@ fn patterns() -> Vec<Rule> {
         },
         Rule {
             kind: "aws_access_key",
-            anchors: &["AKIA", "ASIA"],
-            pattern: token(r"(?:AKIA|ASIA)[A-Z0-9]{16}"),
+            anchors: &["AKIA", "ASIA", "ABIA", "ACCA", "A3T"],
+            pattern: token(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}"),
             keep: always,
             compiled: OnceLock::new(),
         },
@@ -376,7 +376,7 @@ fn patterns() -> Vec<Rule> {
             pattern: String::from(
                 r#"(?-u)[A-Za-z][A-Za-z0-9+.-]*:(?://|\\/\\/)[^\s:/@"'<>\\]*:([^\s/@"'<>\\]+)@"#,
             ),
-            keep: |_, v| !is_placeholder_value(v) && may_be_secret(v, true),
+            keep: |_, v| !is_placeholder_value(v) && may_be_secret(v, true, b"password"),
             compiled: OnceLock::new(),
         },
         // A raw JSON key: only a string value is a secret, and anything else (null, a
@@ -385,7 +385,7 @@ fn patterns() -> Vec<Rule> {
             kind: "password_assignment",
             anchors: KEY_ANCHORS,
             pattern: format!(r#"(?-u)(?i)\b{KEY}"[ \t]*[:=][ \t]*"((?:[^"\\\r\n]|\\[^\r\n])+)""#),
-            keep: |_, v| !is_placeholder_value(v) && may_be_secret(v, true),
+            keep: |w, v| !is_placeholder_value(v) && may_be_secret(v, true, key_of(w)),
             compiled: OnceLock::new(),
         },
         // A typed declaration with a value, `password: str = "..."`: the type is not the
@@ -396,7 +396,9 @@ fn patterns() -> Vec<Rule> {
             pattern: format!(
                 r"(?-u)(?i)\b{KEY}[ \t]*:[ \t]*[A-Za-z_][A-Za-z0-9_.<>\[\]&']*[ \t]*=[ \t]*{VALUE}"
             ),
-            keep: |w, v| !is_placeholder_value(v) && may_be_secret(v, quoted(w, v)),
+            keep: |w, v| {
+                !is_placeholder_value(v) && may_be_secret(v, quoted(w, v), key_of(w))
+            },
             compiled: OnceLock::new(),
         },
         Rule {
@@ -467,16 +469,14 @@ fn keep_assignment(whole: &[u8], value: &[u8]) -> bool {
     if is_placeholder_value(value) {
         return false;
     }
-    let key_len = whole
-        .iter()
-        .position(|b| !(b.is_ascii_alphanumeric() || b"_.-".contains(b)))
-        .unwrap_or(whole.len());
-    let key = whole[..key_len].to_ascii_lowercase();
-    // `PWD=/home/me` in an environment dump is the working directory, not a password.
-    if (key == b"pwd" || key == b"oldpwd") && matches!(value.first(), Some(b'/' | b'~')) {
+    let key = key_of(whole);
+    let key_len = key.len();
+    if !may_be_secret(value, quoted(whole, value), key) {
         return false;
     }
-    if !may_be_secret(value, quoted(whole, value)) {
+    let key = key.to_ascii_lowercase();
+    // `PWD=/home/me` in an environment dump is the working directory, not a password.
+    if (key == b"pwd" || key == b"oldpwd") && matches!(value.first(), Some(b'/' | b'~')) {
         return false;
     }
     let after_key = &whole[key_len..];
@@ -487,6 +487,15 @@ fn keep_assignment(whole: &[u8], value: &[u8]) -> bool {
     // `password: &str` in a signature or `token: Token` in a struct names a type; code
     // like this is common in transcripts and redacting it helps nobody.
     !(colon && looks_like_type(value))
+}
+
+/// The key an assignment's match starts with (`DB_PASSWORD` of `DB_PASSWORD=...`).
+fn key_of(whole: &[u8]) -> &[u8] {
+    let len = whole
+        .iter()
+        .position(|b| !(b.is_ascii_alphanumeric() || b"_.-".contains(b)))
+        .unwrap_or(whole.len());
+    &whole[..len]
 }
 
 /// Whether `value` (a slice of `whole`, the match) was a string literal: a quote right

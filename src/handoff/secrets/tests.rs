@@ -218,12 +218,12 @@ mod cases {
         // string, so its quotes are escaped and redaction must keep the line valid JSON.
         let event = serde_json::json!({
             "role": "tool",
-            "content": format!("$ export PASSWORD=\"open s3same\" TOKEN=abc123\n$ echo {OAI_OLD}\nAuthorization: Bearer {JWT}\n"),
+            "content": format!("$ export PASSWORD=\"open s3same\" TOKEN=abc123def456\n$ echo {OAI_OLD}\nAuthorization: Bearer {JWT}\n"),
         })
         .to_string();
         let out = check(
             &event,
-            &["open s3same", "abc123", OAI_OLD, JWT],
+            &["open s3same", "abc123def456", OAI_OLD, JWT],
             &[
                 ("password_assignment", 2),
                 ("openai_api_key", 1),
@@ -335,9 +335,9 @@ mod cases {
     fn assignment_keeps_key_and_skips_placeholders() {
         let out = check(
             "password=\npassword=***\npassword=<redacted>\npassword=${DB_PASS}\nPassword: $DB_PASS\n\
-             db.password = \"s3cret!\"\nSECRET_KEY='django-insecure-3k!x9m2q'\ntoken: abc-d3f.9\n\
+             db.password = \"s3cret!\"\nSECRET_KEY='django-insecure-3k!x9m2q'\ntoken: abc-d3f.9xk2m\n\
              pwd=/home/me\nServer=db;Uid=sa;Pwd=Sup3r;\n",
-            &["s3cret!", "django-insecure-3k!x9m2q", "abc-d3f.9", "Sup3r"],
+            &["s3cret!", "django-insecure-3k!x9m2q", "abc-d3f.9xk2m", "Sup3r"],
             &[("password_assignment", 4)],
         );
         assert!(out.starts_with("password=\npassword=***\npassword=<redacted>\npassword=${DB_PASS}\nPassword: $DB_PASS\n"));
