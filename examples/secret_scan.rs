@@ -8,7 +8,8 @@
 //! Every regular file below each PATH (symlinks not followed) is read, then scanned with
 //! `secrets::scan`, the one function every writer uses; only the scans are timed.
 //! Prints one line per kind (files flagged, findings), then the totals and the scan
-//! throughput. `--list KIND` also prints each file flagged for KIND (`all`: for any kind).
+//! throughput. `--list KIND` also prints each file flagged for KIND (`all`: for any kind),
+//! and with `SECRET_SCAN_SHOW` set each line of it as redaction leaves it.
 //!
 //! `--recall DIR`: every file F below DIR that has a sibling `F.pieces` (one piece of a
 //! planted secret per line, as it is spelled in F) is redacted; F counts as caught when
@@ -173,7 +174,11 @@ fn show_redacted_lines(path: &Path) {
     for (i, line) in redacted.split(|&b| b == b'\n').enumerate() {
         if before.get(i) != Some(&line) {
             let text = String::from_utf8_lossy(line);
-            println!("    {}: {}", i + 1, text.chars().take(200).collect::<String>());
+            println!(
+                "    {}: {}",
+                i + 1,
+                text.chars().take(200).collect::<String>()
+            );
         }
     }
 }

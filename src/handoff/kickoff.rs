@@ -464,7 +464,10 @@ mod tests {
             line("unstaged.patch").ends_with("(patch redacted: does not apply as-is)"),
             "{text}"
         );
-        assert!(!line("evidence/staged.patch").contains("redacted"), "{text}");
+        assert!(
+            !line("evidence/staged.patch").contains("redacted"),
+            "{text}"
+        );
     }
 
     #[test]

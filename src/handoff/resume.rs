@@ -192,7 +192,8 @@ fn redacted_patches(evidence: Option<&Evidence>, files: &[(String, u64)]) -> Vec
         .map(|(path, _)| path)
         .filter(|path| {
             names.iter().any(|name| {
-                **path == format!("evidence/{name}") || **path == format!("attachments/patches/{name}")
+                **path == format!("evidence/{name}")
+                    || **path == format!("attachments/patches/{name}")
             })
         })
         .cloned()

@@ -13,7 +13,7 @@
 //! | `private_key_block` | `-----BEGIN [<LABEL> ]PRIVATE KEY[ BLOCK]-----` through the matching `-----END ...-----` (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP ... BLOCK); an unterminated block runs to the end of the input. Also such a block base64-encoded: a run starting a word with `LS0tLS1CRUdJTi` that decodes to a private key's BEGIN line (not a certificate's or a public key's), on across wrapped lines of 60 or more characters (`secrets/key_blocks.rs`) |
 //! | `aws_secret_key` | the 40-char `[A-Za-z0-9/+]` value of `aws_secret_access_key` (any case) after `=`, `:` or `"key": "`; or a 40-char `[A-Za-z0-9/+]` word with upper and lower case and a digit, `/` or `+`, within 64 characters after an `AKIA`/`ASIA` key id on the same line |
 //! | `anthropic_api_key` | `sk-ant-` + 20 or more `[A-Za-z0-9_-]` (a `/` or `\/` inside is taken too) |
-//! | `openai_api_key` | `sk-` or `sk-proj-` + 20 or more `[A-Za-z0-9_-]`, never `sk-ant-` |
+//! | `openai_api_key` | `sk-` or `sk-proj-` + 20 or more `[A-Za-z0-9_-]` in upper and lower case, never `sk-ant-` |
 //! | `github_token` | `gh[pousr]_` + 36 or more alphanumerics, `github_pat_` + 22 or more `[A-Za-z0-9_]` |
 //! | `stripe_key` | `sk_` or `rk_` + `live_`, `test_` or `prod_` + 20 or more alphanumerics |
 //! | `slack_token` | `xox[abposre]-` + 10 or more `[A-Za-z0-9-]`, `xapp-N-...`, `hooks.slack.com/services/...` webhooks |

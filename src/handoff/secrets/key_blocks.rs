@@ -82,8 +82,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// What the key-block matchers do, for the policy fingerprint (`rules::fingerprint`):
 /// change it with them.
-pub(super) const MATCHER: &str =
-    "key blocks v3: PEM/PGP BEGIN (a body after it) to END; base64 from LS0tLS1CRUdJTi, 64 decoded, 60-char wrap";
+pub(super) const MATCHER: &str = "key blocks v3: PEM/PGP BEGIN (a body after it) to END; base64 from LS0tLS1CRUdJTi, 64 decoded, 60-char wrap";
 
 /// How every encoded key block starts: the base64 of `-----BEGIN` (at the start of the
 /// encoded text, as an encoder writes a PEM file it was given whole).

@@ -40,18 +40,33 @@ fn code_references_types_tags_and_prose_are_not_secrets() {
 fn literal_values_are_still_secrets() {
     for (text, secret) in [
         ("password = \"hunter2xyz\"\n", "hunter2xyz"),
-        ("API_KEY=sk_live_4eC39HqLyjWDarjtT1zdp7dc\n", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+        (
+            "API_KEY=sk_live_4eC39HqLyjWDarjtT1zdp7dc\n",
+            "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+        ),
         ("SECRET_KEY=4f9a1c2e7b3d8a6f\n", "4f9a1c2e7b3d8a6f"),
-        ("const apiKey = \"Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB\";\n", "Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB"),
+        (
+            "const apiKey = \"Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB\";\n",
+            "Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB",
+        ),
         ("Server=db;Uid=sa;Pwd=Sup3r;\n", "Sup3r"),
         ("password: s3cr3t-pa55\n", "s3cr3t-pa55"),
-        ("{\"client_secret\": \"6da89121079f83b2\"}\n", "6da89121079f83b2"),
-        ("url = \"https://admin:Tr0ub4dor@example.com/\"\n", "Tr0ub4dor"),
+        (
+            "{\"client_secret\": \"6da89121079f83b2\"}\n",
+            "6da89121079f83b2",
+        ),
+        (
+            "url = \"https://admin:Tr0ub4dor@example.com/\"\n",
+            "Tr0ub4dor",
+        ),
         ("password: ${USER}-s3cr3t!\n", "s3cr3t!"),
     ] {
         let r = redact(text.as_bytes());
         let out = String::from_utf8_lossy(&r.bytes);
-        assert!(!r.counts.is_empty() && !out.contains(secret), "{text:?} -> {out:?}");
+        assert!(
+            !r.counts.is_empty() && !out.contains(secret),
+            "{text:?} -> {out:?}"
+        );
     }
     // A key block with a body is a key, and one cut right after its BEGIN line too.
     for key in [
@@ -59,7 +74,11 @@ fn literal_values_are_still_secrets() {
         "{\"k\":\"-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADAN\\n-----END PRIVATE KEY-----\\n\"}",
         "the output ends with -----BEGIN EC PRIVATE KEY-----",
     ] {
-        assert_eq!(scan(key.as_bytes()).get("private_key_block"), Some(&1), "{key:?}");
+        assert_eq!(
+            scan(key.as_bytes()).get("private_key_block"),
+            Some(&1),
+            "{key:?}"
+        );
     }
 }
 

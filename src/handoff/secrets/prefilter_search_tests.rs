@@ -173,6 +173,9 @@ fn a_rule_is_compiled_only_when_the_prefilter_selects_it() {
     assert!(compiled.len() < 4, "only the selected rules: {compiled:?}");
     // A text without any anchor compiles nothing.
     let fresh = table();
-    assert!(super::pattern_candidates_in(&fresh, b"hello world 12345\n", 0, super::Content::Text).is_empty());
+    assert!(
+        super::pattern_candidates_in(&fresh, b"hello world 12345\n", 0, super::Content::Text)
+            .is_empty()
+    );
     assert!(fresh.iter().all(|r| !r.is_compiled()));
 }

@@ -148,7 +148,13 @@ fn patterns() -> Vec<Rule> {
             kind: "openai_api_key",
             anchors: &["sk-"],
             pattern: token(r"(?:\bsk-|sk-proj-)[A-Za-z0-9_-]{20,}"),
-            keep: |m, _| !m.starts_with(b"sk-ant-"),
+            // Mixed case, as every OpenAI key has: `sk-ecdsa-sha2-nistp256@openssh.com`
+            // (an SSH key type) is none.
+            keep: |m, _| {
+                !m.starts_with(b"sk-ant-")
+                    && m.iter().any(u8::is_ascii_uppercase)
+                    && m[3..].iter().any(u8::is_ascii_lowercase)
+            },
             compiled: OnceLock::new(),
         },
         Rule {
@@ -396,9 +402,7 @@ fn patterns() -> Vec<Rule> {
             pattern: format!(
                 r"(?-u)(?i)\b{KEY}[ \t]*:[ \t]*[A-Za-z_][A-Za-z0-9_.<>\[\]&']*[ \t]*=[ \t]*{VALUE}"
             ),
-            keep: |w, v| {
-                !is_placeholder_value(v) && may_be_secret(v, quoted(w, v), key_of(w))
-            },
+            keep: |w, v| !is_placeholder_value(v) && may_be_secret(v, quoted(w, v), key_of(w)),
             compiled: OnceLock::new(),
         },
         Rule {

@@ -337,7 +337,12 @@ mod cases {
             "password=\npassword=***\npassword=<redacted>\npassword=${DB_PASS}\nPassword: $DB_PASS\n\
              db.password = \"s3cret!\"\nSECRET_KEY='django-insecure-3k!x9m2q'\ntoken: abc-d3f.9xk2m\n\
              pwd=/home/me\nServer=db;Uid=sa;Pwd=Sup3r;\n",
-            &["s3cret!", "django-insecure-3k!x9m2q", "abc-d3f.9xk2m", "Sup3r"],
+            &[
+                "s3cret!",
+                "django-insecure-3k!x9m2q",
+                "abc-d3f.9xk2m",
+                "Sup3r",
+            ],
             &[("password_assignment", 4)],
         );
         assert!(out.starts_with("password=\npassword=***\npassword=<redacted>\npassword=${DB_PASS}\nPassword: $DB_PASS\n"));
@@ -396,7 +401,10 @@ pub fn login(user: &str, password: &str, token: Option<Token>) -> Result<Session
             &["hunter2xyz"],
             &[("password_assignment", 1)],
         );
-        assert_eq!(out, "let token = make();PASSWORD=[REDACTED:password_assignment]\n");
+        assert_eq!(
+            out,
+            "let token = make();PASSWORD=[REDACTED:password_assignment]\n"
+        );
     }
 
     #[test]

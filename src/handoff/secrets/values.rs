@@ -11,8 +11,7 @@
 
 /// What this module takes for a secret, for the policy fingerprint
 /// (`rules::fingerprint`): change it with the code.
-pub(super) const MATCHER: &str =
-    "values v5: no words (but random letters), code, references; a password 4 alphanumerics, a token 10, machine-made";
+pub(super) const MATCHER: &str = "values v5: no words (but random letters), code, references; a password 4 alphanumerics, a token 10, machine-made";
 
 /// Fewer letters and digits than this is no password worth the name (`accesskey="n"`,
 /// `pwd = 42`): what a person picks may be short.
@@ -149,7 +148,9 @@ fn without_references(value: &[u8]) -> Vec<u8> {
         } else if rest.starts_with(b"$(") || rest.starts_with(b"%(") {
             close(2, b")").map(|end| {
                 // `%(name)s`: the conversion letter belongs to the reference.
-                end + usize::from(rest[0] == b'%' && rest.get(end).is_some_and(u8::is_ascii_alphabetic))
+                end + usize::from(
+                    rest[0] == b'%' && rest.get(end).is_some_and(u8::is_ascii_alphabetic),
+                )
             })
         } else if rest[0] == b'$' {
             let n = ident_len(&rest[1..]);
@@ -192,7 +193,10 @@ fn trim_code_punctuation(value: &[u8]) -> &[u8] {
 fn is_word_like(value: &[u8], quoted: bool) -> bool {
     let prose: &[u8] = if quoted { b" ,!?:;()'" } else { b"" };
     value.iter().all(|&b| {
-        b.is_ascii_alphabetic() || b"_.-/*".contains(&b) || prose.contains(&b) || (quoted && b >= 0x80)
+        b.is_ascii_alphabetic()
+            || b"_.-/*".contains(&b)
+            || prose.contains(&b)
+            || (quoted && b >= 0x80)
     })
 }
 
@@ -218,16 +222,26 @@ fn ident_len(text: &[u8]) -> usize {
 /// after an opening `(`, `&`, `*` or `!` (`(SEC_ERROR_BASE`, `(p).pws.pw_name`), or a
 /// hexadecimal number (`0x10100`).
 fn is_code(value: &[u8]) -> bool {
-    if let Some(hex) = value.strip_prefix(b"0x").or_else(|| value.strip_prefix(b"0X")) {
+    if let Some(hex) = value
+        .strip_prefix(b"0x")
+        .or_else(|| value.strip_prefix(b"0X"))
+    {
         return !hex.is_empty() && hex.iter().all(u8::is_ascii_hexdigit);
     }
-    let opened = value
-        .iter()
-        .take_while(|b| b"(&*!".contains(b))
-        .count();
+    let opened = value.iter().take_while(|b| b"(&*!".contains(b)).count();
     let value = &value[opened..];
+    // `HKDF-SHA256(`: a call of a name with dashes (pseudo-code, shell functions).
+    if let Some(name) = value.strip_suffix(b"(")
+        && name.first().is_some_and(u8::is_ascii_alphabetic)
+        && name
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(b))
+    {
+        return true;
+    }
     let mut i = 0;
     let mut segments = 0;
+    let mut digit_inside = false;
     loop {
         let n = ident_len(&value[i..]);
         if n == 0 {
@@ -235,14 +249,13 @@ fn is_code(value: &[u8]) -> bool {
         }
         let segment = &value[i..i + n];
         // `pat.cn54g4chc0gox26c5k7wx9`: digits inside a segment are a token's, not a
-        // name's (`token2`, `v1`, `this$1` end in theirs).
+        // name's (`token2`, `v1`, `this$1` end in theirs), unless a call follows
+        // (`SSH2_ALLOC(`).
         let digits_end = segment
             .iter()
             .rposition(|b| !b.is_ascii_digit() && *b != b'$')
             .map_or(0, |last| last + 1);
-        if segment[..digits_end].iter().any(u8::is_ascii_digit) {
-            return false;
-        }
+        digit_inside |= segment[..digits_end].iter().any(u8::is_ascii_digit);
         segments += 1;
         i += n;
         // `(p).x`: the group opened before the first identifier closes after it.
@@ -258,7 +271,7 @@ fn is_code(value: &[u8]) -> bool {
             None => {
                 let rest = rest.strip_prefix(b"!").unwrap_or(rest);
                 return matches!(rest.first(), Some(b'(' | b'[' | b'<'))
-                    || (rest.is_empty() && (segments >= 2 || opened > 0));
+                    || (rest.is_empty() && (segments >= 2 || opened > 0) && !digit_inside);
             }
         }
     }
@@ -323,8 +336,14 @@ mod tests {
             "0x10100",
             "CommentOrToken):",
             "KeyExportResult<T[",
+            "SSH2_ALLOC(session,",
+            "asn1container(ASN1_OCTET_STRING,",
+            "HKDF-SHA256(",
         ] {
-            assert!(!may_be_secret(value.as_bytes(), false, b"password"), "{value:?}");
+            assert!(
+                !may_be_secret(value.as_bytes(), false, b"password"),
+                "{value:?}"
+            );
         }
         // A token is long: a short value is a name or a default, not one.
         assert_eq!(min_len(b"__token"), MIN_TOKEN);
@@ -344,20 +363,38 @@ mod tests {
         }
         // Words are no secrets, as gitleaks has it, whatever the key; random letters are.
         for label in ["Passwort", "password", "rootpasswd", "*all*tokens*updated*"] {
-            assert!(!may_be_secret(label.as_bytes(), true, b"db_password"), "{label}");
+            assert!(
+                !may_be_secret(label.as_bytes(), true, b"db_password"),
+                "{label}"
+            );
         }
         assert!(!may_be_secret(b"refreshtoken", true, b"token"));
         assert!(may_be_secret(b"ACCABQZHRVONAIRCFDWL", true, b"AWSToken"));
-        assert!(!may_be_secret(b"PrivateKeyExportType", false, b"privateKey"));
-        assert!(may_be_secret(b"s.ZC9Ecf4M5g9o34Q6RkzGsj0z", false, b"token"));
-        assert!(may_be_secret(b"pat.cn54g4chc0gox26c5k7wx9.rtklzuv4", false, b"token"));
+        assert!(!may_be_secret(
+            b"PrivateKeyExportType",
+            false,
+            b"privateKey"
+        ));
+        assert!(may_be_secret(
+            b"s.ZC9Ecf4M5g9o34Q6RkzGsj0z",
+            false,
+            b"token"
+        ));
+        assert!(may_be_secret(
+            b"pat.cn54g4chc0gox26c5k7wx9.rtklzuv4",
+            false,
+            b"token"
+        ));
         for value in [
             "1089446170773982",
             "021750033302039727",
             "su3mUaaqx1uu7G",
             "22ac42ca2e80451040210a6f52d2a189",
         ] {
-            assert!(may_be_secret(value.as_bytes(), true, b"asanaToken"), "{value}");
+            assert!(
+                may_be_secret(value.as_bytes(), true, b"asanaToken"),
+                "{value}"
+            );
         }
     }
 }

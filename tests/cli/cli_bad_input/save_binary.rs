@@ -30,7 +30,11 @@ fn random_bytes_are_not_refused_but_a_token_in_them_is() {
     let pwd = b" PWD=q7Zx!2kLp9Rw ";
     let dir = env.path().join("r");
     fs::create_dir_all(&dir).unwrap();
-    fs::write(dir.join("small.bin"), random_file(1 << 20, 29, pwd, &[4096, 700_000])).unwrap();
+    fs::write(
+        dir.join("small.bin"),
+        random_file(1 << 20, 29, pwd, &[4096, 700_000]),
+    )
+    .unwrap();
     let big = 17 << 20;
     fs::write(
         dir.join("big.bin"),
