@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Secret-scan measurement (issue 28): false positives and throughput on real source trees
-# and random bytes, recall on the secret shapes issue 28 found stored. Prints what
-# docs/reliability.md ("Secret scan coverage") reports.
+# Secret-scan measurement (issues 28, 29): false positives and throughput on real source
+# trees and random bytes, recall on the secret shapes issue 28 found stored and on
+# gitleaks' own rule test cases. Prints what docs/reliability.md ("Secret scan coverage",
+# "Secret scan precision") reports; bench/secrets_save.sh counts `save DIR` refusals.
 #
 # Usage: bash bench/secrets.sh [CORPUS...]
 #
@@ -74,3 +75,18 @@ for corpus in "${corpora[@]}"; do
 done
 echo "== recall ($WORK/sets/recall)"
 "$SCAN" --recall "$WORK/sets/recall" | grep '^recall'
+
+# gitleaks' own true positives (issue 29): its rules' `tps`, evaluated by
+# bench/gitleaks_tps.py from a checkout of github.com/gitleaks/gitleaks at GITLEAKS_DIR
+# (docs/reliability.md names the commit measured). Needs `pip install rstr`.
+gl=${GITLEAKS_DIR:-$WORK/gitleaks}
+if [[ ! -d $gl/cmd/generate/config/rules ]]; then
+  echo "== recall on gitleaks' true positives: skipped (no gitleaks checkout at $gl; set GITLEAKS_DIR)"
+else
+  if [[ ! -d $WORK/gitleaks_tps ]]; then
+    python3 "$ROOT/bench/gitleaks_tps.py" "$gl" "$WORK/gitleaks_tps.tmp"
+    mv "$WORK/gitleaks_tps.tmp" "$WORK/gitleaks_tps"
+  fi
+  echo "== recall on gitleaks' true positives ($WORK/gitleaks_tps, $(git -C "$gl" rev-parse --short HEAD 2>/dev/null || echo unknown))"
+  "$SCAN" --detect "$WORK/gitleaks_tps" | grep '^detect total'
+fi

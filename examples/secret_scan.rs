@@ -3,17 +3,26 @@
 //!
 //! Usage: secret_scan [--list KIND] PATH...
 //!        secret_scan --recall DIR
+//!        secret_scan --detect DIR
 //!
-//! Every regular file below each PATH (symlinks not followed) of at most 16 MiB (the
-//! in-memory limit of `save DIR`, `secrets::files::REDACT_LIMIT`) is read, then scanned
-//! with `secrets::scan`, the one function every writer uses; only the scans are timed.
+//! Every regular file below each PATH (symlinks not followed) is read, then scanned with
+//! `secrets::scan`, the one function every writer uses; only the scans are timed.
 //! Prints one line per kind (files flagged, findings), then the totals and the scan
-//! throughput. `--list KIND` also prints each file flagged for KIND (`all`: for any kind).
+//! throughput. `--list KIND` also prints each file flagged for KIND (`all`: for any kind),
+//! and with `SECRET_SCAN_SHOW` set each line of it as redaction leaves it.
 //!
 //! `--recall DIR`: every file F below DIR that has a sibling `F.pieces` (one piece of a
 //! planted secret per line, as it is spelled in F) is redacted; F counts as caught when
 //! no piece of 6 or more characters is left in the result. Prints caught / total for
 //! each directory directly below DIR (one shape of secret each), and lists the misses.
+//!
+//! `--detect DIR`: every file below DIR holds one true positive (bench/gitleaks_tps.py:
+//! gitleaks' own test strings, one directory per gitleaks rule); a file counts as
+//! detected when the scan finds anything in it. Prints detected / total per directory,
+//! the misses, and the total.
+//!
+//! A file over 16 MiB is scanned in chunks (`secrets::scan_reader`, as `save DIR` does);
+//! it counts as flagged, with one finding per kind.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,6 +46,9 @@ fn main() -> ExitCode {
     if args.first().map(String::as_str) == Some("--recall") && args.len() == 2 {
         return recall(Path::new(&args[1]));
     }
+    if args.first().map(String::as_str) == Some("--detect") && args.len() == 2 {
+        return detect(Path::new(&args[1]));
+    }
     let mut list = None;
     if args.first().map(String::as_str) == Some("--list") && args.len() > 1 {
         list = Some(args.remove(1));
@@ -52,14 +64,29 @@ fn main() -> ExitCode {
     }
     let mut tally = Tally::default();
     for path in files {
-        let Ok(bytes) = std::fs::read(&path) else {
-            continue;
+        let big = std::fs::metadata(&path).is_ok_and(|m| m.len() > secrets::files::REDACT_LIMIT);
+        let (found, len, took) = if big {
+            let Ok(mut file) = std::fs::File::open(&path) else {
+                continue;
+            };
+            let len = file.metadata().map(|m| m.len()).unwrap_or_default();
+            let start = Instant::now();
+            let Ok(kinds) = secrets::scan_reader(&mut file) else {
+                continue;
+            };
+            let found: BTreeMap<&'static str, u64> = kinds.into_iter().map(|k| (k, 1)).collect();
+            (found, len, start.elapsed())
+        } else {
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            let start = Instant::now();
+            let found = secrets::scan(&bytes);
+            (found, bytes.len() as u64, start.elapsed())
         };
         tally.files += 1;
-        tally.bytes += bytes.len() as u64;
-        let start = Instant::now();
-        let found = secrets::scan(&bytes);
-        tally.scan += start.elapsed();
+        tally.bytes += len;
+        tally.scan += took;
         if found.is_empty() {
             continue;
         }
@@ -74,6 +101,9 @@ fn main() -> ExitCode {
         {
             let kinds: Vec<_> = found.iter().map(|(k, n)| format!("{k}:{n}")).collect();
             println!("flagged {} {}", path.display(), kinds.join(","));
+            if std::env::var_os("SECRET_SCAN_SHOW").is_some() && !big {
+                show_redacted_lines(&path);
+            }
         }
     }
     for (kind, (files, findings)) in &tally.kinds {
@@ -133,6 +163,60 @@ fn recall(dir: &Path) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// Each line of `path` that redaction changes, as it reads redacted (`SECRET_SCAN_SHOW`:
+/// what a finding took, for a corpus with no live secrets).
+fn show_redacted_lines(path: &Path) {
+    let Ok(bytes) = std::fs::read(path) else {
+        return;
+    };
+    let redacted = secrets::redact(&bytes).bytes;
+    let before: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    for (i, line) in redacted.split(|&b| b == b'\n').enumerate() {
+        if before.get(i) != Some(&line) {
+            let text = String::from_utf8_lossy(line);
+            println!(
+                "    {}: {}",
+                i + 1,
+                text.chars().take(200).collect::<String>()
+            );
+        }
+    }
+}
+
+/// The `--detect` measurement (see the module documentation).
+fn detect(dir: &Path) -> ExitCode {
+    let mut files = Vec::new();
+    walk(dir, &mut files);
+    // Rule (the directory below DIR) -> (detected, total).
+    let mut rules: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for path in &files {
+        let Ok(bytes) = std::fs::read(path) else {
+            continue;
+        };
+        let rule = path
+            .strip_prefix(dir)
+            .ok()
+            .and_then(|rel| rel.iter().next())
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let entry = rules.entry(rule).or_default();
+        entry.1 += 1;
+        if secrets::scan(&bytes).is_empty() {
+            println!("missed {}", path.display());
+        } else {
+            entry.0 += 1;
+        }
+    }
+    let (mut detected, mut total) = (0, 0);
+    for (rule, (d, t)) in &rules {
+        println!("detect {rule} {d} of {t}");
+        detected += d;
+        total += t;
+    }
+    println!("detect total {detected} of {total}");
+    ExitCode::SUCCESS
+}
+
 /// `text` without its `[REDACTED:<kind>]` placeholders (a kind's name holds text a piece
 /// may have, `github_`).
 fn without_placeholders(text: &[u8]) -> Vec<u8> {
@@ -153,15 +237,13 @@ fn without_placeholders(text: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Every regular file of at most 16 MiB below `path`, in name order.
+/// Every regular file below `path`, in name order.
 fn walk(path: &Path, out: &mut Vec<PathBuf>) {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return;
     };
     if meta.is_file() {
-        if meta.len() <= secrets::files::REDACT_LIMIT {
-            out.push(path.to_path_buf());
-        }
+        out.push(path.to_path_buf());
         return;
     }
     if !meta.is_dir() {

@@ -109,6 +109,7 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
     let attachments = read_attachments(request.attachments, request.skip)?;
 
     let captured_at = crate::format::bundle::format_time(SystemTime::now());
+    let mut capture = capture;
     let mut files = Vec::new();
     let mut patches = Vec::new();
     // The workspace's own patches, then those of each repository below a workspace folder
@@ -122,6 +123,9 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
         .nested_patches
         .iter()
         .map(|(rel, (staged, unstaged))| (rel.clone(), staged, unstaged));
+    // The patches are scanned first, so that evidence.json can say which was redacted.
+    let mut scanned_patches = Vec::new();
+    let mut redacted = evidence::Redacted::default();
     for (repository, staged, unstaged) in std::iter::once(own).chain(nested) {
         let dir = match repository.as_str() {
             "" => String::new(),
@@ -136,7 +140,12 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
                 Some(format!("attachments/patches/{dir}{name}"))
             };
             if let Some(path) = &stored_at {
-                files.push(MemFile::new(path.clone(), bytes.clone()));
+                let one = scan(MemFile::new(path.clone(), bytes.clone()));
+                // evidence.json says so for the workspace's own patches.
+                if !one.found.is_empty() && repository.is_empty() {
+                    redacted.mark(name);
+                }
+                scanned_patches.push(one);
             }
             patches.push(PatchNote {
                 repository: repository.clone(),
@@ -153,12 +162,16 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
         "context.md",
         context::render(&capture.evidence, &captured_at, &patches),
     ));
+    if let Some(git) = capture.evidence.git.as_mut() {
+        git.redacted = redacted;
+    }
     let evidence_json = serde_json::to_vec_pretty(&capture.evidence)
         .map_err(|e| Error::other(format!("cannot encode evidence: {e}")))?;
     files.push(MemFile::new("evidence/evidence.json", evidence_json));
     // Every byte that goes in is scanned, file names included; nothing is written
     // before this point.
-    let mut scanned: Vec<Scanned> = files.into_iter().map(scan).collect();
+    let mut scanned = scanned_patches;
+    scanned.extend(files.into_iter().map(scan));
     scanned.extend(request.transcript);
     for (path, bytes, exec) in attachments {
         scanned.push(scan(MemFile {

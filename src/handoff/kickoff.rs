@@ -79,6 +79,9 @@ pub struct KickoffInput {
     pub workspace: Vec<String>,
     /// Files of the bundle (path, size), for pointers.
     pub files: Vec<(String, u64)>,
+    /// The paths among `files` of patches whose secrets were redacted: their pointers
+    /// say the patch does not apply as it is.
+    pub redacted_patches: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -300,8 +303,13 @@ pub fn render(input: &KickoffInput, budget: usize) -> Kickoff {
         } else {
             format!("baton cat {short}:{path}")
         };
+        let redacted = if input.redacted_patches.contains(path) {
+            format!(" ({})", super::evidence::PATCH_REDACTED)
+        } else {
+            String::new()
+        };
         pointers.push_str(&format!(
-            "- {} ({size} bytes): {command}\n",
+            "- {} ({size} bytes): {command}{redacted}\n",
             shorten_path(path, MAX_PATH_CHARS),
         ));
     }

@@ -184,6 +184,7 @@ pub fn prepare(
                 .map(describe)
                 .unwrap_or_else(|| vec!["no workspace evidence in this handoff".into()]),
         },
+        redacted_patches: redacted_patches(evidence.as_ref(), &files),
         files,
     };
     let kickoff = kickoff::render(&input, budget);
@@ -200,6 +201,26 @@ const MAX_BRIEFING_WALK: usize = 1000;
 
 /// The nearest first-parent ancestor with a briefing (handoff.md), and that briefing.
 /// A parent missing from this store ends the walk.
+/// The bundle's paths of the patches its evidence says were redacted (kept as evidence or,
+/// when large, as an attachment).
+fn redacted_patches(evidence: Option<&Evidence>, files: &[(String, u64)]) -> Vec<String> {
+    let names = evidence
+        .and_then(|e| e.git.as_ref())
+        .map(|g| g.redacted.names())
+        .unwrap_or_default();
+    files
+        .iter()
+        .map(|(path, _)| path)
+        .filter(|path| {
+            names.iter().any(|name| {
+                **path == format!("evidence/{name}")
+                    || **path == format!("attachments/patches/{name}")
+            })
+        })
+        .cloned()
+        .collect()
+}
+
 fn ancestor_briefing(store: &Store, bundle: &Bundle) -> Result<Option<(ObjectId, Briefing)>> {
     let mut next = bundle.parents.first().copied();
     for _ in 0..MAX_BRIEFING_WALK {

@@ -13,12 +13,12 @@
 //! | `private_key_block` | `-----BEGIN [<LABEL> ]PRIVATE KEY[ BLOCK]-----` through the matching `-----END ...-----` (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP ... BLOCK); an unterminated block runs to the end of the input. Also such a block base64-encoded: a run starting a word with `LS0tLS1CRUdJTi` that decodes to a private key's BEGIN line (not a certificate's or a public key's), on across wrapped lines of 60 or more characters (`secrets/key_blocks.rs`) |
 //! | `aws_secret_key` | the 40-char `[A-Za-z0-9/+]` value of `aws_secret_access_key` (any case) after `=`, `:` or `"key": "`; or a 40-char `[A-Za-z0-9/+]` word with upper and lower case and a digit, `/` or `+`, within 64 characters after an `AKIA`/`ASIA` key id on the same line |
 //! | `anthropic_api_key` | `sk-ant-` + 20 or more `[A-Za-z0-9_-]` (a `/` or `\/` inside is taken too) |
-//! | `openai_api_key` | `sk-` or `sk-proj-` + 20 or more `[A-Za-z0-9_-]`, never `sk-ant-` |
+//! | `openai_api_key` | `sk-` or `sk-proj-` + 20 or more `[A-Za-z0-9_-]` in upper and lower case, never `sk-ant-` |
 //! | `github_token` | `gh[pousr]_` + 36 or more alphanumerics, `github_pat_` + 22 or more `[A-Za-z0-9_]` |
 //! | `stripe_key` | `sk_` or `rk_` + `live_`, `test_` or `prod_` + 20 or more alphanumerics |
 //! | `slack_token` | `xox[abposre]-` + 10 or more `[A-Za-z0-9-]`, `xapp-N-...`, `hooks.slack.com/services/...` webhooks |
 //! | `google_api_key` | `AIza` + 35 `[A-Za-z0-9_-]` |
-//! | `aws_access_key` | `AKIA` or `ASIA` + 16 `[A-Z0-9]` |
+//! | `aws_access_key` | `AKIA`, `ASIA`, `ABIA`, `ACCA` or `A3T` + one more `[A-Z0-9]`, then 16 `[A-Z0-9]` |
 //! | `gitlab_token` | `glpat-`, `glptt-`, `glrt-`, `gldt-`, `glcbt-`, `glft-`, `glimt-`, `gloas-`, `glsoat-` + 20 or more `[A-Za-z0-9_-]` |
 //! | `npm_token` | `npm_` + 36 alphanumerics |
 //! | `huggingface_token` | `hf_` or `api_org_` + 34 or more letters |
@@ -51,13 +51,17 @@
 //! across one, and passes repeat until one finds nothing, so `redact(redact(x)) ==
 //! redact(x)` with zero counts the second time.
 //!
-//! Values that merely stand for a secret (`password=`, `password=***`, `<redacted>`,
-//! `${VAR}`, `$VAR`, `{{ var }}`) and values without a single letter or digit are left
-//! alone. So are type annotations (`password: &str`, `token: Option<Token>`), which are
-//! everywhere in code. A code expression assigned to a secret-named key
-//! (`let token = next_token();`) is redacted: telling it from a literal would take a
-//! parser per language, and a mangled line of code is cheaper than a leaked credential.
-//! The word "password" in prose is never touched; `Password: hunter2` is.
+//! The generic rules (`password_assignment`, `url_credentials`) take a literal value
+//! only (`secrets/values.rs`, after gitleaks' generic-api-key allowlists; issue 29):
+//! values that merely stand for a secret (`password=`, `***`, `<redacted>`, `${VAR}`,
+//! `$VAR`, `{{ .Values.x }}`, `%(x)s`, `os.environ[...]`, `process.env.X`), code (a
+//! call `getPassword()`, an index, a dotted path `self.token`), type annotations
+//! (`password: &str`, `token: Option<Token>`), words and names (letters and `_.-`
+//! alone, as a struct tag's `json:"password"`, `pwd: Jim`, or prose in a string
+//! literal), and values of fewer than 4 letters or digits (`accesskey="n"`) are left
+//! alone. `password = "hunter2xyz"`, `Pwd=Sup3r;` and `SECRET_KEY=4f9a...` are redacted.
+//! Binary content (a NUL among the first 8000 bytes, as git and ripgrep tell) is not run
+//! through the generic rules at all ([`Content`]); the token formats still are.
 //!
 //! Every token rule also takes a `/` or `\/` and more token characters right after the
 //! token, and every counted run of a rule reads JSON's `\/` (as the `/` it stands for
@@ -83,6 +87,7 @@ mod key_blocks;
 mod prefilter;
 mod rules;
 mod stream;
+mod values;
 
 pub use stream::{CHUNK as STREAM_CHUNK, scan_reader};
 
@@ -202,11 +207,47 @@ pub struct Redaction {
 
 /// Replace every secret in `input` by `[REDACTED:<kind>]`.
 pub fn redact(input: &[u8]) -> Redaction {
-    redact_at_depth(input, 0)
+    redact_as(input, Content::of(input))
 }
 
+/// [`redact`] of `input` taken as `content` (a chunk of a stream is what the stream's
+/// start says it is).
+pub fn redact_as(input: &[u8], content: Content) -> Redaction {
+    redact_at_depth(input, 0, content)
+}
+
+/// How many leading bytes tell binary content from text: git's `buffer_is_binary` and
+/// ripgrep look for a NUL byte among the first 8000.
+pub const BINARY_SNIFF: usize = 8000;
+
+/// What a scanned input is: text, or binary (git's test). The generic rules
+/// (`password_assignment`, `url_credentials`: a key or a scheme, then any value) do not
+/// run over binary content, where their anchors occur by chance (a 256 MiB file of
+/// random bytes held a `pwd=` match about 2 times in 3); the token formats with fixed
+/// prefixes and key blocks still do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Content {
+    Text,
+    Binary,
+}
+
+impl Content {
+    /// Binary when a NUL byte occurs among the first [`BINARY_SNIFF`] bytes.
+    pub fn of(input: &[u8]) -> Content {
+        let head = &input[..input.len().min(BINARY_SNIFF)];
+        if memchr::memchr(0, head).is_some() {
+            Content::Binary
+        } else {
+            Content::Text
+        }
+    }
+}
+
+/// The kinds of the generic rules, which [`Content::Binary`] skips.
+const GENERIC_KINDS: &[&str] = &["password_assignment", "url_credentials"];
+
 /// [`redact`] of text found `depth` levels of JSON strings deep.
-fn redact_at_depth(input: &[u8], depth: usize) -> Redaction {
+fn redact_at_depth(input: &[u8], depth: usize, content: Content) -> Redaction {
     // Secrets that run from one text block of a message into the next first, while the
     // blocks are as the harness wrote them; then JSON strings, decoded: an escape
     // (`\u0061`, `\/`) hides a token from the patterns below, which see the raw bytes.
@@ -214,14 +255,14 @@ fn redact_at_depth(input: &[u8], depth: usize) -> Redaction {
     let mut counts = BTreeMap::new();
     let joined = fragments::redact_across_blocks(input, &mut counts);
     let input = joined.as_deref().unwrap_or(input);
-    let start = match json::redact_strings(input, depth) {
+    let start = match json::redact_strings(input, depth, content) {
         Some((bytes, found)) => {
             add_counts(&mut counts, found);
             bytes
         }
         None => input.to_vec(),
     };
-    let mut raw = redact_raw(&start);
+    let mut raw = redact_raw(&start, content);
     add_counts(&mut raw.counts, counts);
     raw
 }
@@ -272,7 +313,7 @@ fn may_hold_placeholder(text: &[u8]) -> bool {
 }
 
 /// The pattern passes over raw bytes.
-fn redact_raw(input: &[u8]) -> Redaction {
+fn redact_raw(input: &[u8], content: Content) -> Redaction {
     // A placeholder changes what its neighbours look like to a pattern: the text after it
     // now starts a word. Passes repeat until one finds nothing, so that the result is
     // stable by construction. The second pass almost always finds nothing; each pass that
@@ -283,7 +324,7 @@ fn redact_raw(input: &[u8]) -> Redaction {
         counts: BTreeMap::new(),
     };
     for _ in 0..MAX_PASSES {
-        let pass = redact_once(&result.bytes);
+        let pass = redact_once(&result.bytes, content);
         if pass.counts.is_empty() {
             break;
         }
@@ -312,8 +353,8 @@ fn neutralize_escapes(input: &[u8]) -> Vec<u8> {
 }
 
 /// One pass over `input`: every match found in it, without looking at the result.
-fn redact_once(input: &[u8]) -> Redaction {
-    let (claimed, findings) = find_once(input);
+fn redact_once(input: &[u8], content: Content) -> Redaction {
+    let (claimed, findings) = find_once(input, content);
     let mut counts = BTreeMap::new();
     for finding in &findings {
         *counts.entry(finding.kind).or_insert(0) += 1;
@@ -340,7 +381,7 @@ struct Finding {
 
 /// The matches of one pass over `input`: what is claimed (placeholders already in the
 /// input included), and each secret found, in the order they claimed.
-fn find_once(input: &[u8]) -> (Claims, Vec<Finding>) {
+fn find_once(input: &[u8], content: Content) -> (Claims, Vec<Finding>) {
     let mut claimed = Claims::default();
     let mut gaps = Vec::new();
     let mut pos = 0;
@@ -364,7 +405,7 @@ fn find_once(input: &[u8]) -> (Claims, Vec<Finding>) {
     // a word. The view has the input's length, so match offsets apply to the input as is.
     let view = neutralize_escapes(input);
     for gap in gaps {
-        candidates.extend(pattern_candidates(&view[gap.clone()], gap.start));
+        candidates.extend(pattern_candidates(&view[gap.clone()], gap.start, content));
     }
     // Key blocks first: a block is unambiguous, and a JSON value holding one ("\n" after
     // the END line included) should still be labelled a key. Then longest first, so that a
@@ -418,6 +459,11 @@ pub fn scan(input: &[u8]) -> BTreeMap<&'static str, u64> {
     redact(input).counts
 }
 
+/// [`scan`] of `input` taken as `content`.
+pub fn scan_as(input: &[u8], content: Content) -> BTreeMap<&'static str, u64> {
+    redact_as(input, content).counts
+}
+
 /// Whether bytes hold a letter or digit that is not just the letter of an escape (`\n`).
 fn significant(bytes: &[u8]) -> bool {
     let mut i = 0;
@@ -433,6 +479,12 @@ fn significant(bytes: &[u8]) -> bool {
 
 fn placeholder(kind: &str) -> String {
     format!("[REDACTED:{kind}]")
+}
+
+/// An assignment that is the query of an `.svg` image's URL (`badge.svg?token=...`): a
+/// coverage badge's graphing token, which Codecov publishes in README files by design.
+fn public_badge_token(kind: &str, before: &[u8]) -> bool {
+    kind == "password_assignment" && before.ends_with(b".svg?")
 }
 
 /// Disjoint claimed spans by start; `None` marks a placeholder found in the input.
@@ -491,12 +543,17 @@ fn rank(kind: &str) -> usize {
 }
 
 /// Matches of every pattern rule in `text`, which starts at `offset` in the input.
-fn pattern_candidates(text: &[u8], offset: usize) -> Vec<Candidate> {
-    pattern_candidates_in(&RULES, text, offset)
+fn pattern_candidates(text: &[u8], offset: usize, content: Content) -> Vec<Candidate> {
+    pattern_candidates_in(&RULES, text, offset, content)
 }
 
 /// [`pattern_candidates`] with the rules of `table` (the tests give a fresh one).
-fn pattern_candidates_in(table: &[rules::Rule], text: &[u8], offset: usize) -> Vec<Candidate> {
+fn pattern_candidates_in(
+    table: &[rules::Rule],
+    text: &[u8],
+    offset: usize,
+    content: Content,
+) -> Vec<Candidate> {
     let mut out = Vec::new();
     if text.is_empty() {
         return out;
@@ -507,9 +564,13 @@ fn pattern_candidates_in(table: &[rules::Rule], text: &[u8], offset: usize) -> V
         let Some(rule) = table.get(index) else {
             continue;
         };
+        if content == Content::Binary && GENERIC_KINDS.contains(&rule.kind) {
+            continue;
+        }
         let rank = rank(rule.kind);
-        for caps in rule.re().captures_iter(text) {
-            let Some(whole) = caps.get(0) else { continue };
+        let mut at = 0;
+        while let Some(caps) = rule.re().captures_at(text, at) {
+            let Some(whole) = caps.get(0) else { break };
             // Rules with groups redact only the first group that took part (the value of
             // an assignment); rules without redact the whole match.
             let value = if caps.len() > 1 {
@@ -517,8 +578,14 @@ fn pattern_candidates_in(table: &[rules::Rule], text: &[u8], offset: usize) -> V
             } else {
                 Some(whole)
             };
-            let Some(value) = value else { continue };
-            if value.is_empty() || !(rule.keep)(whole.as_bytes(), value.as_bytes()) {
+            let Some(value) = value else { break };
+            if value.is_empty()
+                || !(rule.keep)(whole.as_bytes(), value.as_bytes())
+                || public_badge_token(rule.kind, &text[..whole.start()])
+            {
+                // A value that is no secret (`make();PASSWORD=hunter2`) may hold the next
+                // assignment: look again from inside it.
+                at = value.start().max(whole.start() + 1);
                 continue;
             }
             out.push(Candidate {
@@ -526,6 +593,7 @@ fn pattern_candidates_in(table: &[rules::Rule], text: &[u8], offset: usize) -> V
                 end: offset + value.end(),
                 rank,
             });
+            at = whole.end().max(whole.start() + 1);
         }
     }
     out
@@ -535,6 +603,8 @@ fn pattern_candidates_in(table: &[rules::Rule], text: &[u8], offset: usize) -> V
 mod coverage_tests;
 #[cfg(test)]
 mod line_bound_tests;
+#[cfg(test)]
+mod precision_tests;
 #[cfg(test)]
 mod prefilter_search_tests;
 #[cfg(test)]

@@ -30,7 +30,7 @@ pub use known::KnownHistory;
 pub use nested::{
     MAX_DEPTH as NESTED_MAX_DEPTH, MAX_REPOSITORIES as NESTED_MAX_REPOSITORIES, Repository,
 };
-pub use patches::{PatchHash, hash_patch};
+pub use patches::{PATCH_REDACTED, PatchHash, Redacted, hash_patch};
 pub use pending::{Pending, start};
 pub(crate) use reads::read_patch_hashes;
 
@@ -114,6 +114,10 @@ pub struct GitEvidence {
     /// evidence.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub patch_hashes: Vec<PatchHash>,
+    /// Which patches had secrets replaced by placeholders when the handoff was saved
+    /// (see [`patches::Redacted`]). Absent when none did, and in older evidence.
+    #[serde(default, flatten)]
+    pub redacted: patches::Redacted,
 }
 
 /// A configured remote.
@@ -545,6 +549,7 @@ fn inspect_with(
         first_parents,
         in_progress,
         patch_hashes,
+        redacted: Default::default(),
     });
     capture
 }

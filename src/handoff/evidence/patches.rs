@@ -7,6 +7,44 @@ use serde::{Deserialize, Serialize};
 
 use super::git::lossy;
 
+/// What the kickoff says of a patch whose secrets were replaced by placeholders.
+pub const PATCH_REDACTED: &str = "patch redacted: does not apply as-is";
+
+/// Which of the two patches had secrets replaced by placeholders (`"staged_patch_redacted":
+/// true` in `evidence.json`): a redacted patch no longer applies as it is (`git apply`
+/// fails where a placeholder stands), though the per-file hashes, taken before
+/// redaction, still tell whether its changes are present in a work tree.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Redacted {
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub staged_patch_redacted: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unstaged_patch_redacted: bool,
+}
+
+impl Redacted {
+    /// Mark the patch file `name` (`staged.patch`, `unstaged.patch`) as redacted.
+    pub fn mark(&mut self, name: &str) {
+        match name {
+            "staged.patch" => self.staged_patch_redacted = true,
+            "unstaged.patch" => self.unstaged_patch_redacted = true,
+            _ => {}
+        }
+    }
+
+    /// The file names of the redacted patches.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        if self.staged_patch_redacted {
+            names.push("staged.patch");
+        }
+        if self.unstaged_patch_redacted {
+            names.push("unstaged.patch");
+        }
+        names
+    }
+}
+
 /// The hash of one file's change in one patch.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PatchHash {

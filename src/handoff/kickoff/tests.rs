@@ -36,7 +36,28 @@ fn input(long: usize) -> KickoffInput {
                 10,
             ),
         ],
+        redacted_patches: Vec::new(),
     }
+}
+
+#[test]
+fn a_redacted_patch_says_it_does_not_apply() {
+    let mut i = input(1);
+    i.files.push(("evidence/unstaged.patch".into(), 300));
+    i.files.push(("evidence/staged.patch".into(), 200));
+    i.redacted_patches = vec!["evidence/unstaged.patch".into()];
+    let text = render(&i, 100_000).text();
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        line("unstaged.patch").ends_with("(patch redacted: does not apply as-is)"),
+        "{text}"
+    );
+    assert!(!line("evidence/staged.patch").contains("redacted"), "{text}");
 }
 
 #[test]

@@ -55,7 +55,8 @@ pub(super) fn crossings(joined: &[u8], bounds: &[usize]) -> Vec<Crossing> {
     if !super::may_hold_secret(joined) {
         return Vec::new();
     }
-    let (_, findings) = super::find_once(joined);
+    // Text blocks are JSON strings, which hold no NUL byte: text.
+    let (_, findings) = super::find_once(joined, super::Content::Text);
     findings
         .into_iter()
         .filter(|f| {

@@ -19,6 +19,7 @@ const MAX_DEPTH: usize = 4;
 pub(super) fn redact_strings(
     input: &[u8],
     depth: usize,
+    content: super::Content,
 ) -> Option<(Vec<u8>, BTreeMap<&'static str, u64>)> {
     if depth >= MAX_DEPTH || !has_hiding_escape(input) {
         return None;
@@ -28,7 +29,7 @@ pub(super) fn redact_strings(
     if matches!(input[first], b'{' | b'[' | b'"')
         && serde_json::from_slice::<serde::de::IgnoredAny>(input).is_ok()
     {
-        let out = redact_literals(input, depth, &mut counts)?;
+        let out = redact_literals(input, depth, content, &mut counts)?;
         return Some((out, counts));
     }
     let mut out = Vec::with_capacity(input.len());
@@ -41,7 +42,7 @@ pub(super) fn redact_strings(
             && has_hiding_escape(line)
             && serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok();
         match looks_like_json
-            .then(|| redact_literals(line, depth, &mut counts))
+            .then(|| redact_literals(line, depth, content, &mut counts))
             .flatten()
         {
             Some(redacted) => {
@@ -59,6 +60,7 @@ pub(super) fn redact_strings(
 fn redact_literals(
     text: &[u8],
     depth: usize,
+    content: super::Content,
     counts: &mut BTreeMap<&'static str, u64>,
 ) -> Option<Vec<u8>> {
     let mut out = Vec::new();
@@ -96,7 +98,7 @@ fn redact_literals(
         if !super::may_hold_secret(decoded.as_bytes()) && !has_hiding_escape(decoded.as_bytes()) {
             continue;
         }
-        let mut r = super::redact_at_depth(decoded.as_bytes(), depth + 1);
+        let mut r = super::redact_at_depth(decoded.as_bytes(), depth + 1, content);
         // Decoded, a `\/` is a `/` that cuts a token; raw, the rules read through it but
         // not through another escape. A string with both is scanned once more with its
         // escaped slashes dropped, and redacted whole if that finds more.
@@ -107,7 +109,7 @@ fn redact_literals(
             Vec::new()
         };
         if slashes && has_hiding_escape(&dropped) {
-            let variant = super::redact_at_depth(decode(&dropped).as_bytes(), depth + 1);
+            let variant = super::redact_at_depth(decode(&dropped).as_bytes(), depth + 1, content);
             let found = |c: &BTreeMap<&'static str, u64>| c.values().sum::<u64>();
             if found(&variant.counts) > found(&r.counts)
                 && let Some((&kind, _)) = variant.counts.iter().max_by_key(|(_, n)| **n)

@@ -21,6 +21,12 @@ pub(super) fn private_key_blocks(input: &[u8]) -> Vec<Candidate> {
     }
     while let Some(caps) = PEM_BEGIN.captures_at(input, pos) {
         let Some(begin) = caps.get(0) else { break };
+        if !body_follows(&input[begin.end()..]) {
+            // `"-----BEGIN RSA PRIVATE KEY-----"` in code or prose names the armour; no
+            // key follows it.
+            pos = begin.end();
+            continue;
+        }
         let label = caps.get(1).map(|m| m.as_bytes()).unwrap_or_default();
         let block = caps.get(2).map(|m| m.as_bytes()).unwrap_or_default();
         let mut end_line = b"-----END ".to_vec();
@@ -53,14 +59,30 @@ pub(super) fn private_key_blocks(input: &[u8]) -> Vec<Candidate> {
     out
 }
 
+/// Whether what follows a BEGIN line can be a key's body: past blanks and escaped line
+/// breaks (`\n` in a JSON string), a base64 character or a header line (`Proc-Type:`),
+/// or nothing at all (output cut right after the BEGIN line: fail closed). A quote, a
+/// bracket or other punctuation there ends a string literal or a sentence that names
+/// the armour.
+fn body_follows(after: &[u8]) -> bool {
+    let mut i = 0;
+    while i < after.len() {
+        match after[i] {
+            b' ' | b'\t' | b'\r' | b'\n' => i += 1,
+            b'\\' if matches!(after.get(i + 1), Some(b'n' | b'r' | b't')) => i += 2,
+            b => return b.is_ascii_alphanumeric() || b == b'+' || b == b'/',
+        }
+    }
+    true
+}
+
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// What the key-block matchers do, for the policy fingerprint (`rules::fingerprint`):
 /// change it with them.
-pub(super) const MATCHER: &str =
-    "key blocks v2: PEM/PGP BEGIN to END; base64 from LS0tLS1CRUdJTi, 64 decoded, 60-char wrap";
+pub(super) const MATCHER: &str = "key blocks v3: PEM/PGP BEGIN (a body after it) to END; base64 from LS0tLS1CRUdJTi, 64 decoded, 60-char wrap";
 
 /// How every encoded key block starts: the base64 of `-----BEGIN` (at the start of the
 /// encoded text, as an encoder writes a PEM file it was given whole).

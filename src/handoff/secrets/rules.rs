@@ -6,6 +6,7 @@ use std::sync::{LazyLock, OnceLock};
 use regex::bytes::Regex;
 
 use super::prefilter::Prefilter;
+use super::values::may_be_secret;
 #[cfg(test)]
 use regex::bytes::RegexSet;
 
@@ -147,7 +148,13 @@ fn patterns() -> Vec<Rule> {
             kind: "openai_api_key",
             anchors: &["sk-"],
             pattern: token(r"(?:\bsk-|sk-proj-)[A-Za-z0-9_-]{20,}"),
-            keep: |m, _| !m.starts_with(b"sk-ant-"),
+            // Mixed case, as every OpenAI key has: `sk-ecdsa-sha2-nistp256@openssh.com`
+            // (an SSH key type) is none.
+            keep: |m, _| {
+                !m.starts_with(b"sk-ant-")
+                    && m.iter().any(u8::is_ascii_uppercase)
+                    && m[3..].iter().any(u8::is_ascii_lowercase)
+            },
             compiled: OnceLock::new(),
         },
         Rule {
@@ -182,8 +189,8 @@ fn patterns() -> Vec<Rule> {
         },
         Rule {
             kind: "aws_access_key",
-            anchors: &["AKIA", "ASIA"],
-            pattern: token(r"(?:AKIA|ASIA)[A-Z0-9]{16}"),
+            anchors: &["AKIA", "ASIA", "ABIA", "ACCA", "A3T"],
+            pattern: token(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}"),
             keep: always,
             compiled: OnceLock::new(),
         },
@@ -375,7 +382,7 @@ fn patterns() -> Vec<Rule> {
             pattern: String::from(
                 r#"(?-u)[A-Za-z][A-Za-z0-9+.-]*:(?://|\\/\\/)[^\s:/@"'<>\\]*:([^\s/@"'<>\\]+)@"#,
             ),
-            keep: |_, v| !is_placeholder_value(v),
+            keep: |_, v| !is_placeholder_value(v) && may_be_secret(v, true, b"password"),
             compiled: OnceLock::new(),
         },
         // A raw JSON key: only a string value is a secret, and anything else (null, a
@@ -384,7 +391,7 @@ fn patterns() -> Vec<Rule> {
             kind: "password_assignment",
             anchors: KEY_ANCHORS,
             pattern: format!(r#"(?-u)(?i)\b{KEY}"[ \t]*[:=][ \t]*"((?:[^"\\\r\n]|\\[^\r\n])+)""#),
-            keep: |_, v| !is_placeholder_value(v),
+            keep: |w, v| !is_placeholder_value(v) && may_be_secret(v, true, key_of(w)),
             compiled: OnceLock::new(),
         },
         // A typed declaration with a value, `password: str = "..."`: the type is not the
@@ -395,7 +402,7 @@ fn patterns() -> Vec<Rule> {
             pattern: format!(
                 r"(?-u)(?i)\b{KEY}[ \t]*:[ \t]*[A-Za-z_][A-Za-z0-9_.<>\[\]&']*[ \t]*=[ \t]*{VALUE}"
             ),
-            keep: |_, v| !is_placeholder_value(v),
+            keep: |w, v| !is_placeholder_value(v) && may_be_secret(v, quoted(w, v), key_of(w)),
             compiled: OnceLock::new(),
         },
         Rule {
@@ -453,6 +460,12 @@ pub(super) fn fingerprint() -> String {
     // The matchers that are code rather than patterns: a change to one changes this.
     add(super::key_blocks::MATCHER);
     add(super::fragments::MATCHER);
+    add(super::values::MATCHER);
+    add(&format!(
+        "binary: NUL in {} bytes skips {:?}",
+        super::BINARY_SNIFF,
+        super::GENERIC_KINDS
+    ));
     format!("secrets-v1 {}", hasher.finalize().to_hex())
 }
 
@@ -460,11 +473,12 @@ fn keep_assignment(whole: &[u8], value: &[u8]) -> bool {
     if is_placeholder_value(value) {
         return false;
     }
-    let key_len = whole
-        .iter()
-        .position(|b| !(b.is_ascii_alphanumeric() || b"_.-".contains(b)))
-        .unwrap_or(whole.len());
-    let key = whole[..key_len].to_ascii_lowercase();
+    let key = key_of(whole);
+    let key_len = key.len();
+    if !may_be_secret(value, quoted(whole, value), key) {
+        return false;
+    }
+    let key = key.to_ascii_lowercase();
     // `PWD=/home/me` in an environment dump is the working directory, not a password.
     if (key == b"pwd" || key == b"oldpwd") && matches!(value.first(), Some(b'/' | b'~')) {
         return false;
@@ -477,6 +491,25 @@ fn keep_assignment(whole: &[u8], value: &[u8]) -> bool {
     // `password: &str` in a signature or `token: Token` in a struct names a type; code
     // like this is common in transcripts and redacting it helps nobody.
     !(colon && looks_like_type(value))
+}
+
+/// The key an assignment's match starts with (`DB_PASSWORD` of `DB_PASSWORD=...`).
+fn key_of(whole: &[u8]) -> &[u8] {
+    let len = whole
+        .iter()
+        .position(|b| !(b.is_ascii_alphanumeric() || b"_.-".contains(b)))
+        .unwrap_or(whole.len());
+    &whole[..len]
+}
+
+/// Whether `value` (a slice of `whole`, the match) was a string literal: a quote right
+/// before it.
+fn quoted(whole: &[u8], value: &[u8]) -> bool {
+    (value.as_ptr() as usize)
+        .checked_sub(whole.as_ptr() as usize)
+        .and_then(|at| at.checked_sub(1))
+        .and_then(|at| whole.get(at))
+        .is_some_and(|b| matches!(b, b'"' | b'\''))
 }
 
 /// Whether a 40-character value reads like a random base64 secret rather than a word,

@@ -17,6 +17,9 @@ pub fn scan_reader(reader: &mut impl Read) -> io::Result<BTreeSet<&'static str>>
     let mut buf = vec![0u8; CHUNK];
     let mut filled = 0;
     let mut carried = 0;
+    // What the stream is, text or binary, is decided once from its start (as git does for
+    // a file), not chunk by chunk.
+    let mut content = None;
     loop {
         let n = match reader.read(&mut buf[filled..]) {
             Ok(n) => n,
@@ -29,7 +32,9 @@ pub fn scan_reader(reader: &mut impl Read) -> io::Result<BTreeSet<&'static str>>
         }
         // A chunk that is all overlap (nothing read since) was scanned already.
         if filled > carried {
-            kinds.extend(super::scan(&buf[..filled]).into_keys());
+            let chunk = &buf[..filled];
+            let content = *content.get_or_insert_with(|| super::Content::of(chunk));
+            kinds.extend(super::scan_as(chunk, content).into_keys());
         }
         if n == 0 {
             return Ok(kinds);

@@ -171,4 +171,5 @@ fn is_root() -> bool {
 mod checkout_targets;
 mod damage;
 mod revisions;
+mod save_binary;
 mod save_input;

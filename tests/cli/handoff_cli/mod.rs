@@ -361,6 +361,7 @@ mod lossless;
 mod mcp;
 mod mcp_paths;
 mod multi_repo;
+mod patch_redacted;
 mod real_sessions;
 mod real_sessions_codex_gemini;
 mod round_trip;
