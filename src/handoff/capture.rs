@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use super::briefing::Briefing;
 use super::context::{self, PatchNote};
-use super::{evidence, secrets};
+use super::{evidence, pii, secrets};
 use crate::error::{Error, IoContext, Result};
 use crate::store::beneath::{Dir, Entry};
 use crate::store::memtree::MemFile;
@@ -51,6 +51,7 @@ pub struct HandoffRequest {
     /// The store's directory (device, inode): never attached.
     pub skip: Option<(u64, u64)>,
     pub secrets: SecretsMode,
+    pub pii: pii::PiiMode,
 }
 
 /// One file of a handoff after its scan: the name and bytes redacted, and what was found.
@@ -88,8 +89,13 @@ pub struct Assembled {
     pub evidence: evidence::Evidence,
     /// Secrets found, by kind (values are never kept anywhere).
     pub secrets: BTreeMap<&'static str, u64>,
-    /// For each of `files`: [`Scanned::clean`].
+    /// For each of `files`: [`Scanned::clean`], and free of personal data.
     pub clean: Vec<bool>,
+    /// Personal data found, by place; the same scrubber takes the manifest's fields.
+    pub pii: pii::Scrubber,
+    /// Whether the transcript's files held personal data (then not cached: scanned again
+    /// on every handoff, as a secret is).
+    pub pii_in_transcript: bool,
 }
 
 /// The bundle's files from `request` and the workspace's evidence (`capture`, read by
@@ -144,7 +150,29 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
     // Every byte that goes in is scanned, file names included; nothing is written
     // before this point.
     let mut scanned: Vec<Scanned> = files.into_iter().map(scan).collect();
-    scanned.extend(request.transcript);
+    // Personal data only in what was written, never in evidence, patches or attachments;
+    // the commits' own emails are kept everywhere (they are in the evidence anyway).
+    let keep = pii::Keep::from_identities(
+        capture
+            .evidence
+            .git
+            .iter()
+            .flat_map(|g| g.recent_commits.iter().map(|c| c.author.as_str())),
+    );
+    let mut personal = pii::Scrubber::new(request.pii, keep);
+    let mut pii_found = Vec::new();
+    for one in &mut scanned {
+        let written = matches!(one.file.path.as_str(), "handoff.md" | "context.md");
+        pii_found.push(written && personal.file(&mut one.file));
+    }
+    let mut transcript = request.transcript;
+    let mut pii_in_transcript = false;
+    for one in &mut transcript {
+        let found = personal.file(&mut one.file);
+        pii_in_transcript |= found;
+        pii_found.push(found);
+    }
+    scanned.extend(transcript);
     for (path, bytes, exec) in attachments {
         scanned.push(scan(MemFile {
             path: format!("attachments/{path}"),
@@ -154,7 +182,12 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
         }));
     }
     let mut scrubber = secrets::Scrubber::default();
-    let clean = scanned.iter().map(Scanned::clean).collect();
+    pii_found.resize(scanned.len(), false);
+    let clean = scanned
+        .iter()
+        .zip(&pii_found)
+        .map(|(one, pii)| one.clean() && !pii)
+        .collect();
     let mut files = Vec::with_capacity(scanned.len());
     for one in scanned {
         for (kind, n) in one.found {
@@ -180,6 +213,8 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
         evidence: capture.evidence,
         secrets: found,
         clean,
+        pii: personal,
+        pii_in_transcript,
     })
 }
 

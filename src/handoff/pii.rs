@@ -184,6 +184,23 @@ impl Scrubber {
         (self.mode == PiiMode::Redact).then_some(r.bytes)
     }
 
+    /// Scan a file of the bundle whose bytes are in memory (a cached one was found free
+    /// of personal data under the cache's policy, [`cache_policy`]); whether it held any.
+    pub fn file(&mut self, file: &mut crate::store::memtree::MemFile) -> bool {
+        if file.stored.is_some() {
+            return false;
+        }
+        let before = self.total();
+        if let Some(bytes) = self.bytes(&file.path, &file.bytes) {
+            file.bytes = bytes;
+        }
+        self.total() != before
+    }
+
+    fn total(&self) -> u64 {
+        self.places.iter().flat_map(|p| p.counts.values()).sum()
+    }
+
     /// A text as it is stored; placeholders are ASCII and matches are ASCII, so UTF-8
     /// stays UTF-8.
     pub fn text(&mut self, place: &str, input: &str) -> String {

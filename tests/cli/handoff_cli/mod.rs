@@ -358,6 +358,7 @@ mod import;
 mod kickoff_promises;
 mod mcp;
 mod mcp_paths;
+mod pii;
 mod round_trip;
 mod save_brief;
 mod search;
