@@ -12,10 +12,10 @@
 //!
 //! | kind | what is replaced |
 //! |---|---|
-//! | `email` | `local@domain.tld`; not `user@host:path` (an SSH remote), not `scheme://user@host` (a URL's user), not a name whose "domain" ends in a file extension (`icon@2x.png`) |
-//! | `phone` | `+` and a country code, 8 to 15 digits, spaces, dots, dashes, brackets and `(0)` between; a North American number `(415) 555-2671`, `415-555-2671`, `415.555.2671` (one separator throughout); any other grouping of 8 to 13 digits only after a word such as `phone`, `tel`, `mobile`, `fax`, `call` on the same line |
+//! | `email` | `local@domain.tld`; not `user@host:path` (an SSH remote), not `scheme://user@host` (a URL's user), not a name whose "domain" ends in a file extension (`icon@2x.png`) or a mixed-case attribute (`z@Tests.testCase`), not a message id (after `Message-ID:`, `In-Reply-To:`, `References:`) |
+//! | `phone` | `+` and an assigned E.164 country code, 8 to 15 digits (11 for `+1` and `+7`), spaces, dots, dashes, brackets and `(0)` between (unseparated: 10 or more; a single dot is a decimal); a North American number `(415) 555-2671`, `415-555-2671`, `415.555.2671` (one separator throughout); any other grouping of 8 to 13 digits only after a word such as `phone`, `tel`, `mobile`, `fax`, `call` on the same line |
 //! | `ssn` | `123-45-6789` outside the ranges the SSA never issues (area 000, 666, 900-999; group 00; serial 0000); `123 45 6789` and `123456789` only after `SSN` or `social security` |
-//! | `card` | 13 to 19 digits, in groups of four (or 4-6-5, 4-6-4) with one kind of separator or none, an issuer's prefix and length (Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro) and a valid Luhn check digit |
+//! | `card` | 13 to 19 digits in groups of four (or 4-6-5, 4-6-4) with one kind of separator, or unseparated after a word such as `card`, `visa`, `credit`, `payment` on the same line; an issuer's prefix and length (Visa, Mastercard, Mir, Amex, Discover, JCB, Diners, UnionPay), no run of six zeros, and a valid Luhn check digit |
 //!
 //! A match never starts or ends inside a longer number, word, version, date or address
 //! (`1.2.3.4`, `2026-12-04`, `12:34`, a hash): the characters on either side are checked.
@@ -93,7 +93,8 @@ impl Keep {
 
 /// Addresses that name no person: RFC 2606/6761 reserved domains (`example.com`, `.org`,
 /// `.net` and below them, `.example`, `.test`, `.invalid`, `.localhost`), GitHub's
-/// `users.noreply.github.com` commit addresses, and the `noreply`, `no-reply` and `git`
+/// `users.noreply.github.com` commit addresses, SSH's algorithm and extension names
+/// (`aes256-gcm@openssh.com`, `...@libssh.org`), and the `noreply`, `no-reply` and `git`
 /// mailboxes of any domain (`noreply@anthropic.com`, `git@github.com`).
 pub fn not_personal(email: &str) -> bool {
     let email = email.to_ascii_lowercase();
@@ -109,6 +110,8 @@ pub fn not_personal(email: &str) -> bool {
             .iter()
             .any(|tld| under(tld))
         || under("noreply.github.com")
+        || under("openssh.com")
+        || under("libssh.org")
 }
 
 /// The personal data in `input`: each match's range and kind, in order, never

@@ -27,12 +27,16 @@ fn finds_each_kind() {
         ("415.555.2671", "phone"),
         ("Tel: 020 7946 0958", "phone"),
         ("mobile 06 12 34 56 78", "phone"),
+        ("call 07113 539569", "phone"),
+        ("+81-3-6088-3775", "phone"),
+        ("+33 1 23 45 67 89", "phone"),
         ("SSN 123-45-6789", "ssn"),
         ("123-45-6789", "ssn"),
         ("ssn: 123 45 6789", "ssn"),
         ("4111 1111 1111 1111", "card"),
         ("4111-1111-1111-1111", "card"),
-        ("5555555555554444", "card"),
+        ("card 5555555555554444", "card"),
+        ("Visa: 4012888888881881", "card"),
         ("3782 822463 10005", "card"),
     ] {
         assert_eq!(kinds(text), vec![kind], "{text}");
@@ -68,6 +72,11 @@ fn leaves_look_alikes() {
         "1.0.0+20130313144700 x+12345678 +12345678",
         "uuid 550e8400-e29b-41d4-a716-446655440000",
         "123456789 and 123 45 6789 without a context word",
+        "divide  5578481572827551   5578481572822945",
+        "card 4000000000000002 and x = -4012888888881881",
+        "+2147483648 +4294967296 +10011010010 +2.99999999999 +345678.5432",
+        "aes128-gcm@openssh.com",
+        "Message-ID: <15975.17901@mail.corp.io>",
     ] {
         assert_eq!(kinds(text), Vec::<&str>::new(), "{text}");
     }
@@ -82,11 +91,11 @@ fn keeps_commit_identities() {
 
 #[test]
 fn never_breaks_json_escapes() {
-    let line = r#"{"text":"a\nbob@corp.io\u003cjane@corp.io\u003e\n+1 415 555 2671\u00204111111111111111"}"#;
+    let line = r#"{"text":"a\nbob@corp.io\u003cjane@corp.io\u003e\n+1 415 555 2671 card\u00204111111111111111"}"#;
     let out = redacted(line);
     assert_eq!(
         out,
-        r#"{"text":"a\n[REDACTED:email]\u003c[REDACTED:email]\u003e\n[REDACTED:phone]\u0020[REDACTED:card]"}"#
+        r#"{"text":"a\n[REDACTED:email]\u003c[REDACTED:email]\u003e\n[REDACTED:phone] card\u0020[REDACTED:card]"}"#
     );
     let _: serde_json::Value = serde_json::from_str(&out).unwrap();
 }
@@ -97,3 +106,4 @@ fn luhn_checks() {
     assert!(rules::luhn(&d("79927398713")));
     assert!(!rules::luhn(&d("79927398710")));
 }
+
