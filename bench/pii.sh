@@ -53,9 +53,10 @@ else
   scan "real sessions (fixtures/transcripts/real)" "$ROOT/fixtures/transcripts/real"
   pylib=${PYLIB:-}
   if [[ -z $pylib ]]; then
-    for d in /usr/lib/python3.* /root/.pyenv/versions/*/lib/python3.*; do
-      [[ -d $d ]] && pylib=$d
-    done
+    # The newest version found.
+    pylib=$(for d in /usr/lib/python3.* /root/.pyenv/versions/*/lib/python3.*; do
+      [[ -d $d ]] && printf '%s\t%s\n' "${d##*/}" "$d"
+    done | sort -V | tail -n 1 | cut -f 2)
   fi
   if [[ -n $pylib ]]; then
     mapfile -t stdlib < <(find "$pylib" -mindepth 1 -maxdepth 1 ! -name site-packages)
