@@ -38,9 +38,8 @@ static PHONE_CONTEXT: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 /// Header fields whose `<id@host>` is a message id, not an address.
-static MESSAGE_ID: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)\b(?:message-id|in-reply-to|references|content-id|msgid)\s*[:=]")
-});
+static MESSAGE_ID: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)\b(?:message-id|in-reply-to|references|content-id|msgid)\s*[:=]"));
 static SSN: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?-u)([0-9]{3})([\- ]?)([0-9]{2})([\- ]?)([0-9]{4})"));
 static SSN_CONTEXT: LazyLock<Regex> =
@@ -57,8 +56,8 @@ static CARD_CONTEXT: LazyLock<Regex> = LazyLock::new(|| {
 /// the only ones of one digit). The codes are prefix-free, so the first that matches is
 /// the code.
 const COUNTRY_CODES_2: &[u16] = &[
-    20, 27, 30, 31, 32, 33, 34, 36, 39, 40, 41, 43, 44, 45, 46, 47, 48, 49, 51, 52, 53, 54, 55,
-    56, 57, 58, 60, 61, 62, 63, 64, 65, 66, 81, 82, 84, 86, 90, 91, 92, 93, 94, 95, 98,
+    20, 27, 30, 31, 32, 33, 34, 36, 39, 40, 41, 43, 44, 45, 46, 47, 48, 49, 51, 52, 53, 54, 55, 56,
+    57, 58, 60, 61, 62, 63, 64, 65, 66, 81, 82, 84, 86, 90, 91, 92, 93, 94, 95, 98,
 ];
 /// Three-digit codes as (first two digits, assigned third digits).
 const COUNTRY_CODES_3: &[(u16, &[u8])] = &[
@@ -109,9 +108,9 @@ const CONTEXT_BYTES: usize = 40;
 /// File name extensions: `icon@2x.png` and `name@sha.js` are file names, not addresses.
 const FILE_EXTENSIONS: &[&str] = &[
     "png", "jpg", "jpeg", "gif", "svg", "webp", "ico", "bmp", "js", "mjs", "cjs", "ts", "tsx",
-    "jsx", "css", "scss", "map", "json", "html", "htm", "md", "txt", "py", "pyc", "rs", "go",
-    "rb", "java", "kt", "cpp", "hpp", "toml", "yaml", "yml", "xml", "lock", "wasm", "zip",
-    "gz", "tgz", "tar", "whl", "jar", "pdf", "csv", "log", "svelte", "vue", "php", "swift",
+    "jsx", "css", "scss", "map", "json", "html", "htm", "md", "txt", "py", "pyc", "rs", "go", "rb",
+    "java", "kt", "cpp", "hpp", "toml", "yaml", "yml", "xml", "lock", "wasm", "zip", "gz", "tgz",
+    "tar", "whl", "jar", "pdf", "csv", "log", "svelte", "vue", "php", "swift",
 ];
 
 pub(super) fn find(input: &[u8], keep: &Keep) -> Vec<(Range<usize>, &'static str)> {
@@ -203,7 +202,7 @@ fn inside_escape(input: &[u8], at: usize) -> Option<usize> {
             .rev()
             .take_while(|b| **b == b'\\')
             .count();
-        if run % 2 == 0 {
+        if run.is_multiple_of(2) {
             return None;
         }
         let len = if input.get(slash + 1) == Some(&b'u') {
@@ -278,13 +277,12 @@ fn email(input: &[u8], range: Range<usize>, keep: &Keep) -> Option<Range<usize>>
         return None;
     }
     match input.get(range.end) {
-        Some(b':') => {
+        Some(b':')
             if input
                 .get(range.end + 1)
-                .is_some_and(|b| !b.is_ascii_whitespace())
-            {
-                return None;
-            }
+                .is_some_and(|b| !b.is_ascii_whitespace()) =>
+        {
+            return None;
         }
         Some(b) if word(*b) || matches!(b, b'-' | b'@') => return None,
         _ => {}
@@ -348,8 +346,10 @@ fn card(input: &[u8], range: Range<usize>) -> Option<Range<usize>> {
         // Unseparated digits are a card only where the text says so: columns of long
         // numbers (test data, ids) pass the Luhn check one time in ten.
         [_] => {
-            !matches!(before(input, range.start), Some(b'-' | b'+' | b'*' | b'/' | b'^'))
-                && context_before(input, range.start, &CARD_CONTEXT)
+            !matches!(
+                before(input, range.start),
+                Some(b'-' | b'+' | b'*' | b'/' | b'^')
+            ) && context_before(input, range.start, &CARD_CONTEXT)
         }
         [4, 6, 5] | [4, 6, 4] => true,
         [4, 4, 4, last] | [4, 4, 4, 4, last] => (1..=4).contains(last),
@@ -399,7 +399,7 @@ pub(super) fn luhn(d: &[u8]) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 fn e164(input: &[u8], range: Range<usize>) -> Option<Range<usize>> {
@@ -490,7 +490,10 @@ fn national(input: &[u8], range: Range<usize>) -> Option<Range<usize>> {
         .filter(|g| !g.is_empty())
         .map(<[u8]>::len)
         .collect();
-    if matches!(groups.as_slice(), [4, 2, 2, ..] | [2, 2, 4, ..] | [1 | 2, 1 | 2, 4, ..]) {
+    if matches!(
+        groups.as_slice(),
+        [4, 2, 2, ..] | [2, 2, 4, ..] | [1 | 2, 1 | 2, 4, ..]
+    ) {
         return None;
     }
     if !number_starts(input, range.start) || !number_ends(input, range.end) {

@@ -106,4 +106,3 @@ fn luhn_checks() {
     assert!(rules::luhn(&d("79927398713")));
     assert!(!rules::luhn(&d("79927398710")));
 }
-

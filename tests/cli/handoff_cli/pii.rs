@@ -122,7 +122,11 @@ fn pii_in_a_briefing_is_redacted_by_default_and_kept_with_allow() {
     // A snapshot has no --pii: refused before anything is read.
     let out = baton_in(&env, &work, &["save", ".", "--pii", "allow"]);
     assert_eq!(code(&out), 2, "{}", stderr(&out));
-    assert!(stderr(&out).contains("--pii belong to a handoff"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--pii belong to a handoff"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -134,7 +138,8 @@ fn pii_in_a_transcript_is_redacted_and_the_cache_never_serves_it() {
     // holding the data.
     let session = env.path().join("session.jsonl");
     let fixture = fs::read_to_string("fixtures/transcripts/claude-code/main.jsonl").expect("read");
-    let said = format!("Find out why. The customer is {EMAIL}, call {PHONE}, card {CARD}, SSN {SSN}.");
+    let said =
+        format!("Find out why. The customer is {EMAIL}, call {PHONE}, card {CARD}, SSN {SSN}.");
     let lines = fixture
         .replace("{{WORKSPACE}}", &s(&work))
         .replacen("Find out why.", &said, 1);
@@ -187,7 +192,15 @@ fn baton_handoff_and_mcp_take_the_pii_mode() {
     let out = baton_in(
         &env,
         &work,
-        &["--store", &store, "handoff", "--to", "codex", "--brief", &s(&brief)],
+        &[
+            "--store",
+            &store,
+            "handoff",
+            "--to",
+            "codex",
+            "--brief",
+            &s(&brief),
+        ],
     );
     ok(out, "handoff");
     let stored = cat(&env, "current:handoff.md");
@@ -196,8 +209,16 @@ fn baton_handoff_and_mcp_take_the_pii_mode() {
         &env,
         &work,
         &[
-            "--store", &store, "--json", "handoff", "--to", "codex", "--brief", &s(&brief),
-            "--pii", "allow",
+            "--store",
+            &store,
+            "--json",
+            "handoff",
+            "--to",
+            "codex",
+            "--brief",
+            &s(&brief),
+            "--pii",
+            "allow",
         ],
     );
     let d = doc(&out);
@@ -222,11 +243,21 @@ fn baton_handoff_and_mcp_take_the_pii_mode() {
         json!({ "card": 1, "email": 1, "phone": 1, "ssn": 1 }),
         "{results:?}"
     );
-    assert_none_of(&results[0].to_string(), &[EMAIL, PHONE, SSN, CARD], "MCP answer");
-    assert_eq!(results[1]["structured"]["pii"]["mode"], "allow", "{results:?}");
+    assert_none_of(
+        &results[0].to_string(),
+        &[EMAIL, PHONE, SSN, CARD],
+        "MCP answer",
+    );
+    assert_eq!(
+        results[1]["structured"]["pii"]["mode"], "allow",
+        "{results:?}"
+    );
     assert_eq!(results[2]["error"], true, "{results:?}");
     assert!(
-        results[2]["text"].as_str().unwrap_or("").contains("pii must be"),
+        results[2]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("pii must be"),
         "{results:?}"
     );
 }
