@@ -160,18 +160,26 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
             .flat_map(|g| g.recent_commits.iter().map(|c| c.author.as_str())),
     );
     let mut personal = pii::Scrubber::new(request.pii, keep);
-    let mut pii_found = Vec::new();
-    for one in &mut scanned {
-        let written = matches!(one.file.path.as_str(), "handoff.md" | "context.md");
-        pii_found.push(written && personal.file(&mut one.file));
-    }
     let mut transcript = request.transcript;
-    let mut pii_in_transcript = false;
-    for one in &mut transcript {
-        let found = personal.file(&mut one.file);
-        pii_in_transcript |= found;
-        pii_found.push(found);
+    let written = scanned.len();
+    // For each file (attachments, added below, are not scanned): whether it held any.
+    let mut pii_found = vec![false; written + transcript.len()];
+    let mut at = Vec::new();
+    let mut targets: Vec<&mut MemFile> = Vec::new();
+    for (i, one) in scanned.iter_mut().enumerate() {
+        if matches!(one.file.path.as_str(), "handoff.md" | "context.md") {
+            at.push(i);
+            targets.push(&mut one.file);
+        }
     }
+    for (i, one) in transcript.iter_mut().enumerate() {
+        at.push(written + i);
+        targets.push(&mut one.file);
+    }
+    for (i, found) in at.into_iter().zip(personal.files(&mut targets)) {
+        pii_found[i] = found;
+    }
+    let pii_in_transcript = pii_found[written..].iter().any(|found| *found);
     scanned.extend(transcript);
     for (path, bytes, exec) in attachments {
         scanned.push(scan(MemFile {

@@ -131,14 +131,12 @@ pub fn scan(input: &[u8], keep: &Keep) -> BTreeMap<&'static str, u64> {
 
 /// `input` with each item of personal data replaced by `[REDACTED:<kind>]`.
 pub fn redact(input: &[u8], keep: &Keep) -> Redaction {
-    let found = find(input, keep);
+    replace(input, find(input, keep))
+}
+
+/// `input` with the items `found` in it replaced.
+fn replace(input: &[u8], found: Vec<(std::ops::Range<usize>, &'static str)>) -> Redaction {
     let mut counts = BTreeMap::new();
-    if found.is_empty() {
-        return Redaction {
-            bytes: input.to_vec(),
-            counts,
-        };
-    }
     let mut out = Vec::with_capacity(input.len());
     let mut at = 0;
     for (range, kind) in found {
@@ -179,29 +177,43 @@ impl Scrubber {
     /// `input` as it is stored (redacted under `redact`), its findings noted under
     /// `place`; `None` when it held none (the caller keeps what it has).
     pub fn bytes(&mut self, place: &str, input: &[u8]) -> Option<Vec<u8>> {
-        let r = redact(input, &self.keep);
-        if r.counts.is_empty() {
+        let found = find(input, &self.keep);
+        if found.is_empty() {
             return None;
         }
+        let r = replace(input, found);
         self.note(place, r.counts);
         (self.mode == PiiMode::Redact).then_some(r.bytes)
     }
 
-    /// Scan a file of the bundle whose bytes are in memory (a cached one was found free
-    /// of personal data under the cache's policy, [`cache_policy`]); whether it held any.
-    pub fn file(&mut self, file: &mut crate::store::memtree::MemFile) -> bool {
-        if file.stored.is_some() {
-            return false;
-        }
-        let before = self.total();
-        if let Some(bytes) = self.bytes(&file.path, &file.bytes) {
-            file.bytes = bytes;
-        }
-        self.total() != before
-    }
-
-    fn total(&self) -> u64 {
-        self.places.iter().flat_map(|p| p.counts.values()).sum()
+    /// Scan files of the bundle whose bytes are in memory, in parallel (a cached one,
+    /// `stored`, was found free of personal data under the cache's policy,
+    /// [`cache_policy`]); for each, whether it held any.
+    pub fn files(&mut self, files: &mut [&mut crate::store::memtree::MemFile]) -> Vec<bool> {
+        use rayon::prelude::*;
+        let keep = &self.keep;
+        let found: Vec<_> = files
+            .par_iter()
+            .map(|file| match file.stored {
+                Some(_) => Vec::new(),
+                None => find(&file.bytes, keep),
+            })
+            .collect();
+        files
+            .iter_mut()
+            .zip(found)
+            .map(|(file, found)| {
+                if found.is_empty() {
+                    return false;
+                }
+                let r = replace(&file.bytes, found);
+                self.note(&file.path, r.counts);
+                if self.mode == PiiMode::Redact {
+                    file.bytes = r.bytes;
+                }
+                true
+            })
+            .collect()
     }
 
     /// A text as it is stored; placeholders are ASCII and matches are ASCII, so UTF-8
