@@ -289,7 +289,7 @@ impl BatonServer {
 
     #[tool(
         name = "save_handoff",
-        description = "Save a handoff of the workspace: briefing, git evidence, the session transcript and attachments, secrets redacted. Returns the bundle id."
+        description = "Save a handoff of the workspace: briefing, git evidence, the session transcript and attachments, secrets and personal data (emails, phones, SSNs, card numbers; pii: \"allow\" keeps them) redacted. Returns the bundle id."
     )]
     async fn save_handoff(
         &self,
