@@ -130,7 +130,7 @@ fn pii_in_a_briefing_is_redacted_by_default_and_kept_with_allow() {
 }
 
 #[test]
-fn pii_in_a_transcript_is_redacted_and_the_cache_never_serves_it() {
+fn pii_in_a_transcript_is_redacted_by_default_and_kept_with_allow() {
     let env = Env::new();
     env.init();
     let work = workspace(&env);
@@ -166,8 +166,8 @@ fn pii_in_a_transcript_is_redacted_and_the_cache_never_serves_it() {
             let _: Value = serde_json::from_str(line).expect("a redacted line is still JSON");
         }
     }
-    // The same session again with --pii allow: normalised and stored as it is, not
-    // served from the transcript cache as redacted.
+    // The same session again with --pii allow: stored as it is (that a session that held
+    // personal data is never cached is transcript_append's test).
     let mut allow = args.to_vec();
     allow.extend(["--pii", "allow"]);
     let saved = json_in(&env, &work, &allow);
