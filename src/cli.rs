@@ -185,6 +185,12 @@ pub struct SaveArgs {
     /// snapshot, redact for a handoff]
     #[arg(long, value_enum)]
     pub secrets: Option<crate::handoff::capture::SecretsMode>,
+    /// What to do with personal data (emails, phone numbers, US SSNs, card numbers) in the
+    /// briefing, --summary, --note and the transcript (handoffs only): redact stores
+    /// placeholders, allow stores it as it is; both report kinds and counts [default:
+    /// redact]
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub pii: Option<crate::handoff::pii::PiiMode>,
     /// Snapshot everything, also .git and what .gitignore and .batonignore exclude
     #[arg(long)]
     pub no_ignore: bool,
@@ -285,6 +291,11 @@ pub struct HandoffArgs {
     /// What to do with secrets found in the handoff
     #[arg(long, value_enum, default_value = "redact")]
     pub secrets: crate::handoff::capture::SecretsMode,
+    /// What to do with personal data (emails, phone numbers, US SSNs, card numbers) in the
+    /// briefing, --summary, --note and the transcript: redact stores placeholders, allow
+    /// stores it as it is; both report kinds and counts
+    #[arg(long, value_enum, value_name = "MODE", default_value = "redact")]
+    pub pii: crate::handoff::pii::PiiMode,
     /// One line saying what this handoff is [default: from the Objective]
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub summary: String,

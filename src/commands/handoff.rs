@@ -22,6 +22,7 @@ pub fn run(ctx: &Ctx, args: &HandoffArgs) -> Result<Outcome> {
         attach: args.attach.clone(),
         transcript: args.transcript.clone(),
         secrets: Some(args.secrets),
+        pii: Some(args.pii),
         no_ignore: false,
         no_cache: false,
         from: args.from.clone(),

@@ -169,6 +169,10 @@ pub struct SaveParams {
     /// One line saying what the handoff is (default: from the Objective).
     #[serde(default)]
     pub summary: String,
+    /// Personal data (emails, phone numbers, US SSNs, card numbers) in the briefing,
+    /// summary and transcript: "redact" (default) stores placeholders, "allow" stores it
+    /// as it is; both report kinds and counts.
+    pub pii: Option<String>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -285,7 +289,7 @@ impl BatonServer {
 
     #[tool(
         name = "save_handoff",
-        description = "Save a handoff of the workspace: briefing, git evidence, the session transcript and attachments, secrets redacted. Returns the bundle id."
+        description = "Save a handoff of the workspace: briefing, git evidence, the session transcript and attachments, secrets and personal data (emails, phones, SSNs, card numbers; pii: \"allow\" keeps them) redacted. Returns the bundle id."
     )]
     async fn save_handoff(
         &self,
@@ -314,6 +318,16 @@ impl BatonServer {
                         .map(|a| base.attachment(a))
                         .collect::<Result<Vec<_>>>()?,
                 );
+                let pii = match p.pii.as_deref() {
+                    None | Some("redact") => crate::handoff::pii::PiiMode::Redact,
+                    Some("allow") => crate::handoff::pii::PiiMode::Allow,
+                    Some(other) => {
+                        return Err(Error::usage(format!(
+                            "pii must be \"redact\" or \"allow\", not {other:?}"
+                        ))
+                        .with_hint("omit it to redact personal data"));
+                    }
+                };
                 let args = SaveArgs {
                     dir: Some(base.workspace.clone()),
                     brief: None,
@@ -321,6 +335,7 @@ impl BatonServer {
                     attach: Vec::new(),
                     transcript,
                     secrets: Some(SecretsMode::Redact),
+                    pii: Some(pii),
                     no_ignore: false,
                     no_cache: false,
                     from: p.from,

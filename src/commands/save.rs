@@ -14,6 +14,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::names::RefName;
 use crate::handoff::capture::{self, Attachment, HandoffRequest, SecretsMode};
 use crate::handoff::evidence;
+use crate::handoff::pii::PiiMode;
 use crate::handoff::secrets::Scrubber;
 use crate::handoff::secrets::files::{self, Found, REDACT_LIMIT, all_kinds};
 use crate::output::{Outcome, terminal_safe};
@@ -27,9 +28,9 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     if args.brief.is_some() || args.no_brief {
         return save_handoff(ctx, args, metadata).map(|(outcome, _)| outcome);
     }
-    if !args.attach.is_empty() || args.transcript.is_some() {
+    if !args.attach.is_empty() || args.transcript.is_some() || args.pii.is_some() {
         return Err(
-            Error::usage("--attach and --transcript belong to a handoff")
+            Error::usage("--attach, --transcript and --pii belong to a handoff")
                 .with_hint("add --brief FILE (or --no-brief) to save a handoff of the workspace"),
         );
     }
@@ -55,7 +56,7 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     // secrets then was stored as it is (`--secrets allow`); its findings are those of
     // the same bytes, so they are reported (or refused) again, and it is read again only
     // to be redacted.
-    let policy = crate::handoff::secrets::policy();
+    let policy = crate::handoff::pii::cache_policy();
     let root = std::fs::canonicalize(dir).ok();
     // `--no-cache`: every file is read (a write through a shared mmap can leave its
     // metadata as the cache recorded it); what was read is recorded all the same.
@@ -357,7 +358,7 @@ fn save_handoff_started(
         _ => evidence::start(workspace.clone()),
     };
     pending.know(statcache::histories(&store));
-    let policy = crate::handoff::secrets::policy();
+    let policy = crate::handoff::pii::cache_policy();
     let transcript = match opened.transcript {
         Some((path, file)) => save_transcript::Source::Opened(path, file),
         None => save_transcript::Source::Named(args.transcript.as_deref()),
@@ -389,6 +390,7 @@ fn save_handoff_started(
             .ok()
             .map(|m| (m.dev(), m.ino())),
         secrets: mode,
+        pii: args.pii.unwrap_or(PiiMode::Redact),
     };
     // Everything is assembled, validated and scanned before the store is touched; the
     // manifest's own text fields are scanned like the files.
@@ -422,6 +424,8 @@ fn save_handoff_started(
     } else {
         from
     };
+    let summary_arg = assembled.pii.text("--summary", &summary_arg);
+    let note = assembled.pii.text("--note", &note);
     metadata.insert("kind".into(), "handoff".into());
     metadata.insert("workspace".into(), workspace_text);
     if !assembled.evidence.partial.is_empty() {
@@ -436,6 +440,13 @@ fn save_handoff_started(
             capture::describe_counts(&assembled.secrets),
         );
     }
+    if !assembled.pii.places.is_empty() {
+        let key = match assembled.pii.mode {
+            PiiMode::Redact => "pii.redacted",
+            PiiMode::Allow => "pii.allowed",
+        };
+        metadata.insert(key.into(), assembled.pii.describe());
+    }
     let summary = if summary_arg.is_empty() {
         assembled
             .briefing
@@ -449,8 +460,10 @@ fn save_handoff_started(
     // lock just before the ref move.
     let batch = PackBatch::new(&store.objects);
     let (tree, ids) = store.mem_tree_into(&assembled.files, &batch)?;
-    let transcript =
-        save_transcript::entry(prepared.label, prepared.remember, &assembled.files, &ids);
+    // A session that held personal data is scanned again on every handoff, as one that
+    // held a secret is: the cache only vouches for files found free of both.
+    let remember = prepared.remember.filter(|_| !assembled.pii_in_transcript);
+    let transcript = save_transcript::entry(prepared.label, remember, &assembled.files, &ids);
     // What the next handoff builds on is written while the pack and the ref are made
     // durable, and put in place after the ref move (best effort: the save is complete
     // without it; the next handoff only does more work).
@@ -484,6 +497,24 @@ fn save_handoff_started(
             eprintln!("note: {}", crate::output::terminal_safe(line));
         }
     }
+    if !ctx.quiet && !ctx.json && !assembled.pii.places.is_empty() {
+        let what = match assembled.pii.mode {
+            PiiMode::Redact => "redacted personal data",
+            PiiMode::Allow => "stored personal data as it is",
+        };
+        eprintln!(
+            "note: {what} ({}); --pii {} to {}",
+            assembled.pii.describe(),
+            match assembled.pii.mode {
+                PiiMode::Redact => "allow",
+                PiiMode::Allow => "redact",
+            },
+            match assembled.pii.mode {
+                PiiMode::Redact => "keep it",
+                PiiMode::Allow => "replace it by placeholders",
+            }
+        );
+    }
     if !ctx.quiet && !ctx.json && !assembled.evidence.partial.is_empty() {
         eprintln!(
             "note: partial workspace evidence: {}",
@@ -499,6 +530,11 @@ fn save_handoff_started(
             "kind": "handoff",
             "files": assembled.files.iter().map(|f| &f.path).collect::<Vec<_>>(),
             "secrets": assembled.secrets,
+            "pii": {
+                "mode": assembled.pii.mode.name(),
+                "found": assembled.pii.totals(),
+                "places": assembled.pii.places,
+            },
             "partial": assembled.evidence.partial,
             "transcript_cached": cached,
             "transcript_appended": appended,

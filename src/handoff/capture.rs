@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use super::briefing::Briefing;
 use super::context::{self, PatchNote};
-use super::{evidence, secrets};
+use super::{evidence, pii, secrets};
 use crate::error::{Error, IoContext, Result};
 use crate::store::beneath::{Dir, Entry};
 use crate::store::memtree::MemFile;
@@ -51,6 +51,7 @@ pub struct HandoffRequest {
     /// The store's directory (device, inode): never attached.
     pub skip: Option<(u64, u64)>,
     pub secrets: SecretsMode,
+    pub pii: pii::PiiMode,
 }
 
 /// One file of a handoff after its scan: the name and bytes redacted, and what was found.
@@ -88,8 +89,13 @@ pub struct Assembled {
     pub evidence: evidence::Evidence,
     /// Secrets found, by kind (values are never kept anywhere).
     pub secrets: BTreeMap<&'static str, u64>,
-    /// For each of `files`: [`Scanned::clean`].
+    /// For each of `files`: [`Scanned::clean`], and free of personal data.
     pub clean: Vec<bool>,
+    /// Personal data found, by place; the same scrubber takes the manifest's fields.
+    pub pii: pii::Scrubber,
+    /// Whether the transcript's files held personal data (then not cached: scanned again
+    /// on every handoff, as a secret is).
+    pub pii_in_transcript: bool,
 }
 
 /// The bundle's files from `request` and the workspace's evidence (`capture`, read by
@@ -172,7 +178,38 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
     // before this point.
     let mut scanned = scanned_patches;
     scanned.extend(files.into_iter().map(scan));
-    scanned.extend(request.transcript);
+    // Personal data only in what was written, never in evidence, patches or attachments;
+    // the commits' own emails are kept everywhere (they are in the evidence anyway).
+    let keep = pii::Keep::from_identities(
+        capture
+            .evidence
+            .git
+            .iter()
+            .chain(capture.evidence.repositories.values().flat_map(|r| &r.git))
+            .flat_map(|g| g.recent_commits.iter().map(|c| c.author.as_str())),
+    );
+    let mut personal = pii::Scrubber::new(request.pii, keep);
+    let mut transcript = request.transcript;
+    let written = scanned.len();
+    // For each file (attachments, added below, are not scanned): whether it held any.
+    let mut pii_found = vec![false; written + transcript.len()];
+    let mut at = Vec::new();
+    let mut targets: Vec<&mut MemFile> = Vec::new();
+    for (i, one) in scanned.iter_mut().enumerate() {
+        if matches!(one.file.path.as_str(), "handoff.md" | "context.md") {
+            at.push(i);
+            targets.push(&mut one.file);
+        }
+    }
+    for (i, one) in transcript.iter_mut().enumerate() {
+        at.push(written + i);
+        targets.push(&mut one.file);
+    }
+    for (i, found) in at.into_iter().zip(personal.files(&mut targets)) {
+        pii_found[i] = found;
+    }
+    let pii_in_transcript = pii_found[written..].iter().any(|found| *found);
+    scanned.extend(transcript);
     for (path, bytes, exec) in attachments {
         scanned.push(scan(MemFile {
             path: format!("attachments/{path}"),
@@ -182,7 +219,12 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
         }));
     }
     let mut scrubber = secrets::Scrubber::default();
-    let clean = scanned.iter().map(Scanned::clean).collect();
+    pii_found.resize(scanned.len(), false);
+    let clean = scanned
+        .iter()
+        .zip(&pii_found)
+        .map(|(one, pii)| one.clean() && !pii)
+        .collect();
     let mut files = Vec::with_capacity(scanned.len());
     for one in scanned {
         for (kind, n) in one.found {
@@ -208,6 +250,8 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
         evidence: capture.evidence,
         secrets: found,
         clean,
+        pii: personal,
+        pii_in_transcript,
     })
 }
 

@@ -14,6 +14,7 @@ pub mod export;
 pub mod import;
 pub mod kickoff;
 pub mod merge;
+pub mod pii;
 pub mod repos;
 pub mod resume;
 pub mod secrets;

@@ -215,3 +215,35 @@ fn a_rewritten_session_or_a_call_that_pairs_an_earlier_result_is_normalised_whol
     let jsonl = &transcript_files(&env, &ws, None, saved["bundle"].as_str().unwrap())[0];
     assert!(String::from_utf8_lossy(jsonl).contains("Step 9:"));
 }
+
+#[test]
+fn personal_data_in_the_new_lines_is_redacted_and_never_cached() {
+    let env = Env::new();
+    let (ws, session) = workspace(&env, 10);
+    handoff(&env, &ws, None, &[]);
+    let email = "jane.customer@corp-mail.io";
+    append(
+        &session,
+        &result(&ws, 2, &format!("row 4: {email}, +1 415 555 2671")),
+    );
+    for round in 0..2 {
+        let saved = handoff(&env, &ws, None, &[]);
+        // Once in transcript.jsonl, twice in the session file (the test's entry uuid
+        // holds the text too).
+        assert_eq!(
+            saved["pii"]["found"],
+            json!({ "email": 3, "phone": 3 }),
+            "round {round}: {saved}"
+        );
+        assert_eq!(saved["transcript_cached"], json!(false), "{saved}");
+        let files = transcript_files(&env, &ws, None, saved["bundle"].as_str().unwrap());
+        for bytes in &files {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(
+                !text.contains(email),
+                "round {round}: the email is redacted"
+            );
+            assert!(text.contains("[REDACTED:email]"), "round {round}");
+        }
+    }
+}

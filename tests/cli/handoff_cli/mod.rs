@@ -362,6 +362,7 @@ mod mcp;
 mod mcp_paths;
 mod multi_repo;
 mod patch_redacted;
+mod pii;
 mod real_sessions;
 mod real_sessions_codex_gemini;
 mod round_trip;
