@@ -57,7 +57,10 @@ fn a_redacted_patch_says_it_does_not_apply() {
         line("unstaged.patch").ends_with("(patch redacted: does not apply as-is)"),
         "{text}"
     );
-    assert!(!line("evidence/staged.patch").contains("redacted"), "{text}");
+    assert!(
+        !line("evidence/staged.patch").contains("redacted"),
+        "{text}"
+    );
 }
 
 #[test]
