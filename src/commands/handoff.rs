@@ -11,6 +11,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::output::Outcome;
 
 pub fn run(ctx: &Ctx, args: &HandoffArgs) -> Result<Outcome> {
+    // A mistyped --push target is refused before anything is saved.
+    if let Some(target) = &args.push {
+        crate::sync::choose_target(&ctx.open_store_locked()?.config, Some(target))?;
+    }
     let save = SaveArgs {
         dir: args.workspace.clone(),
         brief: args.brief.clone(),

@@ -39,7 +39,7 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         rev = format!("targets/{rev}");
     }
     let store = ctx.open_store()?;
-    let id = store.resolve(&rev)?;
+    let id = crate::sync::resolve_rev(&store, &rev)?;
     // Never act on a handoff whose bytes or history do not check out.
     let report = store.verify_rev(&id, false, &|_| {})?;
     if let Some(problem) = report.problems.first() {

@@ -171,4 +171,5 @@ fn is_root() -> bool {
 mod checkout_targets;
 mod damage;
 mod revisions;
+mod papercuts;
 mod save_input;
