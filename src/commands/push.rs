@@ -35,7 +35,7 @@ pub(super) fn run_to(ctx: &Ctx, args: &PushArgs) -> Result<(Outcome, String)> {
     };
     let settings = target_settings(&store.config, &name, connect_settings(&args.connect));
     let mut remote = open_remote(&url, &settings)?;
-    let bar = ctx.progress(0, true);
+    let bar = ctx.progress(0, true).with_message("pushing");
     let report = push(
         &store,
         remote.as_mut(),
