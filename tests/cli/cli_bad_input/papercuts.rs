@@ -61,3 +61,86 @@ fn resume_and_push_of_a_name_that_is_neither_target_nor_bundle_say_the_same() {
     refuse(&env, &["resume", "current~9"], 3, "not_found", "goes past");
     refuse(&env, &["push", "current~9"], 3, "not_found", "goes past");
 }
+
+#[test]
+fn a_missing_argument_is_named_in_the_json_message() {
+    let env = populated();
+    let (code, doc) = env.json(&["diff", "current"]);
+    assert_eq!(code, 2, "{doc}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("not provided") && message.contains("<NEW>"),
+        "{doc}"
+    );
+    assert!(!message.contains('\n'), "{doc}");
+}
+
+#[test]
+fn a_brief_that_is_a_directory_is_a_usage_error_with_the_file_meant() {
+    let env = populated();
+    fs::create_dir_all(env.path().join("notes")).unwrap();
+    refuse(
+        &env,
+        &["save", "d", "--brief", "notes"],
+        2,
+        "usage",
+        "--brief notes is a directory",
+    );
+    let (_, doc) = env.json(&["save", "d", "--brief", "notes"]);
+    let hint = doc["error"]["hint"].as_str().unwrap();
+    assert!(hint.contains("notes/handoff.md"), "{doc}");
+}
+
+#[test]
+fn init_in_an_existing_store_says_so_even_with_encrypt() {
+    let env = populated();
+    refuse(&env, &["init"], 2, "usage", "already a baton store");
+    refuse(&env, &["init", "--encrypt"], 2, "usage", "already a baton store");
+}
+
+#[test]
+fn a_target_ref_of_no_configured_target_says_there_is_none() {
+    let env = with_devbox();
+    refuse(
+        &env,
+        &["reset", "targets/nosuch"],
+        3,
+        "not_found",
+        "no target 'nosuch' is configured",
+    );
+    let (_, doc) = env.json(&["reset", "targets/nosuch"]);
+    let hint = doc["error"]["hint"].as_str().unwrap();
+    assert!(!hint.contains("push to"), "{doc}");
+    // A configured target never synced yet: push or pull it first.
+    let (_, doc) = env.json(&["reset", "targets/devbox"]);
+    let hint = doc["error"]["hint"].as_str().unwrap();
+    assert!(hint.contains("baton pull devbox"), "{doc}");
+}
+
+#[test]
+fn cat_of_a_path_not_in_the_bundle_says_how_to_list_it() {
+    let env = populated();
+    let (code, doc) = env.json(&["cat", "current:nope"]);
+    assert_eq!(code, 3, "{doc}");
+    let hint = doc["error"]["hint"].as_str().unwrap_or("");
+    assert!(hint.contains("baton show current"), "{doc}");
+}
+
+#[test]
+fn json_with_format_prompt_is_refused_not_ignored() {
+    let env = populated();
+    let before = state(&env.store());
+    let (code, doc) = env.json(&["resume", "--format", "prompt"]);
+    assert_eq!(code, 2, "{doc}");
+    assert_eq!(doc["error"]["code"], "usage", "{doc}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--json and --format prompt"),
+        "{doc}"
+    );
+    assert!(state(&env.store()) == before);
+    // Without --json the prompt is printed, as asked.
+    env.ok(&["resume", "--format", "prompt"]);
+}
