@@ -19,9 +19,9 @@ pub fn run(ctx: &Ctx, rev: &str, dir: &Path) -> Result<Outcome> {
         String::new()
     } else {
         format!(
-            "Checked out {} ({} files, {} bytes) into {}",
+            "Checked out {} ({}, {} bytes) into {}",
             id.short(),
-            stats.files,
+            crate::output::count(stats.files, "file"),
             stats.bytes,
             dir.display()
         )

@@ -144,3 +144,73 @@ fn json_with_format_prompt_is_refused_not_ignored() {
     // Without --json the prompt is printed, as asked.
     env.ok(&["resume", "--format", "prompt"]);
 }
+
+/// The commands `baton --help` lists, with their summaries.
+fn commands(env: &Env) -> Vec<(String, String)> {
+    let help = env.ok(&["--help"]);
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| {
+            let (name, about) = l.trim().split_once(' ')?;
+            Some((name.to_string(), about.trim().to_string()))
+        })
+        .filter(|(name, _)| name != "help")
+        .collect()
+}
+
+#[test]
+fn help_summaries_are_whole_and_show_no_empty_defaults() {
+    let env = Env::new();
+    let listed = commands(&env);
+    assert!(listed.len() > 20, "{listed:?}");
+    let merge = listed.iter().find(|(n, _)| n == "merge").expect("merge");
+    assert!(!merge.1.ends_with("both"), "cut off: {merge:?}");
+    for (name, about) in &listed {
+        let help = env.ok(&["help", name]);
+        // The summary is the whole first paragraph, not the start of a sentence.
+        assert_eq!(help.lines().next(), Some(about.as_str()), "{name}");
+        let last = about.rsplit(' ').next().unwrap_or("");
+        assert!(
+            !["a", "an", "the", "of", "and", "or", "both", "with", "to"].contains(&last)
+                && !about.ends_with([':', ',']),
+            "{name}: summary cut off: {about:?}"
+        );
+        assert!(!help.contains("[default: \"\"]"), "{name}:\n{help}");
+    }
+    // Every positional argument of these says what it is, on its line or (long help)
+    // on the next.
+    for name in ["diff", "verify", "search", "merge", "checkout"] {
+        let help = env.ok(&["help", name]);
+        let section: Vec<&str> = help
+            .lines()
+            .skip_while(|l| !l.starts_with("Arguments:"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("Options:"))
+            .collect();
+        for (i, line) in section.iter().enumerate() {
+            let Some(arg) = line.strip_prefix("  ").filter(|a| a.starts_with(['<', '['])) else {
+                continue;
+            };
+            let inline = arg.split_once(' ').is_some_and(|(_, d)| !d.trim().is_empty());
+            let below = section
+                .get(i + 1)
+                .is_some_and(|next| next.starts_with("    ") && !next.trim().is_empty());
+            assert!(inline || below, "{name}: no description: {line:?}\n{help}");
+        }
+    }
+}
+
+#[test]
+fn one_file_is_one_file() {
+    let env = Env::new();
+    env.init();
+    env.write_tree("one", &[("handoff.md", b"# Objective\nShip it\n")]);
+    env.save("one", &[]);
+    let out = env.ok(&["checkout", "current", "co"]);
+    assert!(out.contains("(1 file,"), "{out}");
+    let out = env.ok(&["export-handoff", "current", "--format", "frontmatter", "ex"]);
+    assert!(out.contains("Exported 1 handoff as"), "{out}");
+    assert!(!out.contains(" 1 files") && !out.contains(" 1 handoffs"), "{out}");
+}
