@@ -214,3 +214,35 @@ fn one_file_is_one_file() {
     assert!(out.contains("Exported 1 handoff as"), "{out}");
     assert!(!out.contains(" 1 files") && !out.contains(" 1 handoffs"), "{out}");
 }
+
+#[test]
+fn skill_remove_of_an_edited_skill_says_force_removes_and_the_skill_advises_merge() {
+    let env = Env::new();
+    let claude = env.path().join("claude-config");
+    let run = |args: &[&str]| {
+        let out = env
+            .cmd()
+            .env("CLAUDE_CONFIG_DIR", &claude)
+            .args(args)
+            .output()
+            .expect("run baton");
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (out.status.code(), doc)
+    };
+    let (code, doc) = run(&["--json", "skill", "install", "--harness", "claude-code"]);
+    assert_eq!(code, Some(0), "{doc}");
+    let skill = claude.join("skills/baton/SKILL.md");
+    let text = fs::read_to_string(&skill).unwrap();
+    // The conflict advice is the README's: merge first, reset only to take theirs; and
+    // S3 targets are among the places a handoff can go.
+    let merge = text.find("baton merge targets/TARGET").expect("merge advised");
+    let reset = text.find("baton reset targets/TARGET").expect("reset offered");
+    assert!(merge < reset, "{text}");
+    assert!(text.contains("s3://"), "{text}");
+    fs::write(&skill, format!("{text}\nMy own note.\n")).unwrap();
+    let (code, doc) = run(&["--json", "skill", "remove", "--harness", "claude-code"]);
+    assert_eq!(code, Some(5), "{doc}");
+    let hint = doc["error"]["hint"].as_str().unwrap();
+    assert!(hint.contains("--force to remove"), "{doc}");
+    assert!(!hint.contains("replace"), "{doc}");
+}
