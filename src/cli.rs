@@ -163,13 +163,29 @@ pub struct MergeArgs {
     #[arg(long, value_enum, default_value = "redact")]
     pub secrets: crate::handoff::capture::SecretsMode,
     /// The agent or person merging
-    #[arg(long, value_name = "AGENT", env = "BATON_FROM", default_value = "", hide_default_value = true)]
+    #[arg(
+        long,
+        value_name = "AGENT",
+        env = "BATON_FROM",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub from: String,
     /// The agent or person receiving
-    #[arg(long, value_name = "AGENT", default_value = "", hide_default_value = true)]
+    #[arg(
+        long,
+        value_name = "AGENT",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub to: String,
     /// One line saying what this merge is [default: "Merge REV (ID) into ID"]
-    #[arg(long, value_name = "TEXT", default_value = "", hide_default_value = true)]
+    #[arg(
+        long,
+        value_name = "TEXT",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub summary: String,
 }
 
@@ -293,7 +309,13 @@ pub struct HandoffArgs {
     #[arg(long, value_name = "TARGET")]
     pub push: Option<String>,
     /// The agent handing off
-    #[arg(long, value_name = "AGENT", env = "BATON_FROM", default_value = "", hide_default_value = true)]
+    #[arg(
+        long,
+        value_name = "AGENT",
+        env = "BATON_FROM",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub from: String,
     /// Attach a file or directory (repeatable)
     #[arg(long, value_name = "PATH")]
@@ -302,10 +324,20 @@ pub struct HandoffArgs {
     #[arg(long, value_enum, default_value = "redact")]
     pub secrets: crate::handoff::capture::SecretsMode,
     /// One line saying what this handoff is [default: from the Objective]
-    #[arg(long, value_name = "TEXT", default_value = "", hide_default_value = true)]
+    #[arg(
+        long,
+        value_name = "TEXT",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub summary: String,
     /// Free text
-    #[arg(long, value_name = "TEXT", default_value = "", hide_default_value = true)]
+    #[arg(
+        long,
+        value_name = "TEXT",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub note: String,
     /// The workspace [default: .]
     #[arg(long, value_name = "DIR")]

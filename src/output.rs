@@ -83,8 +83,7 @@ fn styled_progress(total: u64, bytes: bool, target: ProgressDrawTarget) -> Progr
             .with_key(
                 "eta_known",
                 move |state: &ProgressState, w: &mut dyn std::fmt::Write| {
-                    if known(state).is_some() && state.pos() > 0 && state.elapsed() >= ETA_AFTER
-                    {
+                    if known(state).is_some() && state.pos() > 0 && state.elapsed() >= ETA_AFTER {
                         let _ = write!(w, "eta {}", indicatif::HumanDuration(state.eta()));
                     }
                 },

@@ -122,7 +122,9 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
         }
         files::read_redacted(path, &open).map(Some)
     };
-    let bar = ctx.progress(node.total_bytes(), true).with_message("saving");
+    let bar = ctx
+        .progress(node.total_bytes(), true)
+        .with_message("saving");
     let (tree, stats, blobs) = snapshot::write(&store, &snap, &|n| bar.inc(n), &replace)?;
     bar.finish_and_clear();
     let mut metadata = fields.metadata;

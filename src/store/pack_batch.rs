@@ -244,7 +244,10 @@ mod tests {
                 .unwrap();
             assert_eq!(total.load(Ordering::Relaxed), len, "{len}");
             if len > IN_MEMORY_LIMIT {
-                assert!(calls.load(Ordering::Relaxed) > 4, "{len}: one count at the end");
+                assert!(
+                    calls.load(Ordering::Relaxed) > 4,
+                    "{len}: one count at the end"
+                );
             }
         }
         batch.finish().unwrap();

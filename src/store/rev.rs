@@ -57,10 +57,9 @@ impl Store {
                     .with_hint("list the targets with 'baton target list'")
                 }
                 RefName::Target(target) => {
-                    Error::not_found(format!("'{base}' does not name a bundle yet"))
-                        .with_hint(format!(
-                            "push to or pull from {target} first ('baton pull {target}')"
-                        ))
+                    Error::not_found(format!("'{base}' does not name a bundle yet")).with_hint(
+                        format!("push to or pull from {target} first ('baton pull {target}')"),
+                    )
                 }
             });
         }

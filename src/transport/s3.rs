@@ -270,7 +270,14 @@ impl S3Backend {
                     Ok(Small::Missing)
                 };
             }
-            Err(e) => return Err(map_error(e, &self.place(), &self.key(rel), &self.counts.tries)),
+            Err(e) => {
+                return Err(map_error(
+                    e,
+                    &self.place(),
+                    &self.key(rel),
+                    &self.counts.tries,
+                ));
+            }
         };
         if got.meta.size > limit {
             return Ok(Small::Larger);
@@ -278,7 +285,8 @@ impl S3Backend {
         let mut bytes = Vec::with_capacity(got.meta.size.min(1 << 20) as usize);
         let mut stream = got.into_stream();
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| map_error(e, &self.place(), &self.key(rel), &self.counts.tries))?;
+            let chunk = chunk
+                .map_err(|e| map_error(e, &self.place(), &self.key(rel), &self.counts.tries))?;
             if (bytes.len() + chunk.len()) as u64 > limit {
                 return Ok(Small::Larger);
             }

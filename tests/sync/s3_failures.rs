@@ -486,9 +486,17 @@ fn a_refused_connection_says_how_often_and_how_long_it_was_tried() {
         &["push"],
     );
     let took = started.elapsed();
-    assert_eq!((run.code, run.error_code()), (7, "transport"), "{}", run.describe());
+    assert_eq!(
+        (run.code, run.error_code()),
+        (7, "transport"),
+        "{}",
+        run.describe()
+    );
     let message = run.message();
-    assert!(message.to_lowercase().contains("connection refused"), "{message}");
+    assert!(
+        message.to_lowercase().contains("connection refused"),
+        "{message}"
+    );
     // "failed after N tries in X s": N more than one, X no more than the run took.
     let (tries, secs) = message
         .split_once(" failed after ")
@@ -514,7 +522,12 @@ fn a_host_name_that_does_not_resolve_is_not_retried() {
         cmd_to_endpoint(&env, "http://nosuch.invalid:9000"),
         &["push"],
     );
-    assert_eq!((run.code, run.error_code()), (7, "transport"), "{}", run.describe());
+    assert_eq!(
+        (run.code, run.error_code()),
+        (7, "transport"),
+        "{}",
+        run.describe()
+    );
     let message = run.message();
     assert!(
         message.contains("cannot resolve the host name nosuch.invalid")

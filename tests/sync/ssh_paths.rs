@@ -11,7 +11,12 @@ fn a_home_relative_path_is_reported_as_given() {
     env.init();
     // Under the login directory: nothing is there, so the pull names the store.
     let rel = format!("baton-nosuch-{}/.baton", std::process::id());
-    env.ok(&["target", "add", "devbox", &format!("{}:{rel}", server.alias())]);
+    env.ok(&[
+        "target",
+        "add",
+        "devbox",
+        &format!("{}:{rel}", server.alias()),
+    ]);
     let out = env
         .cmd()
         .envs(server.env())

@@ -50,7 +50,11 @@ pub struct Unresolved {
 
 impl std::fmt::Display for Unresolved {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cannot resolve the host name {}: {}", self.host, self.cause)
+        write!(
+            f,
+            "cannot resolve the host name {}: {}",
+            self.host, self.cause
+        )
     }
 }
 

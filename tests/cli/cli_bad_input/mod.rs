@@ -170,6 +170,6 @@ fn is_root() -> bool {
 
 mod checkout_targets;
 mod damage;
-mod revisions;
 mod papercuts;
+mod revisions;
 mod save_input;

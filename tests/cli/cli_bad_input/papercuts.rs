@@ -18,7 +18,14 @@ fn handoff_to_a_mistyped_target_saves_nothing_and_suggests_the_name() {
     refuse(
         &env,
         &[
-            "handoff", "--to", "codex", "--brief", "ws/brief.md", "--workspace", "ws", "--push",
+            "handoff",
+            "--to",
+            "codex",
+            "--brief",
+            "ws/brief.md",
+            "--workspace",
+            "ws",
+            "--push",
             "devbx",
         ],
         3,
@@ -27,7 +34,14 @@ fn handoff_to_a_mistyped_target_saves_nothing_and_suggests_the_name() {
     );
     assert_eq!(env.ok(&["log"]), before, "nothing was saved");
     let (_, doc) = env.json(&[
-        "handoff", "--to", "codex", "--no-brief", "--workspace", "ws", "--push", "devbx",
+        "handoff",
+        "--to",
+        "codex",
+        "--no-brief",
+        "--workspace",
+        "ws",
+        "--push",
+        "devbx",
     ]);
     let hint = doc["error"]["hint"].as_str().unwrap();
     assert!(hint.contains("did you mean 'devbox'?"), "{doc}");
@@ -95,7 +109,13 @@ fn a_brief_that_is_a_directory_is_a_usage_error_with_the_file_meant() {
 fn init_in_an_existing_store_says_so_even_with_encrypt() {
     let env = populated();
     refuse(&env, &["init"], 2, "usage", "already a baton store");
-    refuse(&env, &["init", "--encrypt"], 2, "usage", "already a baton store");
+    refuse(
+        &env,
+        &["init", "--encrypt"],
+        2,
+        "usage",
+        "already a baton store",
+    );
 }
 
 #[test]
@@ -190,10 +210,15 @@ fn help_summaries_are_whole_and_show_no_empty_defaults() {
             .take_while(|l| !l.starts_with("Options:"))
             .collect();
         for (i, line) in section.iter().enumerate() {
-            let Some(arg) = line.strip_prefix("  ").filter(|a| a.starts_with(['<', '['])) else {
+            let Some(arg) = line
+                .strip_prefix("  ")
+                .filter(|a| a.starts_with(['<', '[']))
+            else {
                 continue;
             };
-            let inline = arg.split_once(' ').is_some_and(|(_, d)| !d.trim().is_empty());
+            let inline = arg
+                .split_once(' ')
+                .is_some_and(|(_, d)| !d.trim().is_empty());
             let below = section
                 .get(i + 1)
                 .is_some_and(|next| next.starts_with("    ") && !next.trim().is_empty());
@@ -212,7 +237,10 @@ fn one_file_is_one_file() {
     assert!(out.contains("(1 file,"), "{out}");
     let out = env.ok(&["export-handoff", "current", "--format", "frontmatter", "ex"]);
     assert!(out.contains("Exported 1 handoff as"), "{out}");
-    assert!(!out.contains(" 1 files") && !out.contains(" 1 handoffs"), "{out}");
+    assert!(
+        !out.contains(" 1 files") && !out.contains(" 1 handoffs"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -235,8 +263,12 @@ fn skill_remove_of_an_edited_skill_says_force_removes_and_the_skill_advises_merg
     let text = fs::read_to_string(&skill).unwrap();
     // The conflict advice is the README's: merge first, reset only to take theirs; and
     // S3 targets are among the places a handoff can go.
-    let merge = text.find("baton merge targets/TARGET").expect("merge advised");
-    let reset = text.find("baton reset targets/TARGET").expect("reset offered");
+    let merge = text
+        .find("baton merge targets/TARGET")
+        .expect("merge advised");
+    let reset = text
+        .find("baton reset targets/TARGET")
+        .expect("reset offered");
     assert!(merge < reset, "{text}");
     assert!(text.contains("s3://"), "{text}");
     fs::write(&skill, format!("{text}\nMy own note.\n")).unwrap();

@@ -250,11 +250,17 @@ fn push_from_a_store_behind_the_remote_says_it_is_ahead_and_to_pull() {
     save_change(&b, "b", b"b");
     let err = json_err(&b, &["push"], 5);
     assert!(
-        err["message"].as_str().unwrap().contains("history diverged"),
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("history diverged"),
         "{err}"
     );
     assert!(
-        err["hint"].as_str().unwrap().contains("baton merge targets/origin"),
+        err["hint"]
+            .as_str()
+            .unwrap()
+            .contains("baton merge targets/origin"),
         "{err}"
     );
 }
