@@ -278,3 +278,45 @@ fn skill_remove_of_an_edited_skill_says_force_removes_and_the_skill_advises_merg
     assert!(hint.contains("--force to remove"), "{doc}");
     assert!(!hint.contains("replace"), "{doc}");
 }
+
+#[test]
+fn the_readme_completions_step_works_in_a_fresh_home() {
+    let readme = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let install = readme
+        .split("## Install")
+        .nth(1)
+        .and_then(|s| s.split("```sh\n").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("the install block");
+    // The lines after `cargo install`, up to and with the completions one, as written.
+    let steps: Vec<&str> = install
+        .lines()
+        .skip_while(|l| !l.starts_with("cargo install"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("baton man"))
+        .collect();
+    assert!(
+        steps
+            .iter()
+            .any(|l| l.starts_with("baton completions bash")),
+        "{install}"
+    );
+    let home = tempfile::tempdir().unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_baton")).parent().unwrap();
+    let out = Command::new("sh")
+        .args(["-ec", &steps.join("\n")])
+        .env_clear()
+        .env("HOME", home.path())
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .output()
+        .expect("run sh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let script = home
+        .path()
+        .join(".local/share/bash-completion/completions/baton");
+    assert!(fs::read_to_string(script).unwrap().contains("baton"));
+}
