@@ -66,11 +66,23 @@ pub enum Command {
         spec: String,
     },
     /// Restore a bundle's files into DIR (absent or empty)
-    Checkout { rev: String, dir: PathBuf },
+    Checkout {
+        /// The bundle: id, unique prefix, current, current~N, targets/NAME
+        rev: String,
+        /// The directory to restore into: absent or empty
+        dir: PathBuf,
+    },
     /// List the paths that differ between two bundles
-    Diff { old: String, new: String },
+    Diff {
+        /// The bundle to compare from: id, unique prefix, current~N, targets/NAME
+        old: String,
+        /// The bundle to compare to (same forms)
+        new: String,
+    },
     /// Check integrity: the whole store (every object rehashed), or one bundle REV
     Verify {
+        /// One bundle to check (id, unique prefix, current~N, targets/NAME) [default: the
+        /// whole store]
         rev: Option<String>,
         /// With REV: also every ancestor of REV and everything below their trees
         #[arg(long, requires = "rev")]
@@ -84,7 +96,7 @@ pub enum Command {
         #[arg(long, value_name = "ID")]
         expect: Option<String>,
     },
-    /// Join REV's line of history with `current`: a bundle whose parents are both
+    /// Join REV's line of history with `current` in a new bundle with both as parents
     Merge(MergeArgs),
     /// Remove objects no ref or log line reaches (after a grace period); merge packs into one
     Gc(GcArgs),
@@ -151,13 +163,29 @@ pub struct MergeArgs {
     #[arg(long, value_enum, default_value = "redact")]
     pub secrets: crate::handoff::capture::SecretsMode,
     /// The agent or person merging
-    #[arg(long, value_name = "AGENT", env = "BATON_FROM", default_value = "")]
+    #[arg(
+        long,
+        value_name = "AGENT",
+        env = "BATON_FROM",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub from: String,
     /// The agent or person receiving
-    #[arg(long, value_name = "AGENT", default_value = "")]
+    #[arg(
+        long,
+        value_name = "AGENT",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub to: String,
     /// One line saying what this merge is [default: "Merge REV (ID) into ID"]
-    #[arg(long, value_name = "TEXT", default_value = "")]
+    #[arg(
+        long,
+        value_name = "TEXT",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub summary: String,
 }
 
@@ -283,7 +311,13 @@ pub struct HandoffArgs {
     #[arg(long, value_name = "TARGET")]
     pub push: Option<String>,
     /// The agent handing off
-    #[arg(long, value_name = "AGENT", env = "BATON_FROM", default_value = "")]
+    #[arg(
+        long,
+        value_name = "AGENT",
+        env = "BATON_FROM",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub from: String,
     /// Attach a file or directory (repeatable)
     #[arg(long, value_name = "PATH")]
@@ -297,10 +331,20 @@ pub struct HandoffArgs {
     #[arg(long, value_enum, value_name = "MODE", default_value = "redact")]
     pub pii: crate::handoff::pii::PiiMode,
     /// One line saying what this handoff is [default: from the Objective]
-    #[arg(long, value_name = "TEXT", default_value = "")]
+    #[arg(
+        long,
+        value_name = "TEXT",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub summary: String,
     /// Free text
-    #[arg(long, value_name = "TEXT", default_value = "")]
+    #[arg(
+        long,
+        value_name = "TEXT",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub note: String,
     /// The workspace [default: .]
     #[arg(long, value_name = "DIR")]
@@ -311,6 +355,7 @@ pub struct HandoffArgs {
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
+    /// The handoff whose transcript to search: id, unique prefix, current~N, targets/NAME
     pub rev: String,
     /// Words that must all appear in an event's text (ignoring case); "" for every event
     pub query: String,

@@ -44,20 +44,35 @@ pub fn run() -> i32 {
                 return e.exit_code();
             }
             let message = e.to_string();
-            let first = message
-                .lines()
-                .next()
-                .unwrap_or("invalid arguments")
-                .trim_start_matches("error: ");
             // One line of message and one of hint for a JSON consumer, never clap's
-            // multi-line blob: the hint is clap's usage line for the command.
-            let hint = message
+            // multi-line blob: the message is clap's first paragraph on one line (the
+            // missing arguments' names follow its first line), the hint clap's usage
+            // line for the command, then its tips.
+            let first: Vec<&str> = message
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.is_empty() && !l.starts_with("Usage: "))
+                .collect();
+            let first = first.join(" ");
+            let first = first.trim_start_matches("error: ");
+            let first = if first.is_empty() {
+                "invalid arguments"
+            } else {
+                first
+            };
+            let tips = message
+                .lines()
+                .map(str::trim)
+                .filter_map(|l| l.strip_prefix("tip: "))
+                .map(|tip| format!("; {tip}"))
+                .collect::<String>();
+            let usage = message
                 .lines()
                 .map(str::trim)
                 .find(|l| l.starts_with("Usage: "))
                 .map(|usage| format!("{usage} (see --help)"))
                 .unwrap_or_else(|| "see 'baton --help'".to_string());
-            let err = error::Error::usage(first.to_string()).with_hint(hint);
+            let err = error::Error::usage(first.to_string()).with_hint(format!("{usage}{tips}"));
             return output::finish(true, Err(err));
         }
     };

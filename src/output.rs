@@ -49,16 +49,22 @@ pub fn count(n: u64, noun: &str) -> String {
     }
 }
 
-/// The bar itself. The total is shown only once it is known (a command may set it
-/// later): until then a spinner and the count, never `214/0`.
+/// No ETA before this much time has passed: the first second's rate (a pack's index
+/// read before its body, a large file's hashing pass) says nothing of the rest.
+const ETA_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The bar itself, labelled with what the command is doing (`bar.set_message("saving")`:
+/// the `{msg}`). The total is shown only once it is known (a command may set it later):
+/// until then a spinner and the count, never `214/0`; an ETA only with a total, some
+/// progress and [`ETA_AFTER`] elapsed.
 fn styled_progress(total: u64, bytes: bool, target: ProgressDrawTarget) -> ProgressBar {
     use indicatif::{HumanBytes, ProgressState};
     let bar = ProgressBar::with_draw_target((total > 0).then_some(total), target);
     let known = |state: &ProgressState| state.len().filter(|&len| len > 0);
     let template = if bytes {
-        "{spinner} {bytes}{of_total} {bytes_per_sec} {wide_bar} {eta_known}"
+        "{spinner} {msg} {bytes}{of_total} {bytes_per_sec} {wide_bar} {eta_known}"
     } else {
-        "{spinner} {pos}{of_total} objects {wide_bar} {eta_known}"
+        "{spinner} {msg} {pos}{of_total} objects {wide_bar} {eta_known}"
     };
     if let Ok(style) = ProgressStyle::with_template(template) {
         let style = style
@@ -77,8 +83,8 @@ fn styled_progress(total: u64, bytes: bool, target: ProgressDrawTarget) -> Progr
             .with_key(
                 "eta_known",
                 move |state: &ProgressState, w: &mut dyn std::fmt::Write| {
-                    if known(state).is_some() {
-                        let _ = write!(w, "{}", indicatif::HumanDuration(state.eta()));
+                    if known(state).is_some() && state.pos() > 0 && state.elapsed() >= ETA_AFTER {
+                        let _ = write!(w, "eta {}", indicatif::HumanDuration(state.eta()));
                     }
                 },
             );
@@ -205,5 +211,73 @@ mod progress_tests {
             let bar = styled_progress(10, bytes, ProgressDrawTarget::hidden());
             assert_eq!(bar.length(), Some(10));
         }
+    }
+
+    /// A terminal that keeps what is drawn on it (the last frame, and everything).
+    #[derive(Debug, Clone, Default)]
+    struct Screen(std::sync::Arc<std::sync::Mutex<String>>);
+
+    impl Screen {
+        fn text(&self) -> String {
+            self.0.lock().map(|s| s.clone()).unwrap_or_default()
+        }
+        fn push(&self, s: &str) -> std::io::Result<()> {
+            if let Ok(mut all) = self.0.lock() {
+                all.push_str(s);
+                all.push('\n');
+            }
+            Ok(())
+        }
+    }
+
+    impl indicatif::TermLike for Screen {
+        fn width(&self) -> u16 {
+            120
+        }
+        fn move_cursor_up(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write_line(&self, s: &str) -> std::io::Result<()> {
+            self.push(s)
+        }
+        fn write_str(&self, s: &str) -> std::io::Result<()> {
+            self.push(s)
+        }
+        fn clear_line(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_bar_says_what_it_does_and_shows_no_eta_before_two_seconds() {
+        let screen = Screen::default();
+        let target = ProgressDrawTarget::term_like(Box::new(screen.clone()));
+        let bar = styled_progress(17 << 30, true, target).with_message("saving");
+        // A slow start: a sliver of 17 GiB done at once, which a rate of the first
+        // moment would make an ETA of weeks.
+        bar.inc(1);
+        bar.force_draw();
+        let first = screen.text();
+        assert!(first.contains("saving"), "{first:?}");
+        for unit in ["eta", "second", "minute", "hour", "day", "week", "year"] {
+            assert!(!first.contains(unit), "an ETA before 2 s: {first:?}");
+        }
+        bar.set_elapsed(std::time::Duration::from_secs(3));
+        bar.inc(1 << 30);
+        bar.force_draw();
+        let later = screen.text();
+        assert!(later[first.len()..].contains("eta "), "{later:?}");
     }
 }

@@ -20,10 +20,16 @@ pub fn run(ctx: &Ctx, spec: &str) -> Result<Outcome> {
     };
     let store = ctx.open_store()?;
     let bundle = store.read_bundle(&store.resolve(rev)?)?;
-    let entry = store.lookup_path(&bundle.tree, path)?;
+    let entry = store.lookup_path(&bundle.tree, path).map_err(|e| {
+        if e.kind == crate::error::ErrorKind::NotFound && e.hint.is_none() {
+            e.with_hint(format!("list the bundle's files with 'baton show {rev}'"))
+        } else {
+            e
+        }
+    })?;
     if entry.kind == EntryKind::Dir {
         return Err(Error::usage(format!("'{path}' is a directory"))
-            .with_hint("list it with 'baton show REV'"));
+            .with_hint(format!("list it with 'baton show {rev}'")));
     }
     if ctx.json {
         let mut bytes = Vec::new();

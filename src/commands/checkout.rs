@@ -12,16 +12,16 @@ pub fn run(ctx: &Ctx, rev: &str, dir: &Path) -> Result<Outcome> {
     let store = ctx.open_store()?;
     let id = store.resolve(rev)?;
     let bundle = store.read_bundle(&id)?;
-    let bar = ctx.progress(0, true);
+    let bar = ctx.progress(0, true).with_message("checking out");
     let stats = store.checkout(&bundle.tree, dir, &bar)?;
     bar.finish_and_clear();
     let human = if ctx.quiet {
         String::new()
     } else {
         format!(
-            "Checked out {} ({} files, {} bytes) into {}",
+            "Checked out {} ({}, {} bytes) into {}",
             id.short(),
-            stats.files,
+            crate::output::count(stats.files, "file"),
             stats.bytes,
             dir.display()
         )

@@ -38,7 +38,7 @@ pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
     settings.s3.endpoint = origin.endpoint.clone();
     settings.s3.region = origin.region.clone();
     let mut remote = open_remote(&url, &settings)?;
-    let bar = ctx.progress(0, true);
+    let bar = ctx.progress(0, true).with_message("cloning");
     let report =
         crate::sync::clone::clone(remote.as_mut(), &origin, &path, &ctx.key_source(), &bar)?;
     bar.finish_and_clear();

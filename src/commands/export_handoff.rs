@@ -110,12 +110,11 @@ pub fn run(ctx: &Ctx, args: &ExportHandoffArgs) -> Result<Outcome> {
         String::new()
     } else {
         format!(
-            "Exported {} handoff{} as {} into {} ({} files)",
-            chain.len(),
-            if chain.len() == 1 { "" } else { "s" },
+            "Exported {} as {} into {} ({})",
+            crate::output::count(chain.len() as u64, "handoff"),
             args.format.name(),
             dir.display(),
-            files.len()
+            crate::output::count(files.len() as u64, "file")
         )
     };
     Ok(Outcome::new(

@@ -15,6 +15,10 @@ pub fn run(ctx: &Ctx, args: &HandoffArgs) -> Result<Outcome> {
     if args.brief.is_none() && !args.no_brief {
         return Err(crate::handoff::briefing::missing());
     }
+    // A mistyped --push target is refused before anything is saved.
+    if let Some(target) = &args.push {
+        crate::sync::choose_target(&ctx.open_store_locked()?.config, Some(target))?;
+    }
     let save = SaveArgs {
         dir: args.workspace.clone(),
         brief: args.brief.clone(),

@@ -17,6 +17,8 @@ pub fn run(ctx: &Ctx, args: &InitArgs) -> Result<Outcome> {
         .store
         .clone()
         .unwrap_or_else(|| PathBuf::from(DEFAULT_STORE_DIR));
+    // An existing store is said to be one, not asked for keys it would not use.
+    Store::check_new_root(&path)?;
     let mut config = StoreConfig::default();
     if args.encrypt {
         let mut recipients = args.recipient.clone();

@@ -3,7 +3,6 @@
 //! fast-forwards the target.
 
 use std::io::Read;
-use std::path::Path;
 
 use serde_json::json;
 
@@ -180,5 +179,5 @@ fn read_source(source: &str) -> Result<Vec<u8>> {
             .map_err(|e| Error::other(format!("cannot read the briefing from stdin: {e}")))?;
         return Ok(bytes);
     }
-    std::fs::read(source).map_err(|e| Error::io("cannot read briefing", Path::new(source), e))
+    super::save::read_brief_file(source)
 }

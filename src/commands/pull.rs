@@ -19,7 +19,7 @@ pub fn run(ctx: &Ctx, args: &PullArgs) -> Result<Outcome> {
     if args.repair {
         return repair(ctx, &store, remote.as_mut(), &name, &url);
     }
-    let bar = ctx.progress(0, true);
+    let bar = ctx.progress(0, true).with_message("pulling");
     let report = pull(&store, remote.as_mut(), &name, &bar)?;
     bar.finish_and_clear();
     super::auto_repack(ctx, &store);
@@ -51,7 +51,7 @@ fn repair(
     url: &str,
 ) -> Result<Outcome> {
     let _lock = store.lock()?;
-    let bar = ctx.progress(0, false);
+    let bar = ctx.progress(0, false).with_message("repairing");
     let report = crate::sync::repair::repair(store, remote, &bar)?;
     bar.finish_and_clear();
     let human = if ctx.quiet {

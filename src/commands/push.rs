@@ -5,7 +5,7 @@ use serde_json::json;
 use super::connect_settings;
 use crate::cli::PushArgs;
 use crate::commands::Ctx;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::format::ObjectId;
 use crate::output::Outcome;
 use crate::sync::push::{PushRequest, push};
@@ -21,12 +21,7 @@ pub(super) fn run_to(ctx: &Ctx, args: &PushArgs) -> Result<(Outcome, String)> {
     // One positional that is not a target name is the REV (`baton push current~1`).
     let (target_arg, rev_arg) = match (&args.target, &args.rev) {
         (Some(t), None) if !store.config.targets.contains_key(t) => {
-            if store.resolve(t).is_err() {
-                return Err(Error::not_found(format!("no target or bundle named '{t}'"))
-                    .with_hint(
-                        "list targets with 'baton target list' and bundles with 'baton log'",
-                    ));
-            }
+            crate::sync::resolve_rev(&store, t)?;
             (None, Some(t.as_str()))
         }
         (t, r) => (t.as_deref(), r.as_deref()),
@@ -40,7 +35,7 @@ pub(super) fn run_to(ctx: &Ctx, args: &PushArgs) -> Result<(Outcome, String)> {
     };
     let settings = target_settings(&store.config, &name, connect_settings(&args.connect));
     let mut remote = open_remote(&url, &settings)?;
-    let bar = ctx.progress(0, true);
+    let bar = ctx.progress(0, true).with_message("pushing");
     let report = push(
         &store,
         remote.as_mut(),

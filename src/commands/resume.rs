@@ -13,6 +13,13 @@ use crate::handoff::resume;
 use crate::output::Outcome;
 
 pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
+    // `--format json` is --json; `--format prompt` with --json would be dropped unsaid.
+    if ctx.json && args.format == ResumeFormat::Prompt {
+        return Err(Error::usage(
+            "--json and --format prompt ask for two outputs: --json prints the JSON document",
+        )
+        .with_hint("drop --json to print the prompt as text, or drop --format prompt and read the document's 'prompt' field"));
+    }
     if args.budget < kickoff::MIN_BUDGET {
         return Err(Error::usage(format!(
             "--budget {} is below the floor of {} tokens (the header and a Next Steps line)",
@@ -39,7 +46,7 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         rev = format!("targets/{rev}");
     }
     let store = ctx.open_store()?;
-    let id = store.resolve(&rev)?;
+    let id = crate::sync::resolve_rev(&store, &rev)?;
     // Never act on a handoff whose bytes or history do not check out.
     let report = store.verify_rev(&id, false, &|_| {})?;
     if let Some(problem) = report.problems.first() {

@@ -123,7 +123,9 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
         }
         files::read_redacted(path, &open).map(Some)
     };
-    let bar = ctx.progress(node.total_bytes(), true);
+    let bar = ctx
+        .progress(node.total_bytes(), true)
+        .with_message("saving");
     let (tree, stats, blobs) = snapshot::write(&store, &snap, &|n| bar.inc(n), &replace)?;
     bar.finish_and_clear();
     let mut metadata = fields.metadata;
@@ -312,12 +314,25 @@ fn read_brief(args: &SaveArgs) -> Result<Option<Vec<u8>>> {
                 .map_err(|e| Error::other(format!("cannot read the briefing from stdin: {e}")))?;
             Some(bytes)
         }
-        Some(path) => Some(
-            std::fs::read(path)
-                .map_err(|e| Error::io("cannot read briefing", Path::new(path), e))?,
-        ),
+        Some(path) => Some(read_brief_file(path)?),
         None => None,
     })
+}
+
+/// The briefing file `path` (`--brief` of save, handoff and merge); a directory is a
+/// usage error that says which file was meant.
+pub(super) fn read_brief_file(path: &str) -> Result<Vec<u8>> {
+    if Path::new(path).is_dir() {
+        return Err(Error::usage(format!(
+            "--brief {} is a directory, not a briefing file",
+            path.escape_debug()
+        ))
+        .with_hint(format!(
+            "give the briefing file itself (e.g. --brief {}/handoff.md), or - for stdin",
+            path.trim_end_matches('/').escape_debug()
+        )));
+    }
+    std::fs::read(path).map_err(|e| Error::io("cannot read briefing", Path::new(path), e))
 }
 
 /// Save a handoff whose briefing is already in memory (`brief`; `args.brief` unused).

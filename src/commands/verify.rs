@@ -18,7 +18,7 @@ pub fn run(ctx: &Ctx, rev: Option<&str>, history: bool) -> Result<Outcome> {
         ctx.open_store_locked()?
     };
     let target = rev.map(|r| store.resolve(r)).transpose()?;
-    let bar = ctx.progress(0, false);
+    let bar = ctx.progress(0, false).with_message("verifying");
     let report = match &target {
         Some(id) => store.verify_rev(id, history, &|n| bar.inc(n))?,
         None => store.verify_all(&|n| bar.inc(n))?,

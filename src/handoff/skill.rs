@@ -291,11 +291,19 @@ pub fn status(places: &Places, harness: Harness, scope: Scope) -> Result<Install
 }
 
 fn refuse_modified(path: &Path, doing: &str) -> Error {
+    // What --force would do to the edits: an install replaces them, a remove removes them.
+    let force = if doing.starts_with("remove") {
+        "remove them with the rest"
+    } else {
+        "replace them"
+    };
     Error::conflict(format!(
         "{} was changed since baton installed it, so baton will not {doing} it",
         path.display()
     ))
-    .with_hint("keep your edits, or run the command again with --force to replace them")
+    .with_hint(format!(
+        "keep your edits, or run the command again with --force to {force}"
+    ))
 }
 
 fn create_dirs(dir: &Path) -> Result<()> {

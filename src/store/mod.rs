@@ -40,7 +40,7 @@ pub mod write_behind;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, ErrorKind, IoContext, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::format::{Bundle, MAX_METADATA_OBJECT, ObjectId, StoreConfig, Tree, layout};
 use objects::Objects;
 
@@ -149,36 +149,7 @@ impl Store {
 
     /// Create a new store with `config` (e.g. an encrypted one).
     pub fn init_with(root: &Path, config: &StoreConfig) -> Result<Store> {
-        match fs::symlink_metadata(root) {
-            Ok(meta) if meta.is_dir() => {
-                if root.join(layout::CONFIG).exists() {
-                    return Err(Error::new(
-                        ErrorKind::Other,
-                        format!("{} is already a baton store", root.display()),
-                    )
-                    .with_hint("use it as it is, or choose another --store path"));
-                }
-                if fs::read_dir(root)
-                    .ctx("cannot list", root)?
-                    .next()
-                    .is_some()
-                {
-                    return Err(Error::usage(format!(
-                        "{} exists and is not empty",
-                        root.display()
-                    ))
-                    .with_hint("choose a new or empty directory for the store"));
-                }
-            }
-            Ok(_) => {
-                return Err(Error::usage(format!(
-                    "store path {} is not a directory",
-                    root.display()
-                ))
-                .with_hint("choose a path that does not exist yet"));
-            }
-            Err(_) => {}
-        }
+        Store::check_new_root(root)?;
         let parent = match root.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -209,6 +180,42 @@ impl Store {
         fsutil::check_same_dir(root, id)?;
         fsutil::fsync_dir(&parent)?;
         Store::open(root)
+    }
+
+    /// Refuse a store path `init` cannot use (an existing store, a non-empty directory,
+    /// a file), before anything else is asked or done: a usage error (exit 2).
+    pub fn check_new_root(root: &Path) -> Result<()> {
+        match fs::symlink_metadata(root) {
+            Ok(meta) if meta.is_dir() => {
+                if root.join(layout::CONFIG).exists() {
+                    return Err(Error::usage(format!(
+                        "{} is already a baton store",
+                        root.display()
+                    ))
+                    .with_hint("use it as it is, or choose another --store path"));
+                }
+                if fs::read_dir(root)
+                    .ctx("cannot list", root)?
+                    .next()
+                    .is_some()
+                {
+                    return Err(Error::usage(format!(
+                        "{} exists and is not empty",
+                        root.display()
+                    ))
+                    .with_hint("choose a new or empty directory for the store"));
+                }
+            }
+            Ok(_) => {
+                return Err(Error::usage(format!(
+                    "store path {} is not a directory",
+                    root.display()
+                ))
+                .with_hint("choose a path that does not exist yet"));
+            }
+            Err(_) => {}
+        }
+        Ok(())
     }
 
     pub fn lock(&self) -> Result<StoreLock> {

@@ -19,7 +19,7 @@ use crate::store::envelope::Envelope;
 use crate::store::fsutil::{self, read_dir_sorted};
 use crate::store::packs::{self, PackIndex, PackSet};
 use crate::store::quarantine::{Held, Quarantine};
-use crate::store::streams::{HashingReader, LimitedVec, TeeReader};
+use crate::store::streams::{HashingReader, LimitedVec, ProgressReader, TeeReader};
 use crate::store::write_behind::WriteBehind;
 
 /// zstd level for new objects: level 3 (zstd's default) balances speed and size.
@@ -451,25 +451,36 @@ impl Objects {
 
     /// Store the regular file `file` (opened by the caller, `path` naming it in messages),
     /// streaming it: memory stays bounded whatever its size. Read from that descriptor
-    /// only, twice (hashed, then encoded), never opened again by its path.
-    pub fn put_file(&self, mut file: File, path: &Path, pending: &PendingDirs) -> Result<Stored> {
+    /// only, twice (hashed, then encoded), never opened again by its path. `progress`
+    /// gets the file's bytes once, as the encoding pass reads them (the hashing pass is
+    /// the fast one).
+    pub fn put_file(
+        &self,
+        mut file: File,
+        path: &Path,
+        pending: &PendingDirs,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<Stored> {
         let len = file.metadata().ctx("cannot stat", path)?.len();
         if len <= IN_MEMORY_LIMIT {
             let mut bytes = Vec::with_capacity(len as usize);
-            file.read_to_end(&mut bytes).ctx("cannot read", path)?;
+            ProgressReader::new(&mut file, progress)
+                .read_to_end(&mut bytes)
+                .ctx("cannot read", path)?;
             return self.put_bytes(&bytes, pending);
         }
         let (id, size) = hash_stream(&mut file).ctx("cannot read", path)?;
         if let Some(stored) = self.reuse(&id, size) {
+            progress(size);
             return Ok(stored);
         }
         self.publish_with(&id, pending, |temp| {
             let mut buffered = self.encode_file(
                 &mut file,
                 path,
-                &id,
-                size,
+                (&id, size),
                 io::BufWriter::with_capacity(BUF_SIZE, WriteBehind::new(temp)),
+                progress,
             )?;
             buffered.flush().ctx("cannot write", path)
         })?;
@@ -482,19 +493,19 @@ impl Objects {
 
     /// Stream the stored form of `file` (`path` in messages; its first pass hashed to
     /// `id`, `size` bytes) into `sink`, read again from its start, failing if this second
-    /// pass reads other content.
+    /// pass reads other content. `progress` counts the bytes as they are read.
     pub(crate) fn encode_file<W: Write>(
         &self,
         file: &mut File,
         path: &Path,
-        id: &ObjectId,
-        size: u64,
+        (id, size): (&ObjectId, u64),
         sink: W,
+        progress: &(dyn Fn(u64) + Sync),
     ) -> Result<W> {
         io::Seek::rewind(file).ctx("cannot read", path)?;
         let sealed = self.envelope.seal_writer(sink)?;
         let mut encoder = zstd::Encoder::new(sealed, ZSTD_LEVEL).ctx("cannot compress", path)?;
-        let mut hashing = HashingReader::new(file);
+        let mut hashing = HashingReader::new(ProgressReader::new(file, progress));
         io::copy(&mut hashing, &mut encoder).ctx("cannot read", path)?;
         let sealed = encoder.finish().ctx("cannot compress", path)?;
         let sink = sealed.finish().ctx("cannot encrypt", path)?;

@@ -22,6 +22,7 @@ use super::codec::hash_stream;
 use super::fsutil;
 use super::objects::{IN_MEMORY_LIMIT, Objects, PendingDirs, Stored};
 use super::packs::{self, PackWriter};
+use super::streams::ProgressReader;
 use super::write_behind::WriteBehind;
 use crate::error::{Error, IoContext, Result};
 use crate::format::ObjectId;
@@ -150,28 +151,36 @@ impl<'a> PackBatch<'a> {
     /// up to `PACK_OBJECT_LIMIT` into the pack (read whole up to `IN_MEMORY_LIMIT`, else
     /// hashed, then compressed in a second pass of the same descriptor), larger ones loose
     /// and streamed.
-    pub fn put_file(&self, mut file: File, path: &Path) -> Result<Stored> {
+    pub fn put_file(
+        &self,
+        mut file: File,
+        path: &Path,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<Stored> {
         let len = file.metadata().ctx("cannot stat", path)?.len();
         if len <= IN_MEMORY_LIMIT {
             let mut bytes = Vec::with_capacity(len as usize);
-            file.read_to_end(&mut bytes).ctx("cannot read", path)?;
+            ProgressReader::new(&mut file, progress)
+                .read_to_end(&mut bytes)
+                .ctx("cannot read", path)?;
             return self.put_bytes(&bytes);
         }
         if len > PACK_OBJECT_LIMIT {
-            return self.objects.put_file(file, path, &self.pending);
+            return self.objects.put_file(file, path, &self.pending, progress);
         }
         let (id, size) = hash_stream(&mut file).ctx("cannot read", path)?;
         if let Some(stored) = self.existing(&id, size)? {
+            progress(size);
             return Ok(stored);
         }
         if size > PACK_OBJECT_LIMIT {
             // It grew between the stat and the read: store it the bounded way.
             std::io::Seek::rewind(&mut file).ctx("cannot read", path)?;
-            return self.objects.put_file(file, path, &self.pending);
+            return self.objects.put_file(file, path, &self.pending, progress);
         }
-        let stored = self
-            .objects
-            .encode_file(&mut file, path, &id, size, Vec::new())?;
+        let stored =
+            self.objects
+                .encode_file(&mut file, path, (&id, size), Vec::new(), progress)?;
         let written = self.append(self.objects.name_of(&id), &stored)?;
         Ok(Stored { id, size, written })
     }
@@ -204,5 +213,43 @@ impl<'a> PackBatch<'a> {
             pack: Some(id),
             packed,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+    use crate::store::Store;
+
+    /// Each file size class (whole in memory, packed in two passes, loose) reports its
+    /// bytes in total exactly once; the streamed ones in many steps, as they are read.
+    #[test]
+    fn a_file_is_counted_as_it_is_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::init(&tmp.path().join("s")).unwrap();
+        let batch = PackBatch::new(&store.objects);
+        for len in [IN_MEMORY_LIMIT, 3 * IN_MEMORY_LIMIT, PACK_OBJECT_LIMIT + 1] {
+            let path = tmp.path().join(format!("f{len}"));
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            std::fs::write(&path, &bytes).unwrap();
+            let (total, calls) = (AtomicU64::new(0), AtomicU64::new(0));
+            let progress = |n: u64| {
+                total.fetch_add(n, Ordering::Relaxed);
+                calls.fetch_add(1, Ordering::Relaxed);
+            };
+            batch
+                .put_file(File::open(&path).unwrap(), &path, &progress)
+                .unwrap();
+            assert_eq!(total.load(Ordering::Relaxed), len, "{len}");
+            if len > IN_MEMORY_LIMIT {
+                assert!(
+                    calls.load(Ordering::Relaxed) > 4,
+                    "{len}: one count at the end"
+                );
+            }
+        }
+        batch.finish().unwrap();
     }
 }

@@ -45,13 +45,22 @@ impl Store {
     fn resolve_base(&self, base: &str, rev: &str) -> Result<ObjectId> {
         if base == "current" || base.starts_with("targets/") {
             let name = RefName::parse(base)?;
-            return self.read_ref(&name)?.ok_or_else(|| {
-                let hint = if name == RefName::Current {
-                    "save a bundle first with 'baton save DIR'"
-                } else {
-                    "push to or pull from that target first"
-                };
-                Error::not_found(format!("'{base}' does not name a bundle yet")).with_hint(hint)
+            return self.read_ref(&name)?.ok_or_else(|| match &name {
+                RefName::Current => {
+                    Error::not_found(format!("'{base}' does not name a bundle yet"))
+                        .with_hint("save a bundle first with 'baton save DIR'")
+                }
+                RefName::Target(target) if !self.config.targets.contains_key(target) => {
+                    Error::not_found(format!(
+                        "'{base}' names no bundle: no target '{target}' is configured"
+                    ))
+                    .with_hint("list the targets with 'baton target list'")
+                }
+                RefName::Target(target) => {
+                    Error::not_found(format!("'{base}' does not name a bundle yet")).with_hint(
+                        format!("push to or pull from {target} first ('baton pull {target}')"),
+                    )
+                }
             });
         }
         if !is_lower_hex(base) {

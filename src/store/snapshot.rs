@@ -526,11 +526,15 @@ pub fn write(
                     written: false,
                 });
             }
+            // A file is counted as it is read; a redacted copy, already read, at once.
             let stored = match replace(path)? {
-                Some(bytes) => batch.put_bytes(&bytes)?,
-                None => batch.put_file(snapshot.open_file(path)?, path)?,
+                Some(bytes) => {
+                    let stored = batch.put_bytes(&bytes)?;
+                    progress(file.stat.size);
+                    stored
+                }
+                None => batch.put_file(snapshot.open_file(path)?, path, progress)?,
             };
-            progress(stored.size);
             Ok(stored)
         })
         .collect::<Result<_>>()?;

@@ -1,5 +1,5 @@
 //! Small `Read`/`Write` adapters shared by the store, sync and archives: hashing,
-//! bounded collection and tees. They never interpret the bytes.
+//! bounded collection, tees and progress. They never interpret the bytes.
 
 use std::io::{self, Read, Write};
 
@@ -31,6 +31,29 @@ impl<R: Read> Read for HashingReader<R> {
         let n = self.inner.read(buf)?;
         self.hasher.update(&buf[..n]);
         self.count += n as u64;
+        Ok(n)
+    }
+}
+
+/// A reader that reports each read's byte count to `report` (a progress bar counts a
+/// file as it is read, not all at once when it is stored).
+pub struct ProgressReader<'a, R> {
+    inner: R,
+    report: &'a (dyn Fn(u64) + Sync),
+}
+
+impl<'a, R: Read> ProgressReader<'a, R> {
+    pub fn new(inner: R, report: &'a (dyn Fn(u64) + Sync)) -> Self {
+        ProgressReader { inner, report }
+    }
+}
+
+impl<R: Read> Read for ProgressReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n > 0 {
+            (self.report)(n as u64);
+        }
         Ok(n)
     }
 }

@@ -11,8 +11,10 @@ pub mod repair;
 
 use std::time::Duration;
 
-use crate::error::{Error, Result};
-use crate::format::StoreConfig;
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::names::validate_target_name;
+use crate::format::{ObjectId, StoreConfig};
+use crate::store::Store;
 use crate::transport::backend::Backend;
 use crate::transport::s3::{S3Backend, S3Options};
 use crate::transport::url::TargetUrl;
@@ -111,8 +113,47 @@ pub fn choose_target(config: &StoreConfig, named: Option<&str>) -> Result<(Strin
         },
     };
     let target = config.targets.get(&name).ok_or_else(|| {
-        Error::not_found(format!("no target named '{name}'"))
-            .with_hint("list them with 'baton target list'")
+        Error::not_found(format!("no target named '{name}'")).with_hint(format!(
+            "{}list them with 'baton target list'",
+            did_you_mean(config, &name)
+        ))
     })?;
     Ok((name, target.url.clone()))
+}
+
+/// The one refusal of a REV-or-target argument (`push NAME`, `resume NAME`) that names
+/// neither a configured target nor a bundle.
+pub fn no_target_or_bundle(config: &StoreConfig, word: &str) -> Error {
+    Error::not_found(format!("no target or bundle named '{word}'")).with_hint(format!(
+        "{}list targets with 'baton target list' and bundles with 'baton log'",
+        did_you_mean(config, word)
+    ))
+}
+
+/// Resolve a REV-or-target argument that is not a configured target: a word that could
+/// only have been a target name and resolves to nothing is [`no_target_or_bundle`];
+/// any other failure (`current~9` past the first bundle, an ambiguous prefix) is kept.
+pub fn resolve_rev(store: &Store, word: &str) -> Result<ObjectId> {
+    store.resolve(word).map_err(|e| {
+        let could_be_a_name = validate_target_name(word).is_ok() && word != "current";
+        if could_be_a_name && matches!(e.kind, ErrorKind::Usage | ErrorKind::NotFound) {
+            no_target_or_bundle(&store.config, word)
+        } else {
+            e
+        }
+    })
+}
+
+/// "did you mean 'devbox'? " when a configured target is a typo away from `name` (at
+/// most two edits, and fewer than the name's length), else nothing.
+fn did_you_mean(config: &StoreConfig, name: &str) -> String {
+    let limit = 2.min(name.chars().count().saturating_sub(1));
+    config
+        .targets
+        .keys()
+        .map(|known| (strsim::damerau_levenshtein(name, known), known))
+        .filter(|(distance, _)| *distance <= limit)
+        .min()
+        .map(|(_, known)| format!("did you mean '{known}'? "))
+        .unwrap_or_default()
 }

@@ -93,11 +93,12 @@ pub fn push(
             if let Some(remote_current) = state.current
                 && !store.is_ancestor(&remote_current, &bundle)?
             {
-                let name = request.target;
-                return Err(Error::conflict(format!(
-                        "history diverged (store_conflict): remote current is {remote_current}, which is not an ancestor of {bundle}"
-                    ))
-                    .with_hint(format!("someone else pushed: 'baton pull {name}' then 'baton merge targets/{name}' to keep both lines, or 'baton reset targets/{name}' to take theirs (or push --force OLD_ID to replace theirs)")));
+                return Err(not_a_fast_forward(
+                    store,
+                    request.target,
+                    remote_current,
+                    bundle,
+                )?);
             }
         }
     }
@@ -136,6 +137,48 @@ pub fn push(
     );
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
+}
+
+/// The refusal of a push whose bundle does not descend from the remote `current`: the
+/// remote is ahead (a pull is all it takes) when `current` here descends from, or is
+/// already below, ours; else both moved (a merge). A remote bundle this store never
+/// pulled has its history on the remote only: ours is then "only behind" when it is
+/// below what the last sync saw there (`targets/NAME`), i.e. nothing was saved since.
+fn not_a_fast_forward(
+    store: &Store,
+    name: &str,
+    remote_current: ObjectId,
+    bundle: ObjectId,
+) -> Result<Error> {
+    let known = store.objects.contains(&remote_current);
+    let behind = if known {
+        store.is_ancestor(&bundle, &remote_current)?
+    } else {
+        let seen = store.read_ref(&RefName::parse(&format!("targets/{name}"))?)?;
+        match seen {
+            Some(seen) => store.is_ancestor(&bundle, &seen)?,
+            None => false,
+        }
+    };
+    if !behind {
+        return Ok(Error::conflict(format!(
+            "history diverged (store_conflict): remote current is {remote_current}, which is not an ancestor of {bundle}"
+        ))
+        .with_hint(format!("someone else pushed: 'baton pull {name}' then 'baton merge targets/{name}' to keep both lines, or 'baton reset targets/{name}' to take theirs (or push --force OLD_ID to replace theirs)")));
+    }
+    let what = if known {
+        format!("its current {remote_current} already has {bundle} in its history")
+    } else {
+        format!(
+            "its current {remote_current} is newer than anything this store pulled, and {bundle} has nothing new"
+        )
+    };
+    Ok(Error::conflict(format!(
+        "the remote is ahead (store_conflict): {what}; nothing was pushed"
+    ))
+    .with_hint(format!(
+        "run 'baton pull {name}' to bring this store up to it (a fast-forward)"
+    )))
 }
 
 /// Objects reachable from `bundle` but not from `remote_current` (when we know it):

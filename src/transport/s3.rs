@@ -11,6 +11,7 @@ mod http;
 mod limits;
 mod list;
 pub mod settings;
+mod tries;
 mod upload;
 
 use std::collections::{BTreeMap, HashMap};
@@ -45,6 +46,9 @@ const PARTS_IN_FLIGHT: usize = 4;
 /// single PUT carries up to `MULTIPART_ABOVE` bytes).
 const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+/// How often a failed request is retried at most (object_store's default), within the
+/// retry deadline (`settings::retry_timeout`).
+const MAX_RETRIES: usize = 10;
 /// GETs and LISTs in flight at once in one `read_and_list`.
 const READS_IN_FLIGHT: usize = 32;
 /// How much of a published item's end is read back when the caller named no ranges.
@@ -80,6 +84,7 @@ impl S3Backend {
         let region = settings::region(options)?;
         let retry = RetryConfig {
             retry_timeout: settings::retry_timeout()?,
+            max_retries: MAX_RETRIES,
             ..RetryConfig::default()
         };
         let counts = Arc::new(Counts::default());
@@ -153,7 +158,7 @@ impl S3Backend {
     }
 
     fn err(&self, e: object_store::Error, rel: &str) -> Error {
-        map_error(e, &self.place(), &self.key(rel))
+        map_error(e, &self.place(), &self.key(rel), &self.counts.tries)
     }
 
     /// Create `rel` with `bytes` unless it exists (`If-None-Match: *`).
@@ -258,14 +263,21 @@ impl S3Backend {
             Ok(got) => got,
             Err(e @ object_store::Error::NotFound { .. }) => {
                 // A missing bucket answers 404 too: that is an error, not a missing item.
-                let mapped = map_error(e, &self.place(), &self.key(rel));
+                let mapped = map_error(e, &self.place(), &self.key(rel), &self.counts.tries);
                 return if mapped.message.starts_with("no such bucket") {
                     Err(mapped)
                 } else {
                     Ok(Small::Missing)
                 };
             }
-            Err(e) => return Err(map_error(e, &self.place(), &self.key(rel))),
+            Err(e) => {
+                return Err(map_error(
+                    e,
+                    &self.place(),
+                    &self.key(rel),
+                    &self.counts.tries,
+                ));
+            }
         };
         if got.meta.size > limit {
             return Ok(Small::Larger);
@@ -273,7 +285,8 @@ impl S3Backend {
         let mut bytes = Vec::with_capacity(got.meta.size.min(1 << 20) as usize);
         let mut stream = got.into_stream();
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| map_error(e, &self.place(), &self.key(rel)))?;
+            let chunk = chunk
+                .map_err(|e| map_error(e, &self.place(), &self.key(rel), &self.counts.tries))?;
             if (bytes.len() + chunk.len()) as u64 > limit {
                 return Ok(Small::Larger);
             }

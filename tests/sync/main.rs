@@ -28,6 +28,7 @@ mod ssh_cipher;
 mod ssh_connect;
 mod ssh_known_hosts;
 mod ssh_lanes;
+mod ssh_paths;
 mod sync_local;
 mod sync_ssh;
 mod transport;

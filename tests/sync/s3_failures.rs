@@ -459,3 +459,79 @@ fn the_probe_refuses_a_server_that_ignores_if_none_match() {
     must(run_json(cmd(&env, &server), &["push"]), "a direct push");
     assert_eq!(generations(&server, "team/probe").len(), 1);
 }
+
+/// A baton command with an S3 endpoint of `endpoint` and made-up credentials (nothing
+/// answers, so none is checked), and the default retry deadline.
+fn cmd_to_endpoint(env: &Env, endpoint: &str) -> Command {
+    let mut cmd = env.cmd();
+    cmd.envs(crate::s3::no_metadata_env())
+        .env("AWS_ENDPOINT_URL", endpoint)
+        .env("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+        .env("AWS_SECRET_ACCESS_KEY", "not-a-secret");
+    cmd
+}
+
+#[test]
+fn a_refused_connection_says_how_often_and_how_long_it_was_tried() {
+    // A loopback port that was just free: nothing listens, every connect is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let (env, _) = seeded(21);
+    env.ok(&["target", "add", "origin", "s3://bucket/team"]);
+    let started = std::time::Instant::now();
+    let run = run_json(
+        cmd_to_endpoint(&env, &format!("http://127.0.0.1:{port}")),
+        &["push"],
+    );
+    let took = started.elapsed();
+    assert_eq!(
+        (run.code, run.error_code()),
+        (7, "transport"),
+        "{}",
+        run.describe()
+    );
+    let message = run.message();
+    assert!(
+        message.to_lowercase().contains("connection refused"),
+        "{message}"
+    );
+    // "failed after N tries in X s": N more than one, X no more than the run took.
+    let (tries, secs) = message
+        .split_once(" failed after ")
+        .and_then(|(_, rest)| rest.split_once(" tries in "))
+        .and_then(|(n, rest)| Some((n.parse::<u64>().ok()?, rest.split_once(" s")?.0)))
+        .unwrap_or_else(|| panic!("no count of tries: {message}"));
+    assert!(tries > 1, "{message}");
+    let secs: f64 = secs.parse().expect("seconds");
+    assert!(
+        secs <= took.as_secs_f64() + 0.05,
+        "{message} (the run took {took:?})"
+    );
+    assert!(tries <= 11, "at most 10 retries of one request: {message}");
+    let hint = run.doc["error"]["hint"].as_str().unwrap_or("");
+    assert!(!hint.contains("retried for"), "{hint}");
+}
+
+#[test]
+fn a_host_name_that_does_not_resolve_is_not_retried() {
+    let (env, _) = seeded(22);
+    env.ok(&["target", "add", "origin", "s3://bucket/team"]);
+    let run = run_json(
+        cmd_to_endpoint(&env, "http://nosuch.invalid:9000"),
+        &["push"],
+    );
+    assert_eq!(
+        (run.code, run.error_code()),
+        (7, "transport"),
+        "{}",
+        run.describe()
+    );
+    let message = run.message();
+    assert!(
+        message.contains("cannot resolve the host name nosuch.invalid")
+            && message.contains("not retried"),
+        "{message}"
+    );
+}

@@ -9,16 +9,19 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use object_store::client::{
-    HttpClient, HttpConnector, HttpError, HttpRequest, HttpResponse, HttpResponseBody, HttpService,
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse,
+    HttpResponseBody, HttpService,
 };
 use object_store::{ClientConfigKey, ClientOptions};
 
 use super::limits::{BodyOverLimit, Capped, body_cap};
+use super::tries::{Resolver, Tries, Unresolved};
 use crate::error::{Error, ErrorKind};
 
-/// Requests sent, by what they do.
+/// Requests sent, by what they do, and the tries that failed.
 #[derive(Debug, Default)]
 pub struct Counts {
+    pub tries: Tries,
     get: AtomicU64,
     head: AtomicU64,
     put: AtomicU64,
@@ -125,7 +128,8 @@ fn client(options: &ClientOptions) -> object_store::Result<reqwest::Client> {
         .user_agent(user_agent)
         .http1_only()
         .https_only(!allow_http)
-        .redirect(reqwest::redirect::Policy::custom(refuse_redirect));
+        .redirect(reqwest::redirect::Policy::custom(refuse_redirect))
+        .dns_resolver(Arc::new(Resolver));
     if let Some(t) = duration(options, ClientConfigKey::Timeout)? {
         builder = builder.timeout(t);
     }
@@ -186,6 +190,7 @@ impl HttpService for Counting {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         let what = self.counts.count(&method, &query);
+        let request = format!("{method} {}", req.uri());
         let path = req.uri().path().to_string();
         let t0 = Instant::now();
         let result = self.inner.execute(req).await;
@@ -200,8 +205,22 @@ impl HttpService for Counting {
                 t0.elapsed().as_secs_f64() * 1e3
             );
         }
-        let response = result?;
+        let response = match result {
+            Ok(response) => response,
+            Err(e) => {
+                self.counts.tries.failed(&request, t0);
+                if find_in::<Unresolved>(&e).is_some() {
+                    return Err(HttpError::new(HttpErrorKind::Unknown, e));
+                }
+                return Err(e);
+            }
+        };
         let status = response.status().as_u16();
+        if status >= 500 || status == 429 {
+            self.counts.tries.failed(&request, t0);
+        } else {
+            self.counts.tries.answered(&request);
+        }
         let declared = response
             .headers()
             .get("content-length")
@@ -234,7 +253,11 @@ fn chain(e: &object_store::Error) -> String {
 
 /// The first error of type `T` in the chain of `e`'s sources.
 fn find<T: std::error::Error + 'static>(e: &object_store::Error) -> Option<&T> {
-    let mut source = std::error::Error::source(e);
+    find_in(e)
+}
+
+fn find_in<T: std::error::Error + 'static>(e: &dyn std::error::Error) -> Option<&T> {
+    let mut source = e.source();
     while let Some(s) = source {
         if let Some(found) = s.downcast_ref::<T>() {
             return Some(found);
@@ -269,9 +292,17 @@ const DENIED: [&str; 7] = [
 ];
 
 /// An object_store error of a request about `key` at `place` as baton's error: denied
-/// (exit 6), no such bucket (exit 3), anything retried until the deadline (exit 7).
-/// Not for the outcomes the caller handles (a missing key, an existing one).
-pub fn map_error(e: object_store::Error, place: &str, key: &str) -> Error {
+/// (exit 6), no such bucket (exit 3), a host name that does not resolve (exit 7, not
+/// retried), anything retried until the deadline (exit 7, saying how often and how long,
+/// from `tries`). Not for the outcomes the caller handles (a missing key, an existing one).
+pub fn map_error(e: object_store::Error, place: &str, key: &str, tries: &Tries) -> Error {
+    if let Some(unresolved) = find::<Unresolved>(&e) {
+        return Error::new(
+            ErrorKind::Transport,
+            format!("S3 request for {key} at {place} failed: {unresolved} (not retried)"),
+        )
+        .with_hint("check the endpoint's host name (--endpoint, AWS_ENDPOINT_URL) and the region, and that this machine's DNS works");
+    }
     if let Some(refused) = find::<RedirectRefused>(&e) {
         return Error::new(
             ErrorKind::Security,
@@ -311,17 +342,28 @@ pub fn map_error(e: object_store::Error, place: &str, key: &str) -> Error {
         object_store::Error::InvalidPath { .. } => {
             Error::internal(format!("invalid S3 key {key}: {text}"))
         }
-        _ => Error::new(
-            ErrorKind::Transport,
-            format!("S3 request for {key} at {place} failed: {}", cause(&e)),
-        )
-        .with_hint(format!(
-            "check the endpoint and the network, then run the command again (retried for {} s; {} sets it)",
-            super::settings::retry_timeout()
-                .map(|d| d.as_secs())
-                .unwrap_or(super::settings::DEFAULT_RETRY_SECS),
-            super::settings::RETRY_VAR
-        )),
+        _ => {
+            let done = match tries.summary() {
+                Some((n, took)) => format!(
+                    " after {n} {} in {:.1} s",
+                    if n == 1 { "try" } else { "tries" },
+                    took.as_secs_f64()
+                ),
+                None => String::new(),
+            };
+            Error::new(
+                ErrorKind::Transport,
+                format!("S3 request for {key} at {place} failed{done}: {}", cause(&e)),
+            )
+            .with_hint(format!(
+                "check the endpoint and the network, then run the command again (a request is retried {} times at most, for up to {} s; {} sets the time)",
+                super::MAX_RETRIES,
+                super::settings::retry_timeout()
+                    .map(|d| d.as_secs())
+                    .unwrap_or(super::settings::DEFAULT_RETRY_SECS),
+                super::settings::RETRY_VAR
+            ))
+        }
     }
 }
 
@@ -338,7 +380,7 @@ mod tests {
 
     #[test]
     fn errors_map_to_exit_codes() {
-        let kind = |e| map_error(e, "s3://b/p", "config").kind;
+        let kind = |e| map_error(e, "s3://b/p", "config", &Tries::default()).kind;
         assert_eq!(
             kind(generic("<Code>NoSuchBucket</Code>")),
             ErrorKind::NotFound
@@ -373,6 +415,7 @@ mod tests {
             })),
             "s3://b/p",
             "p/config",
+            &Tries::default(),
         );
         assert_eq!(redirect.kind, ErrorKind::Security);
         assert!(
@@ -389,6 +432,7 @@ mod tests {
             })),
             "s3://b/p",
             "p/config",
+            &Tries::default(),
         );
         assert_eq!(over.kind, ErrorKind::Transport);
         assert!(over.message.contains("MAX_ERROR_BODY"), "{}", over.message);

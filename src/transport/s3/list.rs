@@ -38,7 +38,7 @@ impl S3Backend {
                 .s3
                 .list_paginated(prefix.as_deref(), opts)
                 .await
-                .map_err(|e| map_error(e, &self.place(), key))?;
+                .map_err(|e| map_error(e, &self.place(), key, &self.counts.tries))?;
             let before = entries.len();
             let dirs = page.result.common_prefixes.iter().filter_map(|p| {
                 Some(RemoteEntry {

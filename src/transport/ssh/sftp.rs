@@ -177,6 +177,17 @@ pub struct SftpRemote {
     expected: ahead::ExpectedFiles,
 }
 
+/// The store at `root` as messages name it: an absolute path as `ssh://user@host:port/path`,
+/// a home-relative one as given (`user@host:work/.baton`, or `ssh://user@host:port/~/work/.baton`
+/// off port 22), never made to look absolute.
+fn describe(user: &str, host: &str, port: u16, root: &str) -> String {
+    match root.strip_prefix('/') {
+        Some(absolute) => format!("ssh://{user}@{host}:{port}/{absolute}"),
+        None if port == 22 => format!("{user}@{host}:{root}"),
+        None => format!("ssh://{user}@{host}:{port}/~/{root}"),
+    }
+}
+
 enum Prepared {
     /// Not opened yet (`send_prepared`).
     Queued,
@@ -187,13 +198,7 @@ enum Prepared {
 impl SftpRemote {
     pub fn connect(target: &SshTarget, options: &ConnectOptions, root: &str) -> Result<SftpRemote> {
         let conn = connect(target, options)?;
-        let describe = format!(
-            "ssh://{}@{}:{}/{}",
-            conn.user,
-            conn.host,
-            conn.port,
-            root.trim_start_matches('/')
-        );
+        let describe = describe(&conn.user, &conn.host, conn.port, root);
         let mut channel = conn
             .session
             .channel_open("session", RECEIVE_WINDOW, PACKET_SIZE, None)

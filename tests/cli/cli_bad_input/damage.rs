@@ -118,7 +118,7 @@ fn store_with_a_newer_format_version() {
     ] {
         if args == ["init"] {
             // init refuses an existing store before reading its config.
-            refuse(&env, args, 1, "other", "already a baton store");
+            refuse(&env, args, 2, "usage", "already a baton store");
         } else {
             refuse(
                 &env,
@@ -298,7 +298,7 @@ fn torn_last_log_line_is_an_uncommitted_append() {
 #[test]
 fn init_on_an_existing_store() {
     let env = populated();
-    refuse(&env, &["init"], 1, "other", "already a baton store");
+    refuse(&env, &["init"], 2, "usage", "already a baton store");
     let other = env.path().join("other");
     fs::create_dir(&other).unwrap();
     env.ok(&["--store", "other", "init"]);
@@ -306,8 +306,8 @@ fn init_on_an_existing_store() {
         &|| env.cmd(),
         &other,
         &["--store", "other", "init"],
-        1,
-        "other",
+        2,
+        "usage",
         "already a baton store",
     );
     // A non-empty directory that is not a store is not taken over either.

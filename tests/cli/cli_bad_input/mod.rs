@@ -170,6 +170,7 @@ fn is_root() -> bool {
 
 mod checkout_targets;
 mod damage;
+mod papercuts;
 mod revisions;
 mod save_binary;
 mod save_input;

@@ -144,7 +144,7 @@ fn json_errors_are_one_document_with_code_and_exit_code() {
         (&["show", "abc"], 2, "usage"),
         (&["cat", "current:nope"], 3, "not_found"),
         (&["cat", "current"], 2, "usage"),
-        (&["init"], 1, "other"),
+        (&["init"], 2, "usage"),
         (&["save", "missing"], 3, "not_found"),
         (&["checkout", "current", "d"], 2, "usage"),
         (&["show", "targets/nobody"], 3, "not_found"),

@@ -218,6 +218,53 @@ fn push_of_an_older_rev_to_a_newer_remote_is_a_conflict() {
     assert_eq!(refs_snapshot(&remote), before);
 }
 
+#[test]
+fn push_from_a_store_behind_the_remote_says_it_is_ahead_and_to_pull() {
+    let holder = Env::new();
+    let remote = holder.path().join("r");
+    let (a, base) = store_with_target(&remote, 12);
+    json_ok(&a, &["push"]);
+    let b = clone_env(&remote);
+    let newer = save_change(&a, "x", b"x");
+    json_ok(&a, &["push"]);
+    let before = refs_snapshot(&remote);
+    // B never saw `newer` and has nothing of its own: it is only behind.
+    let err = json_err(&b, &["push"], 5);
+    let message = err["message"].as_str().unwrap();
+    assert!(message.contains("the remote is ahead"), "{err}");
+    assert!(!message.contains("diverged"), "{err}");
+    let hint = err["hint"].as_str().unwrap();
+    assert!(hint.contains("baton pull origin"), "{err}");
+    assert!(!hint.contains("merge targets"), "{err}");
+    assert_eq!(refs_snapshot(&remote), before);
+    // An older bundle of this store's own: the remote already has it.
+    let err = json_err(&a, &["push", "r", &base], 5);
+    let message = err["message"].as_str().unwrap();
+    assert!(
+        message.contains("the remote is ahead") && message.contains(&newer),
+        "{err}"
+    );
+    // Once the remote bundle is here and both sides saved, it is history diverged.
+    json_ok(&b, &["pull"]);
+    json_ok(&b, &["reset", &base]);
+    save_change(&b, "b", b"b");
+    let err = json_err(&b, &["push"], 5);
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("history diverged"),
+        "{err}"
+    );
+    assert!(
+        err["hint"]
+            .as_str()
+            .unwrap()
+            .contains("baton merge targets/origin"),
+        "{err}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Compare-and-swap on the remote ref
 // ---------------------------------------------------------------------------------------
@@ -258,7 +305,7 @@ fn pull_fast_forwards_and_a_diverged_pull_still_records_the_target() {
 
     let x = save_change(&a, "x", b"x\n");
     json_ok(&a, &["push"]);
-    let doc = json_ok(&b, &["pull", "r"]);
+    let doc = json_ok(&b, &["pull"]);
     assert_eq!(doc["report"]["outcome"], "fast-forward");
     assert_eq!(doc["report"]["current_after"], x.as_str());
     assert_eq!(checkout(&a, "current"), checkout(&b, "current"));

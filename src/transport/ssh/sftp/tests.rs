@@ -566,3 +566,20 @@ fn a_bad_greeting_fails_the_first_wait() {
         err.message
     );
 }
+
+#[test]
+fn a_home_relative_store_is_named_as_given_not_as_absolute() {
+    let describe = super::describe;
+    assert_eq!(
+        describe("alice", "devbox", 22, "work/.baton"),
+        "alice@devbox:work/.baton"
+    );
+    assert_eq!(
+        describe("alice", "devbox", 2222, "work/.baton"),
+        "ssh://alice@devbox:2222/~/work/.baton"
+    );
+    assert_eq!(
+        describe("alice", "devbox", 22, "/srv/.baton"),
+        "ssh://alice@devbox:22/srv/.baton"
+    );
+}
