@@ -156,7 +156,10 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
                 if secret {
                     match repository.as_str() {
                         "" => redacted.mark(name),
-                        rel => nested_redacted.entry(rel.to_string()).or_default().mark(name),
+                        rel => nested_redacted
+                            .entry(rel.to_string())
+                            .or_default()
+                            .mark(name),
                     }
                 }
                 scanned_patches.push(one);

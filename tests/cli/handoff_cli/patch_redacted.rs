@@ -47,7 +47,10 @@ fn a_redacted_patch_says_so_in_evidence_and_kickoff_and_still_compares() {
         patch_line("unstaged.patch").ends_with("(patch redacted: does not apply as-is)"),
         "{context}"
     );
-    assert!(!patch_line("staged.patch").contains("redacted"), "{context}");
+    assert!(
+        !patch_line("staged.patch").contains("redacted"),
+        "{context}"
+    );
 
     let kickoff = ok(baton_in(&env, &work, &["resume"]), "resume");
     let line = |name: &str| {
@@ -103,7 +106,9 @@ fn a_redacted_patch_of_a_repository_below_a_workspace_folder_says_so_too() {
     );
     let context = cat(&env, "current:context.md");
     assert!(
-        context.contains("in `evidence/repos/api/unstaged.patch` (patch redacted: does not apply as-is)"),
+        context.contains(
+            "in `evidence/repos/api/unstaged.patch` (patch redacted: does not apply as-is)"
+        ),
         "{context}"
     );
     let kickoff = ok(baton_in(&env, &work, &["resume"]), "resume");
@@ -115,7 +120,8 @@ fn a_redacted_patch_of_a_repository_below_a_workspace_folder_says_so_too() {
             .to_string()
     };
     assert!(
-        line("evidence/repos/api/unstaged.patch").ends_with("(patch redacted: does not apply as-is)"),
+        line("evidence/repos/api/unstaged.patch")
+            .ends_with("(patch redacted: does not apply as-is)"),
         "{kickoff}"
     );
     assert!(
