@@ -204,8 +204,8 @@ pub struct SaveArgs {
     #[arg(long, value_name = "PATH")]
     pub attach: Vec<PathBuf>,
     /// The session transcript (handoffs only): claude-code[:SESSION|latest],
-    /// codex[:SESSION|latest], or a JSON-lines FILE (./codex for a file of that name);
-    /// stored as transcript.jsonl
+    /// codex[:SESSION|latest], gemini[:SESSION|latest] (Gemini CLI), or a FILE (./codex
+    /// for a file of that name); stored as transcript.jsonl
     #[arg(long, value_name = "SRC")]
     pub transcript: Option<String>,
     /// What to do with secrets found: block refuses the save, redact stores placeholders,
@@ -304,7 +304,8 @@ pub struct HandoffArgs {
     /// Hand off workspace evidence (and the transcript) only, without a briefing
     #[arg(long)]
     pub no_brief: bool,
-    /// The session transcript: claude-code[:SESSION|latest], codex[:SESSION|latest] or FILE
+    /// The session transcript: claude-code[:SESSION|latest], codex[:SESSION|latest],
+    /// gemini[:SESSION|latest] (Gemini CLI) or FILE
     #[arg(long, value_name = "SRC")]
     pub transcript: Option<String>,
     /// Push the handoff to this target once it is saved
@@ -427,7 +428,8 @@ pub enum TargetCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum TranscriptCommand {
-    /// List the Claude Code and Codex sessions recorded in this workspace, newest first
+    /// List the Claude Code, Codex and Gemini CLI sessions recorded in this workspace,
+    /// newest first
     Sources {
         /// The workspace [default: .]
         #[arg(long, value_name = "DIR")]

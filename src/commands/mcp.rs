@@ -158,8 +158,8 @@ pub struct SaveParams {
     /// The agent taking over.
     #[serde(default)]
     pub to: String,
-    /// claude-code[:SESSION|latest], codex[:SESSION|latest], or a file in the workspace
-    /// (a path as for attachments).
+    /// claude-code[:SESSION|latest], codex[:SESSION|latest], gemini[:SESSION|latest], or
+    /// a file in the workspace (a path as for attachments).
     pub transcript: Option<String>,
     /// Files or directories in the workspace to attach: relative to it (or absolute
     /// under it), without '..' and without a symlink on the way; the store is never

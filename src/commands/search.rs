@@ -39,14 +39,23 @@ pub fn run(ctx: &Ctx, args: &SearchArgs) -> Result<Outcome> {
     for hit in &page.hits {
         match crate::handoff::events::parse(&hit.event) {
             Some(e) => {
+                // An `other` event names the harness's own type where a call names its
+                // tool, and a sub-agent's event says whose it is, as the kickoff does.
                 let tool = e
                     .tool
                     .as_deref()
+                    .or(e.harness_type.as_deref())
                     .map(|t| format!(" {t}"))
+                    .unwrap_or_default();
+                let agent = e
+                    .source
+                    .agent
+                    .as_deref()
+                    .map(|a| format!(", sub-agent {a}"))
                     .unwrap_or_default();
                 let _ = writeln!(
                     human,
-                    "{} [{} {}{tool}] {}",
+                    "{} [{} {}{tool}{agent}] {}",
                     hit.line,
                     e.role.name(),
                     e.kind.name(),

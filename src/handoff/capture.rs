@@ -132,6 +132,8 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
     // The patches are scanned first, so that evidence.json can say which was redacted.
     let mut scanned_patches = Vec::new();
     let mut redacted = evidence::Redacted::default();
+    let mut nested_redacted: std::collections::BTreeMap<String, evidence::Redacted> =
+        Default::default();
     for (repository, staged, unstaged) in std::iter::once(own).chain(nested) {
         let dir = match repository.as_str() {
             "" => String::new(),
@@ -145,11 +147,20 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
             } else {
                 Some(format!("attachments/patches/{dir}{name}"))
             };
+            let mut secret = false;
             if let Some(path) = &stored_at {
                 let one = scan(MemFile::new(path.clone(), bytes.clone()));
-                // evidence.json says so for the workspace's own patches.
-                if !one.found.is_empty() && repository.is_empty() {
-                    redacted.mark(name);
+                secret = !one.found.is_empty();
+                // evidence.json says so, for the workspace's own patches and for each
+                // repository's below a workspace folder.
+                if secret {
+                    match repository.as_str() {
+                        "" => redacted.mark(name),
+                        rel => nested_redacted
+                            .entry(rel.to_string())
+                            .or_default()
+                            .mark(name),
+                    }
                 }
                 scanned_patches.push(one);
             }
@@ -158,6 +169,7 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
                 name,
                 bytes: bytes.len() as u64,
                 stored_at,
+                redacted: secret,
             });
         }
     }
@@ -170,6 +182,16 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
     ));
     if let Some(git) = capture.evidence.git.as_mut() {
         git.redacted = redacted;
+    }
+    for (rel, marks) in nested_redacted {
+        if let Some(git) = capture
+            .evidence
+            .repositories
+            .get_mut(&rel)
+            .and_then(|r| r.git.as_mut())
+        {
+            git.redacted = marks;
+        }
     }
     let evidence_json = serde_json::to_vec_pretty(&capture.evidence)
         .map_err(|e| Error::other(format!("cannot encode evidence: {e}")))?;

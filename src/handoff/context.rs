@@ -15,6 +15,18 @@ pub struct PatchNote {
     pub name: &'static str,
     pub bytes: u64,
     pub stored_at: Option<String>,
+    /// Secrets in it were replaced by placeholders, so it no longer applies as it is.
+    pub redacted: bool,
+}
+
+/// One stored patch's line: its size as captured, where it is, and whether it applies.
+fn patch_line(p: &PatchNote, at: &str) -> String {
+    let note = if p.redacted {
+        format!(" ({})", super::evidence::PATCH_REDACTED)
+    } else {
+        String::new()
+    };
+    format!("- {}: {} bytes, in `{at}`{note}", p.name, p.bytes)
 }
 
 fn list<T>(out: &mut String, items: &[T], line: impl Fn(&T) -> String) {
@@ -113,7 +125,7 @@ pub fn render(evidence: &Evidence, captured_at: &str, patches: &[PatchNote]) -> 
         for p in patches.iter().filter(|p| p.repository.is_empty()) {
             match &p.stored_at {
                 Some(at) => {
-                    let _ = writeln!(out, "- {}: {} bytes, in `{at}`", p.name, p.bytes);
+                    let _ = writeln!(out, "{}", patch_line(p, at));
                 }
                 None => {
                     let _ = writeln!(out, "- {}: empty", p.name);
@@ -183,7 +195,7 @@ fn repositories(out: &mut String, evidence: &Evidence, patches: &[PatchNote]) {
         });
         for p in patches.iter().filter(|p| p.repository == *rel) {
             if let Some(at) = &p.stored_at {
-                let _ = writeln!(out, "- {}: {} bytes, in `{at}`", p.name, p.bytes);
+                let _ = writeln!(out, "{}", patch_line(p, at));
             }
         }
         if let Some(c) = git.recent_commits.first() {

@@ -204,19 +204,27 @@ const MAX_BRIEFING_WALK: usize = 1000;
 /// The bundle's paths of the patches its evidence says were redacted (kept as evidence or,
 /// when large, as an attachment).
 fn redacted_patches(evidence: Option<&Evidence>, files: &[(String, u64)]) -> Vec<String> {
-    let names = evidence
-        .and_then(|e| e.git.as_ref())
-        .map(|g| g.redacted.names())
-        .unwrap_or_default();
+    let Some(evidence) = evidence else {
+        return Vec::new();
+    };
+    // The workspace's own patches, then those of each repository below a workspace
+    // folder (`repos/<path>/`).
+    let own = evidence.git.iter().map(|g| (String::new(), g));
+    let nested = evidence
+        .repositories
+        .iter()
+        .filter_map(|(rel, r)| r.git.as_ref().map(|g| (format!("repos/{rel}/"), g)));
+    let mut paths = Vec::new();
+    for (dir, git) in own.chain(nested) {
+        for name in git.redacted.names() {
+            paths.push(format!("evidence/{dir}{name}"));
+            paths.push(format!("attachments/patches/{dir}{name}"));
+        }
+    }
     files
         .iter()
         .map(|(path, _)| path)
-        .filter(|path| {
-            names.iter().any(|name| {
-                **path == format!("evidence/{name}")
-                    || **path == format!("attachments/patches/{name}")
-            })
-        })
+        .filter(|path| paths.contains(path))
         .cloned()
         .collect()
 }

@@ -392,6 +392,15 @@ fn a_real_sessions_sub_agent_log_is_merged_by_time_and_named() {
         hits.iter().all(|h| h.to_string().contains("a2898e3")),
         "{found}"
     );
+    // The text answer says whose work a hit is, as the kickoff's turns do.
+    let text = ok(
+        baton_in(&env, &ws, &["search", "current", "correct paths"]),
+        "search",
+    );
+    assert!(
+        text.contains("[assistant message, sub-agent a2898e3] Let me find the correct paths"),
+        "{text}"
+    );
 }
 
 #[test]

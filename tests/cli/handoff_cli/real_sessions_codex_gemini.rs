@@ -508,3 +508,22 @@ fn a_gemini_sub_agent_log_is_merged_into_its_session() {
     assert!(at("quokka-shaped") < at("\"pattern\":\"NewAccessibleForm\""));
     assert!(bench.matches("quokka-shaped") >= 1);
 }
+
+#[test]
+fn the_help_names_every_harness_a_transcript_comes_from() {
+    // A new user learns the sources from --help: Gemini CLI is one of them.
+    let env = Env::new();
+    for args in [
+        &["handoff", "--help"][..],
+        &["save", "--help"],
+        &["transcript", "sources", "--help"],
+    ] {
+        let out = env.cmd().args(args).output().unwrap();
+        assert_eq!(code(&out), 0, "{args:?}");
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(help.contains("Gemini CLI"), "{args:?}: {help}");
+        if args[0] != "transcript" {
+            assert!(help.contains("gemini[:SESSION|latest]"), "{args:?}: {help}");
+        }
+    }
+}
