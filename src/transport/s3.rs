@@ -56,7 +56,7 @@ const TAIL_CHECK: u64 = 64 << 10;
 
 pub struct S3Backend {
     s3: AmazonS3,
-    rt: tokio::runtime::Runtime,
+    rt: tries::ClientRuntime,
     bucket: String,
     /// `PREFIX/`, or empty for the bucket's top.
     prefix: String,
@@ -117,10 +117,12 @@ impl S3Backend {
             Error::usage(format!("cannot set up S3 for s3://{bucket}: {e}"))
                 .with_hint("check the endpoint, region and AWS_* settings")
         })?;
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Error::other(format!("cannot start the S3 client runtime: {e}")))?;
+        let rt = tries::ClientRuntime::new(
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Error::other(format!("cannot start the S3 client runtime: {e}")))?,
+        );
         let multipart_above = std::env::var("BATON_S3_MULTIPART_ABOVE")
             .ok()
             .and_then(|v| v.parse().ok())
