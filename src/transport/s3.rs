@@ -58,6 +58,9 @@ pub struct S3Backend {
     s3: AmazonS3,
     rt: tries::ClientRuntime,
     bucket: String,
+    /// The endpoint the requests go to, when it is not AWS's (named in errors: "check the
+    /// endpoint" is no help without it).
+    endpoint: Option<String>,
     /// `PREFIX/`, or empty for the bucket's top.
     prefix: String,
     staged: HashMap<String, Staged>,
@@ -131,6 +134,7 @@ impl S3Backend {
             s3,
             rt,
             bucket: bucket.to_string(),
+            endpoint,
             prefix: if prefix.is_empty() {
                 String::new()
             } else {
@@ -155,8 +159,12 @@ impl S3Backend {
         Path::parse(&key).map_err(|e| Error::internal(format!("invalid S3 key {key}: {e}")))
     }
 
+    /// The store as errors name it: its URL, and the endpoint when it is not AWS's.
     fn place(&self) -> String {
-        Backend::describe(self)
+        match &self.endpoint {
+            Some(endpoint) => format!("{} (endpoint {endpoint})", Backend::describe(self)),
+            None => Backend::describe(self),
+        }
     }
 
     fn err(&self, e: object_store::Error, rel: &str) -> Error {
