@@ -109,7 +109,9 @@ impl std::ops::Deref for ClientRuntime {
 
     fn deref(&self) -> &tokio::runtime::Runtime {
         // Taken only by `drop`.
-        self.0.as_ref().expect("the S3 client runtime is alive until drop")
+        self.0
+            .as_ref()
+            .expect("the S3 client runtime is alive until drop")
     }
 }
 
