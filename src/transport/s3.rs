@@ -56,8 +56,11 @@ const TAIL_CHECK: u64 = 64 << 10;
 
 pub struct S3Backend {
     s3: AmazonS3,
-    rt: tokio::runtime::Runtime,
+    rt: tries::ClientRuntime,
     bucket: String,
+    /// The endpoint the requests go to, when it is not AWS's (named in errors: "check the
+    /// endpoint" is no help without it).
+    endpoint: Option<String>,
     /// `PREFIX/`, or empty for the bucket's top.
     prefix: String,
     staged: HashMap<String, Staged>,
@@ -117,10 +120,12 @@ impl S3Backend {
             Error::usage(format!("cannot set up S3 for s3://{bucket}: {e}"))
                 .with_hint("check the endpoint, region and AWS_* settings")
         })?;
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Error::other(format!("cannot start the S3 client runtime: {e}")))?;
+        let rt = tries::ClientRuntime::new(
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Error::other(format!("cannot start the S3 client runtime: {e}")))?,
+        );
         let multipart_above = std::env::var("BATON_S3_MULTIPART_ABOVE")
             .ok()
             .and_then(|v| v.parse().ok())
@@ -129,6 +134,7 @@ impl S3Backend {
             s3,
             rt,
             bucket: bucket.to_string(),
+            endpoint,
             prefix: if prefix.is_empty() {
                 String::new()
             } else {
@@ -153,8 +159,12 @@ impl S3Backend {
         Path::parse(&key).map_err(|e| Error::internal(format!("invalid S3 key {key}: {e}")))
     }
 
+    /// The store as errors name it: its URL, and the endpoint when it is not AWS's.
     fn place(&self) -> String {
-        Backend::describe(self)
+        match &self.endpoint {
+            Some(endpoint) => format!("{} (endpoint {endpoint})", Backend::describe(self)),
+            None => Backend::describe(self),
+        }
     }
 
     fn err(&self, e: object_store::Error, rel: &str) -> Error {

@@ -497,6 +497,11 @@ fn a_refused_connection_says_how_often_and_how_long_it_was_tried() {
         message.to_lowercase().contains("connection refused"),
         "{message}"
     );
+    // The hint says to check the endpoint: the message names the one that refused.
+    assert!(
+        message.contains(&format!("(endpoint http://127.0.0.1:{port})")),
+        "{message}"
+    );
     // "failed after N tries in X s": N more than one, X no more than the run took.
     let (tries, secs) = message
         .split_once(" failed after ")

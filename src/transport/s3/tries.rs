@@ -1,6 +1,7 @@
 //! What the S3 client's retries did, for the error that ends them: how often the
 //! failing request was tried and for how long; and the host name lookup, done here so
-//! that a name that does not resolve fails its request at once instead of being retried.
+//! that a name that does not resolve fails its request at once instead of being retried,
+//! and the client's runtime, which does not wait for a lookup nobody awaits any more.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -89,9 +90,66 @@ impl reqwest::dns::Resolve for Resolver {
     }
 }
 
+/// The client's current-thread runtime, shut down without waiting for its blocking
+/// threads. A lookup runs on one of them and cannot be cancelled: when one request fails
+/// (a name that does not resolve) while the others' lookups still wait on a DNS server
+/// that dropped an answer, plain `Drop` would hold the error back for the resolver's
+/// whole timeout (5 s per try with glibc). Nothing else runs on those threads, so
+/// leaving a lookup behind loses nothing.
+pub struct ClientRuntime(Option<tokio::runtime::Runtime>);
+
+impl ClientRuntime {
+    pub fn new(rt: tokio::runtime::Runtime) -> Self {
+        ClientRuntime(Some(rt))
+    }
+}
+
+impl std::ops::Deref for ClientRuntime {
+    type Target = tokio::runtime::Runtime;
+
+    fn deref(&self) -> &tokio::runtime::Runtime {
+        // Taken only by `drop`.
+        self.0
+            .as_ref()
+            .expect("the S3 client runtime is alive until drop")
+    }
+}
+
+impl Drop for ClientRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dropping_the_runtime_does_not_wait_for_a_lookup_left_running() {
+        let rt = ClientRuntime::new(
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap(),
+        );
+        // What a lookup stuck on an unanswered DNS query looks like to the runtime.
+        let (started, running) = std::sync::mpsc::channel();
+        drop(rt.spawn_blocking(move || {
+            let _ = started.send(());
+            std::thread::sleep(Duration::from_secs(10));
+        }));
+        running.recv().unwrap();
+        let dropped = Instant::now();
+        drop(rt);
+        assert!(
+            dropped.elapsed() < Duration::from_secs(5),
+            "drop waited {:?} for the blocking thread",
+            dropped.elapsed()
+        );
+    }
 
     #[test]
     fn the_request_tried_most_is_told_and_an_answer_clears_it() {

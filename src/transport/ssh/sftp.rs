@@ -188,6 +188,16 @@ fn describe(user: &str, host: &str, port: u16, root: &str) -> String {
     }
 }
 
+/// What a request on the store's directory `rel` did, for an error that names the store
+/// beside it: `mkdir objects`, or plain `mkdir` for the store's own directory (`rel` "").
+fn labelled(op: &str, rel: &str) -> String {
+    if rel.is_empty() {
+        op.to_string()
+    } else {
+        format!("{op} {rel}")
+    }
+}
+
 enum Prepared {
     /// Not opened yet (`send_prepared`).
     Queued,
@@ -340,13 +350,13 @@ impl Remote for SftpRemote {
             let id = self.request(|id| Packet::MkDir(MkDir { id, path: p, attrs }))?;
             // An existing directory answers "failure": fine. The chmod that follows makes
             // the mode exactly 0700 whatever the server's umask did.
-            self.defer(id, format!("mkdir {d}"), true);
+            self.defer(id, labelled("mkdir", d), true);
             let attrs = FileAttributes {
                 permissions: Some(0o700),
                 ..FileAttributes::empty()
             };
             let id = self.request(|id| Packet::SetStat(SetStat { id, path, attrs }))?;
-            self.defer(id, format!("chmod {d}"), false);
+            self.defer(id, labelled("chmod", d), false);
         }
         Ok(())
     }

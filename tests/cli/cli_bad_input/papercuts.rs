@@ -320,3 +320,43 @@ fn the_readme_completions_step_works_in_a_fresh_home() {
         .join(".local/share/bash-completion/completions/baton");
     assert!(fs::read_to_string(script).unwrap().contains("baton"));
 }
+
+#[test]
+fn the_readme_encrypted_store_steps_save_a_workspace() {
+    let readme = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let block = readme
+        .split("## Encrypted stores")
+        .nth(1)
+        .and_then(|s| s.split("```sh\n").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("the encrypted stores block");
+    // The key file the block writes, and its public key where the block says `age1...`.
+    let key = block
+        .split_whitespace()
+        .skip_while(|w| *w != "age-keygen")
+        .nth(2)
+        .expect("age-keygen -o FILE");
+    let script = block.replace(
+        "--recipient age1...",
+        &format!("--recipient \"$(age-keygen -y {key})\""),
+    );
+    let home = tempfile::tempdir().unwrap();
+    let ws = home.path().join("ws");
+    fs::create_dir(&ws).unwrap();
+    fs::write(ws.join("notes.md"), "work in progress\n").unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_baton")).parent().unwrap();
+    let out = Command::new("sh")
+        .args(["-ec", &script])
+        .current_dir(&ws)
+        .env_clear()
+        .env("HOME", home.path())
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .output()
+        .expect("run sh");
+    // Was: age-keygen -o key.txt in the workspace, and the save refused it (exit 6).
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -481,8 +481,13 @@ pub(super) fn status_error(describe: &str, what: &str, code: StatusCode, message
         StatusCode::PermissionDenied => ErrorKind::Security,
         _ => ErrorKind::Transport,
     };
-    Error::new(
-        kind,
-        format!("{what} on {describe} failed: {code} ({message})"),
-    )
+    // OpenSSH's message is the code's own text ("No such file"): said once.
+    let code = code.to_string();
+    let message = message.trim();
+    let detail = if message.is_empty() || message.eq_ignore_ascii_case(&code) {
+        code
+    } else {
+        format!("{code} ({message})")
+    };
+    Error::new(kind, format!("{what} on {describe} failed: {detail}"))
 }
