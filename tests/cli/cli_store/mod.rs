@@ -200,12 +200,7 @@ fn rich_tree(env: &Env) -> PathBuf {
     root
 }
 
-fn json_ok(env: &Env, args: &[&str]) -> Value {
-    let (code, doc) = env.json(args);
-    assert_eq!(code, 0, "baton --json {args:?}: {doc}");
-    assert_eq!(doc["ok"], json!(true), "{doc}");
-    doc
-}
+use crate::common::json_ok;
 
 mod checkout_show;
 mod dedup_json;
