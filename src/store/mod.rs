@@ -14,6 +14,7 @@ pub mod gc;
 pub mod ingest;
 pub mod key_wrap;
 pub mod leftovers;
+pub mod login_name;
 pub mod memtree;
 pub mod objects;
 pub mod pack_batch;

@@ -529,21 +529,10 @@ fn committed_length(file: &mut fs::File) -> std::io::Result<(u64, u64)> {
 
 /// The login name for the audit log: `$USER`, else the password database, else the uid.
 pub fn current_user() -> String {
-    if let Ok(user) = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")) {
-        return user;
-    }
-    // SAFETY: getuid cannot fail; getpwuid returns null or a pointer to static storage
-    // that stays valid until the next getpw* call, and we copy the name out at once.
-    unsafe {
-        let uid = libc::getuid();
-        let pw = libc::getpwuid(uid);
-        if !pw.is_null() && !(*pw).pw_name.is_null() {
-            return std::ffi::CStr::from_ptr((*pw).pw_name)
-                .to_string_lossy()
-                .into_owned();
-        }
-        format!("uid{uid}")
-    }
+    use super::login_name;
+    login_name::from_env()
+        .or_else(login_name::from_passwd)
+        .unwrap_or_else(|| format!("uid{}", login_name::uid()))
 }
 
 #[cfg(test)]

@@ -301,25 +301,6 @@ pub(super) fn validate_host(host: &str) -> Result<()> {
 
 /// The login name of the current user (from the password database, as OpenSSH does).
 pub(super) fn local_user() -> Option<String> {
-    // SAFETY: getpwuid_r writes into `pwd` and `buf`, which outlive the call, and sets
-    // `result` to null or to `&pwd`; `pw_name` points into `buf`, still alive when read.
-    unsafe {
-        let uid = libc::getuid();
-        let mut pwd: libc::passwd = std::mem::zeroed();
-        let mut buf = vec![0 as libc::c_char; 16 * 1024];
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        let rc = libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result);
-        if rc == 0
-            && !result.is_null()
-            && !pwd.pw_name.is_null()
-            && let Ok(name) = std::ffi::CStr::from_ptr(pwd.pw_name).to_str()
-            && !name.is_empty()
-        {
-            return Some(name.to_string());
-        }
-    }
-    std::env::var("USER")
-        .ok()
-        .or_else(|| std::env::var("LOGNAME").ok())
-        .filter(|u| !u.is_empty())
+    use crate::store::login_name;
+    login_name::from_passwd().or_else(login_name::from_env)
 }
