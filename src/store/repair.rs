@@ -254,28 +254,6 @@ impl Store {
         }
         pending.sync()?;
         for pack in &damage.packs {
-            for entry in &pack.entries {
-                let dest = self.objects.name_path(&entry.id);
-                if dest.is_file() {
-                    continue;
-                }
-                let bytes = read_entry(&pack.path, entry.offset, entry.length)?;
-                self.objects
-                    .put_stored_file(&entry.id, self.temp_with(&entry.id, &bytes)?, &pending)
-                    .and_then(|_| {
-                        if dest.is_file() {
-                            Ok(())
-                        } else {
-                            Err(Error::other(format!(
-                                "object {} of pack {} could not be stored loose",
-                                entry.id, pack.id
-                            )))
-                        }
-                    })?;
-            }
-        }
-        pending.sync()?;
-        for pack in &damage.packs {
             std::fs::remove_file(&pack.path).ctx("cannot remove damaged pack", &pack.path)?;
         }
         if !damage.packs.is_empty() {
