@@ -65,8 +65,7 @@ pub fn private_temp_dir_in(parent: &Path, prefix: &str) -> Result<tempfile::Temp
 /// is renamed into place: anything else was put there by someone else.
 pub fn check_private_dir(path: &Path) -> Result<(u64, u64)> {
     let meta = fs::symlink_metadata(path).ctx("cannot inspect", path)?;
-    // SAFETY: geteuid(2) has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
+    let uid = rustix::process::geteuid().as_raw();
     let problem = if !meta.file_type().is_dir() {
         Some("is not a directory".to_string())
     } else if meta.uid() != uid {

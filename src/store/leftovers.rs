@@ -98,9 +98,14 @@ fn pid_is_dead(pid: &str) -> bool {
 
 /// kill(pid, 0): the process exists unless the answer is "no such process".
 pub fn process_alive(pid: i32) -> bool {
-    // SAFETY: signal 0 performs only the existence and permission check.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+        return false;
+    };
+    // Signal 0 performs only the existence and permission check.
+    !matches!(
+        rustix::process::test_kill_process(pid),
+        Err(rustix::io::Errno::SRCH)
+    )
 }
 
 /// This host's name as staging names carry it: at most 32 of `[A-Za-z0-9-]`.
@@ -127,6 +132,18 @@ pub fn left_by_dead_process_here(name: &str, here: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_running_process_is_alive_and_a_reaped_one_is_not() {
+        assert!(process_alive(std::process::id() as i32));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        child.wait().unwrap();
+        assert!(!process_alive(pid));
+        assert!(pid_is_dead(&pid.to_string()));
+        assert!(!pid_is_dead("0") && !pid_is_dead("-1") && !pid_is_dead("x"));
+    }
+
     use super::*;
 
     #[test]

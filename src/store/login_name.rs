@@ -33,8 +33,7 @@ pub fn from_env() -> Option<String> {
 
 /// The real uid, for when neither names the user.
 pub fn uid() -> u32 {
-    // SAFETY: getuid cannot fail and touches no memory.
-    unsafe { libc::getuid() }
+    rustix::process::getuid().as_raw()
 }
 
 #[cfg(test)]

@@ -354,8 +354,7 @@ fn trim_end_space(bytes: &[u8]) -> &[u8] {
 /// `safe.directory`).
 fn owned_by_me(path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     std::fs::metadata(path).is_ok_and(|m| m.uid() == me)
 }
 

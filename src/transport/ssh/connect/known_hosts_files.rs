@@ -139,8 +139,7 @@ fn expand_tokens(text: &str, tokens: &Tokens) -> std::result::Result<String, Str
                     'r' => out.push_str(tokens.remote_user),
                     'k' => out.push_str(tokens.alias.unwrap_or(tokens.original)),
                     'u' => out.push_str(&super::local_user().unwrap_or_default()),
-                    // SAFETY: getuid has no preconditions and cannot fail.
-                    'i' => out.push_str(&unsafe { libc::getuid() }.to_string()),
+                    'i' => out.push_str(&crate::store::login_name::uid().to_string()),
                     'l' | 'L' => {
                         let name = hostname::get()
                             .map(|h| h.to_string_lossy().into_owned())
