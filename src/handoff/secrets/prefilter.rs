@@ -3,8 +3,6 @@
 
 use aho_corasick::{AhoCorasick, Input, MatchKind};
 
-use super::rules::Rule;
-
 /// The anchors of every rule in one automaton. The automaton's set is made
 /// substring-free (ASCII case ignored): an anchor that contains another is left out of
 /// it and checked in place wherever the one inside it occurs (wherever `sk-ant-` occurs,
@@ -34,12 +32,15 @@ struct Around {
 }
 
 impl Prefilter {
-    pub(super) fn new(rules: &[Rule]) -> Prefilter {
+    /// The prefilter of rules given by their anchors, in the rules' order (a rule is its
+    /// index; the rule table passes its anchors in, so this module needs no rule type).
+    pub(super) fn new(rule_anchors: &[&[&str]]) -> Prefilter {
+        let rules = rule_anchors;
         assert!(rules.len() <= 64, "a rule mask has 64 bits");
         // Every distinct anchor (lower case) with the rules that name it.
         let mut anchors: Vec<(String, u64)> = Vec::new();
         for (i, rule) in rules.iter().enumerate() {
-            for anchor in rule.anchors {
+            for anchor in rule.iter() {
                 let lower = anchor.to_ascii_lowercase();
                 match anchors.iter_mut().find(|(a, _)| *a == lower) {
                     Some((_, mask)) => *mask |= 1 << i,

@@ -423,7 +423,12 @@ pub(super) static RULE_SET: LazyLock<RegexSet> = LazyLock::new(|| {
         .expect("secret patterns must compile as a set")
 });
 
-static PREFILTER: LazyLock<Prefilter> = LazyLock::new(|| Prefilter::new(&RULES));
+static PREFILTER: LazyLock<Prefilter> = LazyLock::new(|| Prefilter::new(&rule_anchors()));
+
+/// The anchors of each rule of [`RULES`], in its order: what the prefilter is built of.
+pub(super) fn rule_anchors() -> Vec<&'static [&'static str]> {
+    RULES.iter().map(|rule| rule.anchors).collect()
+}
 
 /// The rules that may match in `text`, by index into [`RULES`]: one pass of the
 /// automaton over the text, then only these rules run their full regex.
