@@ -6,8 +6,10 @@ pub mod clone;
 pub mod pull;
 pub mod push;
 mod push_hint;
+mod push_parts;
 pub mod remote_store;
 pub mod repair;
+mod target_hint;
 
 use std::time::Duration;
 

@@ -7,8 +7,8 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 use serde::Serialize;
 
-use super::push_hint::Packs;
-use super::remote_store::{self};
+use super::remote_store;
+use super::target_hint::Packs;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::ObjectId;
 use crate::format::layout::{self, Kind};
@@ -116,7 +116,7 @@ fn fetch_from(
         );
     }
     if let Some(config) = &state.config {
-        check_same_encryption(store, config, remote.describe().as_str())?;
+        remote_store::check_same_encryption(store, config, remote.describe().as_str())?;
     }
     let mut report = PullReport {
         remote_current: state.current,
@@ -134,7 +134,7 @@ fn fetch_from(
         let empty = store.objects.is_empty()?;
         // Packs whose objects this store held at the last sync (it pushed them): read
         // by their index first; any other's body is most likely wanted whole.
-        let known = super::push_hint::held_packs(store, target);
+        let known = super::target_hint::held_packs(store, target);
         progress.set_length(state.packs.iter().map(|(_, e)| e.size).sum());
         let wanted: Vec<_> = state
             .packs
@@ -198,7 +198,7 @@ fn fetch_from(
         store.update_ref(&name, Expect::Any, Some(theirs), &reason)?;
     }
     // The next push from here can read this generation with its upload.
-    super::push_hint::remember(store, target, state.generation, state.current, packs);
+    super::target_hint::remember(store, target, state.generation, state.current, packs);
     Ok(report)
 }
 
@@ -418,27 +418,4 @@ impl<W: Write> Write for ProgressWriter<'_, W> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
     }
-}
-
-/// Both stores must hold objects the same way: the same encryption setting and, when
-/// encrypted, the same name key (the wrapped key is copied verbatim between them).
-pub fn check_same_encryption(
-    store: &Store,
-    remote: &crate::format::StoreConfig,
-    described: &str,
-) -> Result<()> {
-    let ours = store.config.encryption.as_ref().map(|e| &e.name_key);
-    let theirs = remote.encryption.as_ref().map(|e| &e.name_key);
-    if ours == theirs {
-        return Ok(());
-    }
-    let what = match (ours, theirs) {
-        (None, Some(_)) => "the remote store is encrypted and this one is not",
-        (Some(_), None) => "this store is encrypted and the remote store is not",
-        _ => "the remote store is encrypted with another key",
-    };
-    Err(Error::usage(format!(
-        "refusing to sync with {described}: {what}"
-    ))
-    .with_hint("clone the remote into a new store instead (it copies the remote's encryption settings)"))
 }

@@ -360,6 +360,29 @@ pub fn check_room_for_store(remote: &dyn Backend, entries: &[RemoteEntry]) -> Re
     .with_hint("choose an empty or new directory for the target"))
 }
 
+/// Both stores must hold objects the same way: the same encryption setting and, when
+/// encrypted, the same name key (the wrapped key is copied verbatim between them).
+pub fn check_same_encryption(
+    store: &crate::store::Store,
+    remote: &crate::format::StoreConfig,
+    described: &str,
+) -> Result<()> {
+    let ours = store.config.encryption.as_ref().map(|e| &e.name_key);
+    let theirs = remote.encryption.as_ref().map(|e| &e.name_key);
+    if ours == theirs {
+        return Ok(());
+    }
+    let what = match (ours, theirs) {
+        (None, Some(_)) => "the remote store is encrypted and this one is not",
+        (Some(_), None) => "this store is encrypted and the remote store is not",
+        _ => "the remote store is encrypted with another key",
+    };
+    Err(Error::usage(format!(
+        "refusing to sync with {described}: {what}"
+    ))
+    .with_hint("clone the remote into a new store instead (it copies the remote's encryption settings)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

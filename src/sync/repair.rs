@@ -10,8 +10,9 @@ use std::io::Write;
 use indicatif::ProgressBar;
 use serde::Serialize;
 
-use super::pull::{check_same_encryption, remote_pack_index};
+use super::pull::remote_pack_index;
 use super::remote_store;
+use super::remote_store::check_same_encryption;
 use crate::error::{Error, IoContext, Result};
 use crate::format::ObjectId;
 use crate::format::layout::Kind;
