@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use russh_sftp::protocol::{OpenFlags, Packet};
 
 use super::SftpRemote;
-use super::tail::TailSent;
+use super::tail::{Early, TailSent};
 use crate::error::Result;
 
 const AHEAD_FILES: usize = 32;
@@ -26,17 +26,6 @@ pub(super) struct Expected {
     body: bool,
     state: Early,
 }
-
-pub(super) enum Early {
-    Waiting,
-    /// Its OPEN is sent (the request id).
-    Opening(u32),
-    /// Its OPEN's reply, taken while reading ahead (not a handle: a missing file).
-    Replied(Packet),
-    /// Open, with its fstat and reads sent.
-    Sent(String, TailSent),
-}
-
 impl Expected {
     /// Bytes its reads ask for: the tail, and with `body` the first window of the rest.
     fn cost(&self) -> u64 {

@@ -12,8 +12,20 @@ use std::collections::VecDeque;
 use russh_sftp::protocol::{OpenFlags, Packet};
 
 use super::download::{Inflight, Range};
-use super::{CHUNK, SftpRemote, WINDOW, ahead};
+use super::{CHUNK, SftpRemote, WINDOW};
 use crate::error::Result;
+
+/// Where a file expected by the read-ahead (`ahead`) stands: what `tail_open` finds of it.
+pub(super) enum Early {
+    /// Nothing is sent for it yet.
+    Waiting,
+    /// Its OPEN is sent (the request id).
+    Opening(u32),
+    /// Its OPEN's reply, taken while reading ahead (not a handle: a missing file).
+    Replied(Packet),
+    /// Open, with its fstat and reads sent.
+    Sent(String, TailSent),
+}
 
 /// The requests `tail_open` sent on a handle.
 pub(super) struct TailSent {
@@ -109,16 +121,16 @@ impl SftpRemote {
         body: bool,
     ) -> Result<(String, TailSent)> {
         let open = match self.take_expected(path, size, size - tail_start, body) {
-            Some(ahead::Early::Sent(handle, sent)) => {
+            Some(Early::Sent(handle, sent)) => {
                 self.open_ahead()?;
                 return Ok((handle, sent));
             }
-            Some(ahead::Early::Opening(id)) => {
+            Some(Early::Opening(id)) => {
                 self.open_ahead()?;
                 self.wait(id)?
             }
-            Some(ahead::Early::Replied(reply)) => reply,
-            Some(ahead::Early::Waiting) | None => match self.handles.guess() {
+            Some(Early::Replied(reply)) => reply,
+            Some(Early::Waiting) | None => match self.handles.guess() {
                 Some(guess) => {
                     let id = self.open_guessed(path, OpenFlags::READ, None, &guess, false)?;
                     let sent = self.tail_send(&guess, size, tail_start, body)?;
