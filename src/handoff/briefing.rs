@@ -79,7 +79,7 @@ impl Briefing {
     /// The body of the first section titled `title`, ignoring case, spacing, punctuation
     /// and a trailing colon (`"risks/watch out"` finds `## Risks / Watch Out:`).
     pub fn section(&self, title: &str) -> Option<&str> {
-        find(&self.sections, title).map(|s| s.body.as_str())
+        section_in(&self.sections, title)
     }
 
     /// The first sentence (or line) of the Objective as plain text, at most 120 characters:

@@ -89,8 +89,6 @@ pub struct Assembled {
     pub evidence: evidence::Evidence,
     /// Secrets found, by kind (values are never kept anywhere).
     pub secrets: BTreeMap<&'static str, u64>,
-    /// For each of `files`: [`Scanned::clean`], and free of personal data.
-    pub clean: Vec<bool>,
     /// Personal data found, by place; the same scrubber takes the manifest's fields.
     pub pii: pii::Scrubber,
     /// Whether the transcript's files held personal data (then not cached: scanned again
@@ -212,25 +210,17 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
     );
     let mut personal = pii::Scrubber::new(request.pii, keep);
     let mut transcript = request.transcript;
-    let written = scanned.len();
-    // For each file (attachments, added below, are not scanned): whether it held any.
-    let mut pii_found = vec![false; written + transcript.len()];
-    let mut at = Vec::new();
-    let mut targets: Vec<&mut MemFile> = Vec::new();
-    for (i, one) in scanned.iter_mut().enumerate() {
-        if matches!(one.file.path.as_str(), "handoff.md" | "context.md") {
-            at.push(i);
-            targets.push(&mut one.file);
-        }
-    }
-    for (i, one) in transcript.iter_mut().enumerate() {
-        at.push(written + i);
-        targets.push(&mut one.file);
-    }
-    for (i, found) in at.into_iter().zip(personal.files(&mut targets)) {
-        pii_found[i] = found;
-    }
-    let pii_in_transcript = pii_found[written..].iter().any(|found| *found);
+    // The written files first, then the transcript's (attachments are not scanned).
+    let mut targets: Vec<&mut MemFile> = scanned
+        .iter_mut()
+        .filter(|one| matches!(one.file.path.as_str(), "handoff.md" | "context.md"))
+        .map(|one| &mut one.file)
+        .collect();
+    let written = targets.len();
+    targets.extend(transcript.iter_mut().map(|one| &mut one.file));
+    let pii_in_transcript = personal.files(&mut targets)[written..]
+        .iter()
+        .any(|found| *found);
     scanned.extend(transcript);
     for (path, bytes, exec) in attachments {
         scanned.push(scan(MemFile {
@@ -241,12 +231,6 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
         }));
     }
     let mut scrubber = secrets::Scrubber::default();
-    pii_found.resize(scanned.len(), false);
-    let clean = scanned
-        .iter()
-        .zip(&pii_found)
-        .map(|(one, pii)| one.clean() && !pii)
-        .collect();
     let mut files = Vec::with_capacity(scanned.len());
     for one in scanned {
         for (kind, n) in one.found {
@@ -271,7 +255,6 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
         briefing,
         evidence: capture.evidence,
         secrets: found,
-        clean,
         pii: personal,
         pii_in_transcript,
     })

@@ -120,15 +120,6 @@ pub fn find(input: &[u8], keep: &Keep) -> Vec<(std::ops::Range<usize>, &'static 
     rules::find(input, keep)
 }
 
-/// Count the personal data in `input` by kind.
-pub fn scan(input: &[u8], keep: &Keep) -> BTreeMap<&'static str, u64> {
-    let mut counts = BTreeMap::new();
-    for (_, kind) in find(input, keep) {
-        *counts.entry(kind).or_default() += 1;
-    }
-    counts
-}
-
 /// `input` with each item of personal data replaced by `[REDACTED:<kind>]`.
 pub fn redact(input: &[u8], keep: &Keep) -> Redaction {
     replace(input, find(input, keep))
@@ -141,7 +132,7 @@ fn replace(input: &[u8], found: Vec<(std::ops::Range<usize>, &'static str)>) -> 
     let mut at = 0;
     for (range, kind) in found {
         out.extend_from_slice(&input[at..range.start]);
-        out.extend_from_slice(format!("[REDACTED:{kind}]").as_bytes());
+        out.extend_from_slice(super::secrets::placeholder(kind).as_bytes());
         at = range.end;
         *counts.entry(kind).or_default() += 1;
     }
@@ -228,11 +219,7 @@ impl Scrubber {
 
     fn note(&mut self, place: &str, counts: BTreeMap<&'static str, u64>) {
         match self.places.iter_mut().find(|p| p.place == place) {
-            Some(p) => {
-                for (kind, n) in counts {
-                    *p.counts.entry(kind).or_default() += n;
-                }
-            }
+            Some(p) => super::secrets::add_counts(&mut p.counts, counts),
             None => self.places.push(Place {
                 place: place.to_string(),
                 counts,

@@ -199,8 +199,6 @@ pub fn prepare(
 /// How many first parents resume walks back looking for a briefing.
 const MAX_BRIEFING_WALK: usize = 1000;
 
-/// The nearest first-parent ancestor with a briefing (handoff.md), and that briefing.
-/// A parent missing from this store ends the walk.
 /// The bundle's paths of the patches its evidence says were redacted (kept as evidence or,
 /// when large, as an attachment).
 fn redacted_patches(evidence: Option<&Evidence>, files: &[(String, u64)]) -> Vec<String> {
@@ -229,6 +227,8 @@ fn redacted_patches(evidence: Option<&Evidence>, files: &[(String, u64)]) -> Vec
         .collect()
 }
 
+/// The nearest first-parent ancestor with a briefing (handoff.md), and that briefing.
+/// A parent missing from this store ends the walk.
 fn ancestor_briefing(store: &Store, bundle: &Bundle) -> Result<Option<(ObjectId, Briefing)>> {
     let mut next = bundle.parents.first().copied();
     for _ in 0..MAX_BRIEFING_WALK {

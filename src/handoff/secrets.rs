@@ -267,7 +267,10 @@ fn redact_at_depth(input: &[u8], depth: usize, content: Content) -> Redaction {
     raw
 }
 
-fn add_counts(into: &mut BTreeMap<&'static str, u64>, from: BTreeMap<&'static str, u64>) {
+pub(super) fn add_counts(
+    into: &mut BTreeMap<&'static str, u64>,
+    from: BTreeMap<&'static str, u64>,
+) {
     for (kind, n) in from {
         *into.entry(kind).or_insert(0) += n;
     }
@@ -477,7 +480,7 @@ fn significant(bytes: &[u8]) -> bool {
     false
 }
 
-fn placeholder(kind: &str) -> String {
+pub(super) fn placeholder(kind: &str) -> String {
     format!("[REDACTED:{kind}]")
 }
 

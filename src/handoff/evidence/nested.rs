@@ -42,7 +42,12 @@ pub(super) fn below(
     full: bool,
     known: &(dyn Fn() -> Vec<KnownHistory> + Sync),
 ) {
-    if !full || capture.evidence.partial != [super::probe::NOT_A_REPOSITORY] {
+    // A directory with a `.git` of its own is a broken checkout, not a folder of them:
+    // nor is a repository found below searched again when git rejects its `.git`.
+    if !full
+        || capture.evidence.partial != [super::probe::NOT_A_REPOSITORY]
+        || super::has_own_git(workspace)
+    {
         return;
     }
     let Some((repositories, patches, notes)) = capture_below(workspace, git_program, known) else {

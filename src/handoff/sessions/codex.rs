@@ -81,9 +81,7 @@ pub(super) fn session_first(listed: &mut [SessionInfo]) {
 /// The rollouts under `codex_home/sessions`, each with its last change (seconds since
 /// the epoch).
 pub(super) fn rollout_files(codex_home: &Path) -> Vec<(u64, PathBuf)> {
-    let mut files = Vec::new();
-    collect_rollouts(&codex_home.join("sessions"), 0, &mut files);
-    files
+    rollout_paths(codex_home)
         .into_iter()
         .map(|path| (super::modified(&path), path))
         .collect()
@@ -125,6 +123,13 @@ fn describe(
         modified,
         path,
     })
+}
+
+/// Every rollout file under `codex_home`'s sessions, unstatted.
+pub(super) fn rollout_paths(codex_home: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    collect_rollouts(&codex_home.join("sessions"), 0, &mut files);
+    files
 }
 
 /// `rollout-*.jsonl` files below `dir` (YYYY/MM/DD, so at most three levels down).

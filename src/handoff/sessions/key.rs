@@ -36,10 +36,15 @@ fn hash_parts(domain: &[u8], harness: Harness, session: &str, path: &Path) -> bl
         session.as_bytes(),
         path.as_os_str().as_bytes(),
     ] {
-        hasher.update(&(part.len() as u64).to_le_bytes());
-        hasher.update(part);
+        update_part(&mut hasher, part);
     }
     hasher
+}
+
+/// Hash `part` after its length, so that no two sequences of parts hash alike.
+pub(super) fn update_part(hasher: &mut blake3::Hasher, part: &[u8]) {
+    hasher.update(&(part.len() as u64).to_le_bytes());
+    hasher.update(part);
 }
 
 pub(super) fn key_finish(mut hasher: blake3::Hasher, named_session: bool) -> String {

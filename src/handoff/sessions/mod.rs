@@ -267,6 +267,15 @@ fn size_now(path: &Path) -> u64 {
     fs::metadata(path).map_or(0, |m| m.len())
 }
 
+/// A session file's bytes cut at its last complete line, except a Gemini CLI chat
+/// document, which is rewritten whole, never appended to (its sub-agent documents too).
+fn complete(harness: Option<Harness>, path: &Path, raw: Vec<u8>) -> Result<Vec<u8>> {
+    if harness == Some(Harness::Gemini) && gemini::is_document(&raw) {
+        return Ok(raw);
+    }
+    lines::complete_lines(path, raw)
+}
+
 impl ResolvedSession {
     /// A plain FILE transcript already opened (`path` names it in messages and keys).
     pub fn opened(path: PathBuf, file: fs::File) -> ResolvedSession {
@@ -294,17 +303,12 @@ impl ResolvedSession {
             Some(Harness::ClaudeCode) if !opened => claude_code::subagents::find(&self.path),
             _ => Default::default(),
         };
-        // A Gemini CLI chat document is rewritten whole, never appended to: not cut.
-        let bytes = if harness == Some(Harness::Gemini) && gemini::is_document(&raw) {
-            raw
-        } else {
-            lines::complete_lines(&self.path, raw)?
-        };
+        let bytes = complete(harness, &self.path, raw)?;
         let mut threads = Vec::new();
         for thread in self.threads {
             // A thread gone or grown past the limit since it was listed is left out, as
             // one not found would be.
-            if let Ok(bytes) = read_complete(&thread) {
+            if let Ok(bytes) = read_whole(&thread).and_then(|raw| complete(harness, &thread, raw)) {
                 threads.push((thread, bytes));
             }
         }
@@ -374,19 +378,14 @@ impl SessionFile {
         let mut hasher = key_start(harness, self.session.as_deref(), &self.path, len as u64);
         hasher.update(bytes);
         for sub in &self.subagents.files {
-            for part in [sub.name.as_bytes(), &sub.bytes] {
-                hasher.update(&(part.len() as u64).to_le_bytes());
-                hasher.update(part);
-            }
+            key::update_part(&mut hasher, sub.name.as_bytes());
+            key::update_part(&mut hasher, &sub.bytes);
         }
         // The sub-agent threads merged in: their paths and bytes.
         for (path, bytes) in &self.threads {
             use std::os::unix::ffi::OsStrExt;
-            let path = path.as_os_str().as_bytes();
-            hasher.update(&(path.len() as u64).to_le_bytes());
-            hasher.update(path);
-            hasher.update(&(bytes.len() as u64).to_le_bytes());
-            hasher.update(bytes);
+            key::update_part(&mut hasher, path.as_os_str().as_bytes());
+            key::update_part(&mut hasher, bytes);
         }
         Some(key_finish(hasher, self.session.is_some()))
     }

@@ -279,15 +279,21 @@ fn skill_remove_of_an_edited_skill_says_force_removes_and_the_skill_advises_merg
     assert!(!hint.contains("replace"), "{doc}");
 }
 
-#[test]
-fn the_readme_completions_step_works_in_a_fresh_home() {
+/// The first `sh` block of the README after `heading`.
+fn readme_block(heading: &str) -> String {
     let readme = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let install = readme
-        .split("## Install")
+    readme
+        .split(heading)
         .nth(1)
         .and_then(|s| s.split("```sh\n").nth(1))
         .and_then(|s| s.split("```").next())
-        .expect("the install block");
+        .unwrap_or_else(|| panic!("the sh block after {heading}"))
+        .to_string()
+}
+
+#[test]
+fn the_readme_completions_step_works_in_a_fresh_home() {
+    let install = readme_block("## Install");
     // The lines after `cargo install`, up to and with the completions one, as written.
     let steps: Vec<&str> = install
         .lines()
@@ -323,13 +329,7 @@ fn the_readme_completions_step_works_in_a_fresh_home() {
 
 #[test]
 fn the_readme_encrypted_store_steps_save_a_workspace() {
-    let readme = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let block = readme
-        .split("## Encrypted stores")
-        .nth(1)
-        .and_then(|s| s.split("```sh\n").nth(1))
-        .and_then(|s| s.split("```").next())
-        .expect("the encrypted stores block");
+    let block = readme_block("## Encrypted stores");
     // The key file the block writes, and its public key where the block says `age1...`.
     let key = block
         .split_whitespace()

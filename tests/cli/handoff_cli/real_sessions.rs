@@ -100,6 +100,24 @@ fn words(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// `baton --json save --brief BRIEF --transcript SOURCE` in `ws`, with Claude Code's
+/// configuration at `config`.
+fn save_from_config(env: &Env, ws: &Path, config: &Path, brief: &Path, source: &str) -> Output {
+    env.cmd()
+        .current_dir(ws)
+        .env("CLAUDE_CONFIG_DIR", config)
+        .args([
+            "--json",
+            "save",
+            "--brief",
+            &s(brief),
+            "--transcript",
+            source,
+        ])
+        .output()
+        .unwrap()
+}
+
 /// What `save --json` reported of the transcript and the events it stored, checked
 /// against the file's measured counts (its sub-agent logs' added).
 fn check_saved(expected: &Value, rel: &str, saved: &Value, events: &[Value]) {
@@ -237,20 +255,7 @@ fn the_newest_real_session_is_taken_as_latest_from_claude_config_dir() {
         text,
     )
     .unwrap();
-    let out = env
-        .cmd()
-        .current_dir(&ws)
-        .env("CLAUDE_CONFIG_DIR", &config)
-        .args([
-            "--json",
-            "save",
-            "--brief",
-            &s(&brief),
-            "--transcript",
-            "claude-code:latest",
-        ])
-        .output()
-        .unwrap();
+    let out = save_from_config(&env, &ws, &config, &brief, "claude-code:latest");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let saved = doc(&out);
     let events = events_of(&env, &ws);
@@ -261,20 +266,7 @@ fn the_newest_real_session_is_taken_as_latest_from_claude_config_dir() {
     assert!(shown.contains("skipped 9 Claude Code entries"), "{shown}");
 
     // Handed off again unchanged, the transcript is reused: the note is made again.
-    let out = env
-        .cmd()
-        .current_dir(&ws)
-        .env("CLAUDE_CONFIG_DIR", &config)
-        .args([
-            "--json",
-            "save",
-            "--brief",
-            &s(&brief),
-            "--transcript",
-            "claude-code:latest",
-        ])
-        .output()
-        .unwrap();
+    let out = save_from_config(&env, &ws, &config, &brief, "claude-code:latest");
     let again = doc(&out);
     assert_eq!(again["transcript_cached"], true, "{again}");
     assert_eq!(again["transcript_skipped"], saved["transcript_skipped"]);
@@ -290,20 +282,7 @@ fn the_newest_real_session_is_taken_as_latest_from_claude_config_dir() {
 "#,
     );
     fs::write(&session, bytes).unwrap();
-    let out = env
-        .cmd()
-        .current_dir(&ws)
-        .env("CLAUDE_CONFIG_DIR", &config)
-        .args([
-            "--json",
-            "save",
-            "--brief",
-            &s(&brief),
-            "--transcript",
-            "claude-code:latest",
-        ])
-        .output()
-        .unwrap();
+    let out = save_from_config(&env, &ws, &config, &brief, "claude-code:latest");
     let grown = doc(&out);
     assert_eq!(grown["transcript_appended"], true, "{grown}");
     let mut skipped = saved["transcript_skipped"].clone();
@@ -333,20 +312,7 @@ fn a_real_sessions_sub_agent_log_is_merged_by_time_and_named() {
     ] {
         fs::copy(from.join(&name), project.join(&name)).unwrap();
     }
-    let out = env
-        .cmd()
-        .current_dir(&ws)
-        .env("CLAUDE_CONFIG_DIR", &config)
-        .args([
-            "--json",
-            "save",
-            "--brief",
-            &s(&brief),
-            "--transcript",
-            "claude-code:4d5611e5",
-        ])
-        .output()
-        .unwrap();
+    let out = save_from_config(&env, &ws, &config, &brief, "claude-code:4d5611e5");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let saved = doc(&out);
     let events = events_of(&env, &ws);

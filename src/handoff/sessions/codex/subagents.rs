@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::super::json::{Field, Raw, object};
-use super::{Rollout, meta, read_each, rollout_files};
+use super::{Rollout, meta, read_each, rollout_paths};
 use crate::error::Result;
 use crate::handoff::events::Draft;
 
@@ -107,9 +107,8 @@ impl Spawn {
 /// (`rollout-<time>-<id>`, in the same clock) are read, and of those only the first line.
 pub fn children(codex_home: &Path, session: &str, path: &Path, max_bytes: u64) -> Vec<PathBuf> {
     let since = name_time(path);
-    let mut candidates: Vec<(String, String, String, PathBuf, u64)> = rollout_files(codex_home)
+    let mut candidates: Vec<(String, String, String, PathBuf, u64)> = rollout_paths(codex_home)
         .into_iter()
-        .map(|(_, p)| p)
         .filter(|p| p != path && since.is_none_or(|t| name_time(p).is_none_or(|c| c >= t)))
         .filter_map(|p| {
             let meta = meta(&p)?;
