@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
     name = "baton",
     version,
     about = "Content-addressed store and sync tool for agent handoff bundles",
-    after_help = crate::error::exit_codes_help()
+    after_help = baton_error::exit_codes_help()
 )]
 pub struct Cli {
     /// The store to use [default: $BATON_STORE, else the nearest .baton/ upwards]
@@ -49,7 +49,7 @@ pub enum Command {
         path: PathBuf,
         /// What to do with secrets found in the imported material
         #[arg(long, value_enum, default_value = "redact")]
-        secrets: crate::handoff::capture::SecretsMode,
+        secrets: baton_handoff::capture::SecretsMode,
     },
     /// Write a handoff (with --history, its whole history) as frontmatter or prowl files
     ExportHandoff(ExportHandoffArgs),
@@ -161,7 +161,7 @@ pub struct MergeArgs {
     pub brief: Option<String>,
     /// What to do with secrets found in the briefing and the text fields
     #[arg(long, value_enum, default_value = "redact")]
-    pub secrets: crate::handoff::capture::SecretsMode,
+    pub secrets: baton_handoff::capture::SecretsMode,
     /// The agent or person merging
     #[arg(
         long,
@@ -212,13 +212,13 @@ pub struct SaveArgs {
     /// allow (snapshots only) stores them as they are [default: block for a directory
     /// snapshot, redact for a handoff]
     #[arg(long, value_enum)]
-    pub secrets: Option<crate::handoff::capture::SecretsMode>,
+    pub secrets: Option<baton_handoff::capture::SecretsMode>,
     /// What to do with personal data (emails, phone numbers, US SSNs, card numbers) in the
     /// briefing, --summary, --note and the transcript (handoffs only): redact stores
     /// placeholders, allow stores it as it is; both report kinds and counts [default:
     /// redact]
     #[arg(long, value_enum, value_name = "MODE")]
-    pub pii: Option<crate::handoff::pii::PiiMode>,
+    pub pii: Option<baton_handoff::pii::PiiMode>,
     /// Snapshot everything, also .git and what .gitignore and .batonignore exclude
     #[arg(long)]
     pub no_ignore: bool,
@@ -325,12 +325,12 @@ pub struct HandoffArgs {
     pub attach: Vec<PathBuf>,
     /// What to do with secrets found in the handoff
     #[arg(long, value_enum, default_value = "redact")]
-    pub secrets: crate::handoff::capture::SecretsMode,
+    pub secrets: baton_handoff::capture::SecretsMode,
     /// What to do with personal data (emails, phone numbers, US SSNs, card numbers) in the
     /// briefing, --summary, --note and the transcript: redact stores placeholders, allow
     /// stores it as it is; both report kinds and counts
     #[arg(long, value_enum, value_name = "MODE", default_value = "redact")]
-    pub pii: crate::handoff::pii::PiiMode,
+    pub pii: baton_handoff::pii::PiiMode,
     /// One line saying what this handoff is [default: from the Objective]
     #[arg(
         long,
@@ -365,10 +365,10 @@ pub struct SearchArgs {
     pub cursor: Option<String>,
     /// Only events of this role (repeatable)
     #[arg(long, value_enum, value_name = "ROLE")]
-    pub role: Vec<crate::handoff::events::Role>,
+    pub role: Vec<baton_handoff::events::Role>,
     /// Only events of this kind (repeatable)
     #[arg(long, value_enum, value_name = "KIND")]
-    pub kind: Vec<crate::handoff::events::Kind>,
+    pub kind: Vec<baton_handoff::events::Kind>,
     /// Only calls of, and results from, this tool (repeatable; ignoring case)
     #[arg(long, value_name = "NAME")]
     pub tool: Vec<String>,
@@ -454,10 +454,10 @@ pub enum SkillCommand {
     Status {
         /// Only this harness [default: every harness]
         #[arg(long, value_enum)]
-        harness: Option<crate::handoff::skill::Harness>,
+        harness: Option<baton_handoff::skill::Harness>,
         /// Only this scope [default: both]
         #[arg(long, value_enum)]
-        scope: Option<crate::handoff::skill::Scope>,
+        scope: Option<baton_handoff::skill::Scope>,
     },
     /// Remove the skill (and its AGENTS.md section); edited files only with --force
     Remove {
@@ -473,10 +473,10 @@ pub enum SkillCommand {
 pub struct SkillPlace {
     /// The agent harness: claude-code (~/.claude/skills) or codex (~/.codex/skills)
     #[arg(long, value_enum)]
-    pub harness: crate::handoff::skill::Harness,
+    pub harness: baton_handoff::skill::Harness,
     /// user: the harness's own directory; project: this git work tree
     #[arg(long, value_enum, default_value = "user")]
-    pub scope: crate::handoff::skill::Scope,
+    pub scope: baton_handoff::skill::Scope,
 }
 
 #[derive(Clone, Debug, Args)]
@@ -557,7 +557,7 @@ pub struct ExportHandoffArgs {
     pub rev: String,
     /// The layout to write (the ones `import-handoff` reads)
     #[arg(long, value_enum)]
-    pub format: crate::handoff::export::ExportFormat,
+    pub format: baton_handoff::export::ExportFormat,
     /// The directory to write into: absent or empty
     pub dir: PathBuf,
     /// Also every ancestor (through every parent of a merge), parents first

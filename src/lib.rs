@@ -4,16 +4,19 @@
 //! (one file per command) -> `store` (objects, refs, log, locks) -> `format` (pure
 //! encodings and hashing). `output` turns results and errors into text, JSON and exit codes.
 
-pub mod archive;
 pub mod cli;
 pub mod commands;
-pub mod error;
-pub mod format;
-pub mod handoff;
 pub mod output;
-pub mod store;
-pub mod sync;
-pub mod transport;
+
+// The layers below, under the names they had before they were crates (the integration
+// tests and the fuzz targets reach into them by these paths).
+pub use baton_error as error;
+pub use baton_format as format;
+pub use baton_handoff as handoff;
+pub use baton_store as store;
+pub use baton_sync as sync;
+pub use baton_sync::archive;
+pub use baton_transport as transport;
 
 use clap::Parser;
 

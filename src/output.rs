@@ -12,7 +12,7 @@ use std::io::{IsTerminal, Write};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 
-use crate::error::Error;
+use baton_error::Error;
 
 /// What a command produced: text for people, a JSON value for scripts, and optionally a
 /// failure to report after them (verify prints its report and still fails).
@@ -94,7 +94,7 @@ fn styled_progress(total: u64, bytes: bool, target: ProgressDrawTarget) -> Progr
 }
 
 /// Print the outcome or the error and return the process exit code.
-pub fn finish(json_mode: bool, result: crate::error::Result<Outcome>) -> i32 {
+pub fn finish(json_mode: bool, result: baton_error::Result<Outcome>) -> i32 {
     let (outcome, error) = match result {
         Ok(mut outcome) => {
             let failure = outcome.failure.take();

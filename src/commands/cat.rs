@@ -6,9 +6,9 @@ use base64::Engine;
 use serde_json::json;
 
 use crate::commands::Ctx;
-use crate::error::{Error, IoContext, Result};
-use crate::format::EntryKind;
 use crate::output::Outcome;
+use baton_error::{Error, IoContext, Result};
+use baton_format::EntryKind;
 
 /// Files up to this size are verified in memory; larger ones in an unnamed temp file.
 const IN_MEMORY: u64 = 8 << 20;
@@ -21,7 +21,7 @@ pub fn run(ctx: &Ctx, spec: &str) -> Result<Outcome> {
     let store = ctx.open_store()?;
     let bundle = store.read_bundle(&store.resolve(rev)?)?;
     let entry = store.lookup_path(&bundle.tree, path).map_err(|e| {
-        if e.kind == crate::error::ErrorKind::NotFound && e.hint.is_none() {
+        if e.kind == baton_error::ErrorKind::NotFound && e.hint.is_none() {
             e.with_hint(format!("list the bundle's files with 'baton show {rev}'"))
         } else {
             e

@@ -5,8 +5,8 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::commands::Ctx;
-use crate::error::Result;
 use crate::output::Outcome;
+use baton_error::Result;
 
 pub fn run(ctx: &Ctx, rev: &str, dir: &Path) -> Result<Outcome> {
     let store = ctx.open_store()?;

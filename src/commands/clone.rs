@@ -7,12 +7,12 @@ use serde_json::json;
 use super::connect_settings;
 use crate::cli::CloneArgs;
 use crate::commands::Ctx;
-use crate::error::{Error, Result};
-use crate::format::config::TargetConfig;
 use crate::output::Outcome;
-use crate::store::DEFAULT_STORE_DIR;
-use crate::sync::open_remote;
-use crate::transport::url::TargetUrl;
+use baton_error::{Error, Result};
+use baton_format::config::TargetConfig;
+use baton_store::DEFAULT_STORE_DIR;
+use baton_sync::open_remote;
+use baton_transport::url::TargetUrl;
 
 pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
     let parsed = TargetUrl::parse(&args.url)?;
@@ -40,7 +40,7 @@ pub fn run(ctx: &Ctx, args: &CloneArgs) -> Result<Outcome> {
     let mut remote = open_remote(&url, &settings)?;
     let bar = ctx.progress(0, true).with_message("cloning");
     let report =
-        crate::sync::clone::clone(remote.as_mut(), &origin, &path, &ctx.key_source(), &bar)?;
+        baton_sync::clone::clone(remote.as_mut(), &origin, &path, &ctx.key_source(), &bar)?;
     bar.finish_and_clear();
     let human = if ctx.quiet {
         String::new()

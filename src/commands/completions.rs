@@ -4,8 +4,8 @@ use clap::CommandFactory;
 use serde_json::json;
 
 use crate::cli::Cli;
-use crate::error::{Error, Result};
 use crate::output::Outcome;
+use baton_error::{Error, Result};
 
 pub fn completions(shell: clap_complete::Shell) -> Result<Outcome> {
     let mut script = Vec::new();

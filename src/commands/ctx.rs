@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use indicatif::ProgressBar;
 
-use crate::error::Error;
-use crate::store::Store;
+use baton_error::Error;
+use baton_store::Store;
 
 /// What every command gets: global flags and the way to reach the store.
 pub struct Ctx {
@@ -18,7 +18,7 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub fn store_path(&self) -> crate::error::Result<PathBuf> {
+    pub fn store_path(&self) -> baton_error::Result<PathBuf> {
         let cwd = std::env::current_dir()
             .map_err(|e| Error::other(format!("cannot read the current directory: {e}")))?;
         Store::discover(self.store.as_deref(), &cwd)
@@ -26,7 +26,7 @@ impl Ctx {
 
     /// Open the store; an encrypted one is unlocked, or the command fails (exit 6)
     /// before it writes anything.
-    pub fn open_store(&self) -> crate::error::Result<Store> {
+    pub fn open_store(&self) -> baton_error::Result<Store> {
         let mut store = Store::open(&self.store_path()?)?;
         store.unlock(&self.key_source())?;
         Ok(store)
@@ -34,7 +34,7 @@ impl Ctx {
 
     /// Open the store for commands that can work without keys (full verify, the audit
     /// log, targets): an encrypted store is unlocked only when keys were given.
-    pub fn open_store_locked(&self) -> crate::error::Result<Store> {
+    pub fn open_store_locked(&self) -> baton_error::Result<Store> {
         let mut store = Store::open(&self.store_path()?)?;
         let passphrase = store
             .config
@@ -52,8 +52,8 @@ impl Ctx {
         Ok(store)
     }
 
-    pub fn key_source(&self) -> crate::store::envelope::KeySource {
-        crate::store::envelope::KeySource {
+    pub fn key_source(&self) -> baton_store::envelope::KeySource {
+        baton_store::envelope::KeySource {
             identity: self.identity.clone(),
             passphrase: Some(std::sync::Arc::new(|| {
                 super::prompts::read_passphrase(false)

@@ -6,11 +6,11 @@ use std::fmt::Write;
 use serde_json::json;
 
 use crate::commands::Ctx;
-use crate::error::{Error, Result};
-use crate::format::{EntryKind, ObjectId, TreeEntry};
 use crate::output::Outcome;
-use crate::store::Store;
-use crate::store::shape::{MAX_EXPANDED_ENTRIES, MAX_TREE_DEPTH, ReadSized, Shapes, too_deep};
+use baton_error::{Error, Result};
+use baton_format::{EntryKind, ObjectId, TreeEntry};
+use baton_store::Store;
+use baton_store::shape::{MAX_EXPANDED_ENTRIES, MAX_TREE_DEPTH, ReadSized, Shapes, too_deep};
 
 pub fn run(ctx: &Ctx, old: &str, new: &str) -> Result<Outcome> {
     let store = ctx.open_store()?;

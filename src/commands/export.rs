@@ -2,11 +2,11 @@
 
 use serde_json::json;
 
-use crate::archive::export;
 use crate::cli::ExportArgs;
 use crate::commands::Ctx;
-use crate::error::Result;
 use crate::output::Outcome;
+use baton_error::Result;
+use baton_sync::archive::export;
 
 pub fn run(ctx: &Ctx, args: &ExportArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;

@@ -11,12 +11,12 @@ use serde_json::json;
 
 use crate::cli::ExportHandoffArgs;
 use crate::commands::Ctx;
-use crate::error::{Error, IoContext, Result};
-use crate::format::{Bundle, EntryKind, ObjectId, TreeEntry};
-use crate::handoff::export::{self, ExportBundle, ExportFormat};
 use crate::output::Outcome;
-use crate::store::Store;
-use crate::store::beneath::{Dir, Refused};
+use baton_error::{Error, IoContext, Result};
+use baton_format::{Bundle, EntryKind, ObjectId, TreeEntry};
+use baton_handoff::export::{self, ExportBundle, ExportFormat};
+use baton_store::Store;
+use baton_store::beneath::{Dir, Refused};
 
 /// A briefing larger than this is not exported (a handoff.md is a few kilobytes).
 const MAX_BRIEFING: u64 = 16 << 20;
@@ -71,7 +71,7 @@ pub fn run(ctx: &Ctx, args: &ExportHandoffArgs) -> Result<Outcome> {
                 Some(String::from_utf8_lossy(&bytes).into_owned())
             }
             Ok(_) => None,
-            Err(e) if e.kind == crate::error::ErrorKind::NotFound => None,
+            Err(e) if e.kind == baton_error::ErrorKind::NotFound => None,
             Err(e) => return Err(e),
         };
         let extra = match args.format {
@@ -151,7 +151,7 @@ fn prowl_files(store: &Store, tree: &ObjectId) -> Result<Vec<(String, String)>> 
 fn lookup(store: &Store, tree: &ObjectId, path: &str) -> Result<Option<TreeEntry>> {
     match store.lookup_path(tree, path) {
         Ok(entry) => Ok(Some(entry)),
-        Err(e) if e.kind == crate::error::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.kind == baton_error::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -252,7 +252,7 @@ fn write_export(dir: &Path, files: &[(String, String)]) -> Result<()> {
         } else {
             parent
         };
-        crate::store::fsutil::fsync_dir(parent)?;
+        baton_store::fsutil::fsync_dir(parent)?;
     }
     result
 }
@@ -325,7 +325,7 @@ impl Written {
 fn refused(r: Refused, path: &Path) -> Error {
     match r {
         Refused::Exists | Refused::Symlink => Error::new(
-            crate::error::ErrorKind::Security,
+            baton_error::ErrorKind::Security,
             format!(
                 "{} appeared in the export directory while baton wrote it (not made by baton); refusing to write through it",
                 path.display()

@@ -4,8 +4,8 @@ use serde_json::json;
 
 use crate::cli::GcArgs;
 use crate::commands::Ctx;
-use crate::error::Result;
 use crate::output::Outcome;
+use baton_error::Result;
 
 pub fn run(ctx: &Ctx, args: &GcArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;

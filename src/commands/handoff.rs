@@ -7,17 +7,17 @@ use serde_json::json;
 
 use crate::cli::{HandoffArgs, PushArgs, SaveArgs};
 use crate::commands::Ctx;
-use crate::error::{Error, ErrorKind, Result};
 use crate::output::Outcome;
+use baton_error::{Error, ErrorKind, Result};
 
 pub fn run(ctx: &Ctx, args: &HandoffArgs) -> Result<Outcome> {
     // Checked here, not by clap, so that the answer carries the briefing skeleton.
     if args.brief.is_none() && !args.no_brief {
-        return Err(crate::handoff::briefing::missing());
+        return Err(baton_handoff::briefing::missing());
     }
     // A mistyped --push target is refused before anything is saved.
     if let Some(target) = &args.push {
-        crate::sync::choose_target(&ctx.open_store_locked()?.config, Some(target))?;
+        baton_sync::choose_target(&ctx.open_store_locked()?.config, Some(target))?;
     }
     let save = SaveArgs {
         dir: args.workspace.clone(),

@@ -3,12 +3,12 @@
 
 use serde_json::json;
 
-use crate::archive::import;
 use crate::cli::ImportArgs;
 use crate::commands::Ctx;
-use crate::error::Result;
-use crate::format::id::show_short;
 use crate::output::Outcome;
+use baton_error::Result;
+use baton_format::id::show_short;
+use baton_sync::archive::import;
 
 pub fn run(ctx: &Ctx, args: &ImportArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;

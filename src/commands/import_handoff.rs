@@ -5,11 +5,11 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::commands::Ctx;
-use crate::error::Result;
-use crate::format::id::show_short;
-use crate::handoff::capture::{self, SecretsMode};
-use crate::handoff::import;
 use crate::output::Outcome;
+use baton_error::Result;
+use baton_format::id::show_short;
+use baton_handoff::capture::{self, SecretsMode};
+use baton_handoff::import;
 
 pub fn run(ctx: &Ctx, path: &Path, secrets_mode: SecretsMode) -> Result<Outcome> {
     let secrets_mode = secrets_mode.for_handoff()?;

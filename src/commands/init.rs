@@ -6,11 +6,11 @@ use serde_json::json;
 
 use crate::cli::InitArgs;
 use crate::commands::Ctx;
-use crate::error::{Error, Result};
-use crate::format::StoreConfig;
 use crate::output::Outcome;
-use crate::store::envelope;
-use crate::store::{DEFAULT_STORE_DIR, Store};
+use baton_error::{Error, Result};
+use baton_format::StoreConfig;
+use baton_store::envelope;
+use baton_store::{DEFAULT_STORE_DIR, Store};
 
 pub fn run(ctx: &Ctx, args: &InitArgs) -> Result<Outcome> {
     let path = ctx

@@ -8,14 +8,14 @@ use serde_json::json;
 use super::{bundle_json, handoff_line};
 use crate::cli::LogArgs;
 use crate::commands::Ctx;
-use crate::error::Result;
-use crate::format::bundle::unix_seconds;
-use crate::format::id::show_short;
-use crate::format::names::RefName;
-use crate::handoff::import;
 use crate::output::Outcome;
-use crate::sync::audit::read_remote_audit;
-use crate::sync::{choose_target, open_remote, target_settings};
+use baton_error::Result;
+use baton_format::bundle::unix_seconds;
+use baton_format::id::show_short;
+use baton_format::names::RefName;
+use baton_handoff::import;
+use baton_sync::audit::read_remote_audit;
+use baton_sync::{choose_target, open_remote, target_settings};
 
 pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
     if args.audit {
@@ -115,16 +115,16 @@ pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
 
 /// Show audit entries (oldest first); a target's are labelled with its name and URL.
 fn audit(
-    store: &crate::store::Store,
-    entries: Vec<crate::format::LogEntry>,
+    store: &baton_store::Store,
+    entries: Vec<baton_format::LogEntry>,
     target: Option<(&str, &str)>,
 ) -> Result<Outcome> {
     // Sealed free text (encrypted stores) is opened when the store is unlocked.
     let env = store.objects.envelope();
     let open = |t: &str| env.open_text(t).unwrap_or_else(|| "(encrypted)".into());
-    let entries: Vec<crate::format::LogEntry> = entries
+    let entries: Vec<baton_format::LogEntry> = entries
         .iter()
-        .map(|e| crate::format::LogEntry {
+        .map(|e| baton_format::LogEntry {
             from: open(&e.from),
             to: open(&e.to),
             host: open(&e.host),

@@ -19,11 +19,11 @@ use crate::cli::{
     ConnectArgs, LogArgs, PullArgs, PushArgs, ResumeArgs, ResumeFormat, SaveArgs, SearchArgs,
 };
 use crate::commands::Ctx;
-use crate::error::{Error, ErrorKind, Result};
-use crate::handoff::capture::{Attachment, SecretsMode};
-use crate::handoff::events::{Kind, Role};
 use crate::output::{Outcome, error_json, terminal_safe};
-use crate::store::beneath::{Dir, Entry, Refused};
+use baton_error::{Error, ErrorKind, Result};
+use baton_handoff::capture::{Attachment, SecretsMode};
+use baton_handoff::events::{Kind, Role};
+use baton_store::beneath::{Dir, Entry, Refused};
 
 /// What every tool call shares: where the store and the workspace are, and the workspace
 /// opened once as a directory fd, beneath which every path a client names is opened.
@@ -303,9 +303,9 @@ impl BatonServer {
                 let transcript = match p
                     .transcript
                     .as_deref()
-                    .map(crate::handoff::sessions::Source::parse)
+                    .map(baton_handoff::sessions::Source::parse)
                 {
-                    Some(crate::handoff::sessions::Source::File(path)) => {
+                    Some(baton_handoff::sessions::Source::File(path)) => {
                         opened.transcript = Some(base.transcript(&path.to_string_lossy())?);
                         None
                     }
@@ -319,8 +319,8 @@ impl BatonServer {
                         .collect::<Result<Vec<_>>>()?,
                 );
                 let pii = match p.pii.as_deref() {
-                    None | Some("redact") => crate::handoff::pii::PiiMode::Redact,
-                    Some("allow") => crate::handoff::pii::PiiMode::Allow,
+                    None | Some("redact") => baton_handoff::pii::PiiMode::Redact,
+                    Some("allow") => baton_handoff::pii::PiiMode::Allow,
                     Some(other) => {
                         return Err(Error::usage(format!(
                             "pii must be \"redact\" or \"allow\", not {other:?}"

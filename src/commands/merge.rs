@@ -8,16 +8,16 @@ use serde_json::json;
 
 use crate::cli::MergeArgs;
 use crate::commands::Ctx;
-use crate::error::{Error, ErrorKind, Result};
-use crate::format::names::RefName;
-use crate::format::{Bundle, EntryKind, ObjectId};
-use crate::handoff::briefing::Briefing;
-use crate::handoff::capture::{self, SecretsMode};
-use crate::handoff::merge::{self, Side};
-use crate::handoff::secrets::Scrubber;
 use crate::output::Outcome;
-use crate::store::Store;
-use crate::store::memtree::MemFile;
+use baton_error::{Error, ErrorKind, Result};
+use baton_format::names::RefName;
+use baton_format::{Bundle, EntryKind, ObjectId};
+use baton_handoff::briefing::Briefing;
+use baton_handoff::capture::{self, SecretsMode};
+use baton_handoff::merge::{self, Side};
+use baton_handoff::secrets::Scrubber;
+use baton_store::Store;
+use baton_store::memtree::MemFile;
 
 /// Largest briefing read from a bundle.
 const MAX_BRIEFING: u64 = 16 << 20;

@@ -34,8 +34,8 @@ mod verify;
 pub use ctx::Ctx;
 
 use crate::cli::Command;
-use crate::error::Result;
 use crate::output::Outcome;
+use baton_error::Result;
 
 pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
     match command {
@@ -72,7 +72,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
 /// After a command that added a pack (save, pull): merge packs when there are more than
 /// `store::repack::AUTO_MAX_PACKS` (SPEC 7), so that lookups stay cheap however long the
 /// history. Best effort: the command itself has succeeded, so a failure is only a note.
-fn auto_repack(ctx: &Ctx, store: &crate::store::Store) {
+fn auto_repack(ctx: &Ctx, store: &baton_store::Store) {
     if let Err(e) = store.auto_repack()
         && !ctx.quiet
         && !ctx.json
@@ -85,7 +85,7 @@ fn auto_repack(ctx: &Ctx, store: &crate::store::Store) {
 }
 
 /// A bundle as JSON: its manifest fields plus its id.
-fn bundle_json(id: &crate::format::ObjectId, bundle: &crate::format::Bundle) -> serde_json::Value {
+fn bundle_json(id: &baton_format::ObjectId, bundle: &baton_format::Bundle) -> serde_json::Value {
     let mut value = serde_json::to_value(bundle).unwrap_or_default();
     if let serde_json::Value::Object(map) = &mut value {
         map.remove("type");
@@ -104,8 +104,8 @@ fn handoff_line(from: &str, to: &str) -> String {
     }
 }
 
-fn connect_settings(args: &crate::cli::ConnectArgs) -> crate::sync::ConnectSettings {
-    crate::sync::ConnectSettings {
+fn connect_settings(args: &crate::cli::ConnectArgs) -> baton_sync::ConnectSettings {
+    baton_sync::ConnectSettings {
         accept_new_host_key: args.accept_new_host_key,
         timeout: args.timeout.map(std::time::Duration::from_secs),
         key_passphrase: prompts::key_passphrase_prompt(),

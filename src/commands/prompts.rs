@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use age::secrecy::SecretString;
 
-use crate::error::{Error, Result};
-use crate::store::envelope::security;
-use crate::transport::ssh::connect::KeyPassphrasePrompt;
+use baton_error::{Error, Result};
+use baton_store::envelope::security;
+use baton_transport::ssh::connect::KeyPassphrasePrompt;
 
 /// The store passphrase: `$BATON_PASSPHRASE`, else a prompt on the terminal (twice with
 /// `confirm`), else an error.

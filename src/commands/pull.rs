@@ -5,11 +5,11 @@ use serde_json::json;
 use super::connect_settings;
 use crate::cli::PullArgs;
 use crate::commands::Ctx;
-use crate::error::Result;
-use crate::format::id::show_short;
 use crate::output::{Outcome, count};
-use crate::sync::pull::pull;
-use crate::sync::{choose_target, open_remote, target_settings};
+use baton_error::Result;
+use baton_format::id::show_short;
+use baton_sync::pull::pull;
+use baton_sync::{choose_target, open_remote, target_settings};
 
 pub fn run(ctx: &Ctx, args: &PullArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;
@@ -45,14 +45,14 @@ pub fn run(ctx: &Ctx, args: &PullArgs) -> Result<Outcome> {
 /// `pull --repair`: refetch what `verify` finds missing or damaged, under the store lock.
 fn repair(
     ctx: &Ctx,
-    store: &crate::store::Store,
-    remote: &mut dyn crate::transport::backend::Backend,
+    store: &baton_store::Store,
+    remote: &mut dyn baton_transport::backend::Backend,
     name: &str,
     url: &str,
 ) -> Result<Outcome> {
     let _lock = store.lock()?;
     let bar = ctx.progress(0, false).with_message("repairing");
-    let report = crate::sync::repair::repair(store, remote, &bar)?;
+    let report = baton_sync::repair::repair(store, remote, &bar)?;
     bar.finish_and_clear();
     let human = if ctx.quiet {
         String::new()

@@ -5,11 +5,11 @@ use serde_json::json;
 use super::connect_settings;
 use crate::cli::PushArgs;
 use crate::commands::Ctx;
-use crate::error::Result;
-use crate::format::ObjectId;
 use crate::output::Outcome;
-use crate::sync::push::{PushRequest, push};
-use crate::sync::{choose_target, open_remote, target_settings};
+use baton_error::Result;
+use baton_format::ObjectId;
+use baton_sync::push::{PushRequest, push};
+use baton_sync::{choose_target, open_remote, target_settings};
 
 pub fn run(ctx: &Ctx, args: &PushArgs) -> Result<Outcome> {
     run_to(ctx, args).map(|(outcome, _)| outcome)
@@ -21,7 +21,7 @@ pub(super) fn run_to(ctx: &Ctx, args: &PushArgs) -> Result<(Outcome, String)> {
     // One positional that is not a target name is the REV (`baton push current~1`).
     let (target_arg, rev_arg) = match (&args.target, &args.rev) {
         (Some(t), None) if !store.config.targets.contains_key(t) => {
-            crate::sync::resolve_rev(&store, t)?;
+            baton_sync::resolve_rev(&store, t)?;
             (None, Some(t.as_str()))
         }
         (t, r) => (t.as_deref(), r.as_deref()),

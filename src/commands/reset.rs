@@ -4,10 +4,10 @@
 use serde_json::json;
 
 use crate::commands::Ctx;
-use crate::error::Result;
-use crate::format::names::RefName;
 use crate::output::Outcome;
-use crate::store::refs::{Expect, MoveReason};
+use baton_error::Result;
+use baton_format::names::RefName;
+use baton_store::refs::{Expect, MoveReason};
 
 pub fn run(ctx: &Ctx, rev: &str, expect: Option<&str>) -> Result<Outcome> {
     let store = ctx.open_store()?;
@@ -30,7 +30,7 @@ pub fn run(ctx: &Ctx, rev: &str, expect: Option<&str>) -> Result<Outcome> {
     } else {
         format!(
             "current: {} -> {} (the old value stays in 'baton log --audit')",
-            crate::format::id::show_short(old),
+            baton_format::id::show_short(old),
             target.short()
         )
     };

@@ -7,10 +7,10 @@ use serde_json::json;
 
 use crate::cli::{PullArgs, ResumeArgs, ResumeFormat};
 use crate::commands::Ctx;
-use crate::error::{Error, ErrorKind, Result};
-use crate::handoff::kickoff;
-use crate::handoff::resume;
 use crate::output::Outcome;
+use baton_error::{Error, ErrorKind, Result};
+use baton_handoff::kickoff;
+use baton_handoff::resume;
 
 pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
     // `--format json` is --json; `--format prompt` with --json would be dropped unsaid.
@@ -46,7 +46,7 @@ pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
         rev = format!("targets/{rev}");
     }
     let store = ctx.open_store()?;
-    let id = crate::sync::resolve_rev(&store, &rev)?;
+    let id = baton_sync::resolve_rev(&store, &rev)?;
     // Never act on a handoff whose bytes or history do not check out.
     let report = store.verify_rev(&id, false, &|_| {})?;
     if let Some(problem) = report.problems.first() {

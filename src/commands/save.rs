@@ -10,18 +10,18 @@ use serde_json::json;
 
 use crate::cli::SaveArgs;
 use crate::commands::Ctx;
-use crate::error::{Error, ErrorKind, Result};
-use crate::format::names::RefName;
-use crate::handoff::capture::{self, Attachment, HandoffRequest, SecretsMode};
-use crate::handoff::evidence;
-use crate::handoff::pii::PiiMode;
-use crate::handoff::secrets::Scrubber;
-use crate::handoff::secrets::files::{self, Found, REDACT_LIMIT, all_kinds};
 use crate::output::{Outcome, terminal_safe};
+use baton_error::{Error, ErrorKind, Result};
+use baton_format::names::RefName;
+use baton_handoff::capture::{self, Attachment, HandoffRequest, SecretsMode};
+use baton_handoff::evidence;
+use baton_handoff::pii::PiiMode;
+use baton_handoff::secrets::Scrubber;
+use baton_handoff::secrets::files::{self, Found, REDACT_LIMIT, all_kinds};
 
 use super::{save_secrets, save_transcript};
-use crate::store::pack_batch::PackBatch;
-use crate::store::{snapshot, statcache};
+use baton_store::pack_batch::PackBatch;
+use baton_store::{snapshot, statcache};
 
 pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     let metadata = parse_metadata(&args.meta)?;
@@ -56,7 +56,7 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     // secrets then was stored as it is (`--secrets allow`); its findings are those of
     // the same bytes, so they are reported (or refused) again, and it is read again only
     // to be redacted.
-    let policy = crate::handoff::pii::cache_policy();
+    let policy = baton_handoff::pii::cache_policy();
     let root = std::fs::canonicalize(dir).ok();
     // `--no-cache`: every file is read (a write through a shared mmap can leave its
     // metadata as the cache recorded it); what was read is recorded all the same.
@@ -151,7 +151,7 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     // the secrets were stored as they are, nor a root whose own path holds one.
     let root_clean = root.as_ref().is_some_and(|root| {
         mode == SecretsMode::Allow
-            || crate::handoff::secrets::scan(std::os::unix::ffi::OsStrExt::as_bytes(
+            || baton_handoff::secrets::scan(std::os::unix::ffi::OsStrExt::as_bytes(
                 root.as_os_str(),
             ))
             .is_empty()
@@ -213,7 +213,7 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
 fn known_kinds(findings: &statcache::Findings) -> bool {
     findings
         .iter()
-        .all(|(kind, _)| crate::handoff::secrets::KINDS.contains(&kind.as_str()))
+        .all(|(kind, _)| baton_handoff::secrets::KINDS.contains(&kind.as_str()))
 }
 
 /// The finding of a cached file from what its entry recorded (kinds checked by
@@ -222,7 +222,7 @@ fn cached_found(path: &Path, findings: &statcache::Findings) -> Found {
     let counts = findings
         .iter()
         .filter_map(|(kind, n)| {
-            let kind = crate::handoff::secrets::KINDS
+            let kind = baton_handoff::secrets::KINDS
                 .iter()
                 .find(|k| **k == kind.as_str())?;
             Some((*kind, *n))
@@ -265,7 +265,7 @@ const SAVE_LOG_CHECK: usize = 64;
 
 /// A damaged ref or a damaged line at the end of the log stops a save before a single
 /// object is written, so a refused save leaves the store exactly as it was.
-fn check_refs_readable(store: &crate::store::Store) -> Result<()> {
+fn check_refs_readable(store: &baton_store::Store) -> Result<()> {
     store.read_ref(&RefName::Current)?;
     store.read_log_tail(SAVE_LOG_CHECK)?;
     Ok(())
@@ -276,7 +276,7 @@ pub(super) fn save_handoff(
     ctx: &Ctx,
     args: &SaveArgs,
     metadata: BTreeMap<String, String>,
-) -> Result<(Outcome, crate::format::ObjectId)> {
+) -> Result<(Outcome, baton_format::ObjectId)> {
     // The git evidence starts before anything else, so that it overlaps all of it.
     let evidence = start_evidence(args);
     let brief = read_brief(args)?;
@@ -342,7 +342,7 @@ pub(super) fn save_handoff_with(
     brief: Option<Vec<u8>>,
     metadata: BTreeMap<String, String>,
     opened: Opened,
-) -> Result<(Outcome, crate::format::ObjectId)> {
+) -> Result<(Outcome, baton_format::ObjectId)> {
     let evidence = start_evidence(args);
     save_handoff_started(ctx, args, brief, metadata, evidence, opened)
 }
@@ -356,7 +356,7 @@ fn save_handoff_started(
     mut metadata: BTreeMap<String, String>,
     started: Option<evidence::Pending>,
     opened: Opened,
-) -> Result<(Outcome, crate::format::ObjectId)> {
+) -> Result<(Outcome, baton_format::ObjectId)> {
     if args.no_ignore {
         return Err(Error::usage("--no-ignore belongs to a directory snapshot")
             .with_hint("a handoff stores evidence and attachments, not the directory"));
@@ -373,7 +373,7 @@ fn save_handoff_started(
         _ => evidence::start(workspace.clone()),
     };
     pending.know(statcache::histories(&store));
-    let policy = crate::handoff::pii::cache_policy();
+    let policy = baton_handoff::pii::cache_policy();
     let transcript = match opened.transcript {
         Some((path, file)) => save_transcript::Source::Opened(path, file),
         None => save_transcript::Source::Named(args.transcript.as_deref()),
@@ -392,7 +392,7 @@ fn save_handoff_started(
         metadata.insert("transcript.source".into(), label);
         metadata.insert(
             "transcript.schema".into(),
-            format!("baton.events/{}", crate::handoff::events::SCHEMA_VERSION),
+            format!("baton.events/{}", baton_handoff::events::SCHEMA_VERSION),
         );
     }
     let request = HandoffRequest {

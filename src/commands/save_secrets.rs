@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::cli::SaveArgs;
-use crate::error::{Error, ErrorKind, Result};
-use crate::handoff::secrets::{self, files::Found};
 use crate::output::terminal_safe;
-use crate::store::snapshot::{Collision, Names, Node};
+use baton_error::{Error, ErrorKind, Result};
+use baton_handoff::secrets::{self, files::Found};
+use baton_store::snapshot::{Collision, Names, Node};
 
 /// Where a secret was found, besides a file's contents.
 #[derive(Clone, Debug)]
@@ -350,7 +350,7 @@ pub(super) fn json_entries(dir: &Path, files: &[Found], places: &[Finding]) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::snapshot::{self, Ignores};
+    use baton_store::snapshot::{self, Ignores};
 
     /// The names of `files` (and one symlink to `target`) in a fresh directory, scanned.
     fn findings(files: &[&str], target: &str) -> Vec<String> {

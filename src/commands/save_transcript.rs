@@ -7,15 +7,15 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use crate::error::Result;
-use crate::format::ObjectId;
-use crate::handoff::capture::{self, Scanned};
-use crate::handoff::events::Pairing;
-use crate::handoff::sessions::skipped::Skipped;
-use crate::handoff::sessions::{self, SessionFile};
-use crate::handoff::transcript;
-use crate::store::memtree::MemFile;
-use crate::store::{Store, statcache};
+use baton_error::Result;
+use baton_format::ObjectId;
+use baton_handoff::capture::{self, Scanned};
+use baton_handoff::events::Pairing;
+use baton_handoff::sessions::skipped::Skipped;
+use baton_handoff::sessions::{self, SessionFile};
+use baton_handoff::transcript;
+use baton_store::memtree::MemFile;
+use baton_store::{Store, statcache};
 
 /// What `--transcript` became, ready for the bundle.
 pub(super) struct Prepared {

@@ -7,9 +7,9 @@ use serde_json::json;
 
 use crate::cli::SearchArgs;
 use crate::commands::Ctx;
-use crate::error::{Error, Result};
-use crate::handoff::transcript;
 use crate::output::Outcome;
+use baton_error::{Error, Result};
+use baton_handoff::transcript;
 
 pub fn run(ctx: &Ctx, args: &SearchArgs) -> Result<Outcome> {
     let store = ctx.open_store()?;
@@ -18,7 +18,7 @@ pub fn run(ctx: &Ctx, args: &SearchArgs) -> Result<Outcome> {
     let entry = store
         .lookup_path(&bundle.tree, "transcript.jsonl")
         .map_err(|e| {
-            if e.kind == crate::error::ErrorKind::NotFound {
+            if e.kind == baton_error::ErrorKind::NotFound {
                 Error::not_found(format!("handoff {} has no transcript", id.short()))
                     .with_hint("save one with 'baton save --transcript FILE'")
             } else {
@@ -37,7 +37,7 @@ pub fn run(ctx: &Ctx, args: &SearchArgs) -> Result<Outcome> {
     let page = search.finish();
     let mut human = String::new();
     for hit in &page.hits {
-        match crate::handoff::events::parse(&hit.event) {
+        match baton_handoff::events::parse(&hit.event) {
             Some(e) => {
                 // An `other` event names the harness's own type where a call names its
                 // tool, and a sub-agent's event says whose it is, as the kickoff does.

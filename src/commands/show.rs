@@ -6,8 +6,8 @@ use serde_json::json;
 
 use super::bundle_json;
 use crate::commands::Ctx;
-use crate::error::Result;
 use crate::output::Outcome;
+use baton_error::Result;
 
 pub fn run(ctx: &Ctx, rev: &str) -> Result<Outcome> {
     let store = ctx.open_store()?;

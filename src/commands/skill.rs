@@ -6,9 +6,9 @@ use serde_json::json;
 
 use crate::cli::SkillCommand;
 use crate::commands::Ctx;
-use crate::error::{Error, Result};
-use crate::handoff::skill::{self, Action, Change, FileState, Harness, Places, Scope};
 use crate::output::Outcome;
+use baton_error::{Error, Result};
+use baton_handoff::skill::{self, Action, Change, FileState, Harness, Places, Scope};
 
 pub fn run(ctx: &Ctx, command: SkillCommand) -> Result<Outcome> {
     let cwd = std::env::current_dir()

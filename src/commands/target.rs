@@ -6,12 +6,12 @@ use serde_json::json;
 
 use crate::cli::TargetCommand;
 use crate::commands::Ctx;
-use crate::error::{Error, Result};
-use crate::format::config::TargetConfig;
-use crate::format::names::{RefName, validate_target_name};
 use crate::output::Outcome;
-use crate::store::refs::{Expect, MoveReason};
-use crate::transport::url::TargetUrl;
+use baton_error::{Error, Result};
+use baton_format::config::TargetConfig;
+use baton_format::names::{RefName, validate_target_name};
+use baton_store::refs::{Expect, MoveReason};
+use baton_transport::url::TargetUrl;
 
 /// A target name is also a REV (`baton resume NAME` pulls it): refuse the names that
 /// would shadow a REV keyword or an id prefix.
@@ -74,7 +74,7 @@ pub(super) fn s3_settings(
         );
     }
     let endpoint = endpoint
-        .map(|e| crate::transport::s3::settings::check_endpoint(&e))
+        .map(|e| baton_transport::s3::settings::check_endpoint(&e))
         .transpose()?;
     if let Some(r) = &region
         && (r.is_empty()

@@ -9,9 +9,9 @@ use serde_json::json;
 
 use crate::cli::TranscriptCommand;
 use crate::commands::Ctx;
-use crate::error::{Error, Result};
-use crate::handoff::sessions::{self, Harness, Homes};
 use crate::output::Outcome;
+use baton_error::{Error, Result};
+use baton_handoff::sessions::{self, Harness, Homes};
 
 pub fn run(ctx: &Ctx, command: TranscriptCommand) -> Result<Outcome> {
     let TranscriptCommand::Sources { workspace } = command;

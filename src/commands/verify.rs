@@ -6,8 +6,8 @@ use std::fmt::Write;
 use serde_json::json;
 
 use crate::commands::Ctx;
-use crate::error::{Error, Result};
 use crate::output::{Outcome, count};
+use baton_error::{Error, Result};
 
 pub fn run(ctx: &Ctx, rev: Option<&str>, history: bool) -> Result<Outcome> {
     // A full verify works without keys on an encrypted store (what it can check);
