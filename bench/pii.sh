@@ -47,7 +47,7 @@ else
   mkdir -p "$WORK/repo"
   rm -rf "$WORK/repo"/*
   (cd "$ROOT" && git ls-files README.md docs store-format src |
-    grep -v -e '^src/handoff/pii' |
+    grep -v -e '^crates/baton-handoff/src/pii' |
     tar -cf - -T - | tar -xf - -C "$WORK/repo")
   scan "this repository (README, docs, store-format, src)" "$WORK/repo"
   scan "real sessions (fixtures/transcripts/real)" "$ROOT/fixtures/transcripts/real"
