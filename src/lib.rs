@@ -1,8 +1,10 @@
 //! baton: a git-like, content-addressed store and sync tool for agent handoff bundles.
 //!
-//! Layers, each importing only those below it: `cli` (argument parsing) -> `commands`
-//! (one file per command) -> `store` (objects, refs, log, locks) -> `format` (pure
-//! encodings and hashing). `output` turns results and errors into text, JSON and exit codes.
+//! This crate is the top layer: `cli` (argument parsing, the only place clap is used) ->
+//! `commands` (one file per command, the MCP server) -> the library crates below
+//! (`baton-handoff`, `baton-sync` -> `baton-transport` -> `baton-store` -> `baton-format`
+//! -> `baton-error`), each depending only on those below it. `output` turns results and
+//! errors into text, JSON and exit codes.
 
 pub mod cli;
 pub mod commands;
