@@ -28,6 +28,8 @@ mod ssh_cipher;
 mod ssh_connect;
 mod ssh_known_hosts;
 mod ssh_lanes;
+#[cfg(target_os = "linux")]
+mod ssh_linking;
 mod ssh_paths;
 mod sync_local;
 mod sync_ssh;

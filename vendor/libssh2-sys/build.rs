@@ -216,44 +216,11 @@ fn main() {
     cfg.warnings(false);
     cfg.compile("ssh2");
 
-    if !target.contains("windows") {
-        link_libcrypto_statically();
-    }
-
     if target.contains("windows") {
         println!("cargo:rustc-link-lib=bcrypt");
         println!("cargo:rustc-link-lib=crypt32");
         println!("cargo:rustc-link-lib=user32");
         println!("cargo:rustc-link-lib=ntdll");
-    }
-}
-
-/// baton: libcrypto from its static archive when one sits beside the shared library
-/// (`BATON-PATCH.md`, "Static libcrypto"). Loading the 4.7 MB shared library and
-/// relocating it cost every baton process about a millisecond at start, SSH or not.
-/// Linked here, after libssh2 and before openssl-sys's `-lssl -lcrypto`, the archive
-/// resolves every libcrypto symbol, so the linker (`--as-needed`) records neither
-/// shared library. `BATON_LIBCRYPTO_DYNAMIC=1` at build time keeps the shared one.
-fn link_libcrypto_statically() {
-    println!("cargo:rerun-if-env-changed=BATON_LIBCRYPTO_DYNAMIC");
-    println!("cargo:rerun-if-env-changed=OPENSSL_LIB_DIR");
-    if env::var_os("BATON_LIBCRYPTO_DYNAMIC").is_some()
-        || env::var_os("CARGO_FEATURE_VENDORED_OPENSSL").is_some()
-    {
-        return;
-    }
-    let libdir = match env::var_os("OPENSSL_LIB_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => match pkg_config::get_variable("libcrypto", "libdir") {
-            Ok(dir) if !dir.is_empty() => PathBuf::from(dir),
-            _ => return,
-        },
-    };
-    let archive = libdir.join("libcrypto.a");
-    println!("cargo:rerun-if-changed={}", archive.display());
-    if archive.is_file() {
-        println!("cargo:rustc-link-search=native={}", libdir.display());
-        println!("cargo:rustc-link-lib=static=crypto");
     }
 }
 

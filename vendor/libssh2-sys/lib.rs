@@ -770,11 +770,11 @@ pub fn init() {
 
     #[cfg(unix)]
     unsafe fn platform_init() {
-        // baton (BATON-PATCH.md, "Static libcrypto"): libcrypto initialised alone, as
+        // baton (BATON-PATCH.md, "Second change"): libcrypto initialised alone, as
         // openssl_sys::init() would but without libssl, which libssh2 never uses, so
-        // that a static libcrypto leaves both shared libraries out of the link. No
-        // cleanup at exit, as openssl_sys::init() asks too. libssh2 is then told not
-        // to do its own.
+        // that no reference keeps libssl in the link (`--as-needed` drops it) and a
+        // process loads only libcrypto at start. No cleanup at exit, as
+        // openssl_sys::init() asks too. libssh2 is then told not to do its own.
         extern "C" {
             fn OPENSSL_init_crypto(opts: u64, settings: *const c_void) -> c_int;
         }
