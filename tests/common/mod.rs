@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod many_packs;
+pub mod snapshot;
 
 use std::fs;
 use std::path::{Path, PathBuf};

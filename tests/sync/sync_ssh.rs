@@ -775,15 +775,7 @@ fn handoff_push_then_resume_target_on_another_home() {
         .replace(&head[..12], "<HEAD>")
         .replace(&id[..12], "<ID>")
         .replace(&created, "<TIME>");
-    let snapshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/resume_prompt.txt");
-    if std::env::var_os("BATON_UPDATE_SNAPSHOTS").is_some_and(|v| v == "1") {
-        fs::write(&snapshot, &normalized).unwrap();
-    }
-    assert_eq!(
-        normalized,
-        fs::read_to_string(&snapshot).expect("snapshot"),
-        "resume --format prompt"
-    );
+    common::snapshot::assert_text_snapshot("resume_prompt", &normalized, "resume --format prompt");
     assert!(
         !prompt.contains("evidence.json") && !prompt.contains("## Files"),
         "{prompt}"
