@@ -321,6 +321,20 @@ impl S3Server {
     }
 }
 
+/// `baton` reaching this server with its credentials, retrying for 5 s at most (a
+/// failing request fails the test soon); a failure shows the server's log.
+impl crate::common::Via for S3Server {
+    fn cmd(&self, env: &crate::common::Env) -> Command {
+        let mut cmd = env.cmd();
+        cmd.envs(self.env()).env("BATON_S3_RETRY_TIMEOUT", "5");
+        cmd
+    }
+
+    fn context(&self) -> String {
+        format!("\nserver log:\n{}", self.log())
+    }
+}
+
 impl Drop for S3Server {
     fn drop(&mut self) {
         self.kill();

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{
-    Env, assert_private_tree, corrupt_pack_data, disk_current, pack_files, random_bytes, s,
+    Env, Via, assert_private_tree, corrupt_pack_data, disk_current, pack_files, random_bytes, s,
     snapshot_files, text,
 };
 use serde_json::Value;

@@ -17,7 +17,7 @@ use baton::format::names::RefName;
 use baton::format::{Bundle, ObjectId, Tree};
 use baton::store::Store;
 use baton::store::refs::{Expect, MoveReason};
-use common::{pack_files, s, snapshot_files};
+use common::{Via, pack_files, s, snapshot_files};
 
 scenarios!(
     pull_refuses_a_tree_that_lies_about_the_size_of_a_blob_held_here,

@@ -8,10 +8,10 @@ use crate::sshd::Sshd;
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
-use common::{Env, s, text};
+use common::{Env, Via, s, text};
 use serde_json::Value;
 
 /// Where the remote store lives and how `baton` reaches it.
@@ -83,75 +83,6 @@ impl Transport {
         }
     }
 
-    /// A `baton` command in `env` that reaches the remote (over SSH: the server's HOME
-    /// and agent socket).
-    pub fn cmd(&self, env: &Env) -> Command {
-        let mut cmd = env.cmd();
-        match self {
-            Transport::Ssh { server } => {
-                for (k, v) in server.env() {
-                    cmd.env(k, v);
-                }
-            }
-            Transport::Local {
-                permissive: true, ..
-            } => {
-                // SAFETY: umask is async-signal-safe and touches no memory.
-                unsafe {
-                    cmd.pre_exec(|| {
-                        libc::umask(0);
-                        Ok(())
-                    });
-                }
-            }
-            Transport::Local { .. } => {}
-        }
-        cmd
-    }
-
-    /// What to add to a failure message: the sshd log over SSH.
-    fn context(&self) -> String {
-        match self {
-            Transport::Local { .. } => String::new(),
-            Transport::Ssh { server } => format!("\nsshd log:\n{}", server.log()),
-        }
-    }
-
-    /// `baton --json ARGS`: the exit code, the one document, the output.
-    pub fn json(&self, env: &Env, args: &[&str]) -> (i32, Value, Output) {
-        let out = self
-            .cmd(env)
-            .arg("--json")
-            .args(args)
-            .output()
-            .expect("run baton");
-        let doc = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", text(&out)));
-        (out.status.code().unwrap_or(-1), doc, out)
-    }
-
-    /// `--json ARGS`, required to succeed; the document.
-    pub fn json_ok(&self, env: &Env, args: &[&str]) -> Value {
-        let (code, doc, out) = self.json(env, args);
-        assert_eq!(code, 0, "baton {args:?}: {}{}", text(&out), self.context());
-        assert_eq!(doc["ok"], true, "{doc}");
-        doc
-    }
-
-    /// `--json ARGS`, required to fail with `exit`; the document's `error`.
-    pub fn json_err(&self, env: &Env, args: &[&str], exit: i32) -> Value {
-        let (code, doc, out) = self.json(env, args);
-        assert_eq!(
-            code,
-            exit,
-            "baton {args:?} should exit {exit}: {}",
-            text(&out)
-        );
-        assert_eq!(doc["ok"], false, "{doc}");
-        assert_eq!(doc["error"]["exit_code"], exit, "{doc}");
-        doc["error"].clone()
-    }
-
     /// `baton --json ARGS` in `env`, capped (files at 64 MiB, 30 s): the exit code, the
     /// document and the time it took.
     pub fn capped_json(&self, env: &Env, args: &[&str]) -> (Option<i32>, Value, Duration) {
@@ -161,5 +92,37 @@ impl Transport {
         let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         assert!(doc.is_object(), "{args:?}: {}", text(&out));
         (out.status.code(), doc, took)
+    }
+}
+
+impl Via for Transport {
+    /// A `baton` command in `env` that reaches the remote (over SSH: the server's HOME
+    /// and agent socket).
+    fn cmd(&self, env: &Env) -> Command {
+        match self {
+            Transport::Ssh { server } => server.cmd(env),
+            Transport::Local {
+                permissive: true, ..
+            } => {
+                let mut cmd = env.cmd();
+                // SAFETY: umask is async-signal-safe and touches no memory.
+                unsafe {
+                    cmd.pre_exec(|| {
+                        libc::umask(0);
+                        Ok(())
+                    });
+                }
+                cmd
+            }
+            Transport::Local { .. } => env.cmd(),
+        }
+    }
+
+    /// The sshd log over SSH.
+    fn context(&self) -> String {
+        match self {
+            Transport::Local { .. } => String::new(),
+            Transport::Ssh { server } => server.context(),
+        }
     }
 }
