@@ -47,27 +47,7 @@ fn checkout(env: &Env, rev: &str, extra: &[&str]) -> Vec<(PathBuf, Vec<u8>)> {
 /// Every object under `prefix/` copied into a directory: the store the bucket holds.
 fn bucket_copy(server: &S3Server, prefix: &str, into: &Path) -> PathBuf {
     let dest = into.join(format!("bucket-{}", prefix.replace('/', "_")));
-    for (key, _) in server.list(&format!("{prefix}/")) {
-        let rel = key.strip_prefix(&format!("{prefix}/")).unwrap();
-        let path = dest.join(rel);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(&path, server.get(&key).unwrap()).unwrap();
-    }
-    for dir in [
-        "objects",
-        "packs",
-        "refs/current",
-        "refs/targets",
-        "staging",
-    ] {
-        fs::create_dir_all(dest.join(dir)).unwrap();
-    }
-    // Private, as a store made by baton is (verify checks the modes).
-    let out = Command::new("chmod")
-        .args(["-R", "u=rwX,go=", s(&dest)])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "chmod: {out:?}");
+    server.copy_store(prefix, &dest);
     dest
 }
 
