@@ -1,6 +1,7 @@
 //! Shared test harness: run the real `baton` binary in an isolated temporary environment.
 #![allow(dead_code)]
 
+pub mod kill;
 pub mod many_packs;
 pub mod snapshot;
 pub mod via;
