@@ -104,6 +104,15 @@ impl Env {
         root
     }
 
+    /// [`Env::write_tree`] of generated files (path, content).
+    pub fn write_files(&self, dir: &str, files: &[(String, Vec<u8>)]) -> PathBuf {
+        let refs: Vec<(&str, &[u8])> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_slice()))
+            .collect();
+        self.write_tree(dir, &refs)
+    }
+
     /// Save `dir` and return the new bundle id.
     pub fn save(&self, dir: &str, extra: &[&str]) -> String {
         let mut args = vec!["save", dir];

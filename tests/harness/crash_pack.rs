@@ -33,11 +33,7 @@ fn write_round(env: &Env, round: u64) {
             (format!("d{}/s{}/f{i}", i % 30, i % 4), body.into_bytes())
         })
         .collect();
-    let refs: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_slice()))
-        .collect();
-    env.write_tree("work", &refs);
+    env.write_files("work", &files);
 }
 
 fn digest(root: &Path) -> blake3::Hash {

@@ -363,11 +363,7 @@ fn a_push_costs_the_same_requests_for_one_file_or_five_hundred() {
                 )
             })
             .collect();
-        let refs: Vec<(&str, &[u8])> = tree
-            .iter()
-            .map(|(n, b)| (n.as_str(), b.as_slice()))
-            .collect();
-        env.write_tree("work", &refs);
+        env.write_files("work", &tree);
         env.save("work", &[]);
         env.ok(&["target", "add", "hub", &server.url(prefix)]);
         let push = |env: &Env| {

@@ -524,11 +524,7 @@ fn clone_and_pull_over_ssh_of_a_store_with_every_fanout_directory() {
             )
         })
         .collect();
-    let refs: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_slice()))
-        .collect();
-    a.write_tree("work", &refs);
+    a.write_files("work", &files);
     let base = a.save("work", &["--summary", "many files"]);
     let extra = fanout_objects();
     write_loose_blobs(&a.store(), extra, 1);
