@@ -84,6 +84,7 @@ scenarios!(
             "its bound of 3 counts trace lines, on S3 HTTP requests: 32 for an up-to-date push (issue 30)",
         clone_and_pull_refuse_a_remote_pack_larger_than_declared_without_downloading_it =>
             "a sparse 1 TiB file and a /dev/zero link are no objects (s3_hostile.rs: over-long bodies)";
+    // Local and SSH only: an object in a bucket has no file mode for a umask to widen.
     permissive_umask: push_creates_a_private_remote_store_even_under_a_permissive_umask,
 );
 
