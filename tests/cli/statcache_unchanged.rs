@@ -32,11 +32,7 @@ fn an_unchanged_resave_does_not_rewrite_the_stat_cache() {
             )
         })
         .collect();
-    let refs: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_slice()))
-        .collect();
-    env.write_tree("w", &refs);
+    env.write_files("w", &files);
     std::thread::sleep(SETTLE);
     let first = json_ok(&env, &["save", "w"]);
     assert_eq!(first["files_cached"], 0, "{first}");

@@ -1,7 +1,12 @@
 //! Shared test harness: run the real `baton` binary in an isolated temporary environment.
 #![allow(dead_code)]
 
+pub mod kill;
 pub mod many_packs;
+pub mod snapshot;
+pub mod via;
+
+pub use via::{Here, Via};
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -79,17 +84,8 @@ impl Env {
 
     /// Run with --json and parse the one document on stdout.
     pub fn json(&self, args: &[&str]) -> (i32, serde_json::Value) {
-        let mut full = vec!["--json"];
-        full.extend_from_slice(args);
-        let out = self.run(&full);
-        let text = String::from_utf8_lossy(&out.stdout);
-        let doc = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
-            panic!(
-                "not one JSON document ({e}): {text:?} stderr {:?}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-        (out.status.code().unwrap_or(-1), doc)
+        let (code, doc, _) = Here.json(self, args);
+        (code, doc)
     }
 
     pub fn init(&self) {
@@ -106,6 +102,15 @@ impl Env {
         }
         fs::create_dir_all(&root).unwrap();
         root
+    }
+
+    /// [`Env::write_tree`] of generated files (path, content).
+    pub fn write_files(&self, dir: &str, files: &[(String, Vec<u8>)]) -> PathBuf {
+        let refs: Vec<(&str, &[u8])> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_slice()))
+            .collect();
+        self.write_tree(dir, &refs)
     }
 
     /// Save `dir` and return the new bundle id.
@@ -368,19 +373,12 @@ pub fn text(out: &std::process::Output) -> String {
 
 /// `--json ARGS`, required to succeed; the document.
 pub fn json_ok(env: &Env, args: &[&str]) -> serde_json::Value {
-    let (code, doc) = env.json(args);
-    assert_eq!(code, 0, "baton {args:?}: {doc}");
-    assert_eq!(doc["ok"], true, "{doc}");
-    doc
+    Here.json_ok(env, args)
 }
 
 /// `--json ARGS`, required to fail with `exit`; the document's `error`.
 pub fn json_err(env: &Env, args: &[&str], exit: i32) -> serde_json::Value {
-    let (code, doc) = env.json(args);
-    assert_eq!(code, exit, "baton {args:?} should exit {exit}: {doc}");
-    assert_eq!(doc["ok"], false, "{doc}");
-    assert_eq!(doc["error"]["exit_code"], exit, "{doc}");
-    doc["error"].clone()
+    Here.json_err(env, args, exit)
 }
 
 /// A path as the `&str` an argument list wants (test paths are UTF-8).

@@ -34,7 +34,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -293,6 +293,71 @@ impl S3Server {
         self.command(&format!("delete {key}"));
     }
 
+    /// Every object under `prefix/` copied into `dest` (made anew): the store the bucket
+    /// holds, with the directories a store has and its private modes, so `baton --store
+    /// DEST` reads it as it reads the remote.
+    pub fn copy_store(&self, prefix: &str, dest: &Path) {
+        if dest.exists() {
+            std::fs::remove_dir_all(dest).expect("remove the old copy");
+        }
+        for (key, _) in self.list(&format!("{prefix}/")) {
+            let rel = key
+                .strip_prefix(&format!("{prefix}/"))
+                .expect("under the prefix");
+            let path = dest.join(rel);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&path, self.get(&key).expect("listed key")).expect("write");
+        }
+        for dir in [
+            "objects",
+            "packs",
+            "refs/current",
+            "refs/targets",
+            "staging",
+        ] {
+            std::fs::create_dir_all(dest.join(dir)).expect("mkdir");
+        }
+        // Private, as a store made by baton is (verify checks the modes).
+        let out = Command::new("chmod")
+            .arg("-R")
+            .arg("u=rwX,go=")
+            .arg(dest)
+            .output()
+            .expect("run chmod");
+        assert!(out.status.success(), "chmod: {out:?}");
+    }
+
+    /// Make the objects under `prefix/` the files of `dir` (a copy from
+    /// [`S3Server::copy_store`] changed behind baton's back): what changed is written,
+    /// what is gone is deleted.
+    pub fn upload_store(&self, dir: &Path, prefix: &str) {
+        let mut files = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(path) = stack.pop() {
+            for entry in std::fs::read_dir(&path).expect("read_dir") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    let rel = path.strip_prefix(dir).expect("under dir");
+                    let rel = rel.to_str().expect("UTF-8 store path");
+                    files.push((format!("{prefix}/{rel}"), path));
+                }
+            }
+        }
+        for key in self.keys(&format!("{prefix}/")) {
+            if !files.iter().any(|(k, _)| *k == key) {
+                self.delete(&key);
+            }
+        }
+        for (key, path) in files {
+            let bytes = std::fs::read(&path).expect("read");
+            if self.get(&key).as_deref() != Some(bytes.as_slice()) {
+                self.put(&key, &bytes);
+            }
+        }
+    }
+
     /// The server's log (its stderr).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
@@ -318,6 +383,20 @@ impl S3Server {
             Some(child) => matches!(child.try_wait(), Ok(None)),
             None => false,
         }
+    }
+}
+
+/// `baton` reaching this server with its credentials, retrying for 5 s at most (a
+/// failing request fails the test soon); a failure shows the server's log.
+impl crate::common::Via for S3Server {
+    fn cmd(&self, env: &crate::common::Env) -> Command {
+        let mut cmd = env.cmd();
+        cmd.envs(self.env()).env("BATON_S3_RETRY_TIMEOUT", "5");
+        cmd
+    }
+
+    fn context(&self) -> String {
+        format!("\nserver log:\n{}", self.log())
     }
 }
 

@@ -625,3 +625,16 @@ fn descendants(pid: i32) -> Vec<i32> {
     found.remove(0);
     found
 }
+
+/// `baton` reaching this server: its HOME and agent socket; a failure shows sshd's log.
+impl crate::common::Via for Sshd {
+    fn cmd(&self, env: &crate::common::Env) -> Command {
+        let mut cmd = env.cmd();
+        cmd.envs(self.env());
+        cmd
+    }
+
+    fn context(&self) -> String {
+        format!("\nsshd log:\n{}", self.log())
+    }
+}

@@ -10,7 +10,7 @@ use std::fs;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::{Env, disk_current, text};
 
@@ -76,7 +76,7 @@ fn crash_handoff_while_its_pack_is_written() {
         let unit = (common::splitmix64(&mut seed) >> 11) as f64 / (1u64 << 53) as f64;
         let delay = duration.mul_f64(1.2 * unit);
         let before = disk_current(&store);
-        let mut child = env
+        let child = env
             .cmd()
             .current_dir(&ws)
             .args(&args)
@@ -84,24 +84,13 @@ fn crash_handoff_while_its_pack_is_written() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let started = Instant::now();
-        loop {
-            if child.try_wait().unwrap().is_some() {
-                // The shortest run seen: one slowed by other tests running alongside
-                // would stretch the kill window past the next run's end, so that few
-                // kills land before the commit point.
-                duration = duration.min(started.elapsed());
-                break;
-            }
-            if started.elapsed() >= delay {
-                // SAFETY: kill(2) on our own child, not yet reaped.
-                let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
-                assert_eq!(rc, 0);
-                break;
-            }
-            std::thread::sleep(Duration::from_micros(500));
+        let (out, finished) = common::kill::kill_at(child, delay);
+        if let Some(took) = finished {
+            // The shortest run seen: one slowed by other tests running alongside
+            // would stretch the kill window past the next run's end, so that few
+            // kills land before the commit point.
+            duration = duration.min(took);
         }
-        let out = child.wait_with_output().unwrap();
         let killed = out.status.signal() == Some(libc::SIGKILL);
         if !killed && !out.status.success() {
             problems.push(format!("round {round}: handoff failed\n{}", text(&out)));

@@ -12,7 +12,7 @@ use std::fs;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::{Env, disk_current, snapshot_files, text};
 
@@ -33,11 +33,7 @@ fn write_round(env: &Env, round: u64) {
             (format!("d{}/s{}/f{i}", i % 30, i % 4), body.into_bytes())
         })
         .collect();
-    let refs: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_slice()))
-        .collect();
-    env.write_tree("work", &refs);
+    env.write_files("work", &files);
 }
 
 fn digest(root: &Path) -> blake3::Hash {
@@ -106,31 +102,20 @@ fn crash_save_while_its_pack_is_written() {
         let unit = (common::splitmix64(&mut seed) >> 11) as f64 / (1u64 << 53) as f64;
         let delay = duration.mul_f64(1.2 * unit);
         let before = disk_current(&env.store());
-        let mut child = env
+        let child = env
             .cmd()
             .args(["save", "work"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let started = Instant::now();
-        loop {
-            if child.try_wait().unwrap().is_some() {
-                // The shortest run seen: one slowed by other tests running alongside
-                // would stretch the kill window past the next run's end, so that few
-                // kills land before the commit point.
-                duration = duration.min(started.elapsed());
-                break;
-            }
-            if started.elapsed() >= delay {
-                // SAFETY: kill(2) on our own child, not yet reaped.
-                let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
-                assert_eq!(rc, 0);
-                break;
-            }
-            std::thread::sleep(Duration::from_micros(500));
+        let (out, finished) = common::kill::kill_at(child, delay);
+        if let Some(took) = finished {
+            // The shortest run seen: one slowed by other tests running alongside
+            // would stretch the kill window past the next run's end, so that few
+            // kills land before the commit point.
+            duration = duration.min(took);
         }
-        let out = child.wait_with_output().unwrap();
         let killed = out.status.signal() == Some(libc::SIGKILL);
         if !killed && !out.status.success() {
             problems.push(format!(

@@ -8,7 +8,7 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::common::many_packs::{many_packs_sized, missing};
 use crate::common::{Env, pack_files};
@@ -72,26 +72,14 @@ fn crash_gc_during_a_pack_merge() {
     for k in 0..n {
         let (env, all) = world();
         let delay = took.mul_f64((next(&mut seed) % 1200) as f64 / 1000.0);
-        let mut child = gc(&env).spawn().unwrap();
-        let t = Instant::now();
-        let mut exited = false;
-        while t.elapsed() < delay {
-            if child.try_wait().unwrap().is_some() {
-                exited = true;
-                break;
-            }
-            std::thread::sleep(Duration::from_micros(500));
-        }
-        if !exited {
-            // SAFETY: kill(2) on our own child, not yet reaped.
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
-        }
-        let status = child.wait().unwrap();
+        let child = gc(&env).spawn().unwrap();
+        let (out, finished) = crate::common::kill::kill_at(child, delay);
+        let status = out.status;
         let killed = status.signal() == Some(libc::SIGKILL);
-        if exited {
+        if let Some(ran) = finished {
             // An uninterrupted run: the next kill instants follow its duration (the
             // first, timed run may have been slowed by a cold cache or a loaded machine).
-            took = t.elapsed();
+            took = ran;
         }
         let packs = pack_files(&env.store()).len();
         let temps = std::fs::read_dir(env.store().join("packs"))

@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::{Env, random_bytes, s, snapshot_files};
+use common::{Env, Via, random_bytes, s, snapshot_files};
 use serde_json::Value;
 use sshd::Sshd;
 
@@ -571,11 +571,10 @@ struct Remote<'a> {
 
 impl Remote<'_> {
     fn cmd(&self, env: &Env) -> Command {
-        let mut cmd = env.cmd();
-        if let Some(server) = self.server {
-            cmd.envs(server.env());
+        match self.server {
+            Some(server) => server.cmd(env),
+            None => env.cmd(),
         }
-        cmd
     }
 }
 

@@ -25,11 +25,7 @@ fn a_cached_resave_stats_no_loose_object_paths() {
             )
         })
         .collect();
-    let refs: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_slice()))
-        .collect();
-    env.write_tree("work", &refs);
+    env.write_files("work", &files);
     // Older than the racy-clean window, so the first save's cache entries are trusted.
     std::thread::sleep(std::time::Duration::from_millis(200));
     env.ok(&["save", "work"]);

@@ -45,11 +45,7 @@ fn a_500_file_save_makes_at_most_10_fsyncs() {
             )
         })
         .collect();
-    let refs: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_slice()))
-        .collect();
-    env.write_tree("work", &refs);
+    env.write_files("work", &files);
     let syncs = traced_save_syncs(&env);
     assert!(
         syncs.len() <= 10,
@@ -65,11 +61,7 @@ fn a_500_file_save_makes_at_most_10_fsyncs() {
         .iter()
         .map(|(p, c)| (p.clone(), [c.as_slice(), b"more\n"].concat()))
         .collect();
-    let refs: Vec<(&str, &[u8])> = changed
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_slice()))
-        .collect();
-    env.write_tree("work", &refs);
+    env.write_files("work", &changed);
     let syncs = traced_save_syncs(&env);
     assert!(
         syncs.len() <= 10,

@@ -2,7 +2,7 @@
 //! started per test, and the SSH connection itself.
 //!
 //! One test binary of modules (one link step instead of one per file); each module is
-//! the file of the same name here. `scenarios` holds the scenarios both transports share,
+//! the file of the same name here. `scenarios` holds the scenarios the transports share,
 //! run over each `transport::Transport`.
 
 #[path = "../common/mod.rs"]

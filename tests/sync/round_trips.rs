@@ -9,7 +9,7 @@ use crate::transport::Transport;
 use std::fs;
 use std::time::{Duration, Instant};
 
-use common::{Env, text};
+use common::{Env, Via, text};
 
 /// `baton --json ARGS` with `BATON_TRACE=1`: the round trips it reported, and its stderr.
 pub(crate) fn traced(t: &Transport, env: &Env, args: &[&str]) -> (u64, String) {

@@ -8,7 +8,7 @@ use crate::transport::Transport;
 
 use std::fs;
 
-use common::{Env, disk_current, s};
+use common::{Env, Via, disk_current, s};
 
 fn hints(env: &Env) -> std::path::PathBuf {
     env.store().join("targethints")

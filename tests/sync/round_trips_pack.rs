@@ -7,7 +7,7 @@ use crate::common;
 use crate::round_trips::{save_change, store_with_target, traced};
 use crate::transport::Transport;
 
-use common::{Env, disk_current, random_bytes};
+use common::{Env, Via, disk_current, random_bytes};
 
 /// Incompressible, so that the pack is well past the 64 KiB tail read first.
 const BIG: usize = 400 << 10;

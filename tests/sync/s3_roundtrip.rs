@@ -11,54 +11,17 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{Env, random_bytes, s, snapshot_files, text};
+use common::{Env, Via, random_bytes, s, snapshot_files, text};
 use serde_json::Value;
 
 /// A `baton` command in `env` with the server's credentials (and its endpoint in
 /// `AWS_ENDPOINT_URL` unless `endpoint_from_env` is false: the target's own then).
 fn cmd(env: &Env, server: &S3Server, endpoint_from_env: bool) -> Command {
-    let mut cmd = env.cmd();
-    for (k, v) in server.env() {
-        if endpoint_from_env || k != "AWS_ENDPOINT_URL" {
-            cmd.env(k, v);
-        }
+    let mut cmd = server.cmd(env);
+    if !endpoint_from_env {
+        cmd.env_remove("AWS_ENDPOINT_URL");
     }
-    cmd.env("BATON_S3_RETRY_TIMEOUT", "5");
     cmd
-}
-
-fn json(env: &Env, server: &S3Server, args: &[&str]) -> (i32, Value, Output) {
-    let out = cmd(env, server, true)
-        .arg("--json")
-        .args(args)
-        .output()
-        .expect("run baton");
-    let doc = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", text(&out)));
-    (out.status.code().unwrap_or(-1), doc, out)
-}
-
-fn json_ok(env: &Env, server: &S3Server, args: &[&str]) -> Value {
-    let (code, doc, out) = json(env, server, args);
-    assert_eq!(
-        code,
-        0,
-        "baton {args:?}: {}\nserver log:\n{}",
-        text(&out),
-        server.log()
-    );
-    doc
-}
-
-fn json_err(env: &Env, server: &S3Server, args: &[&str], exit: i32) -> Value {
-    let (code, doc, out) = json(env, server, args);
-    assert_eq!(
-        code,
-        exit,
-        "baton {args:?} should exit {exit}: {}",
-        text(&out)
-    );
-    doc["error"].clone()
 }
 
 fn tree(env: &Env, seed: u64) {
@@ -84,27 +47,7 @@ fn checkout(env: &Env, rev: &str, extra: &[&str]) -> Vec<(PathBuf, Vec<u8>)> {
 /// Every object under `prefix/` copied into a directory: the store the bucket holds.
 fn bucket_copy(server: &S3Server, prefix: &str, into: &Path) -> PathBuf {
     let dest = into.join(format!("bucket-{}", prefix.replace('/', "_")));
-    for (key, _) in server.list(&format!("{prefix}/")) {
-        let rel = key.strip_prefix(&format!("{prefix}/")).unwrap();
-        let path = dest.join(rel);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(&path, server.get(&key).unwrap()).unwrap();
-    }
-    for dir in [
-        "objects",
-        "packs",
-        "refs/current",
-        "refs/targets",
-        "staging",
-    ] {
-        fs::create_dir_all(dest.join(dir)).unwrap();
-    }
-    // Private, as a store made by baton is (verify checks the modes).
-    let out = Command::new("chmod")
-        .args(["-R", "u=rwX,go=", s(&dest)])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "chmod: {out:?}");
+    server.copy_store(prefix, &dest);
     dest
 }
 
@@ -190,7 +133,7 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
     // a pushes a change, b pulls it (fast-forward).
     a.write_tree("work", &[("more.txt", b"more\n")]);
     let second = a.save("work", &["--summary", "second"]);
-    json_ok(&a, &server, &["push"]);
+    server.json_ok(&a, &["push"]);
     let out = cmd(&b, &server, false)
         .args(["--json", "pull"])
         .output()
@@ -207,10 +150,10 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
     // and the bucket keeps b's generation 3.
     b.write_tree("work", &[("b.txt", b"b\n")]);
     let b_id = b.save("work", &["--summary", "b"]);
-    json_ok(&b, &server, &["push"]);
+    server.json_ok(&b, &["push"]);
     a.write_tree("work", &[("a.txt", b"a\n")]);
     let a_id = a.save("work", &["--summary", "a"]);
-    let err = json_err(&a, &server, &["push"], 5);
+    let err = server.json_err(&a, &["push"], 5);
     assert_eq!(err["code"], "store_conflict", "{err}");
     let gen3 = server
         .get("team/main/refs/current/00000000000000000003")
@@ -220,7 +163,7 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
         "generation 3 is b's"
     );
     // --force with the wrong expectation is refused; with b's id it replaces b's.
-    let err = json_err(&a, &server, &["push", "--force", &second], 5);
+    let err = server.json_err(&a, &["push", "--force", &second], 5);
     assert!(
         err["message"]
             .as_str()
@@ -228,7 +171,7 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
             .contains("--force expected"),
         "{err}"
     );
-    json_ok(&a, &server, &["push", "--force", &b_id]);
+    server.json_ok(&a, &["push", "--force", &b_id]);
     let gen4 = server
         .get("team/main/refs/current/00000000000000000004")
         .unwrap();
@@ -245,7 +188,7 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
     );
 
     // The hub audit over S3: every move, oldest first.
-    let doc = json_ok(&a, &server, &["log", "--audit", "--target", "hub"]);
+    let doc = server.json_ok(&a, &["log", "--audit", "--target", "hub"]);
     let entries = doc["entries"].as_array().unwrap();
     let news: Vec<&str> = entries.iter().map(|e| e["new"].as_str().unwrap()).collect();
     assert_eq!(news, [base.as_str(), &second, &b_id, &a_id], "{doc}");
@@ -276,7 +219,7 @@ fn an_encrypted_store_puts_only_ciphertext_in_the_bucket_and_pulls_into_an_archi
     let id = a.save("work", &["--identity", s(&key), "--summary", "ZQXJsummary"]);
     let url = server.url("enc");
     a.ok(&["--identity", s(&key), "target", "add", "hub", &url]);
-    json_ok(&a, &server, &["--identity", s(&key), "push"]);
+    server.json_ok(&a, &["--identity", s(&key), "push"]);
     for (k, _) in server.list("enc/") {
         let bytes = server.get(&k).unwrap();
         let mut views = vec![bytes.clone()];
@@ -293,25 +236,17 @@ fn an_encrypted_store_puts_only_ciphertext_in_the_bucket_and_pulls_into_an_archi
     // A clone with the key reads it back; without it the store stays locked.
     let b = Env::new();
     let dest = b.store();
-    json_ok(
-        &b,
-        &server,
-        &["--identity", s(&key), "clone", &url, s(&dest)],
-    );
+    server.json_ok(&b, &["--identity", s(&key), "clone", &url, s(&dest)]);
     let co = checkout(&b, &id, &["--identity", s(&key)]);
     assert_eq!(co, checkout(&a, &id, &["--identity", s(&key)]));
     // What was pulled goes into an archive, which a store at the older state imports.
     let c = Env::new();
     let c_store = c.store();
-    json_ok(
-        &c,
-        &server,
-        &["--identity", s(&key), "clone", &url, s(&c_store)],
-    );
+    server.json_ok(&c, &["--identity", s(&key), "clone", &url, s(&c_store)]);
     a.write_tree("work", &[("later.txt", b"ZQXJlater\n")]);
     let second = a.save("work", &["--identity", s(&key), "--summary", "ZQXJsecond"]);
-    json_ok(&a, &server, &["--identity", s(&key), "push"]);
-    let doc = json_ok(&b, &server, &["--identity", s(&key), "pull"]);
+    server.json_ok(&a, &["--identity", s(&key), "push"]);
+    let doc = server.json_ok(&b, &["--identity", s(&key), "pull"]);
     assert_eq!(doc["report"]["outcome"], "fast-forward", "{doc}");
     let tar = b.path().join("pulled.tar");
     b.ok(&["--identity", s(&key), "export", "-o", s(&tar)]);
@@ -363,13 +298,13 @@ fn bad_s3_targets_are_refused_with_one_clear_line() {
             2,
         ),
     ] {
-        let err = json_err(&a, &server, &args, exit);
+        let err = server.json_err(&a, &args, exit);
         assert!(!err["message"].as_str().unwrap().contains('\n'), "{err}");
     }
     let before = fs::read(a.store().join("config")).unwrap();
     // A bucket that does not exist: exit 3, naming the bucket problem; nothing created.
     a.ok(&["target", "add", "nb", "s3://no-such-bucket-here/p"]);
-    let err = json_err(&a, &server, &["push", "nb"], 3);
+    let err = server.json_err(&a, &["push", "nb"], 3);
     assert!(
         err["message"].as_str().unwrap().contains("no such bucket"),
         "{err}"
@@ -428,11 +363,7 @@ fn a_push_costs_the_same_requests_for_one_file_or_five_hundred() {
                 )
             })
             .collect();
-        let refs: Vec<(&str, &[u8])> = tree
-            .iter()
-            .map(|(n, b)| (n.as_str(), b.as_slice()))
-            .collect();
-        env.write_tree("work", &refs);
+        env.write_files("work", &tree);
         env.save("work", &[]);
         env.ok(&["target", "add", "hub", &server.url(prefix)]);
         let push = |env: &Env| {

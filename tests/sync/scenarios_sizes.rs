@@ -2,10 +2,10 @@
 //! already holds, with a size that blob does not have. Pull refused only lies about
 //! blobs it had to read; one it already held was taken on trust, `current` moved onto a
 //! bundle that failed `verify current`, and full `verify` and `pull --repair` saw
-//! nothing. The pull scenario runs over both transports (`scenarios!`); the local
+//! nothing. The pull scenarios run over every transport (`scenarios!`); the local
 //! checks of verify, repair and import follow.
 
-use super::{clone_env, store_with_target, verify};
+use super::{clone_env, new_pack, store_with_target, verify};
 use crate::common;
 use crate::transport::Transport;
 
@@ -17,11 +17,12 @@ use baton::format::names::RefName;
 use baton::format::{Bundle, ObjectId, Tree};
 use baton::store::Store;
 use baton::store::refs::{Expect, MoveReason};
-use common::{pack_files, s, snapshot_files};
+use common::{Via, pack_files, s, snapshot_files};
 
 scenarios!(
     pull_refuses_a_tree_that_lies_about_the_size_of_a_blob_held_here,
     pull_refuses_the_lie_sent_as_loose_objects_too;
+    not_on_s3: ;
     permissive_umask:
 );
 
@@ -67,11 +68,13 @@ pub(crate) fn plant_lying_bundle(dir: &Path, name: &str) -> (String, String) {
 }
 
 fn pull_refuses_a_tree_that_lies_about_the_size_of_a_blob_held_here(t: &Transport) {
-    let remote = t.remote();
     let (a, base) = store_with_target(t, 28);
     t.json_ok(&a, &["push"]);
     let b = clone_env(t, &t.clone_url());
+    let remote = t.remote();
+    let old_packs = pack_files(&remote);
     let (lying, blob) = plant_lying_bundle(&remote, "handoff.md");
+    t.upload(&remote);
 
     let before = snapshot_files(&b.store());
     // Twice: a refused pull must not leave objects behind that let the next one through.
@@ -101,10 +104,7 @@ fn pull_refuses_a_tree_that_lies_about_the_size_of_a_blob_held_here(t: &Transpor
 
     // The lying objects here already, named by no ref (as an older baton's refused pull
     // left them): nothing is downloaded, and the check still runs.
-    let newest = pack_files(&remote)
-        .into_iter()
-        .max_by_key(|p| fs::metadata(p).unwrap().modified().unwrap())
-        .unwrap();
+    let newest = new_pack(&remote, &old_packs);
     fs::copy(
         &newest,
         b.store().join("packs").join(newest.file_name().unwrap()),
@@ -191,12 +191,13 @@ fn import_refuses_a_tree_that_lies_about_the_size_of_a_blob_held_here() {
 /// The same lie in loose objects (received one by one into a staging area, not in a
 /// pack): refused, and nothing of it stays.
 fn pull_refuses_the_lie_sent_as_loose_objects_too(t: &Transport) {
-    let remote = t.remote();
     let (a, base) = store_with_target(t, 31);
     t.json_ok(&a, &["push"]);
     let b = clone_env(t, &t.clone_url());
+    let remote = t.remote();
     let (_, blob) = plant_lying_bundle(&remote, "handoff.md");
     common::unpack_to_loose(&remote);
+    t.upload(&remote);
     let before = snapshot_files(&b.store());
     let err = t.json_err(&b, &["pull"], 4);
     assert!(err["message"].as_str().unwrap().contains(&blob), "{err}");

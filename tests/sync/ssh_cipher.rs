@@ -6,17 +6,8 @@ use crate::common;
 use crate::sshd::Sshd;
 
 use std::fs;
-use std::process::Command;
 
-use common::{Env, text};
-
-fn cmd(env: &Env, server: &Sshd) -> Command {
-    let mut cmd = env.cmd();
-    for (k, v) in server.env() {
-        cmd.env(k, v);
-    }
-    cmd
-}
+use common::{Env, Via, text};
 
 /// Push to the server with `BATON_TRACE=1`; the cipher its trace names.
 fn negotiated(server: &Sshd) -> String {
@@ -30,7 +21,8 @@ fn negotiated(server: &Sshd) -> String {
         server.scratch().join("r").display()
     );
     env.ok(&["target", "add", "r", &url]);
-    let out = cmd(&env, server)
+    let out = server
+        .cmd(&env)
         .args(["--json", "push"])
         .env("BATON_TRACE", "1")
         .output()
@@ -84,7 +76,7 @@ fn a_ciphers_line_naming_no_supported_cipher_is_a_usage_error() {
         server.scratch().join("r").display()
     );
     env.ok(&["target", "add", "r", &url]);
-    let out = cmd(&env, &server).arg("push").output().unwrap();
+    let out = server.cmd(&env).arg("push").output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -11,13 +11,13 @@ use std::fs;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{
-    Env, disk_current, pack_files, random_bytes, s, snapshot_files, staged_pack_size, text,
+    Env, Via, disk_current, pack_files, random_bytes, s, snapshot_files, staged_pack_size, text,
 };
 use serde_json::Value;
 use sshd::{KnownHostsMode, Sshd};
@@ -26,53 +26,8 @@ use sshd::{KnownHostsMode, Sshd};
 // Helpers
 // ---------------------------------------------------------------------------------------
 
-/// A `baton` command in `env` that reaches `server` (its HOME and agent socket).
-fn cmd(env: &Env, server: &Sshd) -> Command {
-    let mut cmd = env.cmd();
-    for (k, v) in server.env() {
-        cmd.env(k, v);
-    }
-    cmd
-}
-
 fn run(env: &Env, server: &Sshd, args: &[&str]) -> Output {
-    cmd(env, server).args(args).output().expect("run baton")
-}
-
-fn json(env: &Env, server: &Sshd, args: &[&str]) -> (i32, Value, Output) {
-    let out = cmd(env, server)
-        .arg("--json")
-        .args(args)
-        .output()
-        .expect("run baton");
-    let doc = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", text(&out)));
-    (out.status.code().unwrap_or(-1), doc, out)
-}
-
-fn json_ok(env: &Env, server: &Sshd, args: &[&str]) -> Value {
-    let (code, doc, out) = json(env, server, args);
-    assert_eq!(
-        code,
-        0,
-        "baton {args:?}: {}\nsshd log:\n{}",
-        text(&out),
-        server.log()
-    );
-    doc
-}
-
-/// Run `args` with --json, require exit `exit`; the `error` object.
-fn json_err(env: &Env, server: &Sshd, args: &[&str], exit: i32) -> Value {
-    let (code, doc, out) = json(env, server, args);
-    assert_eq!(
-        code,
-        exit,
-        "baton {args:?} should exit {exit}: {}",
-        text(&out)
-    );
-    assert_eq!(doc["error"]["exit_code"], exit, "{doc}");
-    doc["error"].clone()
+    server.cmd(env).args(args).output().expect("run baton")
 }
 
 /// The store directory the server side uses.
@@ -118,7 +73,7 @@ fn save_change(env: &Env, name: &str, content: &[u8]) -> String {
 
 fn clone_env(server: &Sshd, url: &str) -> Env {
     let env = Env::new();
-    let doc = json_ok(&env, server, &["clone", url]);
+    let doc = server.json_ok(&env, &["clone", url]);
     assert_eq!(doc["report"]["outcome"], "initial", "{doc}");
     env.write_tree("work", &[]);
     env
@@ -155,7 +110,8 @@ fn catch_mid_upload(
     act: impl FnOnce(),
 ) -> Option<Child> {
     let remote = remote_dir(server);
-    let mut child = cmd(env, server)
+    let mut child = server
+        .cmd(env)
         .arg("--json")
         .args(args)
         .env("BATON_TRACE", "1")
@@ -216,7 +172,7 @@ fn unknown_host_key_is_refused_then_accepted_with_the_flag() {
     let server = Sshd::builder().known_hosts(KnownHostsMode::Empty).start();
     let remote = remote_dir(&server);
     let (a, id) = store_with_target(&scp_url(&server), 7);
-    let err = json_err(&a, &server, &["push"], 6);
+    let err = server.json_err(&a, &["push"], 6);
     assert_eq!(err["code"], "security");
     let all = err.to_string();
     assert!(all.contains("SHA256:"), "no fingerprint: {all}");
@@ -232,19 +188,19 @@ fn unknown_host_key_is_refused_then_accepted_with_the_flag() {
     assert!(!remote.exists(), "a refused connection created the remote");
     assert_eq!(fs::read(server.known_hosts_path()).unwrap(), b"");
     // Pull and clone refuse the same way.
-    json_err(&a, &server, &["pull"], 6);
+    server.json_err(&a, &["pull"], 6);
     let c = Env::new();
     let dest = c.path().join("clone");
-    json_err(&c, &server, &["clone", &scp_url(&server), s(&dest)], 6);
+    server.json_err(&c, &["clone", &scp_url(&server), s(&dest)], 6);
     assert!(!dest.exists());
 
-    let doc = json_ok(&a, &server, &["push", "--accept-new-host-key"]);
+    let doc = server.json_ok(&a, &["push", "--accept-new-host-key"]);
     assert_eq!(doc["report"]["created_remote"], true);
     assert_eq!(disk_current(&remote).as_deref(), Some(id.as_str()));
     let recorded = fs::read_to_string(server.known_hosts_path()).unwrap();
     assert!(recorded.contains(server.host_key_line()), "{recorded}");
     // From now on the key is known.
-    let doc = json_ok(&a, &server, &["push"]);
+    let doc = server.json_ok(&a, &["push"]);
     assert_eq!(doc["report"]["up_to_date"], true);
 }
 
@@ -257,11 +213,11 @@ fn changed_host_key_is_refused_even_with_the_flag() {
     let (a, _) = store_with_target(&scp_url(&server), 8);
     let before = fs::read(server.known_hosts_path()).unwrap();
     for args in [vec!["push"], vec!["push", "--accept-new-host-key"]] {
-        let err = json_err(&a, &server, &args, 6);
+        let err = server.json_err(&a, &args, 6);
         assert_eq!(err["code"], "security");
         assert!(err.to_string().contains("SHA256:"), "{err}");
     }
-    json_err(&a, &server, &["pull", "--accept-new-host-key"], 6);
+    server.json_err(&a, &["pull", "--accept-new-host-key"], 6);
     assert_eq!(fs::read(server.known_hosts_path()).unwrap(), before);
     assert!(!remote.exists());
 }
@@ -271,12 +227,13 @@ fn agent_authentication_pushes_and_pulls() {
     let server = Sshd::builder().agent().no_identity_in_config().start();
     let remote = remote_dir(&server);
     let (a, id) = store_with_target(&scp_url(&server), 9);
-    json_ok(&a, &server, &["push"]);
+    server.json_ok(&a, &["push"]);
     assert_eq!(disk_current(&remote).as_deref(), Some(id.as_str()));
     let b = clone_env(&server, &scp_url(&server));
     assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
     // Without the agent nothing authenticates: the agent did it.
-    let out = cmd(&a, &server)
+    let out = server
+        .cmd(&a)
         .args(["--json", "pull"])
         .env("SSH_AUTH_SOCK", server.scratch().join("no-agent.sock"))
         .output()
@@ -290,7 +247,7 @@ fn key_file_authentication_pushes_and_pulls() {
     assert!(!server.has_agent());
     let remote = remote_dir(&server);
     let (a, id) = store_with_target(&ssh_url(&server), 10);
-    json_ok(&a, &server, &["push"]);
+    server.json_ok(&a, &["push"]);
     assert_eq!(disk_current(&remote).as_deref(), Some(id.as_str()));
     let b = clone_env(&server, &ssh_url(&server));
     assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
@@ -302,7 +259,7 @@ fn key_file_authentication_pushes_and_pulls() {
         .map(|l| format!("{l}\n"))
         .collect();
     fs::write(server.config_path(), without).unwrap();
-    json_err(&b, &server, &["pull"], 6);
+    server.json_err(&b, &["pull"], 6);
 }
 
 #[test]
@@ -310,11 +267,11 @@ fn sftp_only_account_pushes_and_pulls() {
     let server = Sshd::builder().force_sftp().start();
     let remote = remote_dir(&server);
     let (a, _) = store_with_target(&scp_url(&server), 11);
-    json_ok(&a, &server, &["push"]);
+    server.json_ok(&a, &["push"]);
     let b = clone_env(&server, &scp_url(&server));
     let next = save_change(&a, "x", b"x");
-    json_ok(&a, &server, &["push"]);
-    let doc = json_ok(&b, &server, &["pull"]);
+    server.json_ok(&a, &["push"]);
+    let doc = server.json_ok(&b, &["pull"]);
     assert_eq!(doc["report"]["current_after"], next.as_str());
     assert_eq!(checkout(&a, "current"), checkout(&b, "current"));
     verify(&remote);
@@ -370,7 +327,7 @@ fn connection_cut_mid_push_publishes_nothing() {
     let server = Sshd::start();
     let remote = remote_dir(&server);
     let (a, base) = store_with_target(&scp_url(&server), 12);
-    json_ok(&a, &server, &["push"]);
+    server.json_ok(&a, &["push"]);
     // A second alias through the proxy, with the server's key known at the proxy's port.
     let proxy = start_cutting_proxy(server.port(), 5 << 20);
     let config = fs::read_to_string(server.config_path()).unwrap();
@@ -393,7 +350,8 @@ fn connection_cut_mid_push_publishes_nothing() {
     let refs_before = refs_snapshot(&remote);
     let packs_before = pack_files(&remote);
     let start = Instant::now();
-    let child = cmd(&a, &server)
+    let child = server
+        .cmd(&a)
         .args(["--json", "push", "cut", "--timeout", "10"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -414,10 +372,10 @@ fn connection_cut_mid_push_publishes_nothing() {
         "a partial pack was published"
     );
     verify(&remote);
-    json_err(&a, &server, &["show", "targets/cut"], 3);
+    server.json_err(&a, &["show", "targets/cut"], 3);
 
     // The direct way still works, and publishes the whole bundle.
-    let doc = json_ok(&a, &server, &["push", "r"]);
+    let doc = server.json_ok(&a, &["push", "r"]);
     assert_eq!(doc["report"]["remote_before"], base.as_str());
     assert_eq!(disk_current(&remote).as_deref(), Some(big.as_str()));
     verify(&remote);
@@ -428,7 +386,7 @@ fn frozen_server_mid_push_times_out_instead_of_hanging() {
     let server = Sshd::start();
     let remote = remote_dir(&server);
     let (a, mut base) = store_with_target(&scp_url(&server), 13);
-    json_ok(&a, &server, &["push"]);
+    server.json_ok(&a, &["push"]);
     let total: u64 = 50 << 20;
     let mut caught = None;
     for attempt in 0..3 {
@@ -479,7 +437,7 @@ fn killed_server_mid_push_is_a_transport_error() {
     let mut server = Sshd::start();
     let remote = remote_dir(&server);
     let (a, mut base) = store_with_target(&scp_url(&server), 14);
-    json_ok(&a, &server, &["push"]);
+    server.json_ok(&a, &["push"]);
     let total: u64 = 50 << 20;
     let mut caught = None;
     for attempt in 0..3 {
@@ -566,11 +524,7 @@ fn clone_and_pull_over_ssh_of_a_store_with_every_fanout_directory() {
             )
         })
         .collect();
-    let refs: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_slice()))
-        .collect();
-    a.write_tree("work", &refs);
+    a.write_files("work", &files);
     let base = a.save("work", &["--summary", "many files"]);
     let extra = fanout_objects();
     write_loose_blobs(&a.store(), extra, 1);
@@ -580,7 +534,7 @@ fn clone_and_pull_over_ssh_of_a_store_with_every_fanout_directory() {
 
     let b = Env::new();
     let started = Instant::now();
-    let doc = json_ok(&b, &server, &["clone", &url]);
+    let doc = server.json_ok(&b, &["clone", &url]);
     let took = started.elapsed();
     eprintln!(
         "clone of {} loose objects over SSH: {took:?}",
@@ -597,7 +551,7 @@ fn clone_and_pull_over_ssh_of_a_store_with_every_fanout_directory() {
     let next = save_change(&a, "f/next.txt", b"next\n");
     write_loose_blobs(&a.store(), 500, 2);
     let started = Instant::now();
-    let doc = json_ok(&b, &server, &["pull"]);
+    let doc = server.json_ok(&b, &["pull"]);
     eprintln!("pull over SSH: {:?}", started.elapsed());
     assert_eq!(doc["report"]["outcome"], "fast-forward", "{doc}");
     assert_eq!(doc["report"]["current_after"], next.as_str());
@@ -648,7 +602,8 @@ fn handoff_workspace(env: &Env) -> PathBuf {
 
 /// `baton ARGS` in `ws`, reaching `server`.
 fn run_in(env: &Env, server: &Sshd, ws: &Path, args: &[&str]) -> Output {
-    cmd(env, server)
+    server
+        .cmd(env)
         .current_dir(ws)
         .args(args)
         .output()
@@ -672,7 +627,8 @@ fn handoff_in(env: &Env, server: &Sshd, ws: &Path, extra: &[&str]) -> Output {
     ];
     args.extend_from_slice(extra);
     // The server's environment sets HOME to its own: name the sender's Claude config.
-    cmd(env, server)
+    server
+        .cmd(env)
         .current_dir(ws)
         .env("CLAUDE_CONFIG_DIR", env.path().join(".claude"))
         .args(&args)
@@ -702,12 +658,8 @@ fn handoff_push_then_resume_target_on_another_home() {
 
     // Another HOME: clone once, then `resume origin` pulls first and resumes.
     let receiver = Env::new();
-    json_ok(&receiver, &server, &["clone", &scp_url(&server)]);
-    let doc = json_ok(
-        &receiver,
-        &server,
-        &["resume", "origin", "--budget", "2000"],
-    );
+    server.json_ok(&receiver, &["clone", &scp_url(&server)]);
+    let doc = server.json_ok(&receiver, &["resume", "origin", "--budget", "2000"]);
     let kickoff = &doc["kickoff"];
     assert!(kickoff["tokens"].as_u64().unwrap() <= 2000, "{kickoff}");
     let titles: Vec<&str> = kickoff["sections"]
@@ -745,7 +697,8 @@ fn handoff_push_then_resume_target_on_another_home() {
     .unwrap();
     let out = handoff_in(&sender, &server, &ws, &[]);
     assert!(out.status.success(), "{}", text(&out));
-    let prompt = cmd(&receiver, &server)
+    let prompt = server
+        .cmd(&receiver)
         .args([
             "resume",
             "origin",
@@ -775,15 +728,7 @@ fn handoff_push_then_resume_target_on_another_home() {
         .replace(&head[..12], "<HEAD>")
         .replace(&id[..12], "<ID>")
         .replace(&created, "<TIME>");
-    let snapshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/resume_prompt.txt");
-    if std::env::var_os("BATON_UPDATE_SNAPSHOTS").is_some_and(|v| v == "1") {
-        fs::write(&snapshot, &normalized).unwrap();
-    }
-    assert_eq!(
-        normalized,
-        fs::read_to_string(&snapshot).expect("snapshot"),
-        "resume --format prompt"
-    );
+    common::snapshot::assert_text_snapshot("resume_prompt", &normalized, "resume --format prompt");
     assert!(
         !prompt.contains("evidence.json") && !prompt.contains("## Files"),
         "{prompt}"
@@ -810,10 +755,10 @@ fn a_refused_handoff_push_keeps_the_saved_bundle_and_says_how_to_retry() {
     assert!(handoff_in(&sender, &server, &ws, &[]).status.success());
     // Someone else pushes on top first.
     let other = Env::new();
-    json_ok(&other, &server, &["clone", &scp_url(&server)]);
+    server.json_ok(&other, &["clone", &scp_url(&server)]);
     other.write_tree("w", &[("x", b"their work")]);
     other.save("w", &[]);
-    json_ok(&other, &server, &["push"]);
+    server.json_ok(&other, &["push"]);
 
     let out = handoff_in(&sender, &server, &ws, &["--json"]);
     assert_eq!(out.status.code(), Some(5), "{}", text(&out));

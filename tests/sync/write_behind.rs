@@ -26,11 +26,7 @@ fn a_clone_starts_write_back_early_and_still_fsyncs_before_publishing() {
         .map(|i| (format!("d{}/f{i}.bin", i % 8), random_bytes(i, 16 << 10)))
         .chain([("big.bin".to_string(), random_bytes(9_999, 20 << 20))])
         .collect();
-    let refs: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_slice()))
-        .collect();
-    a.write_tree("work", &refs);
+    a.write_files("work", &files);
     a.ok(&["save", "--secrets", "allow", "work"]);
 
     let b = Env::new();

@@ -28,7 +28,7 @@ fn init_under_umask(mask: libc::mode_t) {
         assert!(store.join(name).exists(), "store lacks {name}");
     }
     assert_eq!(fs::read(store.join(".gitignore")).unwrap(), b"*\n");
-    assert_private(&store);
+    common::assert_private_tree(&store);
 
     // Everything a save creates (objects, fan-out dirs, refs, the log) is private too.
     let work = rich_tree(&env);
@@ -37,7 +37,7 @@ fn init_under_umask(mask: libc::mode_t) {
     fs::write(work.join("handoff.md"), b"second\n").unwrap();
     output_ok(with_umask(env.cmd(), mask).args(["save", "work"]));
     output_ok(with_umask(env.cmd(), mask).args(["gc", "--grace", "0s"]));
-    assert_private(&store);
+    common::assert_private_tree(&store);
     let verify = env.ok(&["verify"]);
     assert!(verify.trim_end().ends_with(": ok"), "{verify}");
 }
@@ -71,7 +71,7 @@ fn store_flag_chooses_the_store() {
         !env.store().exists(),
         "init --store must not create ./.baton"
     );
-    assert_private(&store);
+    common::assert_private_tree(&store);
 
     env.write_tree("d", &[("a", b"1")]);
     let id = env.save("d", &["--store", "elsewhere/st"]);

@@ -43,47 +43,6 @@ fn output_ok(cmd: &mut Command) -> String {
     String::from_utf8(out.stdout).expect("utf-8 stdout")
 }
 
-/// Every directory must be 0700 and every file 0600, the store root included.
-fn assert_private(store: &Path) {
-    let mut bad = Vec::new();
-    let root_mode = fs::symlink_metadata(store).unwrap().permissions().mode() & 0o7777;
-    if root_mode != 0o700 {
-        bad.push(format!("{} {root_mode:o}", store.display()));
-    }
-    for (path, mode, is_dir) in modes(store) {
-        let want = if is_dir { 0o700 } else { 0o600 };
-        if mode != want {
-            bad.push(format!("{} {mode:o} (want {want:o})", path.display()));
-        }
-    }
-    assert!(bad.is_empty(), "store entries with wrong modes: {bad:#?}");
-}
-
-/// (relative path, permission bits, is_dir) of everything under `root`.
-fn modes(root: &Path) -> Vec<(PathBuf, u32, bool)> {
-    let mut out = Vec::new();
-    fn walk(dir: &Path, root: &Path, out: &mut Vec<(PathBuf, u32, bool)>) {
-        let mut entries: Vec<_> = fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for path in entries {
-            let meta = fs::symlink_metadata(&path).unwrap();
-            out.push((
-                path.strip_prefix(root).unwrap().to_path_buf(),
-                meta.permissions().mode() & 0o7777,
-                meta.is_dir(),
-            ));
-            if meta.is_dir() {
-                walk(&path, root, out);
-            }
-        }
-    }
-    walk(root, root, &mut out);
-    out
-}
-
 /// Ids of every object file in the store.
 /// Every object id the store holds, loose or packed (a save packs its blobs and trees).
 fn object_ids(store: &Path) -> BTreeSet<String> {

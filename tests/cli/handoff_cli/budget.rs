@@ -111,12 +111,6 @@ fn normalize_kickoff(text: &str, id: &str, created: &str) -> String {
     text
 }
 
-fn snapshot_path(budget: usize) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/snapshots")
-        .join(format!("resume_budget_{budget}.txt"))
-}
-
 #[test]
 fn kickoff_degrades_by_budget_like_the_snapshots() {
     let (env, ws, id) = budget_fixture();
@@ -124,7 +118,6 @@ fn kickoff_degrades_by_budget_like_the_snapshots() {
         .as_str()
         .expect("created")
         .to_string();
-    let update = std::env::var_os("BATON_UPDATE_SNAPSHOTS").is_some_and(|v| v == "1");
     let order = [
         "Next Steps",
         "Risks / Watch Out",
@@ -309,24 +302,11 @@ fn kickoff_degrades_by_budget_like_the_snapshots() {
         }
 
         let normalized = normalize_kickoff(&text, &id, &created);
-        let path = snapshot_path(budget);
-        if update {
-            fs::create_dir_all(path.parent().unwrap()).expect("mkdir");
-            fs::write(&path, &normalized).expect("write snapshot");
-        } else {
-            let expected = fs::read_to_string(&path).unwrap_or_else(|e| {
-                panic!(
-                    "{}: {e}; run with BATON_UPDATE_SNAPSHOTS=1 to create it",
-                    path.display()
-                )
-            });
-            assert_eq!(
-                normalized,
-                expected,
-                "kickoff at budget {budget} differs from {}",
-                path.display()
-            );
-        }
+        common::snapshot::assert_text_snapshot(
+            &format!("resume_budget_{budget}"),
+            &normalized,
+            &format!("kickoff at budget {budget}"),
+        );
     }
 }
 

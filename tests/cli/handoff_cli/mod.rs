@@ -15,7 +15,7 @@ use std::process::{Output, Stdio};
 use std::time::SystemTime;
 
 use baton::handoff::secrets::KINDS;
-use common::{Env, git, git_cmd, snapshot_files};
+use common::{Env, Via, git, git_cmd, json_ok, snapshot_files};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------
@@ -134,20 +134,7 @@ fn doc(out: &Output) -> Value {
 
 /// Run with --json in `dir`, require success, return the document.
 fn json_in(env: &Env, dir: &Path, args: &[&str]) -> Value {
-    let mut full = vec!["--json"];
-    full.extend_from_slice(args);
-    let out = baton_in(env, dir, &full);
-    let value = doc(&out);
-    assert!(
-        out.status.success(),
-        "baton {full:?} failed: {value}\nstderr: {}",
-        stderr(&out)
-    );
-    value
-}
-
-fn json_ok(env: &Env, args: &[&str]) -> Value {
-    json_in(env, env.path(), args)
+    common::via::InDir(dir).json_ok(env, args)
 }
 
 /// `baton cat REV:PATH` as text.

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Env, disk_current, random_bytes, s, snapshot_files, text};
+use common::{Env, Via, disk_current, random_bytes, s, snapshot_files, text};
 use faultproxy::{Dir, Fault, FaultProxy};
 use sshd::Sshd;
 
@@ -88,11 +88,7 @@ impl World {
     }
 
     fn cmd(&self, env: &Env) -> Command {
-        let mut cmd = env.cmd();
-        for (k, v) in self.server.env() {
-            cmd.env(k, v);
-        }
-        cmd
+        self.server.cmd(env)
     }
 
     fn run(&self, env: &Env, args: &[&str]) -> Output {

@@ -200,11 +200,7 @@ fn save_orders_fsyncs_and_renames_durably() {
             (format!("d{}/f{i}", i % 3), rng.content(len))
         })
         .collect();
-    let refs: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_slice()))
-        .collect();
-    env.write_tree("work", &refs);
+    env.write_files("work", &files);
     env.save("work", &[]); // an existing parent, so the traced save moves a ref that exists
     env.write_tree("work", &[("d0/f0", b"changed"), ("new/file", b"new")]);
 

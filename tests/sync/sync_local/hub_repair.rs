@@ -44,19 +44,7 @@ fn a_push_that_loses_the_race_leaves_no_move_in_the_hub_audit() {
         let c = clone_env(&remote);
         let b_id = save_change(&b, "b.bin", &random_bytes(3000 + round, 2 << 20));
         let c_id = save_change(&c, "c.bin", &random_bytes(4000 + round, 2 << 20));
-        let spawn = |env: &Env| {
-            env.cmd()
-                .args(["--json", "push"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        };
-        let (pb, pc) = (spawn(&b), spawn(&c));
-        let (ob, oc) = (
-            pb.wait_with_output().unwrap(),
-            pc.wait_with_output().unwrap(),
-        );
+        let (ob, oc) = race_pushes(&b, &c);
         let (winner, loser) = match (ob.status.code(), oc.status.code()) {
             (Some(0), Some(5)) => (b_id, c_id),
             (Some(5), Some(0)) => (c_id, b_id),

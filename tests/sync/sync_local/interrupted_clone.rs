@@ -126,19 +126,7 @@ fn concurrent_pushes_exactly_one_wins() {
         let c = clone_env(&remote);
         let b_id = save_change(&b, "b.bin", &random_bytes(1000 + round, 4 << 20));
         let c_id = save_change(&c, "c.bin", &random_bytes(2000 + round, 4 << 20));
-        let spawn = |env: &Env| {
-            env.cmd()
-                .args(["--json", "push"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        };
-        let (pb, pc) = (spawn(&b), spawn(&c));
-        let (ob, oc) = (
-            pb.wait_with_output().unwrap(),
-            pc.wait_with_output().unwrap(),
-        );
+        let (ob, oc) = race_pushes(&b, &c);
         let (winner, loser) = match (ob.status.code(), oc.status.code()) {
             (Some(0), Some(5)) => (b_id, &oc),
             (Some(5), Some(0)) => (c_id, &ob),

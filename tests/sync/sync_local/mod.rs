@@ -26,6 +26,23 @@ fn remote_dir(env: &Env) -> PathBuf {
     env.path().join("remote")
 }
 
+/// `baton --json push` in `b` and in `c` at once; both outputs.
+fn race_pushes(b: &Env, c: &Env) -> (std::process::Output, std::process::Output) {
+    let spawn = |env: &Env| {
+        env.cmd()
+            .args(["--json", "push"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (pb, pc) = (spawn(b), spawn(c));
+    (
+        pb.wait_with_output().unwrap(),
+        pc.wait_with_output().unwrap(),
+    )
+}
+
 /// Check out `rev` of the env's store into a fresh directory; its files and modes.
 pub(crate) fn checkout(env: &Env, rev: &str) -> Vec<(PathBuf, Vec<u8>, u32)> {
     let dir = env

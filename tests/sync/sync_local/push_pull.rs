@@ -171,11 +171,7 @@ fn incremental_push_sends_only_new_objects() {
     let files: Vec<(String, Vec<u8>)> = (0..40)
         .map(|i| (format!("many/f{i:02}"), random_bytes(100 + i, 20_000)))
         .collect();
-    let refs: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(n, b)| (n.as_str(), b.as_slice()))
-        .collect();
-    a.write_tree("work", &refs);
+    a.write_files("work", &files);
     a.save("work", &[]);
     let first = json_ok(&a, &["push"]);
     let first_objects = first["report"]["objects_sent"].as_u64().unwrap();
