@@ -98,7 +98,8 @@ pub fn exit_codes_help() -> String {
     }
     text.push_str(
         "\nWith --json every command prints one JSON document on stdout, errors included:\n\
-         {\"ok\":false,\"error\":{\"code\":\"not_found\",\"exit_code\":3,\"message\":...,\"hint\":...}}",
+         {\"ok\":false,\"error\":{\"code\":\"not_found\",\"exit_code\":3,\"message\":...,\"hint\":...,\"causes\":[...]}}\n\
+         --verbose prints an error's causes under it, one 'caused by:' line each.",
     );
     text
 }
