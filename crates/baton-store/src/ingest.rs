@@ -126,7 +126,7 @@ impl<'s> Ingest<'s> {
         self.receive_loose_stream(name, stored.len() as u64, |writer| {
             writer
                 .write_all(stored)
-                .map_err(|e| Error::other(format!("cannot stage object {name}: {e}")))
+                .map_err(|e| Error::other(format!("cannot stage object {name}: {e}")).with_source(e))
         })
     }
 
