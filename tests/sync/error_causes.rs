@@ -84,7 +84,10 @@ fn check_chain(plain: &Output, verbose: &Output, doc: &Value, exit: i32) -> Vec<
     let message = doc["error"]["message"].as_str().unwrap_or("");
     for (i, cause) in causes.iter().enumerate() {
         assert!(!cause.is_empty() && !cause.contains('\n'), "{causes:?}");
-        assert!(!message.contains(cause.as_str()), "{cause:?} repeats {message:?}");
+        assert!(
+            !message.contains(cause.as_str()),
+            "{cause:?} repeats {message:?}"
+        );
         assert!(
             !causes[..i].iter().any(|c| c.contains(cause.as_str())),
             "{cause:?} shown twice: {causes:?}"
@@ -135,10 +138,8 @@ fn verbose_and_json_show_libssh2s_code_when_a_port_is_no_ssh_server() {
     let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
     let port = listener.local_addr().expect("address").port();
     std::thread::spawn(move || {
-        for stream in listener.incoming().take(3) {
-            if let Ok(mut stream) = stream {
-                let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
-            }
+        for mut stream in listener.incoming().take(3).flatten() {
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
         }
     });
     let env = seeded(&format!("ssh://tester@127.0.0.1:{port}/srv/store"));
@@ -148,7 +149,9 @@ fn verbose_and_json_show_libssh2s_code_when_a_port_is_no_ssh_server() {
     assert!(message.contains("SSH handshake with"), "{message}");
     let causes = check_chain(&plain, &verbose, &doc, 7);
     assert!(
-        causes.iter().any(|c| c.starts_with("libssh2 error Session(-")),
+        causes
+            .iter()
+            .any(|c| c.starts_with("libssh2 error Session(-")),
         "{causes:?}"
     );
 }

@@ -176,7 +176,9 @@ impl Error {
                 None => cause.to_string(),
             };
             let text = text.replace(['\n', '\r'], " ").trim().to_string();
-            if !text.is_empty() && !said.contains(&text) && !causes.iter().any(|c| c.contains(&text))
+            if !text.is_empty()
+                && !said.contains(&text)
+                && !causes.iter().any(|c| c.contains(&text))
             {
                 causes.push(text);
             }

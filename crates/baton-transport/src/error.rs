@@ -51,7 +51,9 @@ impl TransportError {
 
     /// Whether `e` is (or was caused by) a missing bucket.
     pub fn is_no_such_bucket(e: &Error) -> bool {
-        matches!(e.reason::<TransportError>(), Some(TransportError::NoSuchBucket { .. }))
+        matches!(
+            e.reason::<TransportError>(),
+            Some(TransportError::NoSuchBucket { .. })
+        )
     }
 }
-

@@ -2,8 +2,8 @@
 //! the history complete, then objects published and `current` fast-forwarded.
 
 use super::checks::*;
-use crate::error::SyncError;
 use super::*;
+use crate::error::SyncError;
 use baton_store::ingest::{self, Forward};
 use baton_store::streams::{Bounded, HashingWriter, LimitedVec};
 

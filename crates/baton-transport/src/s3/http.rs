@@ -503,7 +503,10 @@ mod tests {
         let map = |e| map_error(e, "s3://b/p", "p/config", &Tries::default());
         let bucket = map(not_found("<Code>NoSuchBucket</Code>"));
         let key = map(not_found("<Code>NoSuchKey</Code>"));
-        assert_eq!((bucket.kind, key.kind), (ErrorKind::NotFound, ErrorKind::NotFound));
+        assert_eq!(
+            (bucket.kind, key.kind),
+            (ErrorKind::NotFound, ErrorKind::NotFound)
+        );
         assert!(TransportError::is_no_such_bucket(&bucket));
         assert!(!TransportError::is_no_such_bucket(&key));
         assert!(matches!(
