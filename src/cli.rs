@@ -21,6 +21,9 @@ pub struct Cli {
     /// Print only what was asked for: no progress, no notes
     #[arg(short, long, global = true)]
     pub quiet: bool,
+    /// On failure, also print the error's causes under it (`caused by: ...` lines)
+    #[arg(long, global = true)]
+    pub verbose: bool,
     /// age identity file (as written by age-keygen) that unlocks an encrypted store
     #[arg(long, global = true, value_name = "FILE", env = "BATON_IDENTITY")]
     pub identity: Option<PathBuf>,

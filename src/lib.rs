@@ -78,7 +78,7 @@ pub fn run() -> i32 {
                 .map(|usage| format!("{usage} (see --help)"))
                 .unwrap_or_else(|| "see 'baton --help'".to_string());
             let err = error::Error::usage(first.to_string()).with_hint(format!("{usage}{tips}"));
-            return output::finish(true, Err(err));
+            return output::finish(true, false, Err(err));
         }
     };
     let ctx = commands::Ctx {
@@ -87,8 +87,9 @@ pub fn run() -> i32 {
         store: cli.store.clone(),
         identity: cli.identity.clone(),
     };
+    let verbose = cli.verbose;
     let result = catch_bugs(|| commands::dispatch(&ctx, cli.command));
-    output::finish(ctx.json, result)
+    output::finish(ctx.json, verbose, result)
 }
 
 /// Run `f`, turning a panic (a bug: an invariant that failed) into an internal error, so

@@ -93,8 +93,9 @@ fn styled_progress(total: u64, bytes: bool, target: ProgressDrawTarget) -> Progr
     bar
 }
 
-/// Print the outcome or the error and return the process exit code.
-pub fn finish(json_mode: bool, result: baton_error::Result<Outcome>) -> i32 {
+/// Print the outcome or the error and return the process exit code; `verbose`: the
+/// error's causes follow its line, one `caused by:` line each.
+pub fn finish(json_mode: bool, verbose: bool, result: baton_error::Result<Outcome>) -> i32 {
     let (outcome, error) = match result {
         Ok(mut outcome) => {
             let failure = outcome.failure.take();
@@ -142,6 +143,11 @@ pub fn finish(json_mode: bool, result: baton_error::Result<Outcome>) -> i32 {
                 }
                 _ => eprintln!("error: {}", one_line(&e.to_string())),
             }
+            if verbose {
+                for cause in e.causes() {
+                    eprintln!("caused by: {}", one_line(&cause));
+                }
+            }
         }
     }
     let _ = out.flush();
@@ -179,6 +185,7 @@ pub fn error_json(e: &Error) -> Value {
         "exit_code": e.kind.exit_code(),
         "message": e.message,
         "hint": e.hint,
+        "causes": e.causes(),
     })
 }
 

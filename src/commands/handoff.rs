@@ -95,12 +95,16 @@ fn refused_push(e: Error, short: &str, target: &str) -> Error {
         Some(h) => format!("{h}; the handoff is saved locally: {retry}"),
         None => format!("the handoff is saved locally: {retry}"),
     };
-    Error::new(
-        e.kind,
-        format!(
-            "saved handoff {short}, but the push to {target} failed: {}",
-            e.message
-        ),
-    )
-    .with_hint(hint)
+    // The push's cause chain stays (--verbose, the JSON `causes`).
+    Error {
+        source: e.source,
+        ..Error::new(
+            e.kind,
+            format!(
+                "saved handoff {short}, but the push to {target} failed: {}",
+                e.message
+            ),
+        )
+        .with_hint(hint)
+    }
 }

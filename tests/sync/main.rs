@@ -16,6 +16,7 @@ mod s3;
 #[path = "../common/sshd.rs"]
 mod sshd;
 
+mod error_causes;
 mod round_trips;
 mod round_trips_hint;
 mod round_trips_pack;

@@ -98,7 +98,8 @@ pub fn exit_codes_help() -> String {
     }
     text.push_str(
         "\nWith --json every command prints one JSON document on stdout, errors included:\n\
-         {\"ok\":false,\"error\":{\"code\":\"not_found\",\"exit_code\":3,\"message\":...,\"hint\":...}}",
+         {\"ok\":false,\"error\":{\"code\":\"not_found\",\"exit_code\":3,\"message\":...,\"hint\":...,\"causes\":[...]}}\n\
+         --verbose prints an error's causes under it, one 'caused by:' line each.",
     );
     text
 }
@@ -115,6 +116,10 @@ pub struct Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// How deep a cause chain is followed (a chain is a few links; this only bounds a cycle
+/// a hand-written `source` could make).
+const MAX_CAUSES: usize = 32;
+
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
@@ -129,6 +134,57 @@ impl Error {
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         self.source = Some(std::sync::Arc::new(source));
         self
+    }
+
+    /// A failure a caller may decide on, from a crate's typed error: its text is the
+    /// message and the value is kept as the source, where [`Error::reason`] finds it.
+    pub fn from_reason(
+        kind: ErrorKind,
+        reason: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::new(kind, reason.to_string()).with_source(reason)
+    }
+
+    /// The first cause of type `T` in this error's chain: the typed reason callers decide
+    /// on with `matches!`, whatever the message says (and however it is reworded).
+    pub fn reason<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        let mut next = std::error::Error::source(self);
+        for _ in 0..MAX_CAUSES {
+            let cause = next?;
+            if let Some(found) = cause.downcast_ref::<T>() {
+                return Some(found);
+            }
+            next = cause.source();
+        }
+        None
+    }
+
+    /// The causes of this error as `--verbose` and `--json` show them, outermost first:
+    /// each on one line and once, and none whose text the message or hint already says
+    /// (most sites fold the cause into the message; the chain then adds only what the
+    /// message left out, such as the layers between a request and a refused connection).
+    pub fn causes(&self) -> Vec<String> {
+        let said = self.to_string();
+        let mut causes: Vec<String> = Vec::new();
+        let mut next = std::error::Error::source(self);
+        for _ in 0..MAX_CAUSES {
+            let Some(cause) = next else { break };
+            // A baton error further down (one rewrapped under a wider context): its
+            // message, since its hint is this error's hint too.
+            let text = match cause.downcast_ref::<Error>() {
+                Some(inner) => inner.message.clone(),
+                None => cause.to_string(),
+            };
+            let text = text.replace(['\n', '\r'], " ").trim().to_string();
+            if !text.is_empty()
+                && !said.contains(&text)
+                && !causes.iter().any(|c| c.contains(&text))
+            {
+                causes.push(text);
+            }
+            next = cause.source();
+        }
+        causes
     }
 
     /// The same failure said in a wider context: `what: message`, kind, hint and source kept.
@@ -295,5 +351,64 @@ mod tests {
         let internal = Error::internal("x");
         assert_eq!(internal.kind.code(), "internal");
         assert_eq!(internal.kind.exit_code(), 1);
+    }
+
+    /// A typed reason, as a crate's thiserror enum would be.
+    #[derive(Debug)]
+    enum Reason {
+        Gone { what: String },
+        Io(std::io::Error),
+    }
+
+    impl fmt::Display for Reason {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                Reason::Gone { what } => write!(f, "{what} vanished"),
+                Reason::Io(e) => write!(f, "{e}"),
+            }
+        }
+    }
+
+    impl std::error::Error for Reason {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            match self {
+                Reason::Gone { .. } => None,
+                Reason::Io(e) => Some(e),
+            }
+        }
+    }
+
+    #[test]
+    fn the_reason_is_found_by_type_whatever_the_message_says() {
+        let e = Error::from_reason(ErrorKind::Integrity, Reason::Gone { what: "x".into() });
+        assert_eq!(e.message, "x vanished");
+        // Reworded and put in a wider context twice: the decision does not change.
+        let mut e = e.context("reading the remote").context("pull");
+        e.message = "something else entirely".into();
+        let wrapped = Error::rewrapped(&e, "outer");
+        for e in [&e, &wrapped] {
+            assert!(matches!(e.reason::<Reason>(), Some(Reason::Gone { .. })));
+            assert!(e.reason::<std::io::Error>().is_none());
+        }
+        assert!(Error::other("x vanished").reason::<Reason>().is_none());
+    }
+
+    #[test]
+    fn causes_are_each_shown_once_and_never_repeat_the_message() {
+        let io = || std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        // Folded into the message: the chain adds nothing.
+        let folded = Error::other(format!("cannot connect: {}", io())).with_source(io());
+        assert_eq!(folded.causes(), Vec::<String>::new());
+        // Not folded: the cause is shown, once, under a reason whose text is the message.
+        let reason = Error::from_reason(ErrorKind::Transport, Reason::Io(io()));
+        assert_eq!(reason.causes(), Vec::<String>::new());
+        let outer = Error::other("push failed").with_source(Reason::Io(io()));
+        assert_eq!(outer.causes(), vec!["refused".to_string()]);
+        let inner = Error::other("request failed\nbadly").with_source(io());
+        let twice = Error::new(ErrorKind::Transport, "push failed")
+            .with_hint("try again")
+            .with_source(inner);
+        assert_eq!(twice.causes(), vec!["request failed badly", "refused"]);
+        assert_eq!(Error::other("plain").causes(), Vec::<String>::new());
     }
 }

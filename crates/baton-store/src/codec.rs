@@ -80,7 +80,7 @@ pub(crate) fn decode_checked(
             Err(e) => return Err(corrupt(e.to_string())),
         };
         sink.write_all(&buf[..n])
-            .map_err(|e| Error::other(format!("cannot write output: {e}")))?;
+            .map_err(|e| Error::other(format!("cannot write output: {e}")).with_source(e))?;
     }
     // Checked after the size: a read cut short by `limit` stops inside the frame.
     let trailing = {

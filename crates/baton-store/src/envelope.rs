@@ -101,6 +101,7 @@ impl Envelope {
             Envelope::Age(keys) => keys.decrypt_reader(stored).map_err(|e| {
                 Error::integrity(format!("object {id} is corrupt: cannot decrypt: {e}"))
                     .with_hint("run 'baton verify', then 'baton pull --repair [TARGET]' to refetch it from a target")
+                    .with_source(e)
             }),
         }
     }
@@ -386,6 +387,7 @@ fn load_identities(path: &Path) -> Result<Vec<Box<dyn age::Identity + Send + Syn
     let file = age::IdentityFile::from_file(path.to_string_lossy().into_owned()).map_err(|e| {
         security(format!("cannot read identity file {}: {e}", path.display()))
             .with_hint("pass an age identity file, as written by age-keygen")
+            .with_source(e)
     })?;
     let ids = file.into_identities().map_err(|e| {
         security(format!(

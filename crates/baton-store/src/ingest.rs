@@ -124,9 +124,9 @@ impl<'s> Ingest<'s> {
     /// Receive one small loose object by its storage name (verified before it is kept).
     pub fn receive_loose(&mut self, name: &ObjectId, stored: &[u8]) -> Result<()> {
         self.receive_loose_stream(name, stored.len() as u64, |writer| {
-            writer
-                .write_all(stored)
-                .map_err(|e| Error::other(format!("cannot stage object {name}: {e}")))
+            writer.write_all(stored).map_err(|e| {
+                Error::other(format!("cannot stage object {name}: {e}")).with_source(e)
+            })
         })
     }
 

@@ -287,7 +287,7 @@ impl Objects {
             if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
                 return Err(Error::rewrapped(inner, format!("cannot write object {id}")));
             }
-            return Err(Error::other(format!("cannot write object {id}: {e}")));
+            return Err(Error::other(format!("cannot write object {id}: {e}")).with_source(e));
         }
         result?;
         Ok(tee.count)
@@ -348,7 +348,7 @@ impl Objects {
         }
         self.publish_with(&id, pending, |temp| {
             temp.write_all(stored)
-                .map_err(|e| Error::other(format!("cannot write object {id}: {e}")))
+                .map_err(|e| Error::other(format!("cannot write object {id}: {e}")).with_source(e))
         })?;
         Ok(true)
     }
@@ -440,7 +440,7 @@ impl Objects {
         let compressed = self.stored_form(bytes)?;
         self.publish_with(&id, pending, |temp| {
             temp.write_all(&compressed)
-                .map_err(|e| Error::other(format!("cannot write object {id}: {e}")))
+                .map_err(|e| Error::other(format!("cannot write object {id}: {e}")).with_source(e))
         })?;
         Ok(Stored {
             id,

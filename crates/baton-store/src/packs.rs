@@ -68,7 +68,7 @@ pub fn read_index<R: Read + Seek>(reader: &mut R, len: u64) -> Result<Vec<PackEn
     if len < PACK_MAGIC.len() as u64 + FOOTER_LEN {
         return Err(Error::integrity("pack is too short"));
     }
-    let io_err = |e: io::Error| Error::integrity(format!("cannot read pack: {e}"));
+    let io_err = |e: io::Error| Error::integrity(format!("cannot read pack: {e}")).with_source(e);
     let mut magic = [0u8; 16];
     reader.seek(SeekFrom::Start(0)).map_err(io_err)?;
     reader.read_exact(&mut magic).map_err(io_err)?;

@@ -4,6 +4,7 @@
 pub mod archive;
 pub mod audit;
 pub mod clone;
+pub mod error;
 pub mod pull;
 pub mod push;
 mod push_hint;

@@ -1,5 +1,6 @@
 //! A store seen through a `Backend`: reading its state and creating it.
 
+use crate::error::SyncError;
 use baton_error::{Error, ErrorKind, Result};
 use baton_format::layout;
 use baton_format::layout::Kind;
@@ -56,12 +57,10 @@ fn with_retries(
 fn may_be_a_race(e: &Error, remote: &dyn Backend) -> bool {
     match e.kind {
         ErrorKind::Transport => !remote.retries_itself(),
-        ErrorKind::Integrity => e.message.contains(VANISHED),
+        ErrorKind::Integrity => matches!(SyncError::of(e), Some(SyncError::RefVanished { .. })),
         _ => false,
     }
 }
-
-const VANISHED: &str = "vanished while reading";
 
 /// Read a remote store's config, newest ref generation, packs and loose fan-outs (one
 /// batch, plus any bisection rounds: `read_push_state`), looking again if a push raced
@@ -113,10 +112,11 @@ fn newest_by_listing(remote: &mut dyn Backend) -> Result<(u64, Option<ObjectId>)
     );
     let (files, _) = remote.read_and_list(&[item], &[], 64 << 10)?;
     let bytes = files.into_iter().next().flatten().ok_or_else(|| {
-        Error::integrity(format!(
-            "remote ref file {path} {VANISHED} {}",
-            remote.describe()
-        ))
+        SyncError::RefVanished {
+            path: path.to_string(),
+            remote: remote.describe(),
+        }
+        .into_error()
     })?;
     Ok((generation, decode_generation(remote, &path, &bytes)?.new))
 }

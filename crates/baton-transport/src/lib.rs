@@ -6,6 +6,7 @@
 //! or two network round trips however many paths it names.
 
 pub mod backend;
+pub mod error;
 pub mod local;
 pub mod s3;
 pub mod ssh;

@@ -29,6 +29,7 @@ use object_store::{
 };
 
 use super::backend::{Backend, Chain, Listing, NewItem, staging_name};
+use super::error::TransportError;
 use super::{Published, RemoteEntry, Upload};
 use baton_error::{Error, Result};
 use baton_format::layout::{self, Kind};
@@ -274,7 +275,7 @@ impl S3Backend {
             Err(e @ object_store::Error::NotFound { .. }) => {
                 // A missing bucket answers 404 too: that is an error, not a missing item.
                 let mapped = map_error(e, &self.place(), &self.key(rel), &self.counts.tries);
-                return if mapped.message.starts_with("no such bucket") {
+                return if TransportError::is_no_such_bucket(&mapped) {
                     Err(mapped)
                 } else {
                     Ok(Small::Missing)

@@ -3,6 +3,7 @@
 
 use super::checks::*;
 use super::*;
+use crate::error::SyncError;
 use baton_store::ingest::{self, Forward};
 use baton_store::streams::{Bounded, HashingWriter, LimitedVec};
 
@@ -365,10 +366,7 @@ pub(super) fn check_reachable(
             .map_err(|e| Error::integrity(format!("bundle {id}: {}", e.message)))?;
         queue.extend(bundle.parents.iter().map(|p| (*p, Some(id))));
         trees.check(&staging, &id, &bundle.tree).map_err(|e| {
-            if e.hint
-                .as_deref()
-                .is_some_and(|h| h.starts_with("nothing was imported"))
-            {
+            if matches!(SyncError::of(&e), Some(SyncError::NotInArchive { .. })) {
                 e
             } else {
                 e.with_hint("nothing was imported; the archive is damaged or forged")
@@ -388,10 +386,12 @@ pub(super) fn check_reachable(
 }
 
 pub(super) fn missing(id: ObjectId, what: &str, bundle: ObjectId) -> Error {
-    Error::integrity(format!(
-        "{what} object {id} of bundle {bundle} is neither in the archive nor in this store"
-    ))
-    .with_hint("nothing was imported; the archive is incomplete")
+    SyncError::NotInArchive {
+        what: what.to_string(),
+        id,
+        bundle,
+    }
+    .into_error()
 }
 
 /// A reader that counts the bytes taken from it and checks that the bytes in `padding`

@@ -16,6 +16,7 @@ use object_store::{ClientConfigKey, ClientOptions};
 
 use super::limits::{BodyOverLimit, Capped, body_cap};
 use super::tries::{Resolver, Tries, Unresolved};
+use crate::error::TransportError;
 use baton_error::{Error, ErrorKind};
 
 /// Requests sent, by what they do, and the tries that failed.
@@ -296,51 +297,73 @@ const DENIED: [&str; 7] = [
 /// retried), anything retried until the deadline (exit 7, saying how often and how long,
 /// from `tries`). Not for the outcomes the caller handles (a missing key, an existing one).
 pub fn map_error(e: object_store::Error, place: &str, key: &str, tries: &Tries) -> Error {
-    if let Some(unresolved) = find::<Unresolved>(&e) {
-        return Error::new(
+    // The object_store error stays the cause (its chain holds the HTTP layers between the
+    // request and, say, a refused connection; `--verbose` shows them), under the typed
+    // reason where a caller decides on one.
+    let (place, key) = (place.to_string(), key.to_string());
+    match mapped(&e, &place, &key, tries) {
+        Mapped::NoSuchBucket => TransportError::NoSuchBucket { place, source: e }.into_error(),
+        Mapped::NotFound => TransportError::NotFound {
+            key,
+            place,
+            source: e,
+        }
+        .into_error(),
+        Mapped::Other(error) => error.with_source(e),
+    }
+}
+
+/// What an object_store error is to baton: one of the typed reasons, or an error to
+/// report as it is.
+enum Mapped {
+    NoSuchBucket,
+    NotFound,
+    Other(Error),
+}
+
+fn mapped(e: &object_store::Error, place: &str, key: &str, tries: &Tries) -> Mapped {
+    if let Some(unresolved) = find::<Unresolved>(e) {
+        return Mapped::Other(Error::new(
             ErrorKind::Transport,
             format!("S3 request for {key} at {place} failed: {unresolved} (not retried)"),
         )
-        .with_hint("check the endpoint's host name (--endpoint, AWS_ENDPOINT_URL) and the region, and that this machine's DNS works");
+        .with_hint("check the endpoint's host name (--endpoint, AWS_ENDPOINT_URL) and the region, and that this machine's DNS works"));
     }
-    if let Some(refused) = find::<RedirectRefused>(&e) {
-        return Error::new(
+    if let Some(refused) = find::<RedirectRefused>(e) {
+        return Mapped::Other(Error::new(
             ErrorKind::Security,
             format!(
                 "S3 answered the request for {key} at {place} with {refused}: baton never follows a redirect, so credentials go only to the configured endpoint"
             ),
         )
-        .with_hint("check the endpoint and the region (--endpoint, --region, AWS_ENDPOINT_URL, AWS_REGION): S3 redirects a request sent to the wrong region or endpoint");
+        .with_hint("check the endpoint and the region (--endpoint, --region, AWS_ENDPOINT_URL, AWS_REGION): S3 redirects a request sent to the wrong region or endpoint"));
     }
-    if let Some(over) = find::<BodyOverLimit>(&e) {
-        return Error::new(
+    if let Some(over) = find::<BodyOverLimit>(e) {
+        return Mapped::Other(Error::new(
             ErrorKind::Transport,
             format!("S3 answer for {key} at {place} refused: {over}"),
         )
-        .with_hint("the server sent more than it declared or than baton reads (a broken or hostile server): check the endpoint (--endpoint, AWS_ENDPOINT_URL)");
+        .with_hint("the server sent more than it declared or than baton reads (a broken or hostile server): check the endpoint (--endpoint, AWS_ENDPOINT_URL)"));
     }
-    let text = chain(&e);
+    let text = chain(e);
     let denied = matches!(
         e,
         object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. }
     ) || DENIED.iter().any(|code| text.contains(code));
     if text.contains("NoSuchBucket") {
-        return Error::not_found(format!("no such bucket for {place}"))
-            .with_hint("create the bucket, or check the target URL and its endpoint (--endpoint, AWS_ENDPOINT_URL)");
+        return Mapped::NoSuchBucket;
     }
     if denied {
-        return Error::new(
+        return Mapped::Other(Error::new(
             ErrorKind::Security,
-            format!("S3 refused access to {key} at {place}: {}", cause(&e)),
+            format!("S3 refused access to {key} at {place}: {}", cause(e)),
         )
-        .with_hint("check the credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the AWS_PROFILE profile), the region and the bucket policy");
+        .with_hint("check the credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the AWS_PROFILE profile), the region and the bucket policy"));
     }
     match e {
-        object_store::Error::NotFound { .. } => {
-            Error::not_found(format!("{key} not found at {place}"))
-        }
+        object_store::Error::NotFound { .. } => Mapped::NotFound,
         object_store::Error::InvalidPath { .. } => {
-            Error::internal(format!("invalid S3 key {key}: {text}"))
+            Mapped::Other(Error::internal(format!("invalid S3 key {key}: {text}")))
         }
         _ => {
             let done = match tries.summary() {
@@ -351,9 +374,9 @@ pub fn map_error(e: object_store::Error, place: &str, key: &str, tries: &Tries) 
                 ),
                 None => String::new(),
             };
-            Error::new(
+            Mapped::Other(Error::new(
                 ErrorKind::Transport,
-                format!("S3 request for {key} at {place} failed{done}: {}", cause(&e)),
+                format!("S3 request for {key} at {place} failed{done}: {}", cause(e)),
             )
             .with_hint(format!(
                 "check the endpoint and the network, then run the command again (a request is retried {} times at most, for up to {} s; {} sets the time)",
@@ -362,7 +385,7 @@ pub fn map_error(e: object_store::Error, place: &str, key: &str, tries: &Tries) 
                     .map(|d| d.as_secs())
                     .unwrap_or(super::settings::DEFAULT_RETRY_SECS),
                 super::settings::RETRY_VAR
-            ))
+            )))
         }
     }
 }
@@ -466,5 +489,38 @@ mod tests {
             counts.summary(),
             "requests: 4 (GET 1, HEAD 0, PUT 1, LIST 1, DELETE 0, POST 1)"
         );
+    }
+
+    fn not_found(text: &str) -> object_store::Error {
+        object_store::Error::NotFound {
+            path: "p/config".into(),
+            source: text.to_string().into(),
+        }
+    }
+
+    #[test]
+    fn a_missing_bucket_is_told_from_a_missing_key_by_variant() {
+        let map = |e| map_error(e, "s3://b/p", "p/config", &Tries::default());
+        let bucket = map(not_found("<Code>NoSuchBucket</Code>"));
+        let key = map(not_found("<Code>NoSuchKey</Code>"));
+        assert_eq!(
+            (bucket.kind, key.kind),
+            (ErrorKind::NotFound, ErrorKind::NotFound)
+        );
+        assert!(TransportError::is_no_such_bucket(&bucket));
+        assert!(!TransportError::is_no_such_bucket(&key));
+        assert!(matches!(
+            key.reason::<TransportError>(),
+            Some(TransportError::NotFound { .. })
+        ));
+        // The decision survives a reworded message; the old text alone decides nothing.
+        // The object_store error is the cause under the reason.
+        assert!(bucket.reason::<object_store::Error>().is_some());
+        let mut reworded = bucket.context("push to origin");
+        reworded.message = "the bucket is gone".into();
+        assert!(TransportError::is_no_such_bucket(&reworded));
+        assert!(!TransportError::is_no_such_bucket(&Error::not_found(
+            "no such bucket for s3://b/p"
+        )));
     }
 }

@@ -17,6 +17,7 @@ use std::time::Duration;
 use ssh2::{ErrorCode, Session};
 use ssh2_config::{HostParams, ParseRule, SshConfig};
 
+use crate::error::TransportError;
 use baton_error::{Error, ErrorKind, Result};
 
 mod auth;
@@ -153,7 +154,7 @@ pub fn connect(target: &SshTarget, opts: &ConnectOptions) -> Result<Connection> 
     ciphers::prefer_ciphers(&session, res.ciphers.as_deref(), &res.config_path)?;
 
     session.handshake().map_err(|e| {
-        if is_timeout(&e) && session.banner().is_some() {
+        let error = if is_timeout(&e) && session.banner().is_some() {
             // It did answer as an SSH server, then went silent mid-handshake: a stalled
             // link or server, not a wrong port.
             Error::new(
@@ -176,7 +177,8 @@ pub fn connect(target: &SshTarget, opts: &ConnectOptions) -> Result<Connection> 
         } else {
             Error::new(ErrorKind::Transport, format!("SSH handshake with {where_} failed: {}", e.message()))
                 .with_hint("check that this is an SSH server and that it is reachable")
-        }
+        };
+        error.with_source(TransportError::from(e))
     })?;
 
     verify_host_key(&session, &known_hosts, &kh_name, &known_types, &res)?;
@@ -221,6 +223,7 @@ fn tcp_connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
                 format!("cannot resolve host {host}: {e}"),
             )
             .with_hint("check the host name (and HostName in ~/.ssh/config)")
+            .with_source(e)
         })?
         .collect();
     let mut last_err = None;
@@ -232,6 +235,7 @@ fn tcp_connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
                         ErrorKind::Transport,
                         format!("cannot configure the connection to {where_}: {e}"),
                     )
+                    .with_source(e)
                 })?;
                 return Ok(stream);
             }
@@ -260,7 +264,7 @@ fn tcp_connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream> {
         )
         .with_hint("check that an SSH server runs there and is reachable")
     };
-    Err(err)
+    Err(err.with_source(e))
 }
 
 // ---------------------------------------------------------------------------------------

@@ -212,8 +212,10 @@ impl SftpRemote {
         let mut channel = conn
             .session
             .channel_open("session", RECEIVE_WINDOW, PACKET_SIZE, None)
-            .map_err(|e| lost(&describe, e))?;
-        channel.subsystem("sftp").map_err(|e| lost(&describe, e))?;
+            .map_err(|e| lost(&describe, &e).with_source(e))?;
+        channel
+            .subsystem("sftp")
+            .map_err(|e| lost(&describe, &e).with_source(e))?;
         let session = conn.session.clone();
         let mut remote = SftpRemote::over(Box::new(channel), Some(conn), root, describe)?;
         remote.lane_opener = Some(Box::new(move || {

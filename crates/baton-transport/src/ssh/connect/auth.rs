@@ -320,6 +320,7 @@ pub(super) fn auth_transport_error(e: &ssh2::Error, who: &str) -> Error {
             format!("timed out authenticating {who}"),
         )
         .with_hint("the server stopped answering; try again, or raise ConnectTimeout")
+        .with_source(TransportError::Ssh { code: e.code() })
     } else {
         Error::new(
             ErrorKind::Transport,
@@ -329,6 +330,7 @@ pub(super) fn auth_transport_error(e: &ssh2::Error, who: &str) -> Error {
             ),
         )
         .with_hint("the connection was closed; check the network and the server, then run the command again")
+        .with_source(TransportError::Ssh { code: e.code() })
     }
 }
 

@@ -42,7 +42,7 @@ impl SftpRemote {
         }
         if let Err(e) = self.channel.write_all(&bytes) {
             self.broken = true;
-            return Err(lost(&self.describe, e));
+            return Err(lost(&self.describe, &e).with_source(e));
         }
         Ok(())
     }
@@ -102,7 +102,7 @@ impl SftpRemote {
         let mut len = [0u8; 4];
         self.channel
             .read_exact(&mut len)
-            .map_err(|e| lost(&self.describe, e))?;
+            .map_err(|e| lost(&self.describe, &e).with_source(e))?;
         let len = u32::from_be_bytes(len);
         if len == 0 || len > MAX_PACKET {
             return Err(lost(&self.describe, format!("SFTP packet of {len} bytes")));
@@ -110,7 +110,7 @@ impl SftpRemote {
         let mut body = vec![0u8; len as usize];
         self.channel
             .read_exact(&mut body)
-            .map_err(|e| lost(&self.describe, e))?;
+            .map_err(|e| lost(&self.describe, &e).with_source(e))?;
         self.broken = false;
         let mut bytes = Bytes::from(body);
         let kind = bytes.first().copied().unwrap_or(0);
