@@ -128,12 +128,12 @@ fn local_syncs_stay_within_their_round_trips() {
 }
 
 /// SFTP, with every request on a file sent with its open (on the handle OpenSSH will
-/// give it, `sftp/guess.rs`): the state 1; the staged files created, written, fsynced
+/// give it, `sftp/handle_guess.rs`): the state 1; the staged files created, written, fsynced
 /// and read back 1; publish 1. An incremental push with its target hint (the generation
 /// the last push saw) reads the state with the upload: 2; a no-op push reads the state:
 /// 1; a pull reads the state, then the pack's tail (all of a small pack): 2; a clone
 /// of 4 packs reads the state, the first pack with the other packs' opens, then those
-/// packs (`sftp/ahead.rs`): 3.
+/// packs (`sftp/read_ahead.rs`): 3.
 #[test]
 fn ssh_syncs_stay_within_their_round_trips() {
     assert_counts(&Transport::ssh(), [3, 2, 1, 2, 3]);

@@ -1,5 +1,6 @@
 //! The backend trait: what sync asks of a remote store, by kind and name (restic's shape),
-//! never by path. Path transports (a local directory, SFTP) get it from `Remote` below:
+//! never by path. Path transports (a local directory, SFTP) get it from `Remote` and
+//! `Pipelined` below:
 //! `format::layout` maps kinds to paths, and atomic creation is a staging directory plus a
 //! no-clobber rename, all inside this file. An object-storage backend implements the trait
 //! directly (conditional PUTs need no staging).
@@ -7,7 +8,7 @@
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::{Published, Remote, RemoteEntry, Step, Upload};
+use super::{Pipelined, Published, Remote, RemoteEntry, Step, Upload};
 use baton_error::{Error, Result};
 use baton_format::layout::{self, Kind};
 use baton_store::leftovers;
@@ -188,7 +189,7 @@ pub trait Backend {
     fn close_tail(&mut self, _item: OpenTail) {}
 
     /// The items of `kind` that `open_tail` will be asked for next, in this order: (name,
-    /// size, tail_len, body) each (see `Remote::expect_tails`).
+    /// size, tail_len, body) each (see `Pipelined::expect_tails`).
     fn expect_tails(&mut self, _kind: &Kind, _items: &[(String, u64, u64, bool)]) {}
 
     /// Get ready to create items of `kinds` soon (a store made by an older baton may lack
@@ -293,7 +294,7 @@ fn refuse_delete(kind: &Kind, name: &str) -> Result<bool> {
     )))
 }
 
-impl<T: Remote + ?Sized> Backend for T {
+impl<T: Pipelined + ?Sized> Backend for T {
     fn describe(&self) -> String {
         Remote::describe(self)
     }
@@ -321,7 +322,7 @@ impl<T: Remote + ?Sized> Backend for T {
     ) -> Result<PendingReads> {
         let files: Vec<String> = reads.iter().map(|(k, n)| layout::path(k, n)).collect();
         let dirs: Vec<String> = lists.iter().map(listing_path).collect();
-        let token = Remote::start_reads(self, &files, &dirs, limit)?;
+        let token = Pipelined::start_reads(self, &files, &dirs, limit)?;
         Ok(PendingReads {
             reads: reads.to_vec(),
             lists: lists.to_vec(),
@@ -335,7 +336,7 @@ impl<T: Remote + ?Sized> Backend for T {
         pending: PendingReads,
     ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
         match pending.token {
-            Some(token) => Remote::collect_reads(self, token),
+            Some(token) => Pipelined::collect_reads(self, token),
             None => self.read_and_list(&pending.reads, &pending.lists, pending.limit),
         }
     }
@@ -359,7 +360,7 @@ impl<T: Remote + ?Sized> Backend for T {
         body: bool,
     ) -> Result<OpenTail> {
         let (tail, token) =
-            Remote::open_tail(self, &layout::path(kind, name), size, tail_len, body)?;
+            Pipelined::open_tail(self, &layout::path(kind, name), size, tail_len, body)?;
         Ok(OpenTail {
             kind: kind.clone(),
             name: name.to_string(),
@@ -371,17 +372,17 @@ impl<T: Remote + ?Sized> Backend for T {
 
     fn read_before_tail(&mut self, item: &OpenTail, offset: u64, len: u64) -> Result<Vec<u8>> {
         let path = layout::path(&item.kind, &item.name);
-        Remote::read_open(self, item.token, &path, offset, len)
+        Pipelined::read_open(self, item.token, &path, offset, len)
     }
 
     fn read_rest(&mut self, item: OpenTail, sink: &mut dyn Write) -> Result<()> {
         let path = layout::path(&item.kind, &item.name);
-        Remote::read_rest(self, item.token, &path, item.size, &item.tail, sink)
+        Pipelined::read_rest(self, item.token, &path, item.size, &item.tail, sink)
     }
 
     fn close_tail(&mut self, item: OpenTail) {
         let path = layout::path(&item.kind, &item.name);
-        Remote::close_tail(self, item.token, &path)
+        Pipelined::close_tail(self, item.token, &path)
     }
 
     fn expect_tails(&mut self, kind: &Kind, items: &[(String, u64, u64, bool)]) {
@@ -389,7 +390,7 @@ impl<T: Remote + ?Sized> Backend for T {
             .iter()
             .map(|(name, size, tail, body)| (layout::path(kind, name), *size, *tail, *body))
             .collect();
-        Remote::expect_tails(self, &files)
+        Pipelined::expect_tails(self, &files)
     }
 
     fn prepare(&mut self, kinds: &[Kind]) -> Result<()> {

@@ -6,17 +6,17 @@
 use std::io::Write;
 use std::time::Instant;
 
-use super::{Published, Remote, RemoteEntry, Step, Upload};
+use super::{Pipelined, Published, Remote, RemoteEntry, Step, Upload};
 use baton_error::Result;
 
-pub struct Traced<R: Remote> {
+pub struct Traced<R: Pipelined> {
     inner: R,
     started: Instant,
     /// Calls that waited for an answer (the count for transports that keep none).
     batches: std::rc::Rc<std::cell::Cell<u64>>,
 }
 
-impl<R: Remote> Traced<R> {
+impl<R: Pipelined> Traced<R> {
     pub fn new(inner: R) -> Self {
         Traced {
             inner,
@@ -49,7 +49,7 @@ impl<R: Remote> Traced<R> {
     }
 }
 
-impl<R: Remote> Remote for Traced<R> {
+impl<R: Pipelined> Remote for Traced<R> {
     fn describe(&self) -> String {
         self.inner.describe()
     }
@@ -65,6 +65,48 @@ impl<R: Remote> Remote for Traced<R> {
         self.log(&format!("read_many {files:?} {dirs:?}"), t0, r)
     }
 
+    fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
+        let t0 = Instant::now();
+        let r = self.inner.make_dirs(dirs);
+        self.note(&format!("make_dirs {dirs:?} (not waited for)"), t0, r)
+    }
+
+    fn create(&mut self, path: &str) -> Result<Box<dyn Upload + '_>> {
+        self.create_with(path, &[])
+    }
+
+    fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>> {
+        let t0 = Instant::now();
+        let r = self.inner.publish_many(moves);
+        self.log(&format!("publish {moves:?}"), t0, r)
+    }
+
+    fn read_file_sized(&mut self, path: &str, len: u64, sink: &mut dyn Write) -> Result<()> {
+        let t0 = Instant::now();
+        let r = self.inner.read_file_sized(path, len, sink);
+        self.log(&format!("read_file_sized {path} {len}"), t0, r)
+    }
+
+    fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let t0 = Instant::now();
+        let r = self.inner.read_range(path, offset, len);
+        self.log(&format!("read_range {path} {offset}+{len}"), t0, r)
+    }
+
+    fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
+        let t0 = Instant::now();
+        let r = self.inner.remove_dir_all(dir);
+        self.log(&format!("remove_dir_all {dir}"), t0, r)
+    }
+
+    fn remove_file(&mut self, path: &str) -> Result<bool> {
+        let t0 = Instant::now();
+        let r = self.inner.remove_file(path);
+        self.log(&format!("remove_file {path}"), t0, r)
+    }
+}
+
+impl<R: Pipelined> Pipelined for Traced<R> {
     fn start_reads(
         &mut self,
         files: &[String],
@@ -87,16 +129,6 @@ impl<R: Remote> Remote for Traced<R> {
         let t0 = Instant::now();
         let r = self.inner.collect_reads(token);
         self.log("collect_reads", t0, r)
-    }
-
-    fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
-        let t0 = Instant::now();
-        let r = self.inner.make_dirs(dirs);
-        self.note(&format!("make_dirs {dirs:?} (not waited for)"), t0, r)
-    }
-
-    fn create(&mut self, path: &str) -> Result<Box<dyn Upload + '_>> {
-        self.create_with(path, &[])
     }
 
     fn run_in_order(&mut self, steps: &[Step]) -> Result<Vec<bool>> {
@@ -141,30 +173,6 @@ impl<R: Remote> Remote for Traced<R> {
         let t0 = Instant::now();
         let r = self.inner.prepare_publish(dirs);
         self.note(&format!("prepare_publish {dirs:?} (not waited for)"), t0, r)
-    }
-
-    fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>> {
-        let t0 = Instant::now();
-        let r = self.inner.publish_many(moves);
-        self.log(&format!("publish {moves:?}"), t0, r)
-    }
-
-    fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64> {
-        let t0 = Instant::now();
-        let r = self.inner.read_file(path, sink);
-        self.log(&format!("read_file {path}"), t0, r)
-    }
-
-    fn read_file_sized(&mut self, path: &str, len: u64, sink: &mut dyn Write) -> Result<()> {
-        let t0 = Instant::now();
-        let r = self.inner.read_file_sized(path, len, sink);
-        self.log(&format!("read_file_sized {path} {len}"), t0, r)
-    }
-
-    fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
-        let t0 = Instant::now();
-        let r = self.inner.read_range(path, offset, len);
-        self.log(&format!("read_range {path} {offset}+{len}"), t0, r)
     }
 
     fn open_tail(
@@ -228,18 +236,6 @@ impl<R: Remote> Remote for Traced<R> {
         let _ = self.note(&format!("close_tail {path} (not waited for)"), t0, Ok(()));
     }
 
-    fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
-        let t0 = Instant::now();
-        let r = self.inner.remove_dir_all(dir);
-        self.log(&format!("remove_dir_all {dir}"), t0, r)
-    }
-
-    fn remove_file(&mut self, path: &str) -> Result<bool> {
-        let t0 = Instant::now();
-        let r = self.inner.remove_file(path);
-        self.log(&format!("remove_file {path}"), t0, r)
-    }
-
     fn forget_prepared(&mut self) {
         self.inner.forget_prepared();
     }
@@ -262,7 +258,7 @@ impl<R: Remote> Remote for Traced<R> {
     }
 }
 
-impl<R: Remote> Drop for Traced<R> {
+impl<R: Pipelined> Drop for Traced<R> {
     fn drop(&mut self) {
         eprintln!(
             "trace summary: round trips: {} after connect",

@@ -424,7 +424,7 @@ impl SftpRemote {
         Ok(())
     }
 
-    /// A CLOSE of `handle`, noted in the handle model (`guess`).
+    /// A CLOSE of `handle`, noted in the handle model (`handle_guess`).
     pub(super) fn send_close(&mut self, handle: String) -> Result<u32> {
         self.handles.closing(&handle);
         self.request(|id| Packet::Close(Close { id, handle }))
