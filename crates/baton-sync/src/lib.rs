@@ -49,7 +49,6 @@ pub fn target_settings(
 
 /// Connect to the store at `url`.
 pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Backend>> {
-    let trace = std::env::var_os("BATON_TRACE").is_some_and(|v| v != "0");
     let started = std::time::Instant::now();
     match TargetUrl::parse(url)? {
         TargetUrl::S3 { bucket, prefix } => {
@@ -58,11 +57,9 @@ pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Back
                 timeout: settings.timeout,
                 ..settings.s3.clone()
             };
-            Ok(Box::new(S3Backend::open(
-                &bucket, &prefix, &options, trace,
-            )?))
+            Ok(Box::new(S3Backend::open(&bucket, &prefix, &options)?))
         }
-        TargetUrl::Local { path } => Ok(connected(LocalRemote::new(path), trace, started)),
+        TargetUrl::Local { path } => Ok(connected(LocalRemote::new(path), started)),
         TargetUrl::Ssh {
             user,
             host,
@@ -77,29 +74,21 @@ pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Back
                 ..Default::default()
             };
             let remote = baton_transport::ssh::SftpRemote::connect(&target, &options, &path)?;
-            Ok(connected(remote, trace, started))
+            Ok(connected(remote, started))
         }
     }
 }
 
-/// A path transport just connected, as the `Backend` sync speaks (traced when asked).
-fn connected<R: Pipelined + 'static>(
-    remote: R,
-    trace: bool,
-    started: std::time::Instant,
-) -> Box<dyn Backend> {
-    if !trace {
-        return Box::new(remote);
-    }
-    let cipher = remote
-        .cipher()
-        .map(|c| format!(", cipher {c}"))
-        .unwrap_or_default();
-    eprintln!(
-        "trace: connected in {:.1} ms{cipher}",
-        started.elapsed().as_secs_f64() * 1e3
+/// A path transport just connected, as the `Backend` sync speaks; traced as connected
+/// (`BATON_TRACE`: the time it took and the cipher), its calls are traced by the adapter.
+fn connected<R: Pipelined + 'static>(remote: R, started: std::time::Instant) -> Box<dyn Backend> {
+    tracing::debug!(
+        target: baton_transport::trace::TARGET,
+        kind = "connected",
+        ms = baton_transport::trace::ms(started),
+        cipher = remote.cipher()
     );
-    Box::new(baton_transport::trace::Traced::new(remote))
+    Box::new(remote)
 }
 
 /// The target a command means: the one named, else the default, else the only one.

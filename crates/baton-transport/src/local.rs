@@ -286,6 +286,13 @@ impl Remote for LocalRemote {
     }
 }
 
+/// The end of a connection, for `BATON_TRACE` (the subscriber counts the calls that waited).
+impl Drop for LocalRemote {
+    fn drop(&mut self) {
+        crate::trace::closed(None);
+    }
+}
+
 /// A local directory has no round trips to save: only the ordered steps and the empty
 /// directory removal are its own (fewer calls than the defaults).
 impl Pipelined for LocalRemote {

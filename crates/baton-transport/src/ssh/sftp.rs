@@ -153,8 +153,6 @@ pub struct SftpRemote {
     /// A channel read or write failed (timeout, dead connection): the packet stream is
     /// out of step, so later requests fail at once instead of each waiting a timeout.
     broken: bool,
-    /// `BATON_TRACE_SFTP=1`: log every packet to stderr.
-    trace: bool,
     /// Directories opened ahead of a publish (`prepare_publish`), for their fsync: queued,
     /// then the request id while the reply is outstanding, then the handle.
     prepared: HashMap<String, Prepared>,
@@ -252,7 +250,6 @@ impl SftpRemote {
             input_ended: false,
             lane_opener: None,
             broken: false,
-            trace: std::env::var_os("BATON_TRACE_SFTP").is_some_and(|v| v != "0"),
             prepared: HashMap::new(),
             round_trips: 0,
             sent_in_round: HashMap::new(),
@@ -537,6 +534,10 @@ impl SftpRemote {
 
 impl Drop for SftpRemote {
     fn drop(&mut self) {
+        // The connection's own channel (a second channel's session has none) ends here.
+        if self.conn.is_some() {
+            crate::trace::closed(Some(self.round_trips));
+        }
         if self.broken {
             // Waiting on a silent server would cost a timeout per step (EOF, then the
             // channel close that freeing the channel sends): cut the socket instead, so
