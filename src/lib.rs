@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod commands;
 pub mod output;
+mod trace;
 
 // The layers below, under the names they had before they were crates (the integration
 // tests and the fuzz targets reach into them by these paths).
@@ -38,6 +39,7 @@ pub fn tune_allocator() {
 
 /// Parse arguments, run the command, print, and return the exit code.
 pub fn run() -> i32 {
+    trace::install();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let json_mode = args.iter().any(|a| a == "--json");
     let cli = match cli::Cli::try_parse_from(&args) {

@@ -1,5 +1,4 @@
-//! Round trips after connect, as `BATON_TRACE` counts them (`trace summary: round trips:
-//! N after connect`), for the everyday syncs over both transports: over SSH the SFTP
+//! Round trips after connect, as `BATON_TRACE=json` counts them (its `summary` event), for the everyday syncs over both transports: over SSH the SFTP
 //! client counts each wait for replies after sending (streaming windows aside), over a
 //! local path each call that waits counts one. The counts are deterministic.
 
@@ -11,7 +10,29 @@ use std::time::{Duration, Instant};
 
 use common::{Env, Via, text};
 
-/// `baton --json ARGS` with `BATON_TRACE=1`: the round trips it reported, and its stderr.
+/// The trace events of a `BATON_TRACE=json` run's stderr (one JSON object a line).
+pub(crate) fn trace_events(stderr: &str) -> Vec<serde_json::Value> {
+    stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v.get("kind").is_some())
+        .collect()
+}
+
+/// The trace events of `kind` whose `call` is `call` (any, when `None`).
+pub(crate) fn calls<'a>(
+    events: &'a [serde_json::Value],
+    call: Option<&str>,
+) -> Vec<&'a serde_json::Value> {
+    events
+        .iter()
+        .filter(|e| e["kind"] == "call" || e["kind"] == "upload")
+        .filter(|e| call.is_none_or(|c| e["call"] == c))
+        .collect()
+}
+
+/// `baton --json ARGS` with `BATON_TRACE=json`: the round trips it reported, and its
+/// stderr (the trace events).
 pub(crate) fn traced(t: &Transport, env: &Env, args: &[&str]) -> (u64, String) {
     // The previous command's staging removals are not waited for: let the server carry
     // them out, so that this command finds no leftover to sweep (which costs a round
@@ -40,17 +61,17 @@ pub(crate) fn traced(t: &Transport, env: &Env, args: &[&str]) -> (u64, String) {
         .cmd(env)
         .arg("--json")
         .args(args)
-        .env("BATON_TRACE", "1")
+        .env("BATON_TRACE", "json")
         .output()
         .expect("run baton");
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "baton {args:?}: {}", text(&out));
-    let counts: Vec<u64> = stderr
-        .lines()
-        .filter_map(|l| l.strip_prefix("trace summary: round trips: "))
-        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+    let counts: Vec<u64> = trace_events(&stderr)
+        .iter()
+        .filter(|e| e["kind"] == "summary")
+        .filter_map(|e| e["round_trips"].as_u64())
         .collect();
-    assert_eq!(counts.len(), 1, "one summary line expected: {stderr}");
+    assert_eq!(counts.len(), 1, "one summary event expected: {stderr}");
     (counts[0], stderr)
 }
 
@@ -128,13 +149,49 @@ fn local_syncs_stay_within_their_round_trips() {
 }
 
 /// SFTP, with every request on a file sent with its open (on the handle OpenSSH will
-/// give it, `sftp/guess.rs`): the state 1; the staged files created, written, fsynced
+/// give it, `sftp/handle_guess.rs`): the state 1; the staged files created, written, fsynced
 /// and read back 1; publish 1. An incremental push with its target hint (the generation
 /// the last push saw) reads the state with the upload: 2; a no-op push reads the state:
 /// 1; a pull reads the state, then the pack's tail (all of a small pack): 2; a clone
 /// of 4 packs reads the state, the first pack with the other packs' opens, then those
-/// packs (`sftp/ahead.rs`): 3.
+/// packs (`sftp/read_ahead.rs`): 3.
 #[test]
 fn ssh_syncs_stay_within_their_round_trips() {
     assert_counts(&Transport::ssh(), [3, 2, 1, 2, 3]);
+}
+
+/// `BATON_TRACE=1` prints what the JSON events count: a line a call, and one
+/// `trace summary: round trips: N after connect` line with the same N.
+#[test]
+fn the_text_trace_ends_with_the_round_trip_summary() {
+    let t = Transport::local();
+    let a = store_with_target(&t);
+    traced(&t, &a, &["push"]);
+    save_change(&a, 1);
+    let (n, events) = traced(&t, &a, &["push"]);
+    save_change(&a, 2);
+    let out = t
+        .cmd(&a)
+        .args(["--json", "push"])
+        .env("BATON_TRACE", "1")
+        .output()
+        .expect("run baton");
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let summaries: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("trace summary: round trips: "))
+        .collect();
+    assert_eq!(
+        summaries,
+        [format!("trace summary: round trips: {n} after connect")],
+        "{stderr}\n{events}"
+    );
+    let lines = stderr.lines().filter(|l| l.starts_with("trace: ")).count();
+    // The calls, and the connected line.
+    assert_eq!(
+        lines,
+        calls(&trace_events(&events), None).len() + 1,
+        "{stderr}"
+    );
 }

@@ -1,10 +1,10 @@
 //! Round trips of clones and pulls of packs larger than the tail read first (footer and
 //! index): the pack is read on one open, its body on the handle its tail was read on,
 //! and when the body is most likely wanted (a clone; a pack this store did not push)
-//! asked for with the tail. Counts from `BATON_TRACE`, deterministic.
+//! asked for with the tail. Counts from `BATON_TRACE=json`, deterministic.
 
 use crate::common;
-use crate::round_trips::{save_change, store_with_target, traced};
+use crate::round_trips::{calls, save_change, store_with_target, trace_events, traced};
 use crate::transport::Transport;
 
 use common::{Env, Via, disk_current, random_bytes};
@@ -27,11 +27,16 @@ fn save_big_change(env: &Env, seed: u64) {
     env.save("work", &["--summary", &format!("big {seed}")]);
 }
 
-/// The open_tail lines of a trace that asked for the body with the tail.
+/// The open_tail calls of a trace that asked for the body with the tail.
 fn speculative_opens(stderr: &str) -> usize {
-    stderr
-        .lines()
-        .filter(|l| l.contains("open_tail") && l.contains("and the body"))
+    let events = trace_events(stderr);
+    calls(&events, Some("open_tail"))
+        .iter()
+        .filter(|e| {
+            e["what"]
+                .as_str()
+                .is_some_and(|w| w.contains("and the body"))
+        })
         .count()
 }
 
@@ -78,7 +83,7 @@ fn a_pull_of_a_large_pack_reads_it_on_one_open() {
     save_change(&b, 4);
     t.json_ok(&b, &["push"]);
     let (_, stderr) = traced(&t, &a, &["pull"]);
-    let opens = stderr.lines().filter(|l| l.contains("open_tail")).count();
+    let opens = calls(&trace_events(&stderr), Some("open_tail")).len();
     assert_eq!((opens, speculative_opens(&stderr)), (3, 1), "{stderr}");
     assert_eq!(disk_current(&b.store()), disk_current(&a.store()));
     a.ok(&["verify"]);

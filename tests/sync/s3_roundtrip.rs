@@ -76,7 +76,7 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
     let doc = common::json_ok(&a, &["target", "list"]);
     assert_eq!(doc["targets"][0]["endpoint"], server.endpoint(), "{doc}");
     let out = cmd(&a, &server, false)
-        .env("BATON_TRACE", "1")
+        .env("BATON_TRACE", "json")
         .args(["--json", "push"])
         .output()
         .unwrap();
@@ -84,11 +84,8 @@ fn push_clone_pull_race_and_force_through_an_s3_target() {
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["report"]["created_remote"], true, "{doc}");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let summary = stderr
-        .lines()
-        .find(|l| l.starts_with("trace summary: requests: "))
-        .unwrap_or_else(|| panic!("no request summary: {stderr}"));
-    assert!(summary.contains("PUT "), "{summary}");
+    let (_, summary) = requests(&out);
+    assert!(summary["put"].is_u64(), "{summary}");
     assert!(!stderr.contains(server.secret_key()), "{stderr}");
     // Exactly one pack and one ref generation, under the prefix, at the layout's paths.
     let keys = server.keys("team/main/");
@@ -334,16 +331,15 @@ fn bad_s3_targets_are_refused_with_one_clear_line() {
     assert_ne!(before, after, "the nb target was added");
 }
 
-/// The request summary line of a `BATON_TRACE=1` run: (total, the whole line).
-fn requests(out: &Output) -> (u64, String) {
+/// The request counts of a `BATON_TRACE=json` run (its `requests` event): (total, the
+/// event).
+fn requests(out: &Output) -> (u64, Value) {
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let line = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("trace summary: requests: "))
-        .unwrap_or_else(|| panic!("no request summary: {stderr}"))
-        .to_string();
-    let total = line.split(' ').next().unwrap().parse().unwrap();
-    (total, line)
+    let events = crate::round_trips::trace_events(&stderr);
+    let found: Vec<&Value> = events.iter().filter(|e| e["kind"] == "requests").collect();
+    assert_eq!(found.len(), 1, "one request summary expected: {stderr}");
+    let total = found[0]["total"].as_u64().expect("a total");
+    (total, found[0].clone())
 }
 
 #[test]
@@ -368,7 +364,7 @@ fn a_push_costs_the_same_requests_for_one_file_or_five_hundred() {
         env.ok(&["target", "add", "hub", &server.url(prefix)]);
         let push = |env: &Env| {
             let out = cmd(env, &server, true)
-                .env("BATON_TRACE", "1")
+                .env("BATON_TRACE", "json")
                 .arg("push")
                 .output()
                 .unwrap();
@@ -387,7 +383,7 @@ fn a_push_costs_the_same_requests_for_one_file_or_five_hundred() {
     assert_eq!(one_second, many_second, "{l2} / {l4}");
     // One pack, one ref generation: the PUTs do not grow with the objects either.
     // Probe twice, .gitignore, log, lock, config, the pack, the ref generation.
-    assert!(l3.contains("PUT 8,"), "{l3}");
+    assert_eq!(l3["put"], 8, "{l3}");
 }
 
 #[test]

@@ -305,7 +305,7 @@ fn repush_is_idempotent_and_cheap(t: &Transport) {
     let out = t
         .cmd(&a)
         .args(["--json", "push"])
-        .env("BATON_TRACE", "1")
+        .env("BATON_TRACE", "json")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
@@ -316,11 +316,9 @@ fn repush_is_idempotent_and_cheap(t: &Transport) {
     assert_eq!(doc["report"]["created_remote"], false);
     assert_eq!(doc["report"]["remote_before"], id.as_str());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let calls: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("trace:") && !l.contains("connected in"))
-        .collect();
-    assert!(!calls.is_empty(), "BATON_TRACE printed nothing: {stderr}");
+    let events = crate::round_trips::trace_events(&stderr);
+    let calls = crate::round_trips::calls(&events, None);
+    assert!(!calls.is_empty(), "BATON_TRACE traced no call: {stderr}");
     assert!(calls.len() <= 3, "too many remote calls: {calls:#?}");
     for call in &calls {
         for verb in [
@@ -330,10 +328,7 @@ fn repush_is_idempotent_and_cheap(t: &Transport) {
             "make_dirs",
             "remove_dir_all",
         ] {
-            assert!(
-                !call.contains(&format!(" {verb} ")),
-                "up-to-date push wrote: {call}"
-            );
+            assert_ne!(call["call"], verb, "up-to-date push wrote: {call}");
         }
     }
     assert_eq!(snapshot_files(&t.remote()), before, "the remote changed");

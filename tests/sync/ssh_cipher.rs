@@ -1,6 +1,6 @@
 //! The SSH cipher: AES-GCM (AES-NI through OpenSSL) by default rather than libssh2's
 //! portable ChaCha20-Poly1305, and a `Ciphers` line of `~/.ssh/config` still honoured.
-//! `BATON_TRACE` names the negotiated cipher on its `connected in` line.
+//! `BATON_TRACE` names the negotiated cipher in its `connected` event.
 
 use crate::common;
 use crate::sshd::Sshd;
@@ -9,7 +9,7 @@ use std::fs;
 
 use common::{Env, Via, text};
 
-/// Push to the server with `BATON_TRACE=1`; the cipher its trace names.
+/// Push to the server with `BATON_TRACE=json`; the cipher its `connected` event names.
 fn negotiated(server: &Sshd) -> String {
     let env = Env::new();
     env.init();
@@ -24,19 +24,18 @@ fn negotiated(server: &Sshd) -> String {
     let out = server
         .cmd(&env)
         .args(["--json", "push"])
-        .env("BATON_TRACE", "1")
+        .env("BATON_TRACE", "json")
         .output()
         .expect("run baton");
     assert!(out.status.success(), "{}\n{}", text(&out), server.log());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("connected in"))
-        .unwrap_or_else(|| panic!("no connected line: {stderr}"));
-    let (_, cipher) = line
-        .split_once(", cipher ")
-        .unwrap_or_else(|| panic!("no cipher named: {line}"));
-    cipher.trim().to_string()
+    let events = crate::round_trips::trace_events(&stderr);
+    let connected: Vec<_> = events.iter().filter(|e| e["kind"] == "connected").collect();
+    assert_eq!(connected.len(), 1, "one connected event expected: {stderr}");
+    connected[0]["cipher"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no cipher named: {stderr}"))
+        .to_string()
 }
 
 fn add_to_client_config(server: &Sshd, line: &str) {

@@ -30,7 +30,7 @@ fn traced_push(env: &Env, server: &Sshd) -> Output {
     }
     let out = cmd
         .args(["--json", "push"])
-        .env("BATON_TRACE_SFTP", "1")
+        .env("BATON_TRACE_SFTP", "json")
         .output()
         .expect("run baton");
     assert!(
@@ -42,12 +42,13 @@ fn traced_push(env: &Env, server: &Sshd) -> Output {
     out
 }
 
-/// The bytes the push's second channel wrote, from its trace line (`None`: no lane).
+/// The bytes the push's second channel wrote, from its `lane_done` trace event (`None`:
+/// no lane).
 fn lane_bytes(out: &Output) -> Option<u64> {
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let line = stderr.lines().find(|l| l.contains("second channel done"))?;
-    let bytes = line.rsplit(", ").next()?.strip_suffix(" bytes")?;
-    Some(bytes.parse().expect("a byte count"))
+    let events = crate::round_trips::trace_events(&stderr);
+    let done = events.iter().find(|e| e["kind"] == "lane_done")?;
+    Some(done["bytes"].as_u64().expect("a byte count"))
 }
 
 /// The SFTP sessions sshd started (`LogLevel VERBOSE` logs each).
@@ -104,7 +105,9 @@ fn a_server_allowing_one_session_gets_the_push_on_one_channel() {
     let (env, id) = big_store(&server, 24);
     let out = traced_push(&env, &server);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("sftp: no second channel"), "{stderr}");
+    let events = crate::round_trips::trace_events(&stderr);
+    let refused = events.iter().filter(|e| e["kind"] == "no_lane").count();
+    assert_eq!(refused, 1, "{stderr}");
     assert_eq!(lane_bytes(&out), None);
     assert_eq!(sftp_sessions(&server), 1, "{}", server.log());
     remote_holds(&env, &server, &id);

@@ -22,7 +22,7 @@ use baton_store::Store;
 use baton_transport::backend::Backend;
 use baton_transport::s3::{S3Backend, S3Options};
 use baton_transport::url::TargetUrl;
-use baton_transport::{Remote, local::LocalRemote};
+use baton_transport::{Pipelined, local::LocalRemote};
 
 /// How to reach a target: flags that shape the connection.
 #[derive(Clone, Debug, Default)]
@@ -50,21 +50,17 @@ pub fn target_settings(
 
 /// Connect to the store at `url`.
 pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Backend>> {
-    let trace = std::env::var_os("BATON_TRACE").is_some_and(|v| v != "0");
     let started = std::time::Instant::now();
-    let boxed = |r: Box<dyn Remote>| -> Box<dyn Remote> { r };
-    let remote: Box<dyn Remote> = match TargetUrl::parse(url)? {
+    match TargetUrl::parse(url)? {
         TargetUrl::S3 { bucket, prefix } => {
             // Requests are counted and traced by the backend itself (no `Remote` calls).
             let options = S3Options {
                 timeout: settings.timeout,
                 ..settings.s3.clone()
             };
-            return Ok(Box::new(S3Backend::open(
-                &bucket, &prefix, &options, trace,
-            )?));
+            Ok(Box::new(S3Backend::open(&bucket, &prefix, &options)?))
         }
-        TargetUrl::Local { path } => boxed(Box::new(LocalRemote::new(path))),
+        TargetUrl::Local { path } => Ok(connected(LocalRemote::new(path), started)),
         TargetUrl::Ssh {
             user,
             host,
@@ -78,23 +74,22 @@ pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Back
                 key_passphrase: settings.key_passphrase.clone(),
                 ..Default::default()
             };
-            boxed(Box::new(baton_transport::ssh::SftpRemote::connect(
-                &target, &options, &path,
-            )?))
+            let remote = baton_transport::ssh::SftpRemote::connect(&target, &options, &path)?;
+            Ok(connected(remote, started))
         }
-    };
-    if trace {
-        let cipher = remote
-            .cipher()
-            .map(|c| format!(", cipher {c}"))
-            .unwrap_or_default();
-        eprintln!(
-            "trace: connected in {:.1} ms{cipher}",
-            started.elapsed().as_secs_f64() * 1e3
-        );
-        return Ok(Box::new(baton_transport::trace::Traced::new(remote)));
     }
-    Ok(Box::new(remote))
+}
+
+/// A path transport just connected, as the `Backend` sync speaks; traced as connected
+/// (`BATON_TRACE`: the time it took and the cipher), its calls are traced by the adapter.
+fn connected<R: Pipelined + 'static>(remote: R, started: std::time::Instant) -> Box<dyn Backend> {
+    tracing::debug!(
+        target: baton_transport::trace::TARGET,
+        kind = "connected",
+        ms = baton_transport::trace::ms(started),
+        cipher = remote.cipher()
+    );
+    Box::new(remote)
 }
 
 /// The target a command means: the one named, else the default, else the only one.

@@ -1,13 +1,15 @@
 //! The backend trait: what sync asks of a remote store, by kind and name (restic's shape),
-//! never by path. Path transports (a local directory, SFTP) get it from `Remote` below:
+//! never by path. Path transports (a local directory, SFTP) get it from `Remote` and
+//! `Pipelined` below:
 //! `format::layout` maps kinds to paths, and atomic creation is a staging directory plus a
 //! no-clobber rename, all inside this file. An object-storage backend implements the trait
-//! directly (conditional PUTs need no staging).
+//! directly (conditional PUTs need no staging). Each call the adapter makes on a path
+//! transport is a trace event (`trace.rs`), so no wrapper re-forwards the transport's methods.
 
 use std::io::Write;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use super::{Published, Remote, RemoteEntry, Step, Upload};
+use super::{Pipelined, Published, Remote, RemoteEntry, Step, Upload, trace};
 use baton_error::{Error, Result};
 use baton_format::layout::{self, Kind};
 use baton_store::leftovers;
@@ -188,7 +190,7 @@ pub trait Backend {
     fn close_tail(&mut self, _item: OpenTail) {}
 
     /// The items of `kind` that `open_tail` will be asked for next, in this order: (name,
-    /// size, tail_len, body) each (see `Remote::expect_tails`).
+    /// size, tail_len, body) each (see `Pipelined::expect_tails`).
     fn expect_tails(&mut self, _kind: &Kind, _items: &[(String, u64, u64, bool)]) {}
 
     /// Get ready to create items of `kinds` soon (a store made by an older baton may lack
@@ -285,6 +287,40 @@ fn listing_path(listing: &Listing) -> String {
     }
 }
 
+/// Run `f`, the call `call` on a path transport, and trace it (`trace::call`): `waited`
+/// when it waits for its answer.
+fn traced<R: Pipelined + ?Sized, T>(
+    remote: &mut R,
+    call: &'static str,
+    waited: bool,
+    what: impl FnOnce() -> String,
+    f: impl FnOnce(&mut R) -> Result<T>,
+) -> Result<T> {
+    let t0 = Instant::now();
+    let result = f(remote);
+    trace::call(call, what, waited, t0, remote.round_trips(), &result);
+    result
+}
+
+fn make_dirs<R: Pipelined + ?Sized>(remote: &mut R, dirs: &[String]) -> Result<()> {
+    let what = || format!("make_dirs {dirs:?} (not waited for)");
+    traced(remote, "make_dirs", false, what, |r| r.make_dirs(dirs))
+}
+
+fn prepare_publish<R: Pipelined + ?Sized>(remote: &mut R, dirs: &[String]) -> Result<()> {
+    let what = || format!("prepare_publish {dirs:?} (not waited for)");
+    traced(remote, "prepare_publish", false, what, |r| {
+        r.prepare_publish(dirs)
+    })
+}
+
+fn remove_dir_all<R: Pipelined + ?Sized>(remote: &mut R, dir: &str) -> Result<()> {
+    let what = || format!("remove_dir_all {dir}");
+    traced(remote, "remove_dir_all", true, what, |r| {
+        r.remove_dir_all(dir)
+    })
+}
+
 /// The refusal of deleting history (a bug in the caller, never input).
 fn refuse_delete(kind: &Kind, name: &str) -> Result<bool> {
     Err(Error::internal(format!(
@@ -293,7 +329,7 @@ fn refuse_delete(kind: &Kind, name: &str) -> Result<bool> {
     )))
 }
 
-impl<T: Remote + ?Sized> Backend for T {
+impl<T: Pipelined + ?Sized> Backend for T {
     fn describe(&self) -> String {
         Remote::describe(self)
     }
@@ -306,11 +342,18 @@ impl<T: Remote + ?Sized> Backend for T {
     ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
         let files: Vec<String> = reads.iter().map(|(k, n)| layout::path(k, n)).collect();
         let dirs: Vec<String> = lists.iter().map(listing_path).collect();
-        self.read_many(&files, &dirs, limit)
+        let what = || format!("read_many {files:?} {dirs:?}");
+        traced(self, "read_many", true, what, |r| {
+            r.read_many(&files, &dirs, limit)
+        })
     }
 
     fn read_range(&mut self, kind: &Kind, name: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
-        Remote::read_range(self, &layout::path(kind, name), offset, len)
+        let path = layout::path(kind, name);
+        let what = || format!("read_range {path} {offset}+{len}");
+        traced(self, "read_range", true, what, |r| {
+            Remote::read_range(r, &path, offset, len)
+        })
     }
 
     fn start_reads(
@@ -321,7 +364,10 @@ impl<T: Remote + ?Sized> Backend for T {
     ) -> Result<PendingReads> {
         let files: Vec<String> = reads.iter().map(|(k, n)| layout::path(k, n)).collect();
         let dirs: Vec<String> = lists.iter().map(listing_path).collect();
-        let token = Remote::start_reads(self, &files, &dirs, limit)?;
+        let what = || format!("start_reads {files:?} {dirs:?} (not waited for)");
+        let token = traced(self, "start_reads", false, what, |r| {
+            Pipelined::start_reads(r, &files, &dirs, limit)
+        })?;
         Ok(PendingReads {
             reads: reads.to_vec(),
             lists: lists.to_vec(),
@@ -335,7 +381,13 @@ impl<T: Remote + ?Sized> Backend for T {
         pending: PendingReads,
     ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
         match pending.token {
-            Some(token) => Remote::collect_reads(self, token),
+            Some(token) => traced(
+                self,
+                "collect_reads",
+                true,
+                || "collect_reads".into(),
+                |r| Pipelined::collect_reads(r, token),
+            ),
             None => self.read_and_list(&pending.reads, &pending.lists, pending.limit),
         }
     }
@@ -347,7 +399,11 @@ impl<T: Remote + ?Sized> Backend for T {
         len: u64,
         sink: &mut dyn Write,
     ) -> Result<()> {
-        self.read_file_sized(&layout::path(kind, name), len, sink)
+        let path = layout::path(kind, name);
+        let what = || format!("read_file_sized {path} {len}");
+        traced(self, "read_file_sized", true, what, |r| {
+            r.read_file_sized(&path, len, sink)
+        })
     }
 
     fn open_tail(
@@ -358,8 +414,14 @@ impl<T: Remote + ?Sized> Backend for T {
         tail_len: u64,
         body: bool,
     ) -> Result<OpenTail> {
-        let (tail, token) =
-            Remote::open_tail(self, &layout::path(kind, name), size, tail_len, body)?;
+        let path = layout::path(kind, name);
+        let what = || {
+            let body = if body { " and the body" } else { "" };
+            format!("open_tail {path} {size} (last {tail_len}{body})")
+        };
+        let (tail, token) = traced(self, "open_tail", true, what, |r| {
+            Pipelined::open_tail(r, &path, size, tail_len, body)
+        })?;
         Ok(OpenTail {
             kind: kind.clone(),
             name: name.to_string(),
@@ -371,17 +433,29 @@ impl<T: Remote + ?Sized> Backend for T {
 
     fn read_before_tail(&mut self, item: &OpenTail, offset: u64, len: u64) -> Result<Vec<u8>> {
         let path = layout::path(&item.kind, &item.name);
-        Remote::read_open(self, item.token, &path, offset, len)
+        let what = || format!("read_open {path} {offset}+{len}");
+        traced(self, "read_open", true, what, |r| {
+            Pipelined::read_open(r, item.token, &path, offset, len)
+        })
     }
 
     fn read_rest(&mut self, item: OpenTail, sink: &mut dyn Write) -> Result<()> {
         let path = layout::path(&item.kind, &item.name);
-        Remote::read_rest(self, item.token, &path, item.size, &item.tail, sink)
+        // A kept open streams on (the transport counts its own round trips); without one
+        // the file is read again, a call that waits.
+        let what = || format!("read_rest {path} {}", item.size);
+        traced(self, "read_rest", item.token.is_none(), what, |r| {
+            Pipelined::read_rest(r, item.token, &path, item.size, &item.tail, sink)
+        })
     }
 
     fn close_tail(&mut self, item: OpenTail) {
         let path = layout::path(&item.kind, &item.name);
-        Remote::close_tail(self, item.token, &path)
+        let what = || format!("close_tail {path} (not waited for)");
+        let _ = traced(self, "close_tail", false, what, |r| {
+            Pipelined::close_tail(r, item.token, &path);
+            Ok(())
+        });
     }
 
     fn expect_tails(&mut self, kind: &Kind, items: &[(String, u64, u64, bool)]) {
@@ -389,7 +463,11 @@ impl<T: Remote + ?Sized> Backend for T {
             .iter()
             .map(|(name, size, tail, body)| (layout::path(kind, name), *size, *tail, *body))
             .collect();
-        Remote::expect_tails(self, &files)
+        let what = || format!("expect_tails of {} files (not waited for)", files.len());
+        let _ = traced(self, "expect_tails", false, what, |r| {
+            Pipelined::expect_tails(r, &files);
+            Ok(())
+        });
     }
 
     fn prepare(&mut self, kinds: &[Kind]) -> Result<()> {
@@ -401,8 +479,8 @@ impl<T: Remote + ?Sized> Backend for T {
         // Directories first: SFTP sends the requests in order, and opens them next.
         let mut all = dirs.clone();
         all.push(layout::STAGING.to_string());
-        self.make_dirs(&all)?;
-        self.prepare_publish(&dirs)
+        make_dirs(self, &all)?;
+        prepare_publish(self, &dirs)
     }
 
     fn prepare_known(&mut self, kinds: &[Kind]) -> Result<()> {
@@ -411,12 +489,12 @@ impl<T: Remote + ?Sized> Backend for T {
             .map(layout::dir)
             .filter(|d| !d.is_empty())
             .collect();
-        self.prepare_publish(&dirs)
+        prepare_publish(self, &dirs)
     }
 
     fn begin_new(&mut self) -> Result<NewItem> {
         let staging = layout::staging_dir(&staging_name());
-        self.make_dirs(std::slice::from_ref(&staging))?;
+        make_dirs(self, std::slice::from_ref(&staging))?;
         Ok(NewItem {
             staging,
             store: Vec::new(),
@@ -428,14 +506,14 @@ impl<T: Remote + ?Sized> Backend for T {
             .chain(layout::DIRS)
             .map(|d| d.to_string())
             .collect();
-        self.make_dirs(&dirs)?;
+        make_dirs(self, &dirs)?;
         // The top directory too: its files are published with a directory fsync each.
         let publish_into = [
             String::new(),
             layout::dir(&Kind::Pack),
             layout::dir(&Kind::Generation(baton_format::names::RefName::Current)),
         ];
-        self.prepare_publish(&publish_into)?;
+        prepare_publish(self, &publish_into)?;
         let mut item = self.begin_new()?;
         item.store = layout::INITIAL_FILES
             .iter()
@@ -459,7 +537,23 @@ impl<T: Remote + ?Sized> Backend for T {
                     .map(|(n, b)| (store_staged(item, n), b.clone())),
             )
             .collect();
-        self.create_with(&format!("{}/item", item.staging), &beside)
+        let path = format!("{}/item", item.staging);
+        if !trace::enabled() {
+            return self.create_with(&path, &beside);
+        }
+        let t0 = Instant::now();
+        let r = self.create_with(&path, &beside);
+        let names: Vec<&String> = beside.iter().map(|(n, _)| n).collect();
+        tracing::debug!(
+            target: trace::TARGET,
+            kind = "upload",
+            call = "create",
+            what = %format_args!("create {path} beside {names:?}"),
+            ms = trace::ms(t0),
+            waited = true,
+            error = r.is_err()
+        );
+        Ok(Box::new(trace::TracedUpload { inner: r?, path }))
     }
 
     fn publish_chain(
@@ -510,7 +604,8 @@ impl<T: Remote + ?Sized> Backend for T {
             Step::RmDir(at.clone()),
             Step::RmDir(item.staging.clone()),
         ]);
-        let done = self.run_in_order(&steps)?;
+        let what = || format!("run_in_order {steps:?}");
+        let done = traced(self, "run_in_order", true, what, |r| r.run_in_order(&steps))?;
         let outcome = |ok: bool| {
             if ok {
                 Published::Done
@@ -532,37 +627,44 @@ impl<T: Remote + ?Sized> Backend for T {
         kind: &Kind,
         name: &str,
     ) -> Result<Published> {
-        self.publish(
-            &format!("{}/{staged}", item.staging),
-            &layout::path(kind, name),
-        )
+        let moves = [(
+            format!("{}/{staged}", item.staging),
+            layout::path(kind, name),
+        )];
+        let what = || format!("publish {moves:?}");
+        let mut outcomes = traced(self, "publish", true, what, |r| r.publish_many(&moves))?;
+        Ok(outcomes.pop().unwrap_or(Published::Done))
     }
 
     fn close_new(&mut self, item: NewItem, all: bool) {
         // A chain that went through whole removed its staging directory in its own last
         // steps; what is left of one that did not goes here.
         if !all {
-            let _ = self.remove_dir_all(&item.staging);
+            let _ = remove_dir_all(self, &item.staging);
         }
     }
 
     fn abandon(&mut self, item: NewItem) {
         self.forget_prepared();
-        let _ = self.remove_dir_all(&item.staging);
+        let _ = remove_dir_all(self, &item.staging);
     }
 
     fn sweep_leftovers(&mut self, listed: &[RemoteEntry]) {
         let sweep = leftovers::RemoteSweep::now();
         for entry in listed {
             if entry.is_dir && sweep.removable(&entry.name, entry.mtime) {
-                let _ = self.remove_dir_all(&layout::staging_dir(&entry.name));
+                let _ = remove_dir_all(self, &layout::staging_dir(&entry.name));
             }
         }
     }
 
     fn delete(&mut self, kind: &Kind, name: &str) -> Result<bool> {
         match kind {
-            Kind::Pack | Kind::Loose => self.remove_file(&layout::path(kind, name)),
+            Kind::Pack | Kind::Loose => {
+                let path = layout::path(kind, name);
+                let what = || format!("remove_file {path}");
+                traced(self, "remove_file", true, what, |r| r.remove_file(&path))
+            }
             Kind::Config | Kind::Log | Kind::Generation(_) => refuse_delete(kind, name),
         }
     }

@@ -1,9 +1,11 @@
 //! Transports: where the bytes of a remote store live, behind one batch-oriented trait.
 //!
 //! The sync layer speaks only `Backend` (`backend.rs`); the local-path and SFTP transports
-//! implement `Remote` and get it from there, the S3 backend (`s3.rs`) implements it directly.
-//! Every method is one batch: over SFTP its requests are pipelined, so a method costs one
-//! or two network round trips however many paths it names.
+//! implement the core `Remote` (nine methods) and, where they are faster, the extension
+//! `Pipelined` (every method has a default over the core), and get `Backend` from there;
+//! the S3 backend (`s3.rs`) implements `Backend` directly. Every method is one batch: over
+//! SFTP its requests are pipelined, so a method costs one or two network round trips
+//! however many paths it names.
 
 pub mod backend;
 pub mod error;
@@ -53,7 +55,7 @@ pub enum Published {
     Exists,
 }
 
-/// One step of `Remote::run_in_order`.
+/// One step of `Pipelined::run_in_order`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
     /// Rename without ever overwriting, then (`sync`) fsync `to`'s directory.
@@ -69,8 +71,11 @@ pub enum Step {
     RmDir(String),
 }
 
-/// A store's directory on the other side. Paths are relative to the store root and use
-/// `/`; the transport never interprets them beyond joining them to the root.
+/// A store's directory on the other side: the core every path transport implements (a
+/// local directory in `local.rs`, SFTP in `ssh/`). Paths are relative to the store root and
+/// use `/`; the transport never interprets them beyond joining them to the root. What a
+/// transport can do in fewer round trips is `Pipelined`, whose defaults are written over
+/// these methods.
 pub trait Remote {
     /// Where this is, for messages (`ssh://user@host:port/path`, `/abs/path`).
     fn describe(&self) -> String;
@@ -85,6 +90,39 @@ pub trait Remote {
         limit: u64,
     ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)>;
 
+    /// Read `len` bytes at `offset`.
+    fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>>;
+
+    /// Stream a regular file of exactly `len` bytes (what a listing and the file's own
+    /// index declared) into `sink`, reading nothing past `len`: a file that is not
+    /// regular, or not `len` bytes long before or after the read, is an integrity error.
+    fn read_file_sized(&mut self, path: &str, len: u64, sink: &mut dyn Write) -> Result<()>;
+
+    /// Create a new file (exclusively, mode 0600) and stream into it.
+    fn create(&mut self, path: &str) -> Result<Box<dyn Upload + '_>>;
+
+    /// Rename each `from` to its `to` without ever overwriting, then fsync the target
+    /// directories, all in one batch. Callers that need an order between publishes make
+    /// separate calls.
+    fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>>;
+
+    /// Create directories (mode 0700) in the order given; existing ones are fine. The
+    /// transport may defer the requests to the next batch: errors surface there.
+    fn make_dirs(&mut self, dirs: &[String]) -> Result<()>;
+
+    /// Remove one file, durably: `false` when it was not there.
+    fn remove_file(&mut self, path: &str) -> Result<bool>;
+
+    /// Remove a directory and everything in it (staging cleanup). Best effort is fine:
+    /// a leftover is cleaned up by a later run.
+    fn remove_dir_all(&mut self, dir: &str) -> Result<()>;
+}
+
+/// What a path transport can do in fewer round trips than the core calls one after the
+/// other: split batches, pipelined steps, files kept open, reads ahead. Every method has a
+/// default written over `Remote`, so a transport overrides only what it does faster (SFTP
+/// nearly all of it; a local directory only `run_in_order` and `remove_empty_dir`).
+pub trait Pipelined: Remote {
     /// Start a `read_many` whose answers are collected later (`collect_reads`), so that
     /// it rides with the batches sent in between: SFTP sends the opens now, the reads
     /// once the next `create_with` has its own opens answered, and waits for nothing
@@ -110,16 +148,23 @@ pub trait Remote {
         ))
     }
 
-    /// Create directories (mode 0700) in the order given; existing ones are fine. The
-    /// transport may defer the requests to the next batch: errors surface there.
-    fn make_dirs(&mut self, dirs: &[String]) -> Result<()>;
-
-    /// Create a new file (exclusively, mode 0600) and stream into it.
-    fn create(&mut self, path: &str) -> Result<Box<dyn Upload + '_>>;
-
     /// Create new small files (exclusively, mode 0600) with the given bytes, fsync them,
     /// and check that each reads back exactly, all in one batch.
-    fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()>;
+    fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()> {
+        for (path, bytes) in files {
+            let mut upload = self.create(path)?;
+            upload.write_all(bytes).map_err(|e| {
+                baton_error::Error::io("cannot write", std::path::Path::new(path), e)
+            })?;
+            let receipt = upload.finish(&[(0, bytes.len() as u64)])?;
+            if receipt.readback.first() != Some(bytes) {
+                return Err(baton_error::Error::other(format!(
+                    "{path} reads back differently from what was written"
+                )));
+            }
+        }
+        Ok(())
+    }
 
     /// `create`, with the small files `beside` created as `put_files` does; SFTP writes,
     /// fsyncs and reads them back in the upload's own batches (no round trip of their
@@ -162,16 +207,16 @@ pub trait Remote {
         Ok(done)
     }
 
-    /// Rename each `from` to its `to` without ever overwriting, then fsync the target
-    /// directories, all in one batch. Callers that need an order between publishes make
-    /// separate calls.
-    fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>>;
-
     /// Get ready to publish into `dirs` soon (SFTP opens them now, without waiting, so
     /// that each later publish and its directory fsync cost one round trip).
     fn prepare_publish(&mut self, _dirs: &[String]) -> Result<()> {
         Ok(())
     }
+
+    /// Let go of the directories opened ahead for a publish (`prepare_publish`) that will
+    /// not happen: an upload abandoned (SFTP closes them, so that later requests can go
+    /// out with their opens again).
+    fn forget_prepared(&mut self) {}
 
     /// Rename `from` to `to` without ever overwriting, then fsync `to`'s directory.
     fn publish(&mut self, from: &str, to: &str) -> Result<Published> {
@@ -179,16 +224,17 @@ pub trait Remote {
         Ok(outcomes.pop().unwrap_or(Published::Done))
     }
 
-    /// Stream a whole file into `sink`; returns its length.
-    fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64>;
-
-    /// Stream a regular file of exactly `len` bytes (what a listing and the file's own
-    /// index declared) into `sink`, reading nothing past `len`: a file that is not
-    /// regular, or not `len` bytes long before or after the read, is an integrity error.
-    fn read_file_sized(&mut self, path: &str, len: u64, sink: &mut dyn Write) -> Result<()>;
-
-    /// Read `len` bytes at `offset`.
-    fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>>;
+    /// Remove a directory expected to be empty, without waiting to hear how it went (a
+    /// leftover is stale staging that a later push removes). The default looks first, so
+    /// that a directory that is not empty stays.
+    fn remove_empty_dir(&mut self, dir: &str) {
+        if let Ok((_, listed)) = self.read_many(&[], &[dir.to_string()], 0)
+            && let Some(Some(entries)) = listed.first()
+            && entries.iter().all(|e| e.name == "." || e.name == "..")
+        {
+            let _ = self.remove_dir_all(dir);
+        }
+    }
 
     /// Open a regular file of exactly `size` bytes and read its last `tail_len` bytes,
     /// keeping it open for `read_open`, `read_rest` or `close_tail` (the returned token).
@@ -238,22 +284,6 @@ pub trait Remote {
     /// reading; a call for another file drops what is left of them.
     fn expect_tails(&mut self, _files: &[(String, u64, u64, bool)]) {}
 
-    /// Remove a directory and everything in it (staging cleanup). Best effort is fine:
-    /// a leftover is cleaned up by a later run.
-    fn remove_dir_all(&mut self, dir: &str) -> Result<()>;
-
-    /// Remove a directory expected to be empty, without waiting to hear how it went (a
-    /// leftover is stale staging that a later push removes).
-    fn remove_empty_dir(&mut self, dir: &str);
-
-    /// Let go of the directories opened ahead for a publish (`prepare_publish`) that will
-    /// not happen: an upload abandoned (SFTP closes them, so that later requests can go
-    /// out with their opens again).
-    fn forget_prepared(&mut self) {}
-
-    /// Remove one file, durably: `false` when it was not there.
-    fn remove_file(&mut self, path: &str) -> Result<bool>;
-
     /// Network round trips waited for since connecting, when the transport counts them
     /// (SFTP: each time it waits for a reply after sending requests, streaming windows
     /// aside); `None`: `BATON_TRACE` counts the batches (method calls) that wait.
@@ -264,122 +294,5 @@ pub trait Remote {
     /// The negotiated cipher, for `BATON_TRACE` (SSH only).
     fn cipher(&self) -> Option<String> {
         None
-    }
-}
-
-impl Remote for Box<dyn Remote> {
-    fn describe(&self) -> String {
-        (**self).describe()
-    }
-    fn read_many(
-        &mut self,
-        files: &[String],
-        dirs: &[String],
-        limit: u64,
-    ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
-        (**self).read_many(files, dirs, limit)
-    }
-    fn start_reads(
-        &mut self,
-        files: &[String],
-        dirs: &[String],
-        limit: u64,
-    ) -> Result<Option<u64>> {
-        (**self).start_reads(files, dirs, limit)
-    }
-    fn collect_reads(
-        &mut self,
-        token: u64,
-    ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
-        (**self).collect_reads(token)
-    }
-    fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
-        (**self).make_dirs(dirs)
-    }
-    fn create(&mut self, path: &str) -> Result<Box<dyn Upload + '_>> {
-        (**self).create(path)
-    }
-    fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()> {
-        (**self).put_files(files)
-    }
-    fn create_with(
-        &mut self,
-        path: &str,
-        beside: &[(String, Vec<u8>)],
-    ) -> Result<Box<dyn Upload + '_>> {
-        (**self).create_with(path, beside)
-    }
-    fn run_in_order(&mut self, steps: &[Step]) -> Result<Vec<bool>> {
-        (**self).run_in_order(steps)
-    }
-    fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>> {
-        (**self).publish_many(moves)
-    }
-    fn prepare_publish(&mut self, dirs: &[String]) -> Result<()> {
-        (**self).prepare_publish(dirs)
-    }
-    fn publish(&mut self, from: &str, to: &str) -> Result<Published> {
-        (**self).publish(from, to)
-    }
-    fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64> {
-        (**self).read_file(path, sink)
-    }
-    fn read_file_sized(&mut self, path: &str, len: u64, sink: &mut dyn Write) -> Result<()> {
-        (**self).read_file_sized(path, len, sink)
-    }
-    fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
-        (**self).read_range(path, offset, len)
-    }
-    fn open_tail(
-        &mut self,
-        path: &str,
-        size: u64,
-        tail_len: u64,
-        body: bool,
-    ) -> Result<(Vec<u8>, Option<u64>)> {
-        (**self).open_tail(path, size, tail_len, body)
-    }
-    fn read_open(
-        &mut self,
-        token: Option<u64>,
-        path: &str,
-        offset: u64,
-        len: u64,
-    ) -> Result<Vec<u8>> {
-        (**self).read_open(token, path, offset, len)
-    }
-    fn read_rest(
-        &mut self,
-        token: Option<u64>,
-        path: &str,
-        size: u64,
-        tail: &[u8],
-        sink: &mut dyn Write,
-    ) -> Result<()> {
-        (**self).read_rest(token, path, size, tail, sink)
-    }
-    fn close_tail(&mut self, token: Option<u64>, path: &str) {
-        (**self).close_tail(token, path)
-    }
-    fn expect_tails(&mut self, files: &[(String, u64, u64, bool)]) {
-        (**self).expect_tails(files)
-    }
-    fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
-        (**self).remove_dir_all(dir)
-    }
-    fn remove_empty_dir(&mut self, dir: &str) {
-        (**self).remove_empty_dir(dir)
-    }
-    fn forget_prepared(&mut self) {
-        (**self).forget_prepared()
-    }
-    fn remove_file(&mut self, path: &str) -> Result<bool> {
-        (**self).remove_file(path)
-    }
-    fn round_trips(&self) -> Option<u64> {
-        (**self).round_trips()
-    }
-    fn cipher(&self) -> Option<String> {
-        (**self).cipher()
     }
 }

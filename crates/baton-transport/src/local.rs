@@ -6,7 +6,7 @@ use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsE
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-use super::{Published, Receipt, Remote, RemoteEntry, Step, Upload};
+use super::{Pipelined, Published, Receipt, Remote, RemoteEntry, Step, Upload};
 use baton_error::{Error, IoContext, Result};
 use baton_store::fsutil::{self, rename_noclobber};
 
@@ -199,21 +199,6 @@ impl Remote for LocalRemote {
         Ok(Box::new(LocalUpload { path: full, file }))
     }
 
-    fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()> {
-        for (path, bytes) in files {
-            let full = self.full(path);
-            let mut upload = self.create(path)?;
-            upload.write_all(bytes).ctx("cannot write", &full)?;
-            let receipt = upload.finish(&[(0, bytes.len() as u64)])?;
-            if receipt.readback.first() != Some(bytes) {
-                return Err(Error::other(format!(
-                    "{path} reads back differently from what was written"
-                )));
-            }
-        }
-        Ok(())
-    }
-
     fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>> {
         let mut outcomes = Vec::with_capacity(moves.len());
         let mut dirs = std::collections::BTreeSet::new();
@@ -236,52 +221,6 @@ impl Remote for LocalRemote {
             fsutil::fsync_dir(&dir)?;
         }
         Ok(outcomes)
-    }
-
-    fn run_in_order(&mut self, steps: &[Step]) -> Result<Vec<bool>> {
-        let mut done = Vec::with_capacity(steps.len());
-        for step in steps {
-            let outcome = match step {
-                Step::Rename { from, to, sync } => {
-                    let dst = self.full(to);
-                    rename_noclobber(&self.full(from), &dst).and_then(|()| match dst.parent() {
-                        Some(parent) if *sync => {
-                            fsutil::fsync_dir(parent).map_err(io::Error::other)
-                        }
-                        _ => Ok(()),
-                    })
-                }
-                Step::MkDir(dir) => fs::DirBuilder::new()
-                    .mode(fsutil::DIR_MODE)
-                    .create(self.full(dir)),
-                Step::RmDir(dir) => {
-                    done.push(fs::remove_dir(self.full(dir)).is_ok());
-                    continue;
-                }
-            };
-            done.push(match outcome {
-                Ok(()) => true,
-                // What a step that depends on a failed one runs into.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::AlreadyExists
-                            | io::ErrorKind::NotFound
-                            | io::ErrorKind::NotADirectory
-                    ) =>
-                {
-                    false
-                }
-                Err(e) => return Err(Error::other(format!("cannot carry out {step:?}: {e}"))),
-            });
-        }
-        Ok(done)
-    }
-
-    fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64> {
-        let full = self.full(path);
-        let mut file = open_regular(&full)?;
-        io::copy(&mut file, sink).ctx("cannot read", &full)
     }
 
     fn read_file_sized(&mut self, path: &str, len: u64, sink: &mut dyn Write) -> Result<()> {
@@ -324,10 +263,6 @@ impl Remote for LocalRemote {
         Ok(buf)
     }
 
-    fn remove_empty_dir(&mut self, dir: &str) {
-        let _ = fs::remove_dir(self.full(dir));
-    }
-
     fn remove_file(&mut self, path: &str) -> Result<bool> {
         let full = self.full(path);
         match fs::remove_file(&full) {
@@ -348,5 +283,60 @@ impl Remote for LocalRemote {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(Error::io("cannot remove", &full, e)),
         }
+    }
+}
+
+/// The end of a connection, for `BATON_TRACE` (the subscriber counts the calls that waited).
+impl Drop for LocalRemote {
+    fn drop(&mut self) {
+        crate::trace::closed(None);
+    }
+}
+
+/// A local directory has no round trips to save: only the ordered steps and the empty
+/// directory removal are its own (fewer calls than the defaults).
+impl Pipelined for LocalRemote {
+    fn run_in_order(&mut self, steps: &[Step]) -> Result<Vec<bool>> {
+        let mut done = Vec::with_capacity(steps.len());
+        for step in steps {
+            let outcome = match step {
+                Step::Rename { from, to, sync } => {
+                    let dst = self.full(to);
+                    rename_noclobber(&self.full(from), &dst).and_then(|()| match dst.parent() {
+                        Some(parent) if *sync => {
+                            fsutil::fsync_dir(parent).map_err(io::Error::other)
+                        }
+                        _ => Ok(()),
+                    })
+                }
+                Step::MkDir(dir) => fs::DirBuilder::new()
+                    .mode(fsutil::DIR_MODE)
+                    .create(self.full(dir)),
+                Step::RmDir(dir) => {
+                    done.push(fs::remove_dir(self.full(dir)).is_ok());
+                    continue;
+                }
+            };
+            done.push(match outcome {
+                Ok(()) => true,
+                // What a step that depends on a failed one runs into.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::AlreadyExists
+                            | io::ErrorKind::NotFound
+                            | io::ErrorKind::NotADirectory
+                    ) =>
+                {
+                    false
+                }
+                Err(e) => return Err(Error::other(format!("cannot carry out {step:?}: {e}"))),
+            });
+        }
+        Ok(done)
+    }
+
+    fn remove_empty_dir(&mut self, dir: &str) {
+        let _ = fs::remove_dir(self.full(dir));
     }
 }

@@ -18,7 +18,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Instant;
 
 use futures::{StreamExt, TryStreamExt};
 use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut};
@@ -75,7 +74,6 @@ pub struct S3Backend {
     generations_read: BTreeMap<String, (String, Vec<u8>)>,
     multipart_above: u64,
     counts: Arc<Counts>,
-    trace: bool,
 }
 
 /// The one line a probe failure prints (also what the tests look for).
@@ -83,7 +81,8 @@ pub const PROBE_FAILED: &str = "this server ignored If-None-Match: its condition
 
 impl S3Backend {
     /// A backend for `s3://bucket/prefix`; nothing is sent until the first call.
-    pub fn open(bucket: &str, prefix: &str, options: &S3Options, trace: bool) -> Result<Self> {
+    pub fn open(bucket: &str, prefix: &str, options: &S3Options) -> Result<Self> {
+        tracing::debug!(target: crate::trace::TARGET, kind = "opened");
         let endpoint = settings::endpoint(options)?;
         let region = settings::region(options)?;
         let retry = RetryConfig {
@@ -104,7 +103,6 @@ impl S3Backend {
             )
             .with_http_connector(CountingConnector {
                 counts: counts.clone(),
-                trace: trace.then(Instant::now),
             })
             .with_allow_http(false)
             // One DELETE per key (not a POST of a batch): every server has it.
@@ -147,7 +145,6 @@ impl S3Backend {
             generations_read: BTreeMap::new(),
             multipart_above,
             counts,
-            trace,
         })
     }
 
@@ -588,8 +585,6 @@ impl Backend for S3Backend {
 
 impl Drop for S3Backend {
     fn drop(&mut self) {
-        if self.trace {
-            eprintln!("trace summary: {}", self.counts.summary());
-        }
+        self.counts.trace();
     }
 }

@@ -62,6 +62,23 @@ impl Counts {
     }
 
     /// `requests: N (GET g, HEAD h, PUT p, LIST l, DELETE d, POST o)`.
+    /// The counts as one trace event (`BATON_TRACE`: `trace summary: requests: ...`).
+    pub fn trace(&self) {
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        tracing::debug!(
+            target: crate::trace::TARGET,
+            kind = "requests",
+            total = self.total(),
+            get = n(&self.get),
+            head = n(&self.head),
+            put = n(&self.put),
+            list = n(&self.list),
+            delete = n(&self.delete),
+            post = n(&self.post)
+        );
+    }
+
+    #[cfg(test)]
     pub fn summary(&self) -> String {
         let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
         format!(
@@ -82,7 +99,6 @@ impl Counts {
 #[derive(Debug)]
 pub struct CountingConnector {
     pub counts: Arc<Counts>,
-    pub trace: Option<Instant>,
 }
 
 impl HttpConnector for CountingConnector {
@@ -93,7 +109,6 @@ impl HttpConnector for CountingConnector {
         Ok(HttpClient::new(Counting {
             inner: HttpClient::new(client(options)?),
             counts: self.counts.clone(),
-            trace: self.trace,
         }))
     }
 }
@@ -177,7 +192,6 @@ impl std::error::Error for RedirectRefused {}
 struct Counting {
     inner: HttpClient,
     counts: Arc<Counts>,
-    trace: Option<Instant>,
 }
 
 #[async_trait]
@@ -195,15 +209,18 @@ impl HttpService for Counting {
         let path = req.uri().path().to_string();
         let t0 = Instant::now();
         let result = self.inner.execute(req).await;
-        if let Some(started) = self.trace {
+        if crate::trace::enabled() {
             let status = match &result {
                 Ok(r) => r.status().as_u16().to_string(),
                 Err(e) => format!("error: {e}"),
             };
-            eprintln!(
-                "trace: {:>8.1} ms  {:>7.1} ms  s3 {what} {path} -> {status}",
-                started.elapsed().as_secs_f64() * 1e3,
-                t0.elapsed().as_secs_f64() * 1e3
+            tracing::debug!(
+                target: crate::trace::TARGET,
+                kind = "s3",
+                request = %what,
+                path,
+                status,
+                ms = crate::trace::ms(t0)
             );
         }
         let response = match result {

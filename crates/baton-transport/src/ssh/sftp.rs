@@ -18,22 +18,22 @@ use russh_sftp::protocol::{
     FileAttributes, Init, MkDir, Packet, Remove, RmDir, SetStat, StatusCode,
 };
 
-mod ahead;
 mod batch;
-mod chain;
+mod chained_reads;
 mod download;
 #[doc(hidden)]
 pub mod fuzzing;
-mod guess;
+mod handle_guess;
 mod probe;
+mod read_ahead;
 mod session;
-mod tail;
+mod tail_reads;
 #[cfg(test)]
 mod tests;
 mod upload;
 
 use super::connect::{ConnectOptions, Connection, SshTarget, connect};
-use crate::{Published, Remote, RemoteEntry, Step, Upload};
+use crate::{Pipelined, Published, Remote, RemoteEntry, Step, Upload};
 use baton_error::{Error, Result};
 use session::{lost, status_error};
 
@@ -153,8 +153,6 @@ pub struct SftpRemote {
     /// A channel read or write failed (timeout, dead connection): the packet stream is
     /// out of step, so later requests fail at once instead of each waiting a timeout.
     broken: bool,
-    /// `BATON_TRACE_SFTP=1`: log every packet to stderr.
-    trace: bool,
     /// Directories opened ahead of a publish (`prepare_publish`), for their fsync: queued,
     /// then the request id while the reply is outstanding, then the handle.
     prepared: HashMap<String, Prepared>,
@@ -169,12 +167,12 @@ pub struct SftpRemote {
     probes: HashMap<u64, probe::Probe>,
     next_probe: u64,
     /// Files kept open by `open_tail`, by token, until read or closed.
-    open_files: HashMap<u64, tail::OpenFile>,
+    open_files: HashMap<u64, tail_reads::OpenFile>,
     next_open: u64,
     /// The server's handles as far as the session knows them, for guessing.
-    handles: guess::Handles,
+    handles: handle_guess::Handles,
     /// Files `expect_tails` announced, opened and read ahead.
-    expected: ahead::ExpectedFiles,
+    expected: read_ahead::ExpectedFiles,
 }
 
 /// The store at `root` as messages name it: an absolute path as `ssh://user@host:port/path`,
@@ -254,7 +252,6 @@ impl SftpRemote {
             input_ended: false,
             lane_opener: None,
             broken: false,
-            trace: std::env::var_os("BATON_TRACE_SFTP").is_some_and(|v| v != "0"),
             prepared: HashMap::new(),
             round_trips: 0,
             sent_in_round: HashMap::new(),
@@ -263,7 +260,7 @@ impl SftpRemote {
             next_probe: 0,
             open_files: HashMap::new(),
             next_open: 0,
-            handles: guess::Handles::default(),
+            handles: handle_guess::Handles::default(),
             expected: Default::default(),
         };
         // The VERSION reply is read with the first reply anything waits for: requests
@@ -301,22 +298,6 @@ impl Remote for SftpRemote {
         limit: u64,
     ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
         self.read_many_windowed(files, dirs, limit)
-    }
-
-    fn start_reads(
-        &mut self,
-        files: &[String],
-        dirs: &[String],
-        limit: u64,
-    ) -> Result<Option<u64>> {
-        self.probe_start(files, dirs, limit)
-    }
-
-    fn collect_reads(
-        &mut self,
-        token: u64,
-    ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
-        self.probe_collect(token)
     }
 
     fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
@@ -367,6 +348,81 @@ impl Remote for SftpRemote {
         self.create_with(path, &[])
     }
 
+    fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>> {
+        // Each chunk opens at most HANDLE_WINDOW target directories for their fsync.
+        let mut outcomes = Vec::with_capacity(moves.len());
+        for chunk in moves.chunks(batch::HANDLE_WINDOW) {
+            outcomes.extend(self.publish_chunk(chunk)?);
+        }
+        Ok(outcomes)
+    }
+
+    fn read_file_sized(&mut self, path: &str, len: u64, sink: &mut dyn Write) -> Result<()> {
+        self.read_file_exact(path, len, sink)
+    }
+
+    fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.read_range_of(path, offset, len)
+    }
+
+    fn remove_file(&mut self, path: &str) -> Result<bool> {
+        let filename = self.path(path);
+        let id = self.request(|id| Packet::Remove(Remove { id, filename }))?;
+        match self.wait(id)? {
+            Packet::Status(s) if s.status_code == StatusCode::NoSuchFile => Ok(false),
+            reply => self
+                .expect_ok(reply, &format!("remove {path}"))
+                .map(|()| true),
+        }
+    }
+
+    fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
+        let path = self.path(dir);
+        let id = self.request(|id| Packet::RmDir(RmDir { id, path }))?;
+        if let Packet::Status(s) = self.wait(id)?
+            && matches!(s.status_code, StatusCode::Ok | StatusCode::NoSuchFile)
+        {
+            return Ok(());
+        }
+        // Not empty: remove what is inside, then the directory.
+        let (_, listing) = self.read_many(&[], &[dir.to_string()], 0)?;
+        for entry in listing.into_iter().flatten().flatten() {
+            if entry.name == "." || entry.name == ".." {
+                continue;
+            }
+            let child = format!("{dir}/{}", entry.name);
+            if entry.is_dir {
+                self.remove_dir_all(&child)?;
+            } else {
+                let path = self.path(&child);
+                let id = self.request(|id| Packet::Remove(Remove { id, filename: path }))?;
+                self.defer(id, format!("remove {child}"), false);
+            }
+        }
+        let path = self.path(dir);
+        let id = self.request(|id| Packet::RmDir(RmDir { id, path }))?;
+        let reply = self.wait(id)?;
+        self.expect_ok(reply, &format!("remove {dir}"))
+    }
+}
+
+impl Pipelined for SftpRemote {
+    fn start_reads(
+        &mut self,
+        files: &[String],
+        dirs: &[String],
+        limit: u64,
+    ) -> Result<Option<u64>> {
+        self.probe_start(files, dirs, limit)
+    }
+
+    fn collect_reads(
+        &mut self,
+        token: u64,
+    ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
+        self.probe_collect(token)
+    }
+
     fn create_with(
         &mut self,
         path: &str,
@@ -381,15 +437,6 @@ impl Remote for SftpRemote {
 
     fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()> {
         self.put_files_windowed(files)
-    }
-
-    fn publish_many(&mut self, moves: &[(String, String)]) -> Result<Vec<Published>> {
-        // Each chunk opens at most HANDLE_WINDOW target directories for their fsync.
-        let mut outcomes = Vec::with_capacity(moves.len());
-        for chunk in moves.chunks(batch::HANDLE_WINDOW) {
-            outcomes.extend(self.publish_chunk(chunk)?);
-        }
-        Ok(outcomes)
     }
 
     fn prepare_publish(&mut self, dirs: &[String]) -> Result<()> {
@@ -440,18 +487,6 @@ impl Remote for SftpRemote {
         }
     }
 
-    fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64> {
-        self.read_file_streamed(path, sink)
-    }
-
-    fn read_file_sized(&mut self, path: &str, len: u64, sink: &mut dyn Write) -> Result<()> {
-        self.read_file_exact(path, len, sink)
-    }
-
-    fn read_range(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
-        self.read_range_of(path, offset, len)
-    }
-
     fn open_tail(
         &mut self,
         path: &str,
@@ -490,50 +525,21 @@ impl Remote for SftpRemote {
     fn expect_tails(&mut self, files: &[(String, u64, u64, bool)]) {
         self.expect(files)
     }
+}
 
-    fn remove_file(&mut self, path: &str) -> Result<bool> {
-        let filename = self.path(path);
-        let id = self.request(|id| Packet::Remove(Remove { id, filename }))?;
-        match self.wait(id)? {
-            Packet::Status(s) if s.status_code == StatusCode::NoSuchFile => Ok(false),
-            reply => self
-                .expect_ok(reply, &format!("remove {path}"))
-                .map(|()| true),
-        }
-    }
-
-    fn remove_dir_all(&mut self, dir: &str) -> Result<()> {
-        let path = self.path(dir);
-        let id = self.request(|id| Packet::RmDir(RmDir { id, path }))?;
-        if let Packet::Status(s) = self.wait(id)?
-            && matches!(s.status_code, StatusCode::Ok | StatusCode::NoSuchFile)
-        {
-            return Ok(());
-        }
-        // Not empty: remove what is inside, then the directory.
-        let (_, listing) = self.read_many(&[], &[dir.to_string()], 0)?;
-        for entry in listing.into_iter().flatten().flatten() {
-            if entry.name == "." || entry.name == ".." {
-                continue;
-            }
-            let child = format!("{dir}/{}", entry.name);
-            if entry.is_dir {
-                self.remove_dir_all(&child)?;
-            } else {
-                let path = self.path(&child);
-                let id = self.request(|id| Packet::Remove(Remove { id, filename: path }))?;
-                self.defer(id, format!("remove {child}"), false);
-            }
-        }
-        let path = self.path(dir);
-        let id = self.request(|id| Packet::RmDir(RmDir { id, path }))?;
-        let reply = self.wait(id)?;
-        self.expect_ok(reply, &format!("remove {dir}"))
+impl SftpRemote {
+    /// Stream a whole file into `sink`; returns its length (the tests' reader).
+    pub fn read_file(&mut self, path: &str, sink: &mut dyn Write) -> Result<u64> {
+        self.read_file_streamed(path, sink)
     }
 }
 
 impl Drop for SftpRemote {
     fn drop(&mut self) {
+        // The connection's own channel (a second channel's session has none) ends here.
+        if self.conn.is_some() {
+            crate::trace::closed(Some(self.round_trips));
+        }
         if self.broken {
             // Waiting on a silent server would cost a timeout per step (EOF, then the
             // channel close that freeing the channel sends): cut the socket instead, so

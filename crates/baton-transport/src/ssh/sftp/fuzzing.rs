@@ -9,7 +9,7 @@ use bytes::Bytes;
 use russh_sftp::protocol::{Packet, Version};
 
 use super::{Channel, FSYNC_EXTENSION, STATVFS_EXTENSION, SftpRemote};
-use crate::Remote;
+use crate::{Pipelined, Remote};
 
 /// Replies read from a fixed byte string; requests written are dropped.
 struct Replay {

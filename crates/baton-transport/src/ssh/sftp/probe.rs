@@ -1,6 +1,6 @@
 //! Reads split in two (`Remote::start_reads`, `collect_reads`), so that a small look at
 //! the remote rides with other batches: on a guessed handle each read goes out with its
-//! open (`chain`); otherwise the opens go out with the next batch's requests, the reads
+//! open (`chained_reads`); otherwise the opens go out with the next batch's requests, the reads
 //! (`advance_probes`, called once an upload's opens are answered) with the one after.
 //! Their answers are taken from what arrived meanwhile. A push that trusts its hint of
 //! the remote's generation reads the remote state this way while its pack's opens and
@@ -8,13 +8,13 @@
 //!
 //! Meant for a few small files and short listings (sent the long way, at most
 //! `HANDLE_WINDOW` items, all opened at once; as a chain on a guessed handle, at most
-//! `chain::CHAIN_ITEMS`, all read with their opens); a file longer than two chunks or a
+//! `chained_reads::CHAIN_ITEMS`, all read with their opens); a file longer than two chunks or a
 //! listing longer than the READDIRs sent is read on at `collect_reads`, at the cost of
 //! round trips of its own.
 
 use russh_sftp::protocol::{OpenFlags, Packet, StatusCode};
 
-use super::chain::Chained;
+use super::chained_reads::Chained;
 
 use super::batch::HANDLE_WINDOW;
 use super::{CHUNK, SftpRemote};

@@ -32,14 +32,13 @@ impl SftpRemote {
             return Err(lost(&self.describe, "the connection already failed"));
         }
         let bytes = Bytes::try_from(packet).map_err(|e| lost(&self.describe, e))?;
-        if self.trace {
-            eprintln!(
-                "sftp: send {} bytes, type {}, round {}",
-                bytes.len(),
-                bytes.get(4).copied().unwrap_or(0),
-                self.round_trips
-            );
-        }
+        tracing::debug!(
+            target: crate::trace::SFTP,
+            "send {} bytes, type {}, round {}",
+            bytes.len(),
+            bytes.get(4).copied().unwrap_or(0),
+            self.round_trips
+        );
         if let Err(e) = self.channel.write_all(&bytes) {
             self.broken = true;
             return Err(lost(&self.describe, &e).with_source(e));
@@ -124,14 +123,13 @@ impl SftpRemote {
             // before it was read means the same as sending none.
             s.status_code = StatusCode::Ok;
         }
-        if self.trace {
-            let id = packet.get_request_id_any();
-            eprintln!(
-                "sftp: recv {len} bytes, type {kind}, id {id} (sent in round {:?}; {} round trips)",
-                self.sent_in_round.get(&id),
-                self.round_trips
-            );
-        }
+        tracing::debug!(
+            target: crate::trace::SFTP,
+            "recv {len} bytes, type {kind}, id {} (sent in round {:?}; {} round trips)",
+            packet.get_request_id_any(),
+            self.sent_in_round.get(&packet.get_request_id_any()),
+            self.round_trips
+        );
         // A reply to a request sent after the last counted wait began had to wait a
         // round trip of its own; one sent before it was already on its way.
         if let Some(round) = self.sent_in_round.remove(&packet.get_request_id_any())
@@ -424,7 +422,7 @@ impl SftpRemote {
         Ok(())
     }
 
-    /// A CLOSE of `handle`, noted in the handle model (`guess`).
+    /// A CLOSE of `handle`, noted in the handle model (`handle_guess`).
     pub(super) fn send_close(&mut self, handle: String) -> Result<u32> {
         self.handles.closing(&handle);
         self.request(|id| Packet::Close(Close { id, handle }))

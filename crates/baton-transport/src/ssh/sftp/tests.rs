@@ -1,17 +1,17 @@
 //! Unit tests of the SFTP session against an in-memory channel: a small scripted SFTP
 //! server (a state machine over a file map) answering every request as it is written.
 
-mod ahead;
 mod fake;
 mod guessing;
 mod lanes;
+mod read_ahead;
 
 use std::io::Write;
 
 use russh_sftp::protocol::{Attrs, Data, File, Handle, Name, Packet, StatusCode};
 
 use super::{MAX_PACKET, batch};
-use crate::{Published, Remote};
+use crate::{Pipelined, Published, Remote};
 use baton_error::ErrorKind;
 use fake::{fake, file_attrs, frame, status};
 

@@ -2,7 +2,7 @@
 //! then fsync, stat, read back and the mode fixed, for `Upload::finish`; small files
 //! staged beside it (`create_with`) are written, fsynced and read back in the same batch.
 //!
-//! When the handles can be guessed (`guess`), nothing waits for an open: each small file
+//! When the handles can be guessed (`handle_guess`), nothing waits for an open: each small file
 //! is created, written, fsynced, stat'ed, read back, chmodded and closed on the guessed
 //! handle in one go, and the upload's writes go out on the guess behind its open. The
 //! chunks are kept until the open's reply confirms the guess; a wrong guess has them

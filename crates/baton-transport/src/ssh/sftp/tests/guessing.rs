@@ -1,10 +1,10 @@
-//! Requests sent on a guessed handle (`guess`, `chain`): one round trip against a server
+//! Requests sent on a guessed handle (`handle_guess`, `chained_reads`): one round trip against a server
 //! that names handles as OpenSSH does, the same answers against any other.
 
 use super::fake::{Naming, fake};
 use super::strings;
 use crate::ssh::sftp::{CHUNK, SftpRemote};
-use crate::{Published, Remote};
+use crate::{Pipelined, Published, Remote};
 
 type Answers = (Vec<Option<Vec<u8>>>, Vec<Option<Vec<String>>>);
 

@@ -104,10 +104,7 @@ impl SftpRemote {
             return Ok(None);
         };
         let mut remote = SftpRemote::over(channel, None, &self.root, self.describe.clone())?;
-        remote.trace = self.trace;
-        if self.trace {
-            eprintln!("sftp: second channel opened");
-        }
+        tracing::debug!(target: crate::trace::SFTP, kind = "lane_opened", "second channel opened");
         let open = remote.open(path, OpenFlags::WRITE, None)?;
         Ok(Some(Lane {
             remote,
@@ -124,9 +121,11 @@ impl SftpRemote {
         match step {
             Ok(next) => Ok(Some(next)),
             Err(NoLane::Refused(e)) => {
-                if self.trace {
-                    eprintln!("sftp: no second channel: {e}");
-                }
+                tracing::debug!(
+                    target: crate::trace::SFTP,
+                    kind = "no_lane",
+                    "no second channel: {e}"
+                );
                 self.lane_opener = None;
                 Ok(None)
             }
@@ -142,13 +141,15 @@ impl SftpRemote {
     /// broke leaves this session broken too: both ride one connection.
     pub(super) fn retire_lane(&mut self, mut lane: Lane) {
         self.broken |= lane.remote.broken;
-        if self.trace {
-            let bytes: u64 = lane.chunks.iter().map(|(_, len)| len).sum();
-            eprintln!(
-                "sftp: second channel done: {} writes, {bytes} bytes",
-                lane.chunks.len()
-            );
-        }
+        let bytes: u64 = lane.chunks.iter().map(|(_, len)| len).sum();
+        tracing::debug!(
+            target: crate::trace::SFTP,
+            kind = "lane_done",
+            writes = lane.chunks.len(),
+            bytes,
+            "second channel done: {} writes, {bytes} bytes",
+            lane.chunks.len()
+        );
         if let LaneFile::Open(handle) = lane.file {
             let _ = lane.remote.close_later(handle, "second channel's file");
         }
@@ -234,9 +235,10 @@ impl Lane {
                 Readiness::Open
             }
             reply => {
-                if self.remote.trace {
-                    eprintln!("sftp: second channel's open failed: {reply:?}");
-                }
+                tracing::debug!(
+                    target: crate::trace::SFTP,
+                    "second channel's open failed: {reply:?}"
+                );
                 Readiness::Refused
             }
         }

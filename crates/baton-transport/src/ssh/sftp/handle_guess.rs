@@ -157,7 +157,7 @@ impl SftpRemote {
         self.send_open(rel, false, flags, mode, how)
     }
 
-    /// Open `rel` (`dir`: list it) on the guessed handle `guess`, to be closed ahead
+    /// Open `rel` (`dir`: list it) on the guessed handle `handle_guess`, to be closed ahead
     /// (`close_ahead`) once its requests are sent.
     pub(super) fn open_chained(&mut self, rel: &str, dir: bool, guess: &str) -> Result<u32> {
         let how = Opening::ClosedAhead(guess.to_string());

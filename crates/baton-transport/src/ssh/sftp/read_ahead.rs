@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use russh_sftp::protocol::{OpenFlags, Packet};
 
 use super::SftpRemote;
-use super::tail::{Early, TailSent};
+use super::tail_reads::{Early, TailSent};
 use baton_error::Result;
 
 const AHEAD_FILES: usize = 32;

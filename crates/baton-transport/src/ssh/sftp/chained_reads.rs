@@ -1,6 +1,6 @@
 //! Small files and listings read in the round trip of their opens: each item's OPEN, its
 //! READs (or READDIRs) and its CLOSE go out back to back on the handle the server is
-//! expected to give (`guess`), so a look at the remote state costs one round trip.
+//! expected to give (`handle_guess`), so a look at the remote state costs one round trip.
 //!
 //! An item the guess did not fit is read on the handle the server gave, at the cost of
 //! the round trips the reads take then; a file longer than two reads or a listing longer

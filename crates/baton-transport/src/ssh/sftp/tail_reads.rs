@@ -1,7 +1,7 @@
 //! A file read tail first on one open (`Remote::open_tail`): a pack's footer and index,
 //! then, on the same handle, its body. The open, the fstat and the tail's reads take one
-//! round trip when the handle can be guessed (`guess`), else two, and none of their own
-//! when they were sent ahead (`ahead`); with `body`, the first window of body reads goes
+//! round trip when the handle can be guessed (`handle_guess`), else two, and none of their own
+//! when they were sent ahead (`read_ahead`); with `body`, the first window of body reads goes
 //! out right behind the tail's, so the body streams in behind the tail with no round
 //! trip of its own (the server answers a handle's requests in order). Nothing of the body
 //! reaches a sink before `read_rest` is called, and `close_tail` reads and drops what
@@ -15,7 +15,7 @@ use super::download::{Inflight, Range};
 use super::{CHUNK, SftpRemote, WINDOW};
 use baton_error::Result;
 
-/// Where a file expected by the read-ahead (`ahead`) stands: what `tail_open` finds of it.
+/// Where a file expected by the read-ahead (`read_ahead`) stands: what `tail_open` finds of it.
 pub(super) enum Early {
     /// Nothing is sent for it yet.
     Waiting,
@@ -81,7 +81,7 @@ impl SftpRemote {
             after_sent: None,
         };
         // Unless more of this file's body is still to be asked for, the files expected
-        // next are read behind it (`ahead`).
+        // next are read behind it (`read_ahead`).
         let all_asked = !(body && tail_start > 0 && after.is_none());
         let mut tail = Vec::with_capacity(tail_len as usize);
         let got = self.stream_sent(&handle, range, reads, &mut tail, path);
@@ -111,7 +111,7 @@ impl SftpRemote {
     }
 
     /// The handle of `path` and the requests `tail_open` sent on it: sent ahead
-    /// (`expect_tails`), or now, on a guessed handle when one can be told (`guess`). The
+    /// (`expect_tails`), or now, on a guessed handle when one can be told (`handle_guess`). The
     /// opens of the files expected next go out behind them.
     fn tail_requests(
         &mut self,

@@ -2,8 +2,8 @@
 //! the same bytes whatever the order they are asked for in.
 
 use super::fake::{Naming, fake};
-use crate::Remote;
 use crate::ssh::sftp::{CHUNK, SftpRemote};
+use crate::{Pipelined, Remote};
 
 /// Packs `packs/p0`.. of `sizes` bytes (byte i of pack k is `(i + k) % 251`).
 fn packs(naming: Naming, sizes: &[usize]) -> (SftpRemote, super::fake::Fake, Vec<Vec<u8>>) {
