@@ -21,7 +21,7 @@ use baton_handoff::secrets::files::{self, Found, REDACT_LIMIT, all_kinds};
 
 use super::{save_secrets, save_transcript};
 use baton_store::pack_batch::PackBatch;
-use baton_store::{snapshot, statcache};
+use baton_store::{history_cache, snapshot, statcache, transcript_cache};
 
 pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     let metadata = parse_metadata(&args.meta)?;
@@ -372,7 +372,7 @@ fn save_handoff_started(
         Some(pending) if pending.dir() == workspace => pending,
         _ => evidence::start(workspace.clone()),
     };
-    pending.know(statcache::histories(&store));
+    pending.know(history_cache::histories(&store));
     let policy = baton_handoff::pii::cache_policy();
     let transcript = match opened.transcript {
         Some((path, file)) => save_transcript::Source::Opened(path, file),
@@ -483,7 +483,8 @@ fn save_handoff_started(
     // durable, and put in place after the ref move (best effort: the save is complete
     // without it; the next handoff only does more work).
     let (committed, cache) = std::thread::scope(|s| {
-        let cache = s.spawn(|| statcache::prepare_handoff(&store, &policy, transcript, history));
+        let cache =
+            s.spawn(|| transcript_cache::prepare_handoff(&store, &policy, transcript, history));
         let committed = store.commit_bundle_in(batch, tree, "save", |b| {
             b.from = from;
             b.to = to;

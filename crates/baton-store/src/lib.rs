@@ -5,12 +5,14 @@
 
 pub mod audit;
 pub mod beneath;
+pub mod cache_file;
 pub mod codec;
 pub mod commit;
 mod complete;
 pub mod envelope;
 pub mod fsutil;
 pub mod gc;
+pub mod history_cache;
 pub mod ingest;
 pub mod key_wrap;
 pub mod leftovers;
@@ -29,11 +31,11 @@ pub mod repair;
 pub mod restore;
 pub mod rev;
 pub mod shape;
-pub mod sidecar;
 pub mod snapshot;
 pub mod statcache;
 pub mod streams;
 pub mod target_hints;
+pub mod transcript_cache;
 pub mod verify;
 pub mod walk;
 pub mod write_behind;
