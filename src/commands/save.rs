@@ -295,7 +295,7 @@ pub(super) struct Opened {
 
 /// The git evidence of the workspace a handoff will be made of, started at once; `None`
 /// when the handoff will be refused before it is needed (its error comes in turn).
-fn start_evidence(args: &SaveArgs) -> Option<evidence::Pending> {
+fn start_evidence(args: &SaveArgs) -> Option<evidence::BackgroundCapture> {
     let mode = args.secrets.unwrap_or(SecretsMode::Redact).for_handoff();
     if args.no_ignore || mode.is_err() {
         return None;
@@ -354,7 +354,7 @@ fn save_handoff_started(
     args: &SaveArgs,
     brief: Option<Vec<u8>>,
     mut metadata: BTreeMap<String, String>,
-    started: Option<evidence::Pending>,
+    started: Option<evidence::BackgroundCapture>,
     opened: Opened,
 ) -> Result<(Outcome, baton_format::ObjectId)> {
     if args.no_ignore {
@@ -372,7 +372,7 @@ fn save_handoff_started(
         Some(pending) if pending.dir() == workspace => pending,
         _ => evidence::start(workspace.clone()),
     };
-    pending.know(history_cache::histories(&store));
+    pending.give_histories(history_cache::histories(&store));
     let policy = baton_handoff::pii::cache_policy();
     let transcript = match opened.transcript {
         Some((path, file)) => save_transcript::Source::Opened(path, file),

@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use super::Store;
 use super::pack_batch::PackBatch;
-use super::shape::MAX_TREE_DEPTH;
+use super::tree_limits::MAX_TREE_DEPTH;
 use baton_error::{Error, Result};
 use baton_format::{EntryKind, ObjectId, Tree, TreeEntry};
 

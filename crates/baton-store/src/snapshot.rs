@@ -28,8 +28,8 @@ use super::Store;
 use super::beneath::Dir;
 use super::objects::Stored;
 use super::pack_batch::PackBatch;
-use super::shape::MAX_TREE_DEPTH;
 use super::statcache::{FileStat, Findings, Lookup};
+use super::tree_limits::MAX_TREE_DEPTH;
 use baton_error::{Error, Result};
 use baton_format::{EntryKind, MAX_METADATA_OBJECT, ObjectId, Tree, TreeEntry};
 

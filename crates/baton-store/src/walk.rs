@@ -3,7 +3,7 @@
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 
 use super::Store;
-use super::shape::{MAX_TREE_DEPTH, Shape, Shapes, TreeSource};
+use super::tree_limits::{MAX_TREE_DEPTH, Shape, Shapes, TreeSource};
 use baton_error::{Error, Result};
 use baton_format::bundle::unix_seconds;
 use baton_format::{EntryKind, ObjectId, Tree, TreeEntry};
@@ -19,7 +19,7 @@ pub struct Reach {
 impl Store {
     /// Every entry below `tree`, depth first in name order, with its slash-separated path.
     /// Refused (before anything is expanded) past `MAX_TREE_DEPTH` or the expansion
-    /// limits of `shape.rs`.
+    /// limits of `tree_limits.rs`.
     pub fn list_tree(&self, tree: &ObjectId) -> Result<Vec<(String, TreeEntry)>> {
         Ok(self.list_tree_shaped(tree)?.1)
     }

@@ -11,27 +11,27 @@
 //! list says why; a directory that is no work tree but holds repositories below it is
 //! captured as each of them (`nested`).
 
+mod background;
 mod git;
 mod history;
+mod history_reuse;
 mod inproc;
-mod known;
 mod nested;
 mod patches;
-mod pending;
 mod probe;
 mod reads;
 mod status;
 mod untracked;
 
+pub use background::{BackgroundCapture, start};
 pub use git::git_available;
 pub(crate) use git::{Git, absolute, is_object_id};
 pub use history::{FIRST_PARENTS_CAP, Operation};
-pub use known::KnownHistory;
+pub use history_reuse::KnownHistory;
 pub use nested::{
     MAX_DEPTH as NESTED_MAX_DEPTH, MAX_REPOSITORIES as NESTED_MAX_REPOSITORIES, Repository,
 };
 pub use patches::{PATCH_REDACTED, PatchHash, Redacted, hash_patch};
-pub use pending::{Pending, start};
 pub(crate) use reads::read_patch_hashes;
 
 use std::collections::BTreeMap;
@@ -299,7 +299,7 @@ impl Capture {
             root_commits: git.root_commits.clone(),
             first_parents: git.first_parents.clone(),
         };
-        known::usable(&known).then_some(known)
+        history_reuse::usable(&known).then_some(known)
     }
 }
 
