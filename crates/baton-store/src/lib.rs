@@ -16,6 +16,7 @@ pub mod history_cache;
 pub mod ingest;
 pub mod key_wrap;
 pub mod leftovers;
+pub mod log;
 pub mod login_name;
 pub mod memtree;
 pub mod objects;
