@@ -17,7 +17,7 @@ use baton_error::{Error, IoContext, Result};
 use baton_format::ObjectId;
 
 /// One cache file of the store's top directory.
-pub struct CacheFile {
+pub(crate) struct CacheFile {
     /// Its name (`format::layout`).
     pub file: &'static str,
     /// Its first line; a reader ignores a file with any other.

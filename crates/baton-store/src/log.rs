@@ -42,7 +42,10 @@ impl Store {
     }
 
     /// Add every id the log names to `roots`; returns the number of lines.
-    pub fn log_roots(&self, roots: &mut std::collections::BTreeSet<ObjectId>) -> Result<u64> {
+    pub(crate) fn log_roots(
+        &self,
+        roots: &mut std::collections::BTreeSet<ObjectId>,
+    ) -> Result<u64> {
         self.for_each_log_entry(|entry| {
             roots.extend(entry.old);
             roots.extend(entry.new);
@@ -128,7 +131,7 @@ impl Store {
     }
 
     /// Whether the log ends in an interrupted (uncommitted) partial line.
-    pub fn log_has_torn_tail(&self) -> Result<bool> {
+    pub(crate) fn log_has_torn_tail(&self) -> Result<bool> {
         let path = self.log_path();
         let mut file = fs::File::open(&path).ctx("cannot open log", &path)?;
         let (committed, len) = committed_length(&mut file).ctx("cannot read", &path)?;
@@ -156,7 +159,10 @@ impl Store {
     /// memory stays at one line (at most `MAX_LOG_LINE`) whatever the log's size. A
     /// damaged line is an integrity error naming it; a torn last line is left out.
     /// Returns the number of lines.
-    pub fn for_each_log_entry(&self, mut f: impl FnMut(LogEntry) -> Result<()>) -> Result<u64> {
+    pub(crate) fn for_each_log_entry(
+        &self,
+        mut f: impl FnMut(LogEntry) -> Result<()>,
+    ) -> Result<u64> {
         let path = self.log_path();
         let mut file = fs::File::open(&path).ctx("cannot read log", &path)?;
         let (committed, _) = committed_length(&mut file).ctx("cannot read log", &path)?;
@@ -188,7 +194,7 @@ impl Store {
 }
 
 /// Longest log line read (a ref generation, which holds one line, is read up to 64 KiB).
-pub const MAX_LOG_LINE: u64 = 1 << 20;
+pub(crate) const MAX_LOG_LINE: u64 = 1 << 20;
 
 /// The length of the log up to and including its last newline, and its full length.
 fn committed_length(file: &mut fs::File) -> std::io::Result<(u64, u64)> {

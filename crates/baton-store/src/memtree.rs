@@ -59,7 +59,7 @@ impl Store {
     }
 
     /// [`Store::write_mem_tree`], also returning each file's (blob id, size) in order.
-    pub fn write_mem_tree_ids(
+    pub(crate) fn write_mem_tree_ids(
         &self,
         files: &[MemFile],
     ) -> Result<(ObjectId, Vec<(ObjectId, u64)>)> {

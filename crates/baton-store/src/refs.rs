@@ -148,7 +148,7 @@ impl Store {
 
     /// Every bundle id a ref, a ref generation or a log line has ever named: the roots
     /// that `gc` keeps and `verify` checks. The log is read as a stream.
-    pub fn all_roots(&self) -> Result<Vec<ObjectId>> {
+    pub(crate) fn all_roots(&self) -> Result<Vec<ObjectId>> {
         let mut roots = std::collections::BTreeSet::new();
         for name in self.ref_names()? {
             for entry in self.ref_history(&name)? {
@@ -165,7 +165,7 @@ impl Store {
     }
 
     /// Every target ref, sorted by name.
-    pub fn target_refs(&self) -> Result<Vec<(RefName, Option<ObjectId>)>> {
+    pub(crate) fn target_refs(&self) -> Result<Vec<(RefName, Option<ObjectId>)>> {
         let dir = self.root.join(layout::TARGETS);
         let mut out = Vec::new();
         for name in super::fsutil::read_dir_sorted(&dir)? {

@@ -25,7 +25,10 @@ impl Store {
     }
 
     /// `list_tree` and the tree's shape (for limits on what the caller does with it).
-    pub fn list_tree_shaped(&self, tree: &ObjectId) -> Result<(Shape, Vec<(String, TreeEntry)>)> {
+    pub(crate) fn list_tree_shaped(
+        &self,
+        tree: &ObjectId,
+    ) -> Result<(Shape, Vec<(String, TreeEntry)>)> {
         // The shape first, each distinct tree read once and kept: a tree past the limits
         // costs what its distinct trees cost, not what it expands to.
         let mut cache = Cache {
@@ -219,7 +222,7 @@ impl Store {
 
     /// `bundles_not_in` with several bases: the bundles `tip` reaches and none of
     /// `bases` does.
-    pub fn bundles_not_in_any(
+    pub(crate) fn bundles_not_in_any(
         &self,
         tip: ObjectId,
         bases: &[ObjectId],

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::envelope::Envelope;
-use crate::packs::{PackIndex, PackSet};
+use crate::packs::PackIndex;
 use crate::quarantine::Quarantine;
 use baton_error::Result;
 use baton_format::ObjectId;
@@ -25,7 +25,6 @@ use pack_lookup::PackLookup;
 pub use loose::ListedObject;
 pub(crate) use publish::IN_MEMORY_LIMIT;
 pub use publish::{PendingDirs, Stored};
-pub use stored_form::ZSTD_LEVEL;
 
 pub struct Objects {
     loose: LooseDir,
@@ -56,7 +55,7 @@ impl Objects {
     }
 
     /// The loose path of storage name `name`.
-    pub fn name_path(&self, name: &ObjectId) -> PathBuf {
+    pub(crate) fn name_path(&self, name: &ObjectId) -> PathBuf {
         self.loose.path(name)
     }
 
@@ -71,23 +70,18 @@ impl Objects {
     }
 
     /// The whole index of every pack in the store (loaded once, then cached): for
-    /// commands that read every entry anyway (verify). Lookups use `pack_set`.
+    /// commands that read every entry anyway (verify). Lookups search each index on disk.
     pub fn packs(&self) -> Result<Arc<Vec<PackIndex>>> {
         self.packs.indexes()
     }
 
-    /// The packs of the store for lookups (listed once, then cached).
-    pub fn pack_set(&self) -> Result<Arc<PackSet>> {
-        self.packs.set()
-    }
-
     /// Forget cached pack indexes (after publishing a pack).
-    pub fn refresh_packs(&self) {
+    pub(crate) fn refresh_packs(&self) {
         self.packs.refresh()
     }
 
     /// Storage names of packed objects starting with the hex digits `prefix`.
-    pub fn packed_with_prefix(&self, prefix: &str) -> Result<Vec<ObjectId>> {
+    pub(crate) fn packed_with_prefix(&self, prefix: &str) -> Result<Vec<ObjectId>> {
         self.packs.with_prefix(prefix)
     }
 }

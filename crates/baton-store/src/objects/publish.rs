@@ -159,7 +159,7 @@ impl Objects {
     /// only, twice (hashed, then encoded), never opened again by its path. `progress`
     /// gets the file's bytes once, as the encoding pass reads them (the hashing pass is
     /// the fast one).
-    pub fn put_file(
+    pub(crate) fn put_file(
         &self,
         mut file: File,
         path: &Path,

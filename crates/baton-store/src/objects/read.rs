@@ -60,7 +60,7 @@ impl Objects {
     }
 
     /// A reader over the stored (compressed) bytes of `id`, loose or packed, unverified.
-    pub fn open_stored(&self, id: &ObjectId) -> Result<Box<dyn Read + Send>> {
+    pub(crate) fn open_stored(&self, id: &ObjectId) -> Result<Box<dyn Read + Send>> {
         // An open descriptor keeps reading a pack that is unlinked afterwards.
         self.packs.retry_vanished(|| self.open_stored_once(id))
     }

@@ -14,7 +14,7 @@ use baton_error::{Error, IoContext, Result};
 use baton_format::ObjectId;
 
 /// zstd level for new objects: level 3 (zstd's default) balances speed and size.
-pub const ZSTD_LEVEL: i32 = 3;
+pub(crate) const ZSTD_LEVEL: i32 = 3;
 
 thread_local! {
     /// One zstd context per thread, reused for every in-memory object: creating one per

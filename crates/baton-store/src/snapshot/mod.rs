@@ -112,7 +112,7 @@ pub fn scan(dir: &Path, skip: Option<(u64, u64)>, ignores: Ignores) -> Result<Sn
 
 /// What the stat cache says about a file (its path and metadata): its blob id, if the
 /// file is unchanged since a save stored it ([`cache_lookup`]).
-pub type Cached<'a> = &'a (dyn Fn(&Path, &FileStat) -> Option<ObjectId> + Sync);
+pub(crate) type Cached<'a> = &'a (dyn Fn(&Path, &FileStat) -> Option<ObjectId> + Sync);
 
 /// [`scan`], taking the blob id of every file `cached` vouches for: such a file is not
 /// opened now, nor read or scanned later.
