@@ -10,7 +10,7 @@ use crate::output::Outcome;
 use baton_error::{Error, Result};
 use baton_format::{EntryKind, ObjectId, TreeEntry};
 use baton_store::Store;
-use baton_store::shape::{MAX_EXPANDED_ENTRIES, MAX_TREE_DEPTH, ReadSized, Shapes, too_deep};
+use baton_store::tree_limits::{MAX_EXPANDED_ENTRIES, MAX_TREE_DEPTH, ReadSized, Shapes, too_deep};
 
 pub fn run(ctx: &Ctx, old: &str, new: &str) -> Result<Outcome> {
     let store = ctx.open_store()?;
@@ -42,7 +42,7 @@ enum Task {
 }
 
 /// Compare two trees, skipping identical subtrees by id. Iterative, with the depth and
-/// expansion limits of `store::shape`: a forged tree costs bounded work and memory.
+/// expansion limits of `store::tree_limits`: a forged tree costs bounded work and memory.
 fn diff_trees(
     store: &Store,
     old: Option<ObjectId>,

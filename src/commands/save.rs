@@ -21,7 +21,7 @@ use baton_handoff::secrets::files::{self, Found, REDACT_LIMIT, all_kinds};
 
 use super::{save_secrets, save_transcript};
 use baton_store::pack_batch::PackBatch;
-use baton_store::{snapshot, statcache};
+use baton_store::{history_cache, snapshot, statcache, transcript_cache};
 
 pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     let metadata = parse_metadata(&args.meta)?;
@@ -295,7 +295,7 @@ pub(super) struct Opened {
 
 /// The git evidence of the workspace a handoff will be made of, started at once; `None`
 /// when the handoff will be refused before it is needed (its error comes in turn).
-fn start_evidence(args: &SaveArgs) -> Option<evidence::Pending> {
+fn start_evidence(args: &SaveArgs) -> Option<evidence::BackgroundCapture> {
     let mode = args.secrets.unwrap_or(SecretsMode::Redact).for_handoff();
     if args.no_ignore || mode.is_err() {
         return None;
@@ -354,7 +354,7 @@ fn save_handoff_started(
     args: &SaveArgs,
     brief: Option<Vec<u8>>,
     mut metadata: BTreeMap<String, String>,
-    started: Option<evidence::Pending>,
+    started: Option<evidence::BackgroundCapture>,
     opened: Opened,
 ) -> Result<(Outcome, baton_format::ObjectId)> {
     if args.no_ignore {
@@ -372,7 +372,7 @@ fn save_handoff_started(
         Some(pending) if pending.dir() == workspace => pending,
         _ => evidence::start(workspace.clone()),
     };
-    pending.know(statcache::histories(&store));
+    pending.give_histories(history_cache::histories(&store));
     let policy = baton_handoff::pii::cache_policy();
     let transcript = match opened.transcript {
         Some((path, file)) => save_transcript::Source::Opened(path, file),
@@ -483,7 +483,8 @@ fn save_handoff_started(
     // durable, and put in place after the ref move (best effort: the save is complete
     // without it; the next handoff only does more work).
     let (committed, cache) = std::thread::scope(|s| {
-        let cache = s.spawn(|| statcache::prepare_handoff(&store, &policy, transcript, history));
+        let cache =
+            s.spawn(|| transcript_cache::prepare_handoff(&store, &policy, transcript, history));
         let committed = store.commit_bundle_in(batch, tree, "save", |b| {
             b.from = from;
             b.to = to;

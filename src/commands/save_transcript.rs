@@ -15,7 +15,7 @@ use baton_handoff::sessions::skipped::Skipped;
 use baton_handoff::sessions::{self, SessionFile};
 use baton_handoff::transcript;
 use baton_store::memtree::MemFile;
-use baton_store::{Store, statcache};
+use baton_store::{Store, transcript_cache};
 
 /// What `--transcript` became, ready for the bundle.
 pub(super) struct Prepared {
@@ -59,7 +59,7 @@ impl Prepared {
 pub(super) struct Remember {
     key: String,
     paths: Vec<String>,
-    grown: Option<statcache::Grown>,
+    grown: Option<transcript_cache::Grown>,
     skipped: Skipped,
 }
 
@@ -69,7 +69,7 @@ impl Remember {
     fn if_clean(
         key: Option<String>,
         files: &[Scanned],
-        grown: Option<statcache::Grown>,
+        grown: Option<transcript_cache::Grown>,
         skipped: &Skipped,
     ) -> Option<Remember> {
         key.filter(|_| files.iter().all(Scanned::clean))
@@ -111,7 +111,7 @@ pub(super) fn prepare(
     let Some(resolved) = resolved else {
         return Ok(Prepared::new(Vec::new(), None, Skipped::default()));
     };
-    let cache = statcache::transcripts(store, policy);
+    let cache = transcript_cache::transcripts(store, policy);
     // The entry of this session file, if any: the one an unchanged or grown file uses.
     let entry = resolved.ident().and_then(|ident| cache.by_ident(&ident));
     if let Some(entry) = entry.as_ref()
@@ -134,7 +134,7 @@ pub(super) fn prepare(
     let stat = session.stat();
     let loaded = session.load()?;
     transcript::validate(&loaded.jsonl)?;
-    let grown = ident.map(|ident| statcache::Grown {
+    let grown = ident.map(|ident| transcript_cache::Grown {
         ident,
         len,
         events: loaded.events as u64,
@@ -184,9 +184,9 @@ fn scan_all(files: Vec<MemFile>) -> Vec<Scanned> {
 /// index entries a refresh found clean, so one racy handoff does not make every later one
 /// hash the file.
 fn unchanged_since(
-    entry: &statcache::Transcript,
+    entry: &transcript_cache::Transcript,
     resolved: &sessions::ResolvedSession,
-) -> Result<Option<Option<statcache::Grown>>> {
+) -> Result<Option<Option<transcript_cache::Grown>>> {
     let Some(grown) = entry.grown.as_ref() else {
         return Ok(None);
     };
@@ -206,16 +206,21 @@ fn unchanged_since(
     if key.is_none_or(|k| k != entry.key) {
         return Ok(None);
     }
-    let refreshed = now.proves_unchanged(&now.file).then(|| statcache::Grown {
-        stat: Some(now),
-        ..grown.clone()
-    });
+    let refreshed = now
+        .proves_unchanged(&now.file)
+        .then(|| transcript_cache::Grown {
+            stat: Some(now),
+            ..grown.clone()
+        });
     Ok(Some(refreshed))
 }
 
 /// The files of a transcript cache hit: its stored blobs (names scanned as always).
 /// `refreshed`: the entry's new session metadata, remembered after the save.
-fn cached(hit: statcache::Transcript, refreshed: Option<statcache::Grown>) -> Prepared {
+fn cached(
+    hit: transcript_cache::Transcript,
+    refreshed: Option<transcript_cache::Grown>,
+) -> Prepared {
     let skipped = Skipped::from_counts(&hit.skipped);
     let remember = refreshed.map(|grown| Remember {
         key: hit.key.clone(),
@@ -243,7 +248,7 @@ fn cached(hit: statcache::Transcript, refreshed: Option<statcache::Grown>) -> Pr
 /// session back, to be normalised and scanned whole.
 fn appended(
     store: &Store,
-    entry: Option<statcache::Transcript>,
+    entry: Option<transcript_cache::Transcript>,
     session: SessionFile,
 ) -> std::result::Result<Prepared, Box<SessionFile>> {
     let Some(Parts {
@@ -294,7 +299,7 @@ fn appended(
 }
 
 /// The length of the session file an entry was made from.
-fn entry_len(entry: &statcache::Transcript) -> usize {
+fn entry_len(entry: &transcript_cache::Transcript) -> usize {
     entry
         .grown
         .as_ref()
@@ -303,13 +308,13 @@ fn entry_len(entry: &statcache::Transcript) -> usize {
 }
 
 /// What [`appended_parts`] finds: the entry, its `transcript.jsonl`, the appended
-/// lines' events as transcript lines, the whole file's [`statcache::Grown`], and the
+/// lines' events as transcript lines, the whole file's [`transcript_cache::Grown`], and the
 /// entries those lines skipped.
 struct Parts {
-    entry: statcache::Transcript,
+    entry: transcript_cache::Transcript,
     prefix_jsonl: Vec<u8>,
     tail_jsonl: Vec<u8>,
-    grown: statcache::Grown,
+    grown: transcript_cache::Grown,
     tail_skipped: Skipped,
 }
 
@@ -318,10 +323,10 @@ struct Parts {
 /// verified), the events of the appended lines as transcript lines, and the [`Grown`]
 /// of the whole file.
 ///
-/// [`Grown`]: statcache::Grown
+/// [`Grown`]: transcript_cache::Grown
 fn appended_parts(
     store: &Store,
-    entry: statcache::Transcript,
+    entry: transcript_cache::Transcript,
     session: &SessionFile,
 ) -> Option<Parts> {
     let ident = session.ident()?;
@@ -348,7 +353,7 @@ fn appended_parts(
         .objects
         .get_bytes_sized(jsonl_id, Some(*jsonl_size), sessions::MAX_TRANSCRIPT_BYTES)
         .ok()?;
-    let next = statcache::Grown {
+    let next = transcript_cache::Grown {
         ident,
         len: session.bytes().len() as u64,
         events: grown.events + tail_events,
@@ -373,7 +378,7 @@ pub(super) fn entry(
     remember: Option<Remember>,
     files: &[MemFile],
     ids: &[(ObjectId, u64)],
-) -> Option<statcache::Transcript> {
+) -> Option<transcript_cache::Transcript> {
     let Remember {
         key,
         paths,
@@ -390,7 +395,7 @@ pub(super) fn entry(
         .collect();
     named
         .filter(|f| !f.is_empty())
-        .map(|files| statcache::Transcript {
+        .map(|files| transcript_cache::Transcript {
             key,
             label,
             files,

@@ -27,7 +27,11 @@ impl Store {
     }
 
     /// The newest `max` generations of `name` (all of them without `max`), oldest first.
-    pub fn ref_history_tail(&self, name: &RefName, max: Option<usize>) -> Result<Vec<LogEntry>> {
+    pub(crate) fn ref_history_tail(
+        &self,
+        name: &RefName,
+        max: Option<usize>,
+    ) -> Result<Vec<LogEntry>> {
         let Some(max) = max else {
             return self.ref_history(name);
         };

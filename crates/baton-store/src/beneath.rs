@@ -183,7 +183,7 @@ impl Dir {
     }
 
     /// The metadata of `rel` itself (a symlink's own), never following one.
-    pub fn lstat(&self, rel: &Path) -> Result<Metadata, Refused> {
+    pub(crate) fn lstat(&self, rel: &Path) -> Result<Metadata, Refused> {
         let handle = File::from(self.resolve(rel, OFlags::PATH)?);
         Ok(handle.metadata()?)
     }
@@ -434,7 +434,7 @@ fn walk_forced() -> bool {
 /// Run `run` on this thread with the fallback walk instead of `openat2` (tests and the
 /// fuzz target compare the two).
 #[doc(hidden)]
-pub fn without_openat2<T>(run: impl FnOnce() -> T) -> T {
+pub(crate) fn without_openat2<T>(run: impl FnOnce() -> T) -> T {
     FORCE_WALK.with(|f| f.set(true));
     let out = run();
     FORCE_WALK.with(|f| f.set(false));

@@ -17,7 +17,7 @@ use baton_format::config::EncryptionConfig;
 
 pub const FEATURE: &str = "age-v1";
 /// Prefix of an encrypted free-text field in the log and ref generation files.
-pub const TEXT_PREFIX: &str = "age:";
+pub(crate) const TEXT_PREFIX: &str = "age:";
 
 pub struct AgeKeys {
     recipients: Vec<age::x25519::Recipient>,
@@ -40,7 +40,7 @@ pub enum Envelope {
 
 /// Asks for a store's passphrase when one is needed (the command layer decides how: the
 /// environment, a terminal prompt); the store never talks to a terminal itself.
-pub type PassphraseSource = Arc<dyn Fn() -> Result<SecretString> + Send + Sync>;
+pub(crate) type PassphraseSource = Arc<dyn Fn() -> Result<SecretString> + Send + Sync>;
 
 /// Where the keys come from, resolved by the command layer and handed down.
 #[derive(Clone, Default)]
@@ -77,7 +77,7 @@ impl Envelope {
         !matches!(self, Envelope::Plain)
     }
 
-    pub fn is_locked(&self) -> bool {
+    pub(crate) fn is_locked(&self) -> bool {
         matches!(self, Envelope::Locked)
     }
 
@@ -107,7 +107,7 @@ impl Envelope {
     }
 
     /// Seal a zstd frame held in memory.
-    pub fn seal_bytes(&self, compressed: Vec<u8>) -> Result<Vec<u8>> {
+    pub(crate) fn seal_bytes(&self, compressed: Vec<u8>) -> Result<Vec<u8>> {
         match self {
             Envelope::Plain => Ok(compressed),
             Envelope::Locked => Err(locked()),
@@ -123,7 +123,7 @@ impl Envelope {
     }
 
     /// A writer that seals what is written to it into `sink`; call `finish`.
-    pub fn seal_writer<W: Write>(&self, sink: W) -> Result<SealWriter<W>> {
+    pub(crate) fn seal_writer<W: Write>(&self, sink: W) -> Result<SealWriter<W>> {
         match self {
             Envelope::Plain => Ok(SealWriter::Plain(sink)),
             Envelope::Locked => Err(locked()),
@@ -132,7 +132,7 @@ impl Envelope {
     }
 
     /// Encrypt a free-text field (log and ref files) as `age:` + base64.
-    pub fn seal_text(&self, text: &str) -> Result<String> {
+    pub(crate) fn seal_text(&self, text: &str) -> Result<String> {
         match self {
             Envelope::Plain => Ok(text.to_string()),
             Envelope::Locked => Err(locked()),
@@ -164,7 +164,7 @@ impl Envelope {
     }
 }
 
-pub enum SealWriter<W: Write> {
+pub(crate) enum SealWriter<W: Write> {
     Plain(W),
     Age(age::stream::StreamWriter<W>),
 }

@@ -15,7 +15,7 @@ pub const DIR_MODE: u32 = 0o700;
 pub const FILE_MODE: u32 = 0o600;
 /// Prefix of every temp file baton creates inside a store; `verify` ignores such files
 /// and `gc` removes stale ones.
-pub const TEMP_PREFIX: &str = ".tmp-";
+pub(crate) const TEMP_PREFIX: &str = ".tmp-";
 
 /// Create `path` as a private directory if it does not exist yet.
 pub fn ensure_private_dir(path: &Path) -> Result<()> {
@@ -148,7 +148,7 @@ pub fn write_atomic(dest: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Create a new private file with exactly `bytes`, failing if it exists.
-pub fn create_new_private(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn create_new_private(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -179,7 +179,7 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
 }
 
 /// Whether a directory entry name is one of our temp files.
-pub fn is_temp_name(name: &str) -> bool {
+pub(crate) fn is_temp_name(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX)
 }
 
@@ -210,7 +210,7 @@ pub fn rename_noclobber(from: &Path, to: &Path) -> io::Result<()> {
     }
 }
 
-pub fn read_dir_sorted(dir: &Path) -> Result<Vec<String>> {
+pub(crate) fn read_dir_sorted(dir: &Path) -> Result<Vec<String>> {
     let mut names = Vec::new();
     for entry in fs::read_dir(dir).ctx("cannot list", dir)? {
         let entry = entry.ctx("cannot list", dir)?;

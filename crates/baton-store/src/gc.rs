@@ -10,10 +10,6 @@ use super::Store;
 use super::objects::ListedObject;
 use baton_error::{Error, IoContext, Result};
 
-/// Objects younger than this are never removed: a concurrent save may be about to refer
-/// to them (git uses the same two weeks).
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(14 * 24 * 3600);
-
 #[derive(Debug, Default, Serialize)]
 pub struct GcReport {
     pub reachable: u64,

@@ -10,7 +10,7 @@ use std::fs;
 use std::path::Path;
 
 /// Staging and temp files older than this are leftovers of interrupted runs.
-pub const STALE_SECS: u64 = 3600;
+pub(crate) const STALE_SECS: u64 = 3600;
 
 /// Which entries of a local directory one kind of leftover is.
 pub struct Rule<'a> {
@@ -52,7 +52,7 @@ pub fn sweep(dir: &Path, rules: &[Rule]) {
 }
 
 /// Whether a file's modification time is more than `STALE_SECS` ago.
-pub fn is_stale(meta: &fs::Metadata) -> bool {
+pub(crate) fn is_stale(meta: &fs::Metadata) -> bool {
     meta.modified()
         .ok()
         .and_then(|t| t.elapsed().ok())
@@ -60,7 +60,7 @@ pub fn is_stale(meta: &fs::Metadata) -> bool {
 }
 
 /// Whether a remote entry modified at `mtime` (seconds since the epoch) is stale at `now`.
-pub fn is_stale_at(mtime: u64, now: u64) -> bool {
+pub(crate) fn is_stale_at(mtime: u64, now: u64) -> bool {
     now.saturating_sub(mtime) > STALE_SECS
 }
 
@@ -97,7 +97,7 @@ fn pid_is_dead(pid: &str) -> bool {
 }
 
 /// kill(pid, 0): the process exists unless the answer is "no such process".
-pub fn process_alive(pid: i32) -> bool {
+pub(crate) fn process_alive(pid: i32) -> bool {
     let Some(pid) = rustix::process::Pid::from_raw(pid) else {
         return false;
     };
@@ -122,7 +122,7 @@ pub fn this_host() -> String {
 /// Whether a staging name (`<host>-<pid>-<nanos>`) was made on host `here` by a process
 /// that no longer runs: an interrupted push, whose leftovers the next push can remove at
 /// once instead of after the stale age.
-pub fn left_by_dead_process_here(name: &str, here: &str) -> bool {
+pub(crate) fn left_by_dead_process_here(name: &str, here: &str) -> bool {
     let mut parts = name.rsplitn(3, '-');
     let (Some(_nanos), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
         return false;

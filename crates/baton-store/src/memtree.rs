@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use super::Store;
 use super::pack_batch::PackBatch;
-use super::shape::MAX_TREE_DEPTH;
+use super::tree_limits::MAX_TREE_DEPTH;
 use baton_error::{Error, Result};
 use baton_format::{EntryKind, ObjectId, Tree, TreeEntry};
 
@@ -59,7 +59,7 @@ impl Store {
     }
 
     /// [`Store::write_mem_tree`], also returning each file's (blob id, size) in order.
-    pub fn write_mem_tree_ids(
+    pub(crate) fn write_mem_tree_ids(
         &self,
         files: &[MemFile],
     ) -> Result<(ObjectId, Vec<(ObjectId, u64)>)> {

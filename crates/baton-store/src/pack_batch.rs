@@ -29,7 +29,7 @@ use baton_format::ObjectId;
 
 /// Objects whose content is larger than this are stored loose, not in the batch's pack:
 /// their compressed form is held in memory once before it is appended.
-pub const PACK_OBJECT_LIMIT: u64 = 8 << 20;
+pub(crate) const PACK_OBJECT_LIMIT: u64 = 8 << 20;
 const BUF_SIZE: usize = 1 << 20;
 
 /// The new objects of one save, bound for one pack (see the module documentation).
@@ -151,7 +151,7 @@ impl<'a> PackBatch<'a> {
     /// up to `PACK_OBJECT_LIMIT` into the pack (read whole up to `IN_MEMORY_LIMIT`, else
     /// hashed, then compressed in a second pass of the same descriptor), larger ones loose
     /// and streamed.
-    pub fn put_file(
+    pub(crate) fn put_file(
         &self,
         mut file: File,
         path: &Path,

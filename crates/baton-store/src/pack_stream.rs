@@ -19,7 +19,7 @@ const QUEUE: usize = 16;
 /// with everything it writes going to `sink`, hashed, and verified object by object
 /// against `entries` (the pack's index, already checked). A locked encrypted store checks
 /// the layout and the pack's hash only, as `verify` does.
-pub fn receive_verified(
+pub(crate) fn receive_verified(
     envelope: &Envelope,
     pack_id: &ObjectId,
     entries: &[PackEntry],

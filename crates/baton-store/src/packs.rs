@@ -45,7 +45,7 @@ pub fn vanished(e: &Error) -> bool {
 }
 
 /// Read and check the index of the pack at `path` (not the objects: `verify` does that).
-pub fn load_index(path: &Path) -> Result<PackIndex> {
+pub(crate) fn load_index(path: &Path) -> Result<PackIndex> {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -129,7 +129,7 @@ const KEEP_OPEN_PACKS: usize = 64;
 /// pack's size (ids are uniform hashes, so the entry's position is predictable). No file
 /// descriptor is kept beyond the first read: a store may hold more packs than a process
 /// may open files.
-pub struct LazyPack {
+pub(crate) struct LazyPack {
     pub id: ObjectId,
     pub path: PathBuf,
     /// The descriptor opened to read the footer, handed to the first index read.
@@ -299,7 +299,7 @@ impl LazyPack {
 /// The packs of a store, for lookups: listed once, each opened on first use, searched
 /// newest first (new objects are in new packs), starting with the pack that answered the
 /// previous lookup (one bundle's objects travel together in one pack).
-pub struct PackSet {
+pub(crate) struct PackSet {
     /// Id, path and length of each pack, newest first.
     packs: Vec<(ObjectId, PathBuf, u64)>,
     /// Each pack once opened, or why it could not be (message, and whether it vanished).
@@ -423,7 +423,7 @@ impl PackSet {
 
     /// Every packed storage name starting with the hex digits `prefix` (lowercase, at
     /// most 64), each pack searched for the range only.
-    pub fn with_prefix(&self, prefix: &str) -> Result<Vec<ObjectId>> {
+    pub(crate) fn with_prefix(&self, prefix: &str) -> Result<Vec<ObjectId>> {
         let pad = |c: char| {
             let mut hex = prefix.to_string();
             hex.extend(std::iter::repeat_n(c, 64usize.saturating_sub(prefix.len())));
@@ -442,7 +442,7 @@ impl PackSet {
 
 /// What verifying one pack found.
 #[derive(Default)]
-pub struct PackCheck {
+pub(crate) struct PackCheck {
     pub objects: u64,
     pub bytes: u64,
     pub problems: Vec<String>,
@@ -454,7 +454,7 @@ pub struct PackCheck {
 /// Rehash a pack file against its name, then open, decompress and rehash every object
 /// in it (index entries hold storage names). A locked encrypted store checks the pack's
 /// hash only.
-pub fn verify_pack(pack: &PackIndex, envelope: &super::envelope::Envelope) -> PackCheck {
+pub(crate) fn verify_pack(pack: &PackIndex, envelope: &super::envelope::Envelope) -> PackCheck {
     use rayon::prelude::*;
     let mut check = PackCheck::default();
     match File::open(&pack.path).and_then(|f| {

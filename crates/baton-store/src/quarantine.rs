@@ -24,7 +24,7 @@ pub(crate) enum Held {
 /// The objects one receive holds back, by storage name. Empty outside a receive, and
 /// then a lookup costs one uncontended lock.
 #[derive(Default)]
-pub struct Quarantine(Mutex<Contents>);
+pub(crate) struct Quarantine(Mutex<Contents>);
 
 #[derive(Default)]
 struct Contents {

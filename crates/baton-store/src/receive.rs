@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::io::Read;
 
 use super::Store;
-use super::shape::{MAX_TREE_DEPTH, Shapes, TreeSource, wrong_size};
+use super::tree_limits::{MAX_TREE_DEPTH, Shapes, TreeSource, wrong_size};
 use baton_error::{Error, Result};
 use baton_format::names::RefName;
 use baton_format::{EntryKind, MAX_METADATA_OBJECT, ObjectId, Tree};

@@ -82,7 +82,7 @@ fn list(dir: &std::path::Path) -> Result<Vec<(ObjectId, PathBuf, u64)>> {
 }
 
 /// How many packs `dir` holds: one directory listing, no stat and no open.
-pub fn count_packs(dir: &std::path::Path) -> Result<usize> {
+pub(crate) fn count_packs(dir: &std::path::Path) -> Result<usize> {
     match fs::read_dir(dir) {
         Ok(rd) => {
             let mut n = 0;

@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::shape::MAX_CHECKOUT_BYTES;
+use super::tree_limits::MAX_CHECKOUT_BYTES;
 use super::{Store, fsutil};
 use baton_error::{Error, IoContext, Result};
 use baton_format::{EntryKind, ObjectId, TreeEntry};

@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 use baton_format::ObjectId;
 
 /// A reader that hashes and counts what passes through it.
-pub struct HashingReader<R> {
+pub(crate) struct HashingReader<R> {
     pub inner: R,
     pub hasher: blake3::Hasher,
     pub count: u64,
@@ -37,7 +37,7 @@ impl<R: Read> Read for HashingReader<R> {
 
 /// A reader that reports each read's byte count to `report` (a progress bar counts a
 /// file as it is read, not all at once when it is stored).
-pub struct ProgressReader<'a, R> {
+pub(crate) struct ProgressReader<'a, R> {
     pub inner: R,
     report: &'a (dyn Fn(u64) + Sync),
 }
@@ -90,7 +90,7 @@ impl Write for LimitedVec {
 }
 
 /// A reader that copies what it reads to `sink` (stored bytes on their way into a pack).
-pub struct TeeReader<'a, R> {
+pub(crate) struct TeeReader<'a, R> {
     pub inner: R,
     pub sink: &'a mut dyn Write,
     pub count: u64,

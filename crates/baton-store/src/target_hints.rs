@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use super::Store;
-use super::sidecar::Sidecar;
+use super::cache_file::CacheFile;
 use baton_error::Result;
 use baton_format::{ObjectId, layout};
 
@@ -52,7 +52,7 @@ struct Contents {
 }
 
 /// The file: only a hint, so a lost or torn one costs round trips, nothing else.
-const FILE: Sidecar = Sidecar {
+const FILE: CacheFile = CacheFile {
     file: layout::TARGET_HINTS,
     magic: MAGIC,
     temp_prefix: TEMP_PREFIX,

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::Store;
 use super::objects::ListedObject;
-use super::shape::{MAX_TREE_DEPTH, Shapes, TreeSource, too_deep, wrong_size};
+use super::tree_limits::{MAX_TREE_DEPTH, Shapes, TreeSource, too_deep, wrong_size};
 use super::walk::Reach;
 use baton_error::Result;
 use baton_format::{EntryKind, ObjectId, Tree};

@@ -3,7 +3,7 @@
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 
 use super::Store;
-use super::shape::{MAX_TREE_DEPTH, Shape, Shapes, TreeSource};
+use super::tree_limits::{MAX_TREE_DEPTH, Shape, Shapes, TreeSource};
 use baton_error::{Error, Result};
 use baton_format::bundle::unix_seconds;
 use baton_format::{EntryKind, ObjectId, Tree, TreeEntry};
@@ -19,13 +19,16 @@ pub struct Reach {
 impl Store {
     /// Every entry below `tree`, depth first in name order, with its slash-separated path.
     /// Refused (before anything is expanded) past `MAX_TREE_DEPTH` or the expansion
-    /// limits of `shape.rs`.
+    /// limits of `tree_limits.rs`.
     pub fn list_tree(&self, tree: &ObjectId) -> Result<Vec<(String, TreeEntry)>> {
         Ok(self.list_tree_shaped(tree)?.1)
     }
 
     /// `list_tree` and the tree's shape (for limits on what the caller does with it).
-    pub fn list_tree_shaped(&self, tree: &ObjectId) -> Result<(Shape, Vec<(String, TreeEntry)>)> {
+    pub(crate) fn list_tree_shaped(
+        &self,
+        tree: &ObjectId,
+    ) -> Result<(Shape, Vec<(String, TreeEntry)>)> {
         // The shape first, each distinct tree read once and kept: a tree past the limits
         // costs what its distinct trees cost, not what it expands to.
         let mut cache = Cache {
@@ -219,7 +222,7 @@ impl Store {
 
     /// `bundles_not_in` with several bases: the bundles `tip` reaches and none of
     /// `bases` does.
-    pub fn bundles_not_in_any(
+    pub(crate) fn bundles_not_in_any(
         &self,
         tip: ObjectId,
         bases: &[ObjectId],

@@ -15,7 +15,7 @@ use std::io::{self, Write};
 const WINDOW: u64 = 8 << 20;
 
 /// A `Write` over a file (or `&mut File`) that starts write-back behind the writer.
-pub struct WriteBehind<F: AsFile> {
+pub(crate) struct WriteBehind<F: AsFile> {
     file: F,
     /// Bytes written through this writer, from the start of a new file.
     written: u64,
@@ -24,7 +24,7 @@ pub struct WriteBehind<F: AsFile> {
 }
 
 /// What `WriteBehind` can wrap: a file it owns or borrows.
-pub trait AsFile {
+pub(crate) trait AsFile {
     fn file(&self) -> &File;
     fn file_mut(&mut self) -> &mut File;
 }
@@ -57,6 +57,7 @@ impl<F: AsFile> WriteBehind<F> {
         }
     }
 
+    #[cfg(test)]
     pub fn into_inner(self) -> F {
         self.file
     }

@@ -166,7 +166,7 @@ fn capture_below(
 
 /// Each repository captured, on as many threads of its own as there are cores (each
 /// capture runs git processes and waits for them). Not on rayon's pool: a capture may
-/// wait for the histories the store holds ([`super::Pending::know`]), and the caller's
+/// wait for the histories the store holds ([`super::BackgroundCapture::give_histories`]), and the caller's
 /// thread may meanwhile need that pool for the transcript's scan.
 fn capture_all(
     repositories: Vec<(String, PathBuf)>,

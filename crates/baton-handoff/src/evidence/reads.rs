@@ -2,8 +2,8 @@
 //! commits, first parents, and the staged and unstaged patches.
 
 use super::git::{Git, GitError, Running, lossy, trim_newline};
+use super::history_reuse::{self, KnownHistory};
 use super::inproc::{InProcess, Lazily};
-use super::known::{self, KnownHistory};
 use super::status::{Status, fallback_status, parse_status};
 use super::{
     Commit, PatchHash, RECENT_COMMITS, Remote, hash_patch, history, joined, noting,
@@ -101,7 +101,7 @@ pub(super) fn read_all(
 /// The recent commits, root commits and first parents of HEAD. With no history known
 /// for this work tree, three git processes at once. Otherwise the recent commits first, with their parents:
 /// when they lead back to a known HEAD (commits made since an earlier capture), the
-/// roots and first parents follow from it (`known::derive`) and git is not asked to walk
+/// roots and first parents follow from it (`history_reuse::derive`) and git is not asked to walk
 /// the whole history twice more; else it is.
 fn read_history(
     git: &Git,
@@ -134,7 +134,7 @@ fn read_history(
             .iter()
             .map(|(c, parents)| (c.id.clone(), parents.clone()))
             .collect();
-        known.iter().find_map(|k| known::derive(&links, k))
+        known.iter().find_map(|k| history_reuse::derive(&links, k))
     } else {
         None
     };

@@ -16,7 +16,7 @@ pub mod skipped;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use baton_store::statcache::SessionStat;
+use baton_store::transcript_cache::SessionStat;
 
 use serde::Serialize;
 

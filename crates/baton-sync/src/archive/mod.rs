@@ -28,7 +28,7 @@ use baton_format::names::RefName;
 use baton_format::{Bundle, LogEntry, MAX_METADATA_OBJECT, ObjectId};
 use baton_store::receive::{Incoming, TreeCheck};
 use baton_store::refs::MoveReason;
-use baton_store::shape::{MAX_TREE_DEPTH, too_deep};
+use baton_store::tree_limits::{MAX_TREE_DEPTH, too_deep};
 use baton_store::{Store, fsutil};
 
 /// The first entry of every archive.

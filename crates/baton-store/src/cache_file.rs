@@ -1,5 +1,5 @@
-//! Sidecar files: a store's caches beside its history (the stat cache, the target hints).
-//! Each is a version line, a JSON body and a line with the hex BLAKE3 of both, written by
+//! Cache files of the store's top directory, beside its history (the stat cache, the
+//! target hints): each is a version line, a JSON body and a line with the hex BLAKE3 of both, written by
 //! temp file and rename without fsync (a lost or torn file only costs work, and the
 //! checksum makes a torn one ignored), and ignored whole when anything about it is off.
 //! `verify` never reads them.
@@ -16,8 +16,8 @@ use super::leftovers::{self, Rule};
 use baton_error::{Error, IoContext, Result};
 use baton_format::ObjectId;
 
-/// One sidecar file of the store's top directory.
-pub struct Sidecar {
+/// One cache file of the store's top directory.
+pub(crate) struct CacheFile {
     /// Its name (`format::layout`).
     pub file: &'static str,
     /// Its first line; a reader ignores a file with any other.
@@ -30,7 +30,7 @@ pub struct Sidecar {
     pub what: &'static str,
 }
 
-impl Sidecar {
+impl CacheFile {
     fn path(&self, store: &Store) -> PathBuf {
         store.root().join(self.file)
     }
@@ -95,7 +95,7 @@ impl Sidecar {
     }
 }
 
-/// A sidecar file written to its temp file, not yet in place.
+/// A cache file written to its temp file, not yet in place.
 pub struct Prepared {
     temp: tempfile::NamedTempFile,
     dest: PathBuf,

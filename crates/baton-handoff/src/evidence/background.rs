@@ -9,11 +9,11 @@ use std::thread::JoinHandle;
 
 use super::{Capture, KnownHistory, Started, capture};
 
-/// A capture under way; [`Pending::finish`] waits for it. Dropped unfinished (an error
+/// A capture under way; [`BackgroundCapture::finish`] waits for it. Dropped unfinished (an error
 /// elsewhere), it still waits, so no git process outlives the command.
-pub struct Pending {
+pub struct BackgroundCapture {
     dir: PathBuf,
-    /// Hands the capture what earlier captures recorded ([`Pending::know`]); dropped
+    /// Hands the capture what earlier captures recorded ([`BackgroundCapture::give_histories`]); dropped
     /// unused, the capture goes on knowing nothing.
     known: Option<Sender<Vec<KnownHistory>>>,
     thread: Option<JoinHandle<Capture>>,
@@ -22,7 +22,7 @@ pub struct Pending {
 /// Start capturing the workspace at `dir` with the `git` found on `PATH`: the git
 /// processes every capture runs are started here, on the calling thread, the rest on a
 /// thread of its own.
-pub fn start(dir: PathBuf) -> Pending {
+pub fn start(dir: PathBuf) -> BackgroundCapture {
     let started = Started::new(&dir);
     let (sender, receiver) = channel();
     let thread = std::thread::Builder::new()
@@ -35,7 +35,7 @@ pub fn start(dir: PathBuf) -> Pending {
             started.capture(&|| received.get())
         })
         .ok();
-    Pending {
+    BackgroundCapture {
         dir,
         known: Some(sender),
         thread,
@@ -59,15 +59,15 @@ impl Received {
     }
 }
 
-impl Pending {
+impl BackgroundCapture {
     /// The directory being captured.
     pub fn dir(&self) -> &std::path::Path {
         &self.dir
     }
 
     /// Give the capture the histories earlier captures recorded (once; a capture that
-    /// needs them waits for this or for [`Pending::finish`]).
-    pub fn know(&mut self, known: Vec<KnownHistory>) {
+    /// needs them waits for this or for [`BackgroundCapture::finish`]).
+    pub fn give_histories(&mut self, known: Vec<KnownHistory>) {
         if let Some(sender) = self.known.take() {
             let _ = sender.send(known);
         }
@@ -86,7 +86,7 @@ impl Pending {
     }
 }
 
-impl Drop for Pending {
+impl Drop for BackgroundCapture {
     fn drop(&mut self) {
         self.known = None;
         if let Some(thread) = self.thread.take() {

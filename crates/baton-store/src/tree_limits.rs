@@ -26,9 +26,9 @@ pub const MAX_TREE_DEPTH: u32 = 4096;
 pub const MAX_EXPANDED_ENTRIES: u64 = 10_000_000;
 /// Most bytes all the expanded paths of one tree may add up to (10 million paths of
 /// 107 bytes on average).
-pub const MAX_EXPANDED_PATH_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_EXPANDED_PATH_BYTES: u64 = 1 << 30;
 /// Most bytes of file contents (declared sizes) a checkout of one tree may write: 1 TiB.
-pub const MAX_CHECKOUT_BYTES: u64 = 1 << 40;
+pub(crate) const MAX_CHECKOUT_BYTES: u64 = 1 << 40;
 
 /// What a tree expands to. Sums saturate at `u64::MAX`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -58,7 +58,7 @@ impl Shape {
     }
 
     /// Refuse a tree past the expansion limits (entries, path bytes).
-    pub fn check_expansion(&self, tree: &ObjectId) -> Result<()> {
+    pub(crate) fn check_expansion(&self, tree: &ObjectId) -> Result<()> {
         let refuse = |what: String| {
             Error::integrity(format!("tree {tree} expands to {what}"))
                 .with_hint("baton refuses to list or restore it; a tree that names one subtree many times is forged or damaged")
@@ -214,7 +214,7 @@ impl Shapes {
 impl Store {
     /// Read tree `id` and the length of its encoding (which walks check against the
     /// size the parent's entry declares: SPEC 4.2, a different length is corruption).
-    pub fn read_tree_len(&self, id: &ObjectId) -> Result<(Tree, u64)> {
+    pub(crate) fn read_tree_len(&self, id: &ObjectId) -> Result<(Tree, u64)> {
         let bytes = self.objects.get_bytes(id, MAX_METADATA_OBJECT)?;
         let tree = Tree::decode(&bytes)
             .map_err(|e| Error::integrity(format!("tree {id}: {}", e.message)))?;

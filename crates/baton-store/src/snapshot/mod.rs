@@ -17,6 +17,12 @@
 //! followed (`store/beneath.rs`), so a directory swapped for a symlink while the save
 //! runs can make it fail, never read outside DIR.
 
+mod rename;
+mod write;
+
+pub use rename::{Collision, Names};
+pub use write::write;
+
 use std::collections::HashMap;
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -26,12 +32,10 @@ use rayon::prelude::*;
 
 use super::Store;
 use super::beneath::Dir;
-use super::objects::Stored;
-use super::pack_batch::PackBatch;
-use super::shape::MAX_TREE_DEPTH;
 use super::statcache::{FileStat, Findings, Lookup};
+use super::tree_limits::MAX_TREE_DEPTH;
 use baton_error::{Error, Result};
-use baton_format::{EntryKind, MAX_METADATA_OBJECT, ObjectId, Tree, TreeEntry};
+use baton_format::ObjectId;
 
 /// A scanned directory tree, not yet stored.
 pub enum Node {
@@ -108,7 +112,7 @@ pub fn scan(dir: &Path, skip: Option<(u64, u64)>, ignores: Ignores) -> Result<Sn
 
 /// What the stat cache says about a file (its path and metadata): its blob id, if the
 /// file is unchanged since a save stored it ([`cache_lookup`]).
-pub type Cached<'a> = &'a (dyn Fn(&Path, &FileStat) -> Option<ObjectId> + Sync);
+pub(crate) type Cached<'a> = &'a (dyn Fn(&Path, &FileStat) -> Option<ObjectId> + Sync);
 
 /// [`scan`], taking the blob id of every file `cached` vouches for: such a file is not
 /// opened now, nor read or scanned later.
@@ -335,58 +339,7 @@ fn scan_dir(
     })
 }
 
-/// What [`Node::rewrite_names`] asks of every entry name and symlink target (the secret
-/// scan of `save DIR`, which lives above the store).
-pub trait Names {
-    /// The name of the entry at `path` (on disk): `Some` stores another name instead.
-    fn name(&mut self, path: &Path, name: &str) -> Option<String>;
-    /// The target of the symlink at `path`: `Some` stores another target instead.
-    fn target(&mut self, path: &Path, target: &[u8]) -> Option<Vec<u8>>;
-}
-
-/// Two entries of one directory that [`Node::rewrite_names`] would store under one name.
-#[derive(Debug)]
-pub struct Collision {
-    /// The directory, on disk.
-    pub dir: PathBuf,
-    /// The name both would have.
-    pub name: String,
-}
-
 impl Node {
-    /// Put every entry name and symlink target below this node through `names`, and keep
-    /// each directory's entries in name order. A rewrite that gives two entries of one
-    /// directory the same name is refused: one of them would be lost.
-    pub fn rewrite_names(&mut self, names: &mut dyn Names) -> std::result::Result<(), Collision> {
-        let Node::Dir { path, children } = self else {
-            return Ok(());
-        };
-        let mut renamed = false;
-        for (name, child) in children.iter_mut() {
-            let at = path.join(name.as_str());
-            if let Node::Symlink { target } = child
-                && let Some(new) = names.target(&at, target)
-            {
-                *target = new;
-            }
-            child.rewrite_names(names)?;
-            if let Some(new) = names.name(&at, name) {
-                *name = new;
-                renamed = true;
-            }
-        }
-        if renamed {
-            children.sort_by(|a, b| a.0.cmp(&b.0));
-            if let Some(twins) = children.windows(2).find(|w| w[0].0 == w[1].0) {
-                return Err(Collision {
-                    dir: path.clone(),
-                    name: twins[0].0.clone(),
-                });
-            }
-        }
-        Ok(())
-    }
-
     /// Total bytes of file contents below this node, for progress.
     pub fn total_bytes(&self) -> u64 {
         match self {
@@ -498,115 +451,4 @@ pub fn cache_lookup<'a>(
 /// `path` below `base` as the stat cache names it (see [`Lookup::findings`]).
 pub fn cache_name(base: &Path, path: &Path) -> Option<String> {
     relative(base, path)
-}
-
-/// Store every file (in parallel), then the trees bottom-up; returns the root tree id
-/// and every file's blob id in tree order. New objects go into one pack (large files
-/// loose, see `pack_batch`), durable when this returns. `replace` may give the bytes to store instead of a file's
-/// own (a redacted copy); size and id are those of the bytes stored. A file the stat
-/// cache gave ([`scan_cached`]) is not read: its blob is already in the store.
-pub fn write(
-    store: &Store,
-    snapshot: &Snapshot,
-    progress: &(dyn Fn(u64) + Sync),
-    replace: &(dyn Fn(&Path) -> Result<Option<Vec<u8>>> + Sync),
-) -> Result<(ObjectId, SnapshotStats, Vec<ObjectId>)> {
-    let root = &snapshot.tree;
-    let files = root.file_nodes();
-    let batch = PackBatch::new(&store.objects);
-    let stored: Vec<Stored> = files
-        .par_iter()
-        .map(|file| {
-            let path = file.path;
-            if let Some(id) = file.cached {
-                progress(file.stat.size);
-                return Ok(Stored {
-                    id,
-                    size: file.stat.size,
-                    written: false,
-                });
-            }
-            // A file is counted as it is read; a redacted copy, already read, at once.
-            let stored = match replace(path)? {
-                Some(bytes) => {
-                    let stored = batch.put_bytes(&bytes)?;
-                    progress(file.stat.size);
-                    stored
-                }
-                None => batch.put_file(snapshot.open_file(path)?, path, progress)?,
-            };
-            Ok(stored)
-        })
-        .collect::<Result<_>>()?;
-    let mut stats = SnapshotStats {
-        files_cached: files.iter().filter(|f| f.cached.is_some()).count() as u64,
-        ..SnapshotStats::default()
-    };
-    for s in &stored {
-        stats.files += 1;
-        stats.bytes += s.size;
-        if s.written {
-            stats.objects_written += 1;
-            stats.bytes_written += s.size;
-        }
-    }
-    let mut next = stored.iter();
-    let (entry_id, _) = write_node(root, &mut next, &batch, &mut stats)?;
-    batch.finish()?;
-    Ok((entry_id, stats, stored.iter().map(|s| s.id).collect()))
-}
-
-fn write_node<'a>(
-    node: &Node,
-    files: &mut impl Iterator<Item = &'a Stored>,
-    batch: &PackBatch,
-    stats: &mut SnapshotStats,
-) -> Result<(ObjectId, u64)> {
-    match node {
-        Node::File { path, .. } => {
-            let s = files.next().ok_or_else(|| {
-                Error::other(format!("internal error: no object for {}", path.display()))
-            })?;
-            Ok((s.id, s.size))
-        }
-        Node::Symlink { target } => {
-            let s = batch.put_bytes(target)?;
-            Ok((s.id, s.size))
-        }
-        Node::Dir { children, path } => {
-            let mut entries = Vec::with_capacity(children.len());
-            for (name, child) in children {
-                let (id, size) = write_node(child, files, batch, stats)?;
-                let kind = match child {
-                    Node::File { exec: true, .. } => EntryKind::Exec,
-                    Node::File { .. } => EntryKind::File,
-                    Node::Symlink { .. } => EntryKind::Symlink,
-                    Node::Dir { .. } => EntryKind::Dir,
-                };
-                entries.push(TreeEntry {
-                    name: name.clone(),
-                    kind,
-                    size,
-                    id,
-                });
-            }
-            let tree = Tree::new(entries)?;
-            let bytes = tree.encode();
-            // Readers refuse trees over the limit: writing one would make the bundle
-            // unreadable (and every later verify and gc fail), so refuse it here.
-            if bytes.len() as u64 > MAX_METADATA_OBJECT {
-                return Err(Error::usage(format!(
-                    "directory {} has too many entries: its tree would be {} bytes, over the limit of {MAX_METADATA_OBJECT}",
-                    path.display(),
-                    bytes.len()
-                ))
-                .with_hint("split it into subdirectories"));
-            }
-            let s = batch.put_bytes(&bytes)?;
-            if s.written {
-                stats.objects_written += 1;
-            }
-            Ok((s.id, s.size))
-        }
-    }
 }

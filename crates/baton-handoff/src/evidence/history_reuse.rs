@@ -9,9 +9,9 @@ use super::history::FIRST_PARENTS_CAP;
 
 /// The history of one commit as a capture recorded it: `head`, the parentless commits
 /// reachable from it, and its first-parent ids, newest (`head` itself) first, at most
-/// [`FIRST_PARENTS_CAP`]; kept in the store's stat cache between handoffs. Commit ids
+/// [`FIRST_PARENTS_CAP`]; kept in the store's history cache between handoffs. Commit ids
 /// name their whole history, so these are facts about `head` wherever it is found.
-pub use baton_store::statcache::History as KnownHistory;
+pub use baton_store::history_cache::History as KnownHistory;
 
 /// Whether `known` can be built on: a HEAD with at least one root, and first parents
 /// that start at it (a capture whose reads failed recorded empty lists).
