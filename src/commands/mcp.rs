@@ -253,11 +253,11 @@ fn reply(result: Result<Outcome>, text: impl FnOnce(&Outcome) -> Option<String>)
     }
 }
 
-fn parse_enums<T: clap::ValueEnum>(names: &[String], what: &str) -> Result<Vec<T>> {
+fn parse_enums<T>(names: &[String], what: &str, parse: fn(&str) -> Option<T>) -> Result<Vec<T>> {
     names
         .iter()
         .map(|n| {
-            T::from_str(n, true).map_err(|_| {
+            parse(n).ok_or_else(|| {
                 Error::usage(format!("unknown {what} '{n}'"))
                     .with_hint(format!("use one of the {what}s the tool's schema lists"))
             })
@@ -401,8 +401,8 @@ impl BatonServer {
                     rev: p.rev,
                     query: p.query,
                     cursor: p.cursor,
-                    role: parse_enums::<Role>(&p.role, "role")?,
-                    kind: parse_enums::<Kind>(&p.kind, "kind")?,
+                    role: parse_enums(&p.role, "role", Role::from_name)?,
+                    kind: parse_enums(&p.kind, "kind", Kind::from_name)?,
                     tool: p.tool,
                 };
                 super::search::run(&base.ctx(), &args)
