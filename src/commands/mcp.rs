@@ -15,14 +15,13 @@ use rmcp::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::cli::{
-    ConnectArgs, LogArgs, PullArgs, PushArgs, ResumeArgs, ResumeFormat, SaveArgs, SearchArgs,
-};
+use crate::cli::{ConnectArgs, LogArgs, PullArgs, PushArgs, ResumeArgs, ResumeFormat, SearchArgs};
 use crate::commands::Ctx;
 use crate::output::{Outcome, error_json, terminal_safe};
 use baton_error::{Error, ErrorKind, Result};
 use baton_handoff::capture::{Attachment, SecretsMode};
 use baton_handoff::events::{Kind, Role};
+use baton_handoff::save::{self, SaveOptions, TranscriptSource};
 use baton_store::beneath::{Dir, Entry, Refused};
 
 /// What every tool call shares: where the store and the workspace are, and the workspace
@@ -299,25 +298,23 @@ impl BatonServer {
             move |base| {
                 // Every path is opened here, beneath the workspace, and read from what was
                 // opened: never opened again by name.
-                let mut opened = super::save::Opened::default();
                 let transcript = match p
                     .transcript
                     .as_deref()
                     .map(baton_handoff::sessions::Source::parse)
                 {
                     Some(baton_handoff::sessions::Source::File(path)) => {
-                        opened.transcript = Some(base.transcript(&path.to_string_lossy())?);
-                        None
+                        let (path, file) = base.transcript(&path.to_string_lossy())?;
+                        Some(TranscriptSource::Opened(path, file))
                     }
-                    Some(_) => p.transcript.clone(),
+                    Some(_) => p.transcript.clone().map(TranscriptSource::Named),
                     None => None,
                 };
-                opened.attachments = Some(
-                    p.attachments
-                        .iter()
-                        .map(|a| base.attachment(a))
-                        .collect::<Result<Vec<_>>>()?,
-                );
+                let attachments = p
+                    .attachments
+                    .iter()
+                    .map(|a| base.attachment(a))
+                    .collect::<Result<Vec<_>>>()?;
                 let pii = match p.pii.as_deref() {
                     None | Some("redact") => baton_handoff::pii::PiiMode::Redact,
                     Some("allow") => baton_handoff::pii::PiiMode::Allow,
@@ -328,31 +325,19 @@ impl BatonServer {
                         .with_hint("omit it to redact personal data"));
                     }
                 };
-                let args = SaveArgs {
-                    dir: Some(base.workspace.clone()),
-                    brief: None,
-                    no_brief: p.brief.is_none(),
-                    attach: Vec::new(),
+                let opts = SaveOptions {
+                    brief: p.brief.map(String::into_bytes),
+                    attachments,
                     transcript,
-                    secrets: Some(SecretsMode::Redact),
-                    pii: Some(pii),
-                    no_ignore: false,
-                    no_cache: false,
+                    secrets: SecretsMode::Redact,
+                    pii,
                     from: p.from,
                     to: p.to,
                     summary: p.summary,
-                    note: String::new(),
-                    meta: Vec::new(),
+                    evidence: save::start_evidence(&base.workspace),
+                    ..SaveOptions::new(base.workspace.clone())
                 };
-                let brief = p.brief.map(String::into_bytes);
-                super::save::save_handoff_with(
-                    &base.ctx(),
-                    &args,
-                    brief,
-                    Default::default(),
-                    opened,
-                )
-                .map(|(outcome, _)| outcome)
+                super::save::run_handoff(&base.ctx(), opts).map(|(outcome, _)| outcome)
             },
             |_| None,
         )

@@ -22,8 +22,6 @@ mod push;
 mod reset;
 mod resume;
 mod save;
-mod save_secrets;
-mod save_transcript;
 mod search;
 mod show;
 mod skill;
