@@ -15,7 +15,11 @@ use rmcp::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::cli::{ConnectArgs, LogArgs, PullArgs, PushArgs, ResumeArgs, ResumeFormat, SearchArgs};
+use super::log::LogOptions;
+use super::pull::PullOptions;
+use super::push::PushOptions;
+use super::resume::ResumeOptions;
+use super::search::SearchOptions;
 use crate::commands::Ctx;
 use crate::output::{Outcome, error_json, terminal_safe};
 use baton_error::{Error, ErrorKind, Result};
@@ -226,11 +230,10 @@ pub struct TargetParams {
     pub target: Option<String>,
 }
 
-fn no_connect() -> ConnectArgs {
-    ConnectArgs {
-        accept_new_host_key: false,
-        timeout: None,
-    }
+/// How a tool reaches a target: as the CLI does without --accept-new-host-key and
+/// --timeout.
+fn no_connect() -> baton_sync::ConnectSettings {
+    super::connect(false, None)
 }
 
 /// A command's outcome as a tool result, or its error as a tool error carrying baton's
@@ -354,15 +357,15 @@ impl BatonServer {
     ) -> std::result::Result<CallToolResult, McpError> {
         self.run(
             move |base| {
-                let args = ResumeArgs {
+                let args = ResumeOptions {
                     rev: p.rev,
                     budget: p.budget.unwrap_or(2000),
                     workspace: Some(base.workspace.clone()),
-                    format: ResumeFormat::Json,
+                    prompt: false,
                     require_same_repo: p.require_same_repo,
                     connect: no_connect(),
                 };
-                super::resume::run(&base.ctx(), &args)
+                super::resume::run_with(&base.ctx(), args)
             },
             // The kickoff quotes the briefing and the transcript: the text a client may
             // show on a terminal is made safe as the CLI's is; the structured JSON stays
@@ -382,15 +385,17 @@ impl BatonServer {
     ) -> std::result::Result<CallToolResult, McpError> {
         self.run(
             move |base| {
-                let args = SearchArgs {
+                let args = SearchOptions {
                     rev: p.rev,
                     query: p.query,
                     cursor: p.cursor,
-                    role: parse_enums(&p.role, "role", Role::from_name)?,
-                    kind: parse_enums(&p.kind, "kind", Kind::from_name)?,
-                    tool: p.tool,
+                    filter: baton_handoff::transcript::Filter {
+                        roles: parse_enums(&p.role, "role", Role::from_name)?,
+                        kinds: parse_enums(&p.kind, "kind", Kind::from_name)?,
+                        tools: p.tool,
+                    },
                 };
-                super::search::run(&base.ctx(), &args)
+                super::search::run_with(&base.ctx(), &args)
             },
             |_| None,
         )
@@ -407,14 +412,14 @@ impl BatonServer {
     ) -> std::result::Result<CallToolResult, McpError> {
         self.run(
             move |base| {
-                let args = LogArgs {
+                let args = LogOptions {
                     rev: p.rev,
                     max: Some(p.max.unwrap_or(20)),
                     audit: false,
                     target: None,
                     connect: no_connect(),
                 };
-                super::log::run(&base.ctx(), &args)
+                super::log::run_with(&base.ctx(), args)
             },
             |_| None,
         )
@@ -443,13 +448,13 @@ impl BatonServer {
     ) -> std::result::Result<CallToolResult, McpError> {
         self.run(
             move |base| {
-                let args = PushArgs {
+                let args = PushOptions {
                     target: p.target,
                     rev: None,
                     force: None,
                     connect: no_connect(),
                 };
-                super::push::run(&base.ctx(), &args)
+                super::push::run_to(&base.ctx(), args).map(|(outcome, _)| outcome)
             },
             |_| None,
         )
@@ -466,12 +471,12 @@ impl BatonServer {
     ) -> std::result::Result<CallToolResult, McpError> {
         self.run(
             move |base| {
-                let args = PullArgs {
+                let args = PullOptions {
                     target: p.target,
                     repair: false,
                     connect: no_connect(),
                 };
-                super::pull::run(&base.ctx(), &args)
+                super::pull::run_with(&base.ctx(), args)
             },
             |_| None,
         )

@@ -269,7 +269,7 @@ pub(super) fn save_handoff(
 ) -> Result<(Outcome, baton_format::ObjectId)> {
     // The git evidence starts before anything else, so that it overlaps all of it.
     let evidence = start_evidence(args);
-    let brief = read_brief(args)?;
+    let brief = read_brief(args.brief.as_deref())?;
     let mut opts = handoff_options(args, brief, metadata);
     opts.evidence = evidence;
     save_handoff_with(ctx, args, opts)
@@ -308,8 +308,8 @@ fn start_evidence(args: &SaveArgs) -> Option<evidence::Pending> {
 }
 
 /// The briefing `--brief` names: a file, `-` for stdin, or none (`--no-brief`).
-fn read_brief(args: &SaveArgs) -> Result<Option<Vec<u8>>> {
-    Ok(match args.brief.as_deref() {
+pub(super) fn read_brief(brief: Option<&str>) -> Result<Option<Vec<u8>>> {
+    Ok(match brief {
         Some("-") => {
             let mut bytes = Vec::new();
             std::io::stdin()
@@ -349,7 +349,6 @@ fn save_handoff_with(
         return Err(Error::usage("--no-ignore belongs to a directory snapshot")
             .with_hint("a handoff stores evidence and attachments, not the directory"));
     }
-    opts.secrets.for_handoff()?;
     run_handoff(ctx, opts)
 }
 
@@ -359,6 +358,7 @@ pub(super) fn run_handoff(
     ctx: &Ctx,
     opts: SaveOptions,
 ) -> Result<(Outcome, baton_format::ObjectId)> {
+    opts.secrets.for_handoff()?;
     let store = ctx.open_store()?;
     let report = save::save_handoff(&store, opts)?;
     super::auto_repack(ctx, &store);
