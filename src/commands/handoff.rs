@@ -28,7 +28,7 @@ pub fn run(ctx: &Ctx, args: &HandoffArgs) -> Result<Outcome> {
         Ok(_) => save::start_evidence(&workspace),
         Err(_) => None,
     };
-    let brief = super::save::read_brief(args.brief.as_deref())?;
+    let brief = save::read_brief(args.brief.as_deref())?;
     let opts = SaveOptions {
         brief,
         attachments: args.attach.iter().cloned().map(Attachment::Named).collect(),

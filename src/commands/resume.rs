@@ -82,22 +82,12 @@ pub fn run_with(ctx: &Ctx, args: ResumeOptions) -> Result<Outcome> {
     }
     let store = ctx.open_store()?;
     let id = baton_sync::resolve_rev(&store, &rev)?;
-    // Never act on a handoff whose bytes or history do not check out.
-    let report = store.verify_rev(&id, false, &|_| {})?;
-    if let Some(problem) = report.problems.first() {
-        return Err(Error::integrity(format!(
-            "handoff {} does not verify ({} problems): {problem}",
-            id.short(),
-            report.problems.len()
-        ))
-        .with_hint("pull it again from its target, or run 'baton verify'"));
-    }
     let workspace = args.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
     let resume::Resumed {
         kickoff,
         comparison,
         prompt,
-    } = resume::prepare(&store, &id, &workspace, args.budget, args.require_same_repo)?;
+    } = resume::resume(&store, &id, &workspace, args.budget, args.require_same_repo)?;
     let human = match &pulled {
         _ if args.prompt => prompt.clone(),
         Some(line) if !ctx.quiet => format!("{line}\n\n{}", kickoff.text()),

@@ -2,7 +2,6 @@
 //! on top of `current`.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -269,7 +268,7 @@ pub(super) fn save_handoff(
 ) -> Result<(Outcome, baton_format::ObjectId)> {
     // The git evidence starts before anything else, so that it overlaps all of it.
     let evidence = start_evidence(args);
-    let brief = read_brief(args.brief.as_deref())?;
+    let brief = save::read_brief(args.brief.as_deref())?;
     let mut opts = handoff_options(args, brief, metadata);
     opts.evidence = evidence;
     save_handoff_with(ctx, args, opts)
@@ -305,37 +304,6 @@ fn start_evidence(args: &SaveArgs) -> Option<evidence::Pending> {
         return None;
     }
     save::start_evidence(args.dir.as_deref().unwrap_or(Path::new(".")))
-}
-
-/// The briefing `--brief` names: a file, `-` for stdin, or none (`--no-brief`).
-pub(super) fn read_brief(brief: Option<&str>) -> Result<Option<Vec<u8>>> {
-    Ok(match brief {
-        Some("-") => {
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut bytes)
-                .map_err(|e| Error::other(format!("cannot read the briefing from stdin: {e}")))?;
-            Some(bytes)
-        }
-        Some(path) => Some(read_brief_file(path)?),
-        None => None,
-    })
-}
-
-/// The briefing file `path` (`--brief` of save, handoff and merge); a directory is a
-/// usage error that says which file was meant.
-pub(super) fn read_brief_file(path: &str) -> Result<Vec<u8>> {
-    if Path::new(path).is_dir() {
-        return Err(Error::usage(format!(
-            "--brief {} is a directory, not a briefing file",
-            path.escape_debug()
-        ))
-        .with_hint(format!(
-            "give the briefing file itself (e.g. --brief {}/handoff.md), or - for stdin",
-            path.trim_end_matches('/').escape_debug()
-        )));
-    }
-    std::fs::read(path).map_err(|e| Error::io("cannot read briefing", Path::new(path), e))
 }
 
 /// Save the handoff `opts` describes (`args` only for the flags a handoff refuses), then

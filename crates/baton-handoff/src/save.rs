@@ -8,6 +8,7 @@ pub mod secrets;
 pub mod transcript;
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -95,6 +96,37 @@ pub struct SaveReport {
 /// `None` if the workspace cannot be opened (the save reports that in turn).
 pub fn start_evidence(workspace: &Path) -> Option<evidence::Pending> {
     std::fs::canonicalize(workspace).ok().map(evidence::start)
+}
+
+/// The briefing `--brief` names: a file, `-` for stdin, or none (`--no-brief`).
+pub fn read_brief(brief: Option<&str>) -> Result<Option<Vec<u8>>> {
+    Ok(match brief {
+        Some("-") => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::other(format!("cannot read the briefing from stdin: {e}")))?;
+            Some(bytes)
+        }
+        Some(path) => Some(read_brief_file(path)?),
+        None => None,
+    })
+}
+
+/// The briefing file `path` (`--brief` of save, handoff and merge); a directory is a
+/// usage error that says which file was meant.
+pub fn read_brief_file(path: &str) -> Result<Vec<u8>> {
+    if Path::new(path).is_dir() {
+        return Err(Error::usage(format!(
+            "--brief {} is a directory, not a briefing file",
+            path.escape_debug()
+        ))
+        .with_hint(format!(
+            "give the briefing file itself (e.g. --brief {}/handoff.md), or - for stdin",
+            path.trim_end_matches('/').escape_debug()
+        )));
+    }
+    std::fs::read(path).map_err(|e| Error::io("cannot read briefing", Path::new(path), e))
 }
 
 /// Log lines a save decodes before writing anything: the end of the log, which its own
