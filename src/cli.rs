@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub mod values;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "baton",
@@ -51,7 +53,7 @@ pub enum Command {
     ImportHandoff {
         path: PathBuf,
         /// What to do with secrets found in the imported material
-        #[arg(long, value_enum, default_value = "redact")]
+        #[arg(long, value_parser = values::secrets_mode(), default_value = "redact")]
         secrets: baton_handoff::capture::SecretsMode,
     },
     /// Write a handoff (with --history, its whole history) as frontmatter or prowl files
@@ -163,7 +165,7 @@ pub struct MergeArgs {
     #[arg(long, value_name = "FILE")]
     pub brief: Option<String>,
     /// What to do with secrets found in the briefing and the text fields
-    #[arg(long, value_enum, default_value = "redact")]
+    #[arg(long, value_parser = values::secrets_mode(), default_value = "redact")]
     pub secrets: baton_handoff::capture::SecretsMode,
     /// The agent or person merging
     #[arg(
@@ -214,13 +216,13 @@ pub struct SaveArgs {
     /// What to do with secrets found: block refuses the save, redact stores placeholders,
     /// allow (snapshots only) stores them as they are [default: block for a directory
     /// snapshot, redact for a handoff]
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = values::secrets_mode())]
     pub secrets: Option<baton_handoff::capture::SecretsMode>,
     /// What to do with personal data (emails, phone numbers, US SSNs, card numbers) in the
     /// briefing, --summary, --note and the transcript (handoffs only): redact stores
     /// placeholders, allow stores it as it is; both report kinds and counts [default:
     /// redact]
-    #[arg(long, value_enum, value_name = "MODE")]
+    #[arg(long, value_parser = values::pii_mode(), value_name = "MODE")]
     pub pii: Option<baton_handoff::pii::PiiMode>,
     /// Snapshot everything, also .git and what .gitignore and .batonignore exclude
     #[arg(long)]
@@ -327,12 +329,12 @@ pub struct HandoffArgs {
     #[arg(long, value_name = "PATH")]
     pub attach: Vec<PathBuf>,
     /// What to do with secrets found in the handoff
-    #[arg(long, value_enum, default_value = "redact")]
+    #[arg(long, value_parser = values::secrets_mode(), default_value = "redact")]
     pub secrets: baton_handoff::capture::SecretsMode,
     /// What to do with personal data (emails, phone numbers, US SSNs, card numbers) in the
     /// briefing, --summary, --note and the transcript: redact stores placeholders, allow
     /// stores it as it is; both report kinds and counts
-    #[arg(long, value_enum, value_name = "MODE", default_value = "redact")]
+    #[arg(long, value_parser = values::pii_mode(), value_name = "MODE", default_value = "redact")]
     pub pii: baton_handoff::pii::PiiMode,
     /// One line saying what this handoff is [default: from the Objective]
     #[arg(
@@ -367,10 +369,10 @@ pub struct SearchArgs {
     #[arg(long, value_name = "CURSOR")]
     pub cursor: Option<String>,
     /// Only events of this role (repeatable)
-    #[arg(long, value_enum, value_name = "ROLE")]
+    #[arg(long, value_parser = values::role(), value_name = "ROLE")]
     pub role: Vec<baton_handoff::events::Role>,
     /// Only events of this kind (repeatable)
-    #[arg(long, value_enum, value_name = "KIND")]
+    #[arg(long, value_parser = values::kind(), value_name = "KIND")]
     pub kind: Vec<baton_handoff::events::Kind>,
     /// Only calls of, and results from, this tool (repeatable; ignoring case)
     #[arg(long, value_name = "NAME")]
@@ -456,10 +458,10 @@ pub enum SkillCommand {
     /// Show where the skill is installed and whether it is current, outdated or modified
     Status {
         /// Only this harness [default: every harness]
-        #[arg(long, value_enum)]
+        #[arg(long, value_parser = values::harness())]
         harness: Option<baton_handoff::skill::Harness>,
         /// Only this scope [default: both]
-        #[arg(long, value_enum)]
+        #[arg(long, value_parser = values::scope())]
         scope: Option<baton_handoff::skill::Scope>,
     },
     /// Remove the skill (and its AGENTS.md section); edited files only with --force
@@ -475,10 +477,10 @@ pub enum SkillCommand {
 #[derive(Debug, Args)]
 pub struct SkillPlace {
     /// The agent harness: claude-code (~/.claude/skills) or codex (~/.codex/skills)
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = values::harness())]
     pub harness: baton_handoff::skill::Harness,
     /// user: the harness's own directory; project: this git work tree
-    #[arg(long, value_enum, default_value = "user")]
+    #[arg(long, value_parser = values::scope(), default_value = "user")]
     pub scope: baton_handoff::skill::Scope,
 }
 
@@ -559,7 +561,7 @@ pub struct ExportHandoffArgs {
     /// The handoff to export: id, unique prefix, current, current~N, targets/NAME
     pub rev: String,
     /// The layout to write (the ones `import-handoff` reads)
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = values::export_format())]
     pub format: baton_handoff::export::ExportFormat,
     /// The directory to write into: absent or empty
     pub dir: PathBuf,

@@ -6,7 +6,6 @@
 //! change, a screen clear) must reach the terminal as visible text, never as a command.
 //! `--json` output is exact: JSON escapes every control character itself.
 
-use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -154,30 +153,7 @@ pub fn finish(json_mode: bool, verbose: bool, result: baton_error::Result<Outcom
     error.map(|e| e.kind.exit_code()).unwrap_or(0)
 }
 
-/// `text` with every character that a terminal could take as a command shown as an
-/// escape instead: C0 controls but the line break and tab (so `\x1b`, `\x07`, `\r`),
-/// DEL, the C1 controls (`\u{9b}` starts a sequence on some terminals) and the Unicode
-/// bidirectional overrides, which make a terminal show text in another order than it is.
-pub fn terminal_safe(text: &str) -> Cow<'_, str> {
-    fn unsafe_char(c: char) -> bool {
-        (c.is_control() && c != '\n' && c != '\t')
-            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    }
-    if !text.chars().any(unsafe_char) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if !unsafe_char(c) {
-            out.push(c);
-        } else if (c as u32) < 0x80 {
-            out.push_str(&format!("\\x{:02x}", c as u32));
-        } else {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        }
-    }
-    Cow::Owned(out)
-}
+pub use baton_format::text::terminal_safe;
 
 pub fn error_json(e: &Error) -> Value {
     json!({
@@ -187,20 +163,6 @@ pub fn error_json(e: &Error) -> Value {
         "hint": e.hint,
         "causes": e.causes(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::terminal_safe;
-
-    #[test]
-    fn control_characters_become_visible() {
-        assert_eq!(terminal_safe("plain\ttext\nnext"), "plain\ttext\nnext");
-        assert_eq!(
-            terminal_safe("a\u{1b}]0;pwned\u{7}b\u{1b}[2J\r\u{7f}\u{9b}\u{202e}"),
-            "a\\x1b]0;pwned\\x07b\\x1b[2J\\x0d\\x7f\\u{9b}\\u{202e}"
-        );
-    }
 }
 
 #[cfg(test)]

@@ -1,14 +1,17 @@
 //! `baton handoff --to AGENT --brief FILE [--transcript SRC] [--push TARGET]`: save a
 //! handoff and push it in one step, then print the one line the receiver runs.
 
-use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use serde_json::json;
 
-use crate::cli::{HandoffArgs, PushArgs, SaveArgs};
+use super::push::PushOptions;
+use crate::cli::HandoffArgs;
 use crate::commands::Ctx;
 use crate::output::Outcome;
 use baton_error::{Error, ErrorKind, Result};
+use baton_handoff::capture::Attachment;
+use baton_handoff::save::{self, SaveOptions, TranscriptSource};
 
 pub fn run(ctx: &Ctx, args: &HandoffArgs) -> Result<Outcome> {
     // Checked here, not by clap, so that the answer carries the briefing skeleton.
@@ -19,23 +22,27 @@ pub fn run(ctx: &Ctx, args: &HandoffArgs) -> Result<Outcome> {
     if let Some(target) = &args.push {
         baton_sync::choose_target(&ctx.open_store_locked()?.config, Some(target))?;
     }
-    let save = SaveArgs {
-        dir: args.workspace.clone(),
-        brief: args.brief.clone(),
-        no_brief: args.no_brief,
-        attach: args.attach.clone(),
-        transcript: args.transcript.clone(),
-        secrets: Some(args.secrets),
-        pii: Some(args.pii),
-        no_ignore: false,
-        no_cache: false,
+    let workspace = args.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
+    // The git evidence starts before the briefing is read, so that it overlaps it.
+    let evidence = match args.secrets.for_handoff() {
+        Ok(_) => save::start_evidence(&workspace),
+        Err(_) => None,
+    };
+    let brief = save::read_brief(args.brief.as_deref())?;
+    let opts = SaveOptions {
+        brief,
+        attachments: args.attach.iter().cloned().map(Attachment::Named).collect(),
+        transcript: args.transcript.clone().map(TranscriptSource::Named),
+        secrets: args.secrets,
+        pii: args.pii,
         from: args.from.clone(),
         to: args.to.clone(),
         summary: args.summary.clone(),
         note: args.note.clone(),
-        meta: Vec::new(),
+        evidence,
+        ..SaveOptions::new(workspace)
     };
-    let (saved, id) = super::save::save_handoff(ctx, &save, BTreeMap::new())?;
+    let (saved, id) = super::save::run_handoff(ctx, opts)?;
     let short = id.short();
     let store_path = ctx.store_path()?;
     let Some(target) = &args.push else {
@@ -49,14 +56,14 @@ pub fn run(ctx: &Ctx, args: &HandoffArgs) -> Result<Outcome> {
             json!({ "bundle": id, "saved": saved.json, "pushed": null, "receiver": receiver }),
         ));
     };
-    let push = PushArgs {
+    let push = PushOptions {
         target: Some(target.clone()),
         rev: Some(id.to_hex()),
         force: None,
-        connect: args.connect.clone(),
+        connect: super::connect_settings(&args.connect),
     };
     let (pushed, url) =
-        super::push::run_to(ctx, &push).map_err(|e| refused_push(e, &short, target))?;
+        super::push::run_to(ctx, push).map_err(|e| refused_push(e, &short, target))?;
     let receiver = format!("baton resume {target}");
     let human = format!(
         "Saved handoff {short} for {} and pushed it to {target} ({url}).\n\

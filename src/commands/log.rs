@@ -15,9 +15,38 @@ use baton_format::id::show_short;
 use baton_format::names::RefName;
 use baton_handoff::import;
 use baton_sync::audit::read_remote_audit;
-use baton_sync::{choose_target, open_remote, target_settings};
+use baton_sync::{ConnectSettings, choose_target, open_remote, target_settings};
+
+/// What history to show, as plain values (the CLI's flags, or an MCP call's).
+pub struct LogOptions {
+    /// Where to start [default: current; ignored with `audit`].
+    pub rev: Option<String>,
+    /// At most this many entries.
+    pub max: Option<usize>,
+    /// The audit log of ref moves instead of the bundle history.
+    pub audit: bool,
+    /// With `audit`: this target's audit log instead of the store's.
+    pub target: Option<String>,
+    pub connect: ConnectSettings,
+}
+
+impl From<&LogArgs> for LogOptions {
+    fn from(args: &LogArgs) -> LogOptions {
+        LogOptions {
+            rev: args.rev.clone(),
+            max: args.max,
+            audit: args.audit,
+            target: args.target.clone(),
+            connect: super::connect_settings(&args.connect),
+        }
+    }
+}
 
 pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
+    run_with(ctx, LogOptions::from(args))
+}
+
+pub fn run_with(ctx: &Ctx, args: LogOptions) -> Result<Outcome> {
     if args.audit {
         // The audit log is the store's, not a bundle's: a REV given with it is ignored.
         if let Some(rev) = &args.rev
@@ -34,8 +63,7 @@ pub fn run(ctx: &Ctx, args: &LogArgs) -> Result<Outcome> {
             return audit(&store, store.audit_trail(args.max)?, None);
         };
         let (name, url) = choose_target(&store.config, Some(target))?;
-        let settings =
-            target_settings(&store.config, &name, super::connect_settings(&args.connect));
+        let settings = target_settings(&store.config, &name, args.connect);
         let mut remote = open_remote(&url, &settings)?;
         let entries = read_remote_audit(remote.as_mut(), args.max)?;
         return audit(&store, entries, Some((&name, &url)));

@@ -15,14 +15,17 @@ use rmcp::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::cli::{
-    ConnectArgs, LogArgs, PullArgs, PushArgs, ResumeArgs, ResumeFormat, SaveArgs, SearchArgs,
-};
+use super::log::LogOptions;
+use super::pull::PullOptions;
+use super::push::PushOptions;
+use super::resume::ResumeOptions;
+use super::search::SearchOptions;
 use crate::commands::Ctx;
 use crate::output::{Outcome, error_json, terminal_safe};
 use baton_error::{Error, ErrorKind, Result};
 use baton_handoff::capture::{Attachment, SecretsMode};
 use baton_handoff::events::{Kind, Role};
+use baton_handoff::save::{self, SaveOptions, TranscriptSource};
 use baton_store::beneath::{Dir, Entry, Refused};
 
 /// What every tool call shares: where the store and the workspace are, and the workspace
@@ -227,11 +230,10 @@ pub struct TargetParams {
     pub target: Option<String>,
 }
 
-fn no_connect() -> ConnectArgs {
-    ConnectArgs {
-        accept_new_host_key: false,
-        timeout: None,
-    }
+/// How a tool reaches a target: as the CLI does without --accept-new-host-key and
+/// --timeout.
+fn no_connect() -> baton_sync::ConnectSettings {
+    super::connect(false, None)
 }
 
 /// A command's outcome as a tool result, or its error as a tool error carrying baton's
@@ -253,11 +255,11 @@ fn reply(result: Result<Outcome>, text: impl FnOnce(&Outcome) -> Option<String>)
     }
 }
 
-fn parse_enums<T: clap::ValueEnum>(names: &[String], what: &str) -> Result<Vec<T>> {
+fn parse_enums<T>(names: &[String], what: &str, parse: fn(&str) -> Option<T>) -> Result<Vec<T>> {
     names
         .iter()
         .map(|n| {
-            T::from_str(n, true).map_err(|_| {
+            parse(n).ok_or_else(|| {
                 Error::usage(format!("unknown {what} '{n}'"))
                     .with_hint(format!("use one of the {what}s the tool's schema lists"))
             })
@@ -299,25 +301,23 @@ impl BatonServer {
             move |base| {
                 // Every path is opened here, beneath the workspace, and read from what was
                 // opened: never opened again by name.
-                let mut opened = super::save::Opened::default();
                 let transcript = match p
                     .transcript
                     .as_deref()
                     .map(baton_handoff::sessions::Source::parse)
                 {
                     Some(baton_handoff::sessions::Source::File(path)) => {
-                        opened.transcript = Some(base.transcript(&path.to_string_lossy())?);
-                        None
+                        let (path, file) = base.transcript(&path.to_string_lossy())?;
+                        Some(TranscriptSource::Opened(path, file))
                     }
-                    Some(_) => p.transcript.clone(),
+                    Some(_) => p.transcript.clone().map(TranscriptSource::Named),
                     None => None,
                 };
-                opened.attachments = Some(
-                    p.attachments
-                        .iter()
-                        .map(|a| base.attachment(a))
-                        .collect::<Result<Vec<_>>>()?,
-                );
+                let attachments = p
+                    .attachments
+                    .iter()
+                    .map(|a| base.attachment(a))
+                    .collect::<Result<Vec<_>>>()?;
                 let pii = match p.pii.as_deref() {
                     None | Some("redact") => baton_handoff::pii::PiiMode::Redact,
                     Some("allow") => baton_handoff::pii::PiiMode::Allow,
@@ -328,31 +328,19 @@ impl BatonServer {
                         .with_hint("omit it to redact personal data"));
                     }
                 };
-                let args = SaveArgs {
-                    dir: Some(base.workspace.clone()),
-                    brief: None,
-                    no_brief: p.brief.is_none(),
-                    attach: Vec::new(),
+                let opts = SaveOptions {
+                    brief: p.brief.map(String::into_bytes),
+                    attachments,
                     transcript,
-                    secrets: Some(SecretsMode::Redact),
-                    pii: Some(pii),
-                    no_ignore: false,
-                    no_cache: false,
+                    secrets: SecretsMode::Redact,
+                    pii,
                     from: p.from,
                     to: p.to,
                     summary: p.summary,
-                    note: String::new(),
-                    meta: Vec::new(),
+                    evidence: save::start_evidence(&base.workspace),
+                    ..SaveOptions::new(base.workspace.clone())
                 };
-                let brief = p.brief.map(String::into_bytes);
-                super::save::save_handoff_with(
-                    &base.ctx(),
-                    &args,
-                    brief,
-                    Default::default(),
-                    opened,
-                )
-                .map(|(outcome, _)| outcome)
+                super::save::run_handoff(&base.ctx(), opts).map(|(outcome, _)| outcome)
             },
             |_| None,
         )
@@ -369,15 +357,15 @@ impl BatonServer {
     ) -> std::result::Result<CallToolResult, McpError> {
         self.run(
             move |base| {
-                let args = ResumeArgs {
+                let args = ResumeOptions {
                     rev: p.rev,
                     budget: p.budget.unwrap_or(2000),
                     workspace: Some(base.workspace.clone()),
-                    format: ResumeFormat::Json,
+                    prompt: false,
                     require_same_repo: p.require_same_repo,
                     connect: no_connect(),
                 };
-                super::resume::run(&base.ctx(), &args)
+                super::resume::run_with(&base.ctx(), args)
             },
             // The kickoff quotes the briefing and the transcript: the text a client may
             // show on a terminal is made safe as the CLI's is; the structured JSON stays
@@ -397,15 +385,17 @@ impl BatonServer {
     ) -> std::result::Result<CallToolResult, McpError> {
         self.run(
             move |base| {
-                let args = SearchArgs {
+                let args = SearchOptions {
                     rev: p.rev,
                     query: p.query,
                     cursor: p.cursor,
-                    role: parse_enums::<Role>(&p.role, "role")?,
-                    kind: parse_enums::<Kind>(&p.kind, "kind")?,
-                    tool: p.tool,
+                    filter: baton_handoff::transcript::Filter {
+                        roles: parse_enums(&p.role, "role", Role::from_name)?,
+                        kinds: parse_enums(&p.kind, "kind", Kind::from_name)?,
+                        tools: p.tool,
+                    },
                 };
-                super::search::run(&base.ctx(), &args)
+                super::search::run_with(&base.ctx(), &args)
             },
             |_| None,
         )
@@ -422,14 +412,14 @@ impl BatonServer {
     ) -> std::result::Result<CallToolResult, McpError> {
         self.run(
             move |base| {
-                let args = LogArgs {
+                let args = LogOptions {
                     rev: p.rev,
                     max: Some(p.max.unwrap_or(20)),
                     audit: false,
                     target: None,
                     connect: no_connect(),
                 };
-                super::log::run(&base.ctx(), &args)
+                super::log::run_with(&base.ctx(), args)
             },
             |_| None,
         )
@@ -458,13 +448,13 @@ impl BatonServer {
     ) -> std::result::Result<CallToolResult, McpError> {
         self.run(
             move |base| {
-                let args = PushArgs {
+                let args = PushOptions {
                     target: p.target,
                     rev: None,
                     force: None,
                     connect: no_connect(),
                 };
-                super::push::run(&base.ctx(), &args)
+                super::push::run_to(&base.ctx(), args).map(|(outcome, _)| outcome)
             },
             |_| None,
         )
@@ -481,12 +471,12 @@ impl BatonServer {
     ) -> std::result::Result<CallToolResult, McpError> {
         self.run(
             move |base| {
-                let args = PullArgs {
+                let args = PullOptions {
                     target: p.target,
                     repair: false,
                     connect: no_connect(),
                 };
-                super::pull::run(&base.ctx(), &args)
+                super::pull::run_with(&base.ctx(), args)
             },
             |_| None,
         )

@@ -22,8 +22,6 @@ mod push;
 mod reset;
 mod resume;
 mod save;
-mod save_secrets;
-mod save_transcript;
 mod search;
 mod show;
 mod skill;
@@ -105,9 +103,15 @@ fn handoff_line(from: &str, to: &str) -> String {
 }
 
 fn connect_settings(args: &crate::cli::ConnectArgs) -> baton_sync::ConnectSettings {
+    connect(args.accept_new_host_key, args.timeout)
+}
+
+/// How to reach a target: whether to accept an unknown host key, the timeout in seconds,
+/// and the terminal's passphrase prompt for SSH keys.
+fn connect(accept_new_host_key: bool, timeout: Option<u64>) -> baton_sync::ConnectSettings {
     baton_sync::ConnectSettings {
-        accept_new_host_key: args.accept_new_host_key,
-        timeout: args.timeout.map(std::time::Duration::from_secs),
+        accept_new_host_key,
+        timeout: timeout.map(std::time::Duration::from_secs),
         key_passphrase: prompts::key_passphrase_prompt(),
         s3: Default::default(),
     }

@@ -9,12 +9,35 @@ use crate::output::{Outcome, count};
 use baton_error::Result;
 use baton_format::id::show_short;
 use baton_sync::pull::pull;
-use baton_sync::{choose_target, open_remote, target_settings};
+use baton_sync::{ConnectSettings, choose_target, open_remote, target_settings};
+
+/// What to pull from where, as plain values (the CLI's flags, or an MCP call's).
+pub struct PullOptions {
+    /// Target name [default: the only or the default target].
+    pub target: Option<String>,
+    /// Refetch what `verify` finds missing or damaged instead.
+    pub repair: bool,
+    pub connect: ConnectSettings,
+}
+
+impl From<&PullArgs> for PullOptions {
+    fn from(args: &PullArgs) -> PullOptions {
+        PullOptions {
+            target: args.target.clone(),
+            repair: args.repair,
+            connect: connect_settings(&args.connect),
+        }
+    }
+}
 
 pub fn run(ctx: &Ctx, args: &PullArgs) -> Result<Outcome> {
+    run_with(ctx, PullOptions::from(args))
+}
+
+pub fn run_with(ctx: &Ctx, args: PullOptions) -> Result<Outcome> {
     let store = ctx.open_store()?;
     let (name, url) = choose_target(&store.config, args.target.as_deref())?;
-    let settings = target_settings(&store.config, &name, connect_settings(&args.connect));
+    let settings = target_settings(&store.config, &name, args.connect);
     let mut remote = open_remote(&url, &settings)?;
     if args.repair {
         return repair(ctx, &store, remote.as_mut(), &name, &url);

@@ -9,14 +9,36 @@ use crate::output::Outcome;
 use baton_error::Result;
 use baton_format::ObjectId;
 use baton_sync::push::{PushRequest, push};
-use baton_sync::{choose_target, open_remote, target_settings};
+use baton_sync::{ConnectSettings, choose_target, open_remote, target_settings};
+
+/// What to push where, as plain values (the CLI's flags, or an MCP call's).
+pub struct PushOptions {
+    /// Target name [default: the only or the default target]; a REV when it names none.
+    pub target: Option<String>,
+    /// Bundle to push [default: current].
+    pub rev: Option<String>,
+    /// Overwrite the remote `current` only if it still holds this id (`none`: empty).
+    pub force: Option<String>,
+    pub connect: ConnectSettings,
+}
+
+impl From<&PushArgs> for PushOptions {
+    fn from(args: &PushArgs) -> PushOptions {
+        PushOptions {
+            target: args.target.clone(),
+            rev: args.rev.clone(),
+            force: args.force.clone(),
+            connect: connect_settings(&args.connect),
+        }
+    }
+}
 
 pub fn run(ctx: &Ctx, args: &PushArgs) -> Result<Outcome> {
-    run_to(ctx, args).map(|(outcome, _)| outcome)
+    run_to(ctx, PushOptions::from(args)).map(|(outcome, _)| outcome)
 }
 
 /// Push, and say where to: the outcome and the target's URL.
-pub(super) fn run_to(ctx: &Ctx, args: &PushArgs) -> Result<(Outcome, String)> {
+pub(super) fn run_to(ctx: &Ctx, args: PushOptions) -> Result<(Outcome, String)> {
     let store = ctx.open_store()?;
     // One positional that is not a target name is the REV (`baton push current~1`).
     let (target_arg, rev_arg) = match (&args.target, &args.rev) {
@@ -33,7 +55,7 @@ pub(super) fn run_to(ctx: &Ctx, args: &PushArgs) -> Result<(Outcome, String)> {
         Some("none") => Some(None),
         Some(id) => Some(Some(ObjectId::parse(id)?)),
     };
-    let settings = target_settings(&store.config, &name, connect_settings(&args.connect));
+    let settings = target_settings(&store.config, &name, args.connect);
     let mut remote = open_remote(&url, &settings)?;
     let bar = ctx.progress(0, true).with_message("pushing");
     let report = push(

@@ -2,7 +2,6 @@
 //! on top of `current`.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -12,16 +11,13 @@ use crate::cli::SaveArgs;
 use crate::commands::Ctx;
 use crate::output::{Outcome, terminal_safe};
 use baton_error::{Error, ErrorKind, Result};
-use baton_format::names::RefName;
-use baton_handoff::capture::{self, Attachment, HandoffRequest, SecretsMode};
+use baton_handoff::capture::{self, Attachment, SecretsMode};
 use baton_handoff::evidence;
 use baton_handoff::pii::PiiMode;
-use baton_handoff::secrets::Scrubber;
+use baton_handoff::save::secrets::{self as save_secrets, Fields};
+use baton_handoff::save::{self, SaveOptions, SaveReport, TranscriptSource, check_refs_readable};
 use baton_handoff::secrets::files::{self, Found, REDACT_LIMIT, all_kinds};
-
-use super::{save_secrets, save_transcript};
-use baton_store::pack_batch::PackBatch;
-use baton_store::{history_cache, snapshot, statcache, transcript_cache};
+use baton_store::{snapshot, statcache};
 
 pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     let metadata = parse_metadata(&args.meta)?;
@@ -72,7 +68,14 @@ pub fn run(ctx: &Ctx, args: &SaveArgs) -> Result<Outcome> {
     // and symlink targets, then the manifest's fields.
     let redacting = mode == SecretsMode::Redact;
     let names = save_secrets::scan_names(&mut snap.tree, dir, redacting)?;
-    let (fields, field_findings) = save_secrets::scan_fields(args, metadata, redacting)?;
+    let given = Fields {
+        summary: args.summary.clone(),
+        note: args.note.clone(),
+        from: args.from.clone(),
+        to: args.to.clone(),
+        metadata,
+    };
+    let (fields, field_findings) = save_secrets::scan_fields(given, redacting)?;
     let node = &snap.tree;
     // Every file is opened beneath DIR's fd, never again by its path.
     let open = |path: &Path| snap.open_file(path);
@@ -257,20 +260,6 @@ fn snapshot_refusal(dir: &Path, found: &[Found]) -> Error {
     ))
 }
 
-/// Log lines a save decodes before writing anything: the end of the log, which its own
-/// line will follow (a young store's whole log). Older lines are full `verify`'s (and
-/// `gc`'s) to check: decoding all of them made a save's cost grow with the history
-/// (30 ms of 40 ms of CPU at 10,000 bundles).
-const SAVE_LOG_CHECK: usize = 64;
-
-/// A damaged ref or a damaged line at the end of the log stops a save before a single
-/// object is written, so a refused save leaves the store exactly as it was.
-fn check_refs_readable(store: &baton_store::Store) -> Result<()> {
-    store.read_ref(&RefName::Current)?;
-    store.read_log_tail(SAVE_LOG_CHECK)?;
-    Ok(())
-}
-
 /// `save --brief FILE|-` / `save --no-brief`: a handoff of the workspace.
 pub(super) fn save_handoff(
     ctx: &Ctx,
@@ -279,18 +268,32 @@ pub(super) fn save_handoff(
 ) -> Result<(Outcome, baton_format::ObjectId)> {
     // The git evidence starts before anything else, so that it overlaps all of it.
     let evidence = start_evidence(args);
-    let brief = read_brief(args)?;
-    save_handoff_started(ctx, args, brief, metadata, evidence, Opened::default())
+    let brief = save::read_brief(args.brief.as_deref())?;
+    let mut opts = handoff_options(args, brief, metadata);
+    opts.evidence = evidence;
+    save_handoff_with(ctx, args, opts)
 }
 
-/// What the MCP server opened beneath its workspace, in place of the paths of `args`
-/// (which would be opened as named).
-#[derive(Default)]
-pub(super) struct Opened {
-    /// The attachments, in place of `args.attach`.
-    pub attachments: Option<Vec<Attachment>>,
-    /// The transcript file (its path for messages), in place of a FILE `args.transcript`.
-    pub transcript: Option<(PathBuf, std::fs::File)>,
+/// The options of the handoff `args` ask for, the briefing already read.
+fn handoff_options(
+    args: &SaveArgs,
+    brief: Option<Vec<u8>>,
+    metadata: BTreeMap<String, String>,
+) -> SaveOptions {
+    let workspace = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    SaveOptions {
+        brief,
+        attachments: args.attach.iter().cloned().map(Attachment::Named).collect(),
+        transcript: args.transcript.clone().map(TranscriptSource::Named),
+        secrets: args.secrets.unwrap_or(SecretsMode::Redact),
+        pii: args.pii.unwrap_or(PiiMode::Redact),
+        from: args.from.clone(),
+        to: args.to.clone(),
+        summary: args.summary.clone(),
+        note: args.note.clone(),
+        metadata,
+        ..SaveOptions::new(workspace)
+    }
 }
 
 /// The git evidence of the workspace a handoff will be made of, started at once; `None`
@@ -300,272 +303,97 @@ fn start_evidence(args: &SaveArgs) -> Option<evidence::BackgroundCapture> {
     if args.no_ignore || mode.is_err() {
         return None;
     }
-    let workspace = args.dir.as_deref().unwrap_or(Path::new("."));
-    std::fs::canonicalize(workspace).ok().map(evidence::start)
+    save::start_evidence(args.dir.as_deref().unwrap_or(Path::new(".")))
 }
 
-/// The briefing `--brief` names: a file, `-` for stdin, or none (`--no-brief`).
-fn read_brief(args: &SaveArgs) -> Result<Option<Vec<u8>>> {
-    Ok(match args.brief.as_deref() {
-        Some("-") => {
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut bytes)
-                .map_err(|e| Error::other(format!("cannot read the briefing from stdin: {e}")))?;
-            Some(bytes)
-        }
-        Some(path) => Some(read_brief_file(path)?),
-        None => None,
-    })
-}
-
-/// The briefing file `path` (`--brief` of save, handoff and merge); a directory is a
-/// usage error that says which file was meant.
-pub(super) fn read_brief_file(path: &str) -> Result<Vec<u8>> {
-    if Path::new(path).is_dir() {
-        return Err(Error::usage(format!(
-            "--brief {} is a directory, not a briefing file",
-            path.escape_debug()
-        ))
-        .with_hint(format!(
-            "give the briefing file itself (e.g. --brief {}/handoff.md), or - for stdin",
-            path.trim_end_matches('/').escape_debug()
-        )));
-    }
-    std::fs::read(path).map_err(|e| Error::io("cannot read briefing", Path::new(path), e))
-}
-
-/// Save a handoff whose briefing is already in memory (`brief`; `args.brief` unused).
-pub(super) fn save_handoff_with(
+/// Save the handoff `opts` describes (`args` only for the flags a handoff refuses), then
+/// report it as the CLI does.
+fn save_handoff_with(
     ctx: &Ctx,
     args: &SaveArgs,
-    brief: Option<Vec<u8>>,
-    metadata: BTreeMap<String, String>,
-    opened: Opened,
-) -> Result<(Outcome, baton_format::ObjectId)> {
-    let evidence = start_evidence(args);
-    save_handoff_started(ctx, args, brief, metadata, evidence, opened)
-}
-
-/// Save a handoff, its git evidence perhaps already under way (`started`: used when it
-/// is of this handoff's workspace).
-fn save_handoff_started(
-    ctx: &Ctx,
-    args: &SaveArgs,
-    brief: Option<Vec<u8>>,
-    mut metadata: BTreeMap<String, String>,
-    started: Option<evidence::BackgroundCapture>,
-    opened: Opened,
+    opts: SaveOptions,
 ) -> Result<(Outcome, baton_format::ObjectId)> {
     if args.no_ignore {
         return Err(Error::usage("--no-ignore belongs to a directory snapshot")
             .with_hint("a handoff stores evidence and attachments, not the directory"));
     }
-    let mode = args.secrets.unwrap_or(SecretsMode::Redact).for_handoff()?;
+    run_handoff(ctx, opts)
+}
+
+/// Save the handoff `opts` describes in the store of `ctx` and report it (the CLI's
+/// `save --brief` and `handoff`, the MCP server's `save_handoff`).
+pub(super) fn run_handoff(
+    ctx: &Ctx,
+    opts: SaveOptions,
+) -> Result<(Outcome, baton_format::ObjectId)> {
+    opts.secrets.for_handoff()?;
     let store = ctx.open_store()?;
-    let workspace = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    let workspace = std::fs::canonicalize(&workspace)
-        .map_err(|e| Error::io("cannot open workspace", &workspace, e))?;
-    // The git evidence is read while the store is opened, the secret rules are built and
-    // the transcript is read, normalised and scanned.
-    let mut pending = match started {
-        Some(pending) if pending.dir() == workspace => pending,
-        _ => evidence::start(workspace.clone()),
-    };
-    pending.give_histories(history_cache::histories(&store));
-    let policy = baton_handoff::pii::cache_policy();
-    let transcript = match opened.transcript {
-        Some((path, file)) => save_transcript::Source::Opened(path, file),
-        None => save_transcript::Source::Named(args.transcript.as_deref()),
-    };
-    let mut prepared = save_transcript::prepare(&store, &policy, transcript, &workspace)?;
-    let workspace_evidence = pending.finish();
-    let history = workspace_evidence.known_history();
-    let cached = prepared.cached;
-    let appended = prepared.appended;
-    let transcript_skipped = std::mem::take(&mut prepared.skipped);
-    let transcript_notes = std::mem::take(&mut prepared.notes);
-    if !transcript_notes.is_empty() {
-        metadata.insert("transcript.notes".into(), transcript_notes.join("; "));
-    }
-    if let Some(label) = prepared.label.clone() {
-        metadata.insert("transcript.source".into(), label);
-        metadata.insert(
-            "transcript.schema".into(),
-            format!("baton.events/{}", baton_handoff::events::SCHEMA_VERSION),
-        );
-    }
-    let request = HandoffRequest {
-        brief,
-        transcript: prepared.files,
-        attachments: opened
-            .attachments
-            .unwrap_or_else(|| args.attach.iter().cloned().map(Attachment::Named).collect()),
-        skip: std::fs::metadata(store.root())
-            .ok()
-            .map(|m| (m.dev(), m.ino())),
-        secrets: mode,
-        pii: args.pii.unwrap_or(PiiMode::Redact),
-    };
-    // Everything is assembled, validated and scanned before the store is touched; the
-    // manifest's own text fields are scanned like the files.
-    let mut assembled = capture::assemble(request, workspace_evidence)?;
-    // The manifest's fields (`--meta` keys included) and the workspace's path are
-    // scanned as the files are: redacted, or the handoff refused.
-    let (fields, field_findings) = save_secrets::scan_fields(args, metadata, true)?;
-    let mut scrubber = Scrubber {
-        found: std::mem::take(&mut assembled.secrets),
-    };
-    for finding in field_findings {
-        for (kind, n) in finding.counts {
-            *scrubber.found.entry(kind).or_default() += n;
-        }
-    }
-    let workspace_text = scrubber.text(&workspace.display().to_string());
-    scrubber.refuse_if(mode == SecretsMode::Block)?;
-    assembled.secrets = scrubber.found;
-    check_refs_readable(&store)?;
-    let save_secrets::Fields {
-        summary: summary_arg,
-        note,
-        from,
-        to,
-        mut metadata,
-    } = fields;
-    // Without --from (or BATON_FROM) the sender is the harness whose session is the
-    // transcript: the label is `HARNESS:SESSION`, HARNESS as `Harness::name` gives it.
-    let from = if from.is_empty() {
-        harness_of(metadata.get("transcript.source")).unwrap_or(from)
-    } else {
-        from
-    };
-    let summary_arg = assembled.pii.text("--summary", &summary_arg);
-    let note = assembled.pii.text("--note", &note);
-    metadata.insert("kind".into(), "handoff".into());
-    metadata.insert("workspace".into(), workspace_text);
-    if !assembled.evidence.partial.is_empty() {
-        metadata.insert(
-            "evidence.partial".into(),
-            assembled.evidence.partial.join("; "),
-        );
-    }
-    if !assembled.secrets.is_empty() {
-        metadata.insert(
-            "secrets.redacted".into(),
-            capture::describe_counts(&assembled.secrets),
-        );
-    }
-    if !assembled.pii.places.is_empty() {
-        let key = match assembled.pii.mode {
-            PiiMode::Redact => "pii.redacted",
-            PiiMode::Allow => "pii.allowed",
-        };
-        metadata.insert(key.into(), assembled.pii.describe());
-    }
-    let summary = if summary_arg.is_empty() {
-        assembled
-            .briefing
-            .as_ref()
-            .map(|b| b.summary_line())
-            .unwrap_or_default()
-    } else {
-        summary_arg
-    };
-    // The files, their trees and the manifest go into one pack, published under the
-    // lock just before the ref move.
-    let batch = PackBatch::new(&store.objects);
-    let (tree, ids) = store.mem_tree_into(&assembled.files, &batch)?;
-    // A session that held personal data is scanned again on every handoff, as one that
-    // held a secret is: the cache only vouches for files found free of both.
-    let remember = prepared.remember.filter(|_| !assembled.pii_in_transcript);
-    let transcript = save_transcript::entry(prepared.label, remember, &assembled.files, &ids);
-    // What the next handoff builds on is written while the pack and the ref are made
-    // durable, and put in place after the ref move (best effort: the save is complete
-    // without it; the next handoff only does more work).
-    let (committed, cache) = std::thread::scope(|s| {
-        let cache =
-            s.spawn(|| transcript_cache::prepare_handoff(&store, &policy, transcript, history));
-        let committed = store.commit_bundle_in(batch, tree, "save", |b| {
-            b.from = from;
-            b.to = to;
-            b.summary = summary;
-            b.note = note;
-            b.metadata = metadata;
-        });
-        let cache = cache
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (committed, cache)
-    });
-    let (id, bundle) = committed?;
-    if let Ok(Some(cache)) = cache {
-        let _ = cache.publish();
-    }
+    let report = save::save_handoff(&store, opts)?;
     super::auto_repack(ctx, &store);
-    if !ctx.quiet && !ctx.json && !assembled.secrets.is_empty() {
+    let id = report.id;
+    Ok((handoff_outcome(ctx, report), id))
+}
+
+/// The save of a handoff as the CLI and the MCP server report it: notes on stderr (not
+/// with --quiet or --json) and the JSON document.
+fn handoff_outcome(ctx: &Ctx, report: SaveReport) -> Outcome {
+    let pii = &report.pii;
+    if !ctx.quiet && !ctx.json && !report.secrets.is_empty() {
         eprintln!(
             "note: redacted secrets ({})",
-            capture::describe_counts(&assembled.secrets)
+            capture::describe_counts(&report.secrets)
         );
     }
     if !ctx.quiet && !ctx.json {
-        for line in &transcript_notes {
+        for line in &report.transcript_notes {
             eprintln!("note: {}", crate::output::terminal_safe(line));
         }
     }
-    if !ctx.quiet && !ctx.json && !assembled.pii.places.is_empty() {
-        let what = match assembled.pii.mode {
+    if !ctx.quiet && !ctx.json && !pii.places.is_empty() {
+        let what = match pii.mode {
             PiiMode::Redact => "redacted personal data",
             PiiMode::Allow => "stored personal data as it is",
         };
         eprintln!(
             "note: {what} ({}); --pii {} to {}",
-            assembled.pii.describe(),
-            match assembled.pii.mode {
+            pii.describe(),
+            match pii.mode {
                 PiiMode::Redact => "allow",
                 PiiMode::Allow => "redact",
             },
-            match assembled.pii.mode {
+            match pii.mode {
                 PiiMode::Redact => "keep it",
                 PiiMode::Allow => "replace it by placeholders",
             }
         );
     }
-    if !ctx.quiet && !ctx.json && !assembled.evidence.partial.is_empty() {
+    if !ctx.quiet && !ctx.json && !report.partial.is_empty() {
         eprintln!(
             "note: partial workspace evidence: {}",
-            crate::output::terminal_safe(&assembled.evidence.partial.join("; "))
+            crate::output::terminal_safe(&report.partial.join("; "))
         );
     }
-    let outcome = Outcome::new(
-        id.to_hex(),
+    Outcome::new(
+        report.id.to_hex(),
         json!({
-            "bundle": id,
-            "parents": bundle.parents,
-            "tree": tree,
+            "bundle": report.id,
+            "parents": report.parents,
+            "tree": report.tree,
             "kind": "handoff",
-            "files": assembled.files.iter().map(|f| &f.path).collect::<Vec<_>>(),
-            "secrets": assembled.secrets,
+            "files": report.files,
+            "secrets": report.secrets,
             "pii": {
-                "mode": assembled.pii.mode.name(),
-                "found": assembled.pii.totals(),
-                "places": assembled.pii.places,
+                "mode": pii.mode.name(),
+                "found": pii.totals(),
+                "places": pii.places,
             },
-            "partial": assembled.evidence.partial,
-            "transcript_cached": cached,
-            "transcript_appended": appended,
-            "transcript_skipped": transcript_skipped,
-            "transcript_notes": transcript_notes,
+            "partial": report.partial,
+            "transcript_cached": report.transcript_cached,
+            "transcript_appended": report.transcript_appended,
+            "transcript_skipped": report.transcript_skipped,
+            "transcript_notes": report.transcript_notes,
         }),
-    );
-    Ok((outcome, id))
-}
-
-/// The harness a `transcript.source` label names (`claude-code:SESSION` gives
-/// `claude-code`); `None` for a plain FILE transcript, which has no label.
-fn harness_of(label: Option<&String>) -> Option<String> {
-    let (harness, _) = label?.split_once(':')?;
-    (!harness.is_empty()).then(|| harness.to_string())
+    )
 }
 
 fn parse_metadata(pairs: &[String]) -> Result<BTreeMap<String, String>> {

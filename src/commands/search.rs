@@ -11,7 +11,37 @@ use crate::output::Outcome;
 use baton_error::{Error, Result};
 use baton_handoff::transcript;
 
+/// One page of a search, as plain values (the CLI's arguments, or an MCP call's).
+pub struct SearchOptions {
+    /// The handoff whose transcript to search.
+    pub rev: String,
+    /// Words that must all appear in an event's text (ignoring case).
+    pub query: String,
+    /// A previous answer's `next_cursor`.
+    pub cursor: Option<String>,
+    pub filter: transcript::Filter,
+}
+
+impl From<&SearchArgs> for SearchOptions {
+    fn from(args: &SearchArgs) -> SearchOptions {
+        SearchOptions {
+            rev: args.rev.clone(),
+            query: args.query.clone(),
+            cursor: args.cursor.clone(),
+            filter: transcript::Filter {
+                roles: args.role.clone(),
+                kinds: args.kind.clone(),
+                tools: args.tool.clone(),
+            },
+        }
+    }
+}
+
 pub fn run(ctx: &Ctx, args: &SearchArgs) -> Result<Outcome> {
+    run_with(ctx, &SearchOptions::from(args))
+}
+
+pub fn run_with(ctx: &Ctx, args: &SearchOptions) -> Result<Outcome> {
     let store = ctx.open_store()?;
     let id = store.resolve(&args.rev)?;
     let bundle = store.read_bundle(&id)?;
@@ -25,14 +55,9 @@ pub fn run(ctx: &Ctx, args: &SearchArgs) -> Result<Outcome> {
                 e
             }
         })?;
-    let filter = transcript::Filter {
-        roles: args.role.clone(),
-        kinds: args.kind.clone(),
-        tools: args.tool.clone(),
-    };
     // Searched as it is decompressed, one line held at a time (a small pulled store can
     // hold a transcript of gigabytes).
-    let mut search = transcript::Search::new(&args.query, &filter, args.cursor.as_deref())?;
+    let mut search = transcript::Search::new(&args.query, &args.filter, args.cursor.as_deref())?;
     transcript::read_stored(&store, &entry, &mut |line, bytes| search.line(line, bytes))?;
     let page = search.finish();
     let mut human = String::new();

@@ -10,6 +10,7 @@ pub mod layout;
 pub mod log_entry;
 pub mod names;
 pub mod pack;
+pub mod text;
 pub mod tree;
 
 pub use bundle::Bundle;

@@ -17,7 +17,7 @@ use baton_store::memtree::MemFile;
 /// only summarised in `context.md`.
 pub const PATCH_LIMIT: u64 = 256 << 10;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SecretsMode {
     /// Replace each secret by a typed placeholder and report kinds and counts.
     Redact,
@@ -28,6 +28,23 @@ pub enum SecretsMode {
 }
 
 impl SecretsMode {
+    pub const ALL: [SecretsMode; 3] = [SecretsMode::Redact, SecretsMode::Block, SecretsMode::Allow];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SecretsMode::Redact => "redact",
+            SecretsMode::Block => "block",
+            SecretsMode::Allow => "allow",
+        }
+    }
+
+    /// The mode `name` names, ignoring case.
+    pub fn from_name(name: &str) -> Option<SecretsMode> {
+        SecretsMode::ALL
+            .into_iter()
+            .find(|m| m.name().eq_ignore_ascii_case(name))
+    }
+
     /// Handoffs redact or refuse; keeping secrets as they are is for snapshots only.
     pub fn for_handoff(self) -> Result<SecretsMode> {
         if self == SecretsMode::Allow {

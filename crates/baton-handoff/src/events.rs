@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// The `v` of every event this baton writes.
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     User,
@@ -17,9 +17,8 @@ pub enum Role {
     System,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[value(rename_all = "snake_case")]
 pub enum Kind {
     Message,
     ToolCall,
@@ -35,6 +34,8 @@ pub enum Kind {
 }
 
 impl Role {
+    pub const ALL: [Role; 4] = [Role::User, Role::Assistant, Role::Tool, Role::System];
+
     pub fn name(self) -> &'static str {
         match self {
             Role::User => "user",
@@ -43,9 +44,25 @@ impl Role {
             Role::System => "system",
         }
     }
+
+    /// The role `name` names, ignoring case.
+    pub fn from_name(name: &str) -> Option<Role> {
+        Role::ALL
+            .into_iter()
+            .find(|r| r.name().eq_ignore_ascii_case(name))
+    }
 }
 
 impl Kind {
+    pub const ALL: [Kind; 6] = [
+        Kind::Message,
+        Kind::ToolCall,
+        Kind::ToolResult,
+        Kind::Reasoning,
+        Kind::System,
+        Kind::Other,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Kind::Message => "message",
@@ -55,6 +72,13 @@ impl Kind {
             Kind::System => "system",
             Kind::Other => "other",
         }
+    }
+
+    /// The kind `name` names, ignoring case.
+    pub fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(name))
     }
 }
 

@@ -22,13 +22,15 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use super::import::{NEXT_TASK, STATUS};
 
 /// The layouts export writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {
     Frontmatter,
     Prowl,
 }
 
 impl ExportFormat {
+    pub const ALL: [ExportFormat; 2] = [ExportFormat::Frontmatter, ExportFormat::Prowl];
+
     pub fn name(self) -> &'static str {
         match self {
             ExportFormat::Frontmatter => "frontmatter",

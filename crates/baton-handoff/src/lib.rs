@@ -17,6 +17,7 @@ pub mod merge;
 pub mod pii;
 pub mod repos;
 pub mod resume;
+pub mod save;
 pub mod secrets;
 pub mod sessions;
 pub mod skill;

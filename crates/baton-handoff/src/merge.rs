@@ -1,8 +1,11 @@
 //! The briefing of a merge bundle: a new one the agent wrote, or both lines' Next Steps
 //! carried side by side, each labelled with the bundle and the handoff it came from.
 //!
-//! Pure functions of their input; `baton merge` reads the two bundles and writes the
-//! result into the tree of `current`.
+//! Pure functions of their input; [`merge`] (in `bundles.rs`) reads the two bundles and
+//! writes the result into the tree of `current`.
+
+mod bundles;
+pub use bundles::{MergeOptions, MergeOutcome, Merged, merge};
 
 use super::briefing::{self, Briefing};
 use super::capture::SecretsMode;

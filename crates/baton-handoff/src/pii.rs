@@ -41,7 +41,7 @@ pub fn cache_policy() -> String {
     format!("{}+{VERSION}", super::secrets::policy())
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PiiMode {
     /// Replace each item by a typed placeholder and report kinds and counts.
     Redact,
@@ -50,11 +50,20 @@ pub enum PiiMode {
 }
 
 impl PiiMode {
+    pub const ALL: [PiiMode; 2] = [PiiMode::Redact, PiiMode::Allow];
+
     pub fn name(self) -> &'static str {
         match self {
             PiiMode::Redact => "redact",
             PiiMode::Allow => "allow",
         }
+    }
+
+    /// The mode `name` names, ignoring case.
+    pub fn from_name(name: &str) -> Option<PiiMode> {
+        PiiMode::ALL
+            .into_iter()
+            .find(|m| m.name().eq_ignore_ascii_case(name))
     }
 }
 

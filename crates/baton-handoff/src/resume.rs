@@ -45,6 +45,27 @@ fn read_text(store: &Store, tree: &ObjectId, path: &str) -> Result<Option<String
     Ok(String::from_utf8(bytes).ok())
 }
 
+/// The resume use case: verify bundle `id` and everything below it (never act on a
+/// handoff whose bytes or history do not check out), then [`prepare`] its kickoff.
+pub fn resume(
+    store: &Store,
+    id: &ObjectId,
+    workspace: &Path,
+    budget: usize,
+    require_same: bool,
+) -> Result<Resumed> {
+    let report = store.verify_rev(id, false, &|_| {})?;
+    if let Some(problem) = report.problems.first() {
+        return Err(Error::integrity(format!(
+            "handoff {} does not verify ({} problems): {problem}",
+            id.short(),
+            report.problems.len()
+        ))
+        .with_hint("pull it again from its target, or run 'baton verify'"));
+    }
+    prepare(store, id, workspace, budget, require_same)
+}
+
 /// The kickoff of bundle `id` (already verified by the caller) for `workspace`, within
 /// `budget` tokens. `require_same` refuses (store_conflict) a workspace that is not the
 /// handoff's repository or cannot be placed.

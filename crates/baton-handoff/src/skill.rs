@@ -24,14 +24,14 @@ const SECTION_END: &str = "<!-- baton skill: end -->";
 /// Largest AGENTS.md or SKILL.md baton reads; anything bigger is not ours to edit.
 const MAX_FILE: u64 = 4 << 20;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Harness {
     ClaudeCode,
     Codex,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scope {
     /// The user's own configuration, for every project.
@@ -49,6 +49,13 @@ impl Harness {
             Harness::Codex => "codex",
         }
     }
+
+    /// The harness `name` names, ignoring case.
+    pub fn from_name(name: &str) -> Option<Harness> {
+        Harness::ALL
+            .into_iter()
+            .find(|h| h.name().eq_ignore_ascii_case(name))
+    }
 }
 
 impl Scope {
@@ -59,6 +66,13 @@ impl Scope {
             Scope::User => "user",
             Scope::Project => "project",
         }
+    }
+
+    /// The scope `name` names, ignoring case.
+    pub fn from_name(name: &str) -> Option<Scope> {
+        Scope::ALL
+            .into_iter()
+            .find(|s| s.name().eq_ignore_ascii_case(name))
     }
 }
 

@@ -7,18 +7,18 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
+use crate::capture::{self, Scanned};
+use crate::events::Pairing;
+use crate::sessions::skipped::Skipped;
+use crate::sessions::{self, SessionFile};
+use crate::transcript;
 use baton_error::Result;
 use baton_format::ObjectId;
-use baton_handoff::capture::{self, Scanned};
-use baton_handoff::events::Pairing;
-use baton_handoff::sessions::skipped::Skipped;
-use baton_handoff::sessions::{self, SessionFile};
-use baton_handoff::transcript;
 use baton_store::memtree::MemFile;
 use baton_store::{Store, transcript_cache};
 
 /// What `--transcript` became, ready for the bundle.
-pub(super) struct Prepared {
+pub(crate) struct Prepared {
     /// `transcript.jsonl` and the session file's attachment, scanned, in bundle order.
     pub files: Vec<Scanned>,
     /// The bundle's `transcript.source`.
@@ -56,7 +56,7 @@ impl Prepared {
 
 /// A transcript cache entry to be: the key, the files' bundle paths, and what a later
 /// handoff of the same session file with lines appended needs.
-pub(super) struct Remember {
+pub(crate) struct Remember {
     key: String,
     paths: Vec<String>,
     grown: Option<transcript_cache::Grown>,
@@ -82,10 +82,12 @@ impl Remember {
     }
 }
 
-/// What `--transcript` names: its text (or none), or a file the MCP server opened beneath
-/// its workspace (its path for messages and the transcript key).
-pub(super) enum Source<'a> {
-    Named(Option<&'a str>),
+/// What `--transcript` names: its text (`claude-code:latest`, a FILE), or a file the
+/// caller opened itself, as the MCP server does beneath its workspace (its path for
+/// messages and the transcript key).
+#[derive(Debug)]
+pub enum Source {
+    Named(String),
     Opened(std::path::PathBuf, std::fs::File),
 }
 
@@ -93,20 +95,20 @@ pub(super) enum Source<'a> {
 /// handoff of this store normalised and found clean, byte for byte the same (same key)
 /// under the same secret `policy`, is taken as the blobs stored then; any other is
 /// normalised, validated and scanned (its two files in parallel).
-pub(super) fn prepare(
+pub(crate) fn prepare(
     store: &Store,
     policy: &str,
-    source: Source,
+    source: Option<Source>,
     workspace: &Path,
 ) -> Result<Prepared> {
     let resolved = match source {
-        Source::Named(None) => None,
-        Source::Named(Some(text)) => Some(sessions::resolve_source(
+        None => None,
+        Some(Source::Named(text)) => Some(sessions::resolve_source(
             &sessions::Homes::from_env(),
-            &sessions::Source::parse(text),
+            &sessions::Source::parse(&text),
             workspace,
         )?),
-        Source::Opened(path, file) => Some(sessions::ResolvedSession::opened(path, file)),
+        Some(Source::Opened(path, file)) => Some(sessions::ResolvedSession::opened(path, file)),
     };
     let Some(resolved) = resolved else {
         return Ok(Prepared::new(Vec::new(), None, Skipped::default()));
@@ -373,7 +375,7 @@ fn appended_parts(
 /// The transcript cache entry of what the session became, by the bundle's `files` and
 /// their `ids` (same order); recorded after the ref move (every blob named is reachable
 /// from `current` then).
-pub(super) fn entry(
+pub(crate) fn entry(
     label: Option<String>,
     remember: Option<Remember>,
     files: &[MemFile],

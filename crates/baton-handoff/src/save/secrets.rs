@@ -1,4 +1,4 @@
-//! The secrets of `save DIR` outside file contents: entry names, symlink targets and the
+//! The secrets of a save outside file contents: entry names, symlink targets and the
 //! manifest's fields (`--summary`, `--note`, `--meta`, `--from`, `--to`), scanned as a
 //! handoff scans them and handled under the same `--secrets` mode as the contents
 //! (refused, replaced, or stored and reported), and every report of any of them: kinds
@@ -9,15 +9,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::cli::SaveArgs;
-use crate::output::terminal_safe;
+use crate::secrets::{self, files::Found};
 use baton_error::{Error, ErrorKind, Result};
-use baton_handoff::secrets::{self, files::Found};
+use baton_format::text::terminal_safe;
 use baton_store::snapshot::{Collision, Names, Node};
 
 /// Where a secret was found, besides a file's contents.
 #[derive(Clone, Debug)]
-pub(super) enum Place {
+pub enum Place {
     /// The name of the entry at this (display) path.
     Name(String),
     /// The target of the symlink at this (display) path.
@@ -28,13 +27,14 @@ pub(super) enum Place {
 
 /// One place and what was found there.
 #[derive(Clone, Debug)]
-pub(super) struct Finding {
+pub struct Finding {
     pub place: Place,
     pub counts: BTreeMap<&'static str, u64>,
 }
 
-/// The manifest's fields as they will be stored.
-pub(super) struct Fields {
+/// The manifest's fields: as given, and (from [`scan_fields`]) as they will be stored.
+#[derive(Clone, Debug, Default)]
+pub struct Fields {
     pub summary: String,
     pub note: String,
     pub from: String,
@@ -43,7 +43,7 @@ pub(super) struct Fields {
 }
 
 /// What the names of a snapshot held.
-pub(super) struct NameFindings {
+pub struct NameFindings {
     pub findings: Vec<Finding>,
     /// The entries (on disk) whose own name held a secret: under `redact`, nothing below
     /// them goes into the stat cache, whose entries are named by path.
@@ -68,7 +68,7 @@ fn lossy(bytes: Vec<u8>) -> String {
 
 /// `path` below `dir` for a message: `/`-separated, each component with its secrets
 /// replaced (a name that is a key would otherwise be shown in its own refusal).
-pub(super) fn display_path(dir: &Path, path: &Path) -> String {
+pub fn display_path(dir: &Path, path: &Path) -> String {
     let rel = path.strip_prefix(dir).unwrap_or(path);
     rel.iter()
         .map(|part| {
@@ -84,7 +84,7 @@ pub(super) fn display_path(dir: &Path, path: &Path) -> String {
 
 /// Scan every entry name and symlink target below `node` (the snapshot of `dir`); with
 /// `redact`, store them redacted. Two entries that would then share a name are refused.
-pub(super) fn scan_names(node: &mut Node, dir: &Path, redact: bool) -> Result<NameFindings> {
+pub fn scan_names(node: &mut Node, dir: &Path, redact: bool) -> Result<NameFindings> {
     struct Scan<'a> {
         dir: &'a Path,
         redact: bool,
@@ -173,12 +173,15 @@ fn all_clean(node: &mut Node) -> bool {
     all.clean && scrub(&all.lines).is_none()
 }
 
-/// The manifest's fields from `args` and `metadata`, scanned; with `redact`, redacted.
-pub(super) fn scan_fields(
-    args: &SaveArgs,
-    metadata: BTreeMap<String, String>,
-    redact: bool,
-) -> Result<(Fields, Vec<Finding>)> {
+/// The manifest's `fields`, scanned; with `redact`, redacted.
+pub fn scan_fields(fields: Fields, redact: bool) -> Result<(Fields, Vec<Finding>)> {
+    let Fields {
+        summary,
+        note,
+        from,
+        to,
+        metadata,
+    } = fields;
     let mut findings = Vec::new();
     let mut field = |flag: String, text: &str| -> String {
         let Some(r) = scrub(text.as_bytes()) else {
@@ -194,8 +197,8 @@ pub(super) fn scan_fields(
             text.to_string()
         }
     };
-    let summary = field("--summary".into(), &args.summary);
-    let note = field("--note".into(), &args.note);
+    let summary = field("--summary".into(), &summary);
+    let note = field("--note".into(), &note);
     let mut stored = BTreeMap::new();
     for (key, value) in metadata {
         let shown = match scrub(key.as_bytes()) {
@@ -213,8 +216,8 @@ pub(super) fn scan_fields(
             .with_hint("rename one of them, or save with --secrets block or --secrets allow"));
         }
     }
-    let from = field("--from".into(), &args.from);
-    let to = field("--to".into(), &args.to);
+    let from = field("--from".into(), &from);
+    let to = field("--to".into(), &to);
     Ok((
         Fields {
             summary,
@@ -242,7 +245,7 @@ impl Place {
 const MAX_LISTED: usize = 10;
 
 /// The files (by path) and places, up to [`MAX_LISTED`], then "and N more".
-pub(super) fn list(dir: &Path, files: &[Found], places: &[Finding]) -> String {
+pub fn list(dir: &Path, files: &[Found], places: &[Finding]) -> String {
     let all: Vec<String> = files
         .iter()
         .map(|f| terminal_safe(&display_path(dir, &f.path)).into_owned())
@@ -262,7 +265,7 @@ pub(super) fn list(dir: &Path, files: &[Found], places: &[Finding]) -> String {
 
 /// The refusal of a snapshot under `--secrets block` whose names or fields (and maybe
 /// files) hold secrets: kinds and places.
-pub(super) fn refusal(dir: &Path, files: &[Found], places: &[Finding]) -> Error {
+pub fn refusal(dir: &Path, files: &[Found], places: &[Finding]) -> Error {
     let mut kinds: Vec<&str> = secrets::files::all_kinds(files);
     kinds.extend(places.iter().flat_map(|p| p.counts.keys().copied()));
     kinds.sort_unstable();
@@ -288,7 +291,7 @@ pub(super) fn refusal(dir: &Path, files: &[Found], places: &[Finding]) -> Error 
 
 /// The report of `secrets.redacted` / `secrets.allowed`: for each kind, how many files
 /// and names and which fields ("github_token (1 file, 2 file names, --summary)").
-pub(super) fn describe(files: &[Found], places: &[Finding]) -> String {
+pub fn describe(files: &[Found], places: &[Finding]) -> String {
     let mut by_kind: BTreeMap<&str, (u64, u64, u64, Vec<String>)> = BTreeMap::new();
     for f in files {
         for kind in f.kinds() {
@@ -329,7 +332,7 @@ pub(super) fn describe(files: &[Found], places: &[Finding]) -> String {
 
 /// The `--json` entries of every finding: `in` says where (`contents`, `name`,
 /// `symlink_target`, or the flag), `path` which entry.
-pub(super) fn json_entries(dir: &Path, files: &[Found], places: &[Finding]) -> Vec<Value> {
+pub fn json_entries(dir: &Path, files: &[Found], places: &[Finding]) -> Vec<Value> {
     let mut out: Vec<Value> = files
         .iter()
         .map(
