@@ -58,7 +58,7 @@ pub(super) fn try_push(
     // them in; their reads then travel with the pack's writes.
     let (reads, lists) = remote_store::hint_reads(hint.generation);
     let pending = remote.start_reads(&reads, &lists, 1 << 20)?;
-    remote.prepare_known(&[Kind::Pack, Kind::Generation(RefName::Current)])?;
+    remote.prepare_in_existing_dirs(&[Kind::Pack, Kind::Generation(RefName::Current)])?;
     let item = remote.begin_new()?;
     let written = write_pack(store, remote, &item, &beside, &missing, progress);
     let answers = match remote.collect_reads(pending) {

@@ -200,7 +200,7 @@ pub trait Backend {
 
     /// `prepare` for a store known to have the directories (a push that trusts its
     /// hint, so nothing is made in a location that may no longer hold the store).
-    fn prepare_known(&mut self, kinds: &[Kind]) -> Result<()> {
+    fn prepare_in_existing_dirs(&mut self, kinds: &[Kind]) -> Result<()> {
         self.prepare(kinds)
     }
 
@@ -483,7 +483,7 @@ impl<T: Pipelined + ?Sized> Backend for T {
         prepare_publish(self, &dirs)
     }
 
-    fn prepare_known(&mut self, kinds: &[Kind]) -> Result<()> {
+    fn prepare_in_existing_dirs(&mut self, kinds: &[Kind]) -> Result<()> {
         let dirs: Vec<String> = kinds
             .iter()
             .map(layout::dir)
