@@ -5,6 +5,7 @@
 //! plain options and render its report.
 
 pub mod secrets;
+pub mod snapshot;
 pub mod transcript;
 
 use std::collections::BTreeMap;
