@@ -11,6 +11,7 @@ pub mod context;
 pub mod events;
 pub mod evidence;
 pub mod export;
+pub mod export_handoff;
 pub mod import;
 pub mod kickoff;
 pub mod merge;
