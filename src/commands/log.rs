@@ -1,6 +1,5 @@
 //! `baton log`: bundle history newest first, or the audit log of ref moves.
 
-use std::collections::{BinaryHeap, HashMap};
 use std::fmt::Write;
 
 use serde_json::json;
@@ -10,7 +9,6 @@ use crate::cli::LogArgs;
 use crate::commands::Ctx;
 use crate::output::Outcome;
 use baton_error::Result;
-use baton_format::bundle::unix_seconds;
 use baton_format::id::show_short;
 use baton_format::names::RefName;
 use baton_handoff::import;
@@ -76,22 +74,9 @@ pub fn run_with(ctx: &Ctx, args: LogOptions) -> Result<Outcome> {
             None => return Ok(Outcome::new("", json!({ "bundles": [] }))),
         },
     };
-    let limit = args.max.unwrap_or(usize::MAX);
-    // Newest first across all parents (merges from imports), like `git log`.
-    let mut heap = BinaryHeap::new();
-    let mut queued = HashMap::new();
-    let first = store.read_bundle(&start)?;
-    heap.push((unix_seconds(first.created_time()), start));
-    queued.insert(start, first);
     let mut human = String::new();
     let mut bundles = Vec::new();
-    while let Some((_, id)) = heap.pop() {
-        if bundles.len() >= limit {
-            break;
-        }
-        let Some(bundle) = queued.get(&id).cloned() else {
-            continue;
-        };
+    for (id, bundle) in store.history_newest_first(&start, args.max.unwrap_or(usize::MAX))? {
         let _ = writeln!(human, "bundle {id}");
         let who = handoff_line(&bundle.from, &bundle.to);
         if !who.is_empty() {
@@ -122,13 +107,6 @@ pub fn run_with(ctx: &Ctx, args: LogOptions) -> Result<Outcome> {
             }
         }
         human.push('\n');
-        for parent in &bundle.parents {
-            if !queued.contains_key(parent) {
-                let p = store.read_bundle(parent)?;
-                heap.push((unix_seconds(p.created_time()), *parent));
-                queued.insert(*parent, p);
-            }
-        }
         let mut doc = bundle_json(&id, &bundle);
         if let Some(status) = bundle.metadata.get(import::STATUS) {
             doc["status"] = json!(status);

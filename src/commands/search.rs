@@ -8,19 +8,10 @@ use serde_json::json;
 use crate::cli::SearchArgs;
 use crate::commands::Ctx;
 use crate::output::Outcome;
-use baton_error::{Error, Result};
+use baton_error::Result;
 use baton_handoff::transcript;
 
-/// One page of a search, as plain values (the CLI's arguments, or an MCP call's).
-pub struct SearchOptions {
-    /// The handoff whose transcript to search.
-    pub rev: String,
-    /// Words that must all appear in an event's text (ignoring case).
-    pub query: String,
-    /// A previous answer's `next_cursor`.
-    pub cursor: Option<String>,
-    pub filter: transcript::Filter,
-}
+pub use baton_handoff::search::SearchOptions;
 
 impl From<&SearchArgs> for SearchOptions {
     fn from(args: &SearchArgs) -> SearchOptions {
@@ -43,23 +34,7 @@ pub fn run(ctx: &Ctx, args: &SearchArgs) -> Result<Outcome> {
 
 pub fn run_with(ctx: &Ctx, args: &SearchOptions) -> Result<Outcome> {
     let store = ctx.open_store()?;
-    let id = store.resolve(&args.rev)?;
-    let bundle = store.read_bundle(&id)?;
-    let entry = store
-        .lookup_path(&bundle.tree, "transcript.jsonl")
-        .map_err(|e| {
-            if e.kind == baton_error::ErrorKind::NotFound {
-                Error::not_found(format!("handoff {} has no transcript", id.short()))
-                    .with_hint("save one with 'baton save --transcript FILE'")
-            } else {
-                e
-            }
-        })?;
-    // Searched as it is decompressed, one line held at a time (a small pulled store can
-    // hold a transcript of gigabytes).
-    let mut search = transcript::Search::new(&args.query, &args.filter, args.cursor.as_deref())?;
-    transcript::read_stored(&store, &entry, &mut |line, bytes| search.line(line, bytes))?;
-    let page = search.finish();
+    let (id, page) = baton_handoff::search::search(&store, args)?;
     let mut human = String::new();
     for hit in &page.hits {
         match baton_handoff::events::parse(&hit.event) {

@@ -19,6 +19,7 @@ pub mod pii;
 pub mod repos;
 pub mod resume;
 pub mod save;
+pub mod search;
 pub mod secrets;
 pub mod sessions;
 pub mod skill;

@@ -6,7 +6,7 @@ use super::Store;
 use super::tree_limits::{MAX_TREE_DEPTH, Shape, Shapes, TreeSource};
 use baton_error::{Error, Result};
 use baton_format::bundle::unix_seconds;
-use baton_format::{EntryKind, ObjectId, Tree, TreeEntry};
+use baton_format::{Bundle, EntryKind, ObjectId, Tree, TreeEntry};
 
 /// What a reachability walk found.
 pub struct Reach {
@@ -181,6 +181,38 @@ impl Store {
             }
         }
         Ok(order)
+    }
+
+    /// Up to `limit` bundles from `start` back through every parent, newest first by
+    /// creation time (ties by id), each once: `baton log`'s order, like `git log`'s.
+    pub fn history_newest_first(
+        &self,
+        start: &ObjectId,
+        limit: usize,
+    ) -> Result<Vec<(ObjectId, Bundle)>> {
+        let mut heap = BinaryHeap::new();
+        let mut queued = HashMap::new();
+        let first = self.read_bundle(start)?;
+        heap.push((unix_seconds(first.created_time()), *start));
+        queued.insert(*start, first);
+        let mut out = Vec::new();
+        while let Some((_, id)) = heap.pop() {
+            if out.len() >= limit {
+                break;
+            }
+            let Some(bundle) = queued.get(&id).cloned() else {
+                continue;
+            };
+            for parent in &bundle.parents {
+                if !queued.contains_key(parent) {
+                    let p = self.read_bundle(parent)?;
+                    heap.push((unix_seconds(p.created_time()), *parent));
+                    queued.insert(*parent, p);
+                }
+            }
+            out.push((id, bundle));
+        }
+        Ok(out)
     }
 
     /// Whether `ancestor` is `descendant` or one of its ancestors. Stops as soon as it is

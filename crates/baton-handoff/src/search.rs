@@ -1,0 +1,39 @@
+//! `search` as a library function: one page of a handoff's transcript events matching a
+//! query, read line by line as it is decompressed from the store.
+
+use crate::transcript::{self, Filter, Page};
+use baton_error::{Error, ErrorKind, Result};
+use baton_format::ObjectId;
+use baton_store::Store;
+
+/// One page of a search, as plain values (the CLI's arguments, or an MCP call's).
+pub struct SearchOptions {
+    /// The handoff whose transcript to search.
+    pub rev: String,
+    /// Words that must all appear in an event's text (ignoring case).
+    pub query: String,
+    /// A previous answer's `next_cursor`.
+    pub cursor: Option<String>,
+    pub filter: Filter,
+}
+
+/// The page `opts` asks for, and the bundle it was found in.
+pub fn search(store: &Store, opts: &SearchOptions) -> Result<(ObjectId, Page)> {
+    let id = store.resolve(&opts.rev)?;
+    let bundle = store.read_bundle(&id)?;
+    let entry = store
+        .lookup_path(&bundle.tree, "transcript.jsonl")
+        .map_err(|e| {
+            if e.kind == ErrorKind::NotFound {
+                Error::not_found(format!("handoff {} has no transcript", id.short()))
+                    .with_hint("save one with 'baton save --transcript FILE'")
+            } else {
+                e
+            }
+        })?;
+    // Searched as it is decompressed, one line held at a time (a small pulled store can
+    // hold a transcript of gigabytes).
+    let mut search = transcript::Search::new(&opts.query, &opts.filter, opts.cursor.as_deref())?;
+    transcript::read_stored(store, &entry, &mut |line, bytes| search.line(line, bytes))?;
+    Ok((id, search.finish()))
+}
