@@ -207,4 +207,3 @@ fn parents_first(bundles: &HashMap<ObjectId, Bundle>) -> Vec<ObjectId> {
     }
     order
 }
-

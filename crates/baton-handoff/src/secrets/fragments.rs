@@ -63,8 +63,8 @@ pub(super) fn crossings(joined: &[u8], bounds: &[usize]) -> Vec<Crossing> {
             bounds.iter().any(|&b| {
                 f.start < b
                     && b < f.end
-                    && super::significant(&joined[f.start..b])
-                    && super::significant(&joined[b..f.end])
+                    && super::claims::significant(&joined[f.start..b])
+                    && super::claims::significant(&joined[b..f.end])
             })
         })
         .map(|f| Crossing {

@@ -4,8 +4,9 @@
 
 use base64::Engine;
 
+use super::claims::{Candidate, rank};
+use super::may_hold_key_block;
 use super::rules::{PEM_ANY_END, PEM_BEGIN};
-use super::{Candidate, may_hold_key_block, rank};
 
 /// PEM and PGP private key blocks. The regex crate has no backreferences, so the END
 /// line that matches a BEGIN line is looked up by hand.

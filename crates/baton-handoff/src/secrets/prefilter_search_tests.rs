@@ -159,7 +159,8 @@ fn a_rule_is_compiled_only_when_the_prefilter_selects_it() {
         "nothing compiled up front"
     );
     let text = format!("export GH=ghp_{}\n", "a1B2c3D4e5".repeat(4));
-    let found = super::pattern_candidates_in(&fresh, text.as_bytes(), 0, super::Content::Text);
+    let found =
+        super::claims::pattern_candidates_in(&fresh, text.as_bytes(), 0, super::Content::Text);
     assert_eq!(found.len(), 1, "the token is found");
     let selected = super::rules::candidate_rules(text.as_bytes());
     let compiled: Vec<usize> = (0..fresh.len())
@@ -174,8 +175,13 @@ fn a_rule_is_compiled_only_when_the_prefilter_selects_it() {
     // A text without any anchor compiles nothing.
     let fresh = table();
     assert!(
-        super::pattern_candidates_in(&fresh, b"hello world 12345\n", 0, super::Content::Text)
-            .is_empty()
+        super::claims::pattern_candidates_in(
+            &fresh,
+            b"hello world 12345\n",
+            0,
+            super::Content::Text
+        )
+        .is_empty()
     );
     assert!(fresh.iter().all(|r| !r.is_compiled()));
 }

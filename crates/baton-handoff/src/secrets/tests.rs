@@ -118,6 +118,7 @@ mod cases {
 
     #[test]
     fn patterns_compile_and_kinds_are_known() {
+        use super::super::rules::{PLACEHOLDER, RULES};
         LazyLock::force(&RULES);
         LazyLock::force(&PLACEHOLDER);
         for rule in RULES.iter() {
