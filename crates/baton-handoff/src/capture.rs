@@ -75,6 +75,10 @@ pub struct HandoffRequest {
 pub struct Scanned {
     pub file: MemFile,
     pub found: BTreeMap<&'static str, u64>,
+    /// Where the personal-data scan starts: the bytes before it are a transcript's part
+    /// that a previous handoff found free of personal data (an appended session, SPEC
+    /// 5.1); 0 for everything else.
+    pub pii_from: usize,
 }
 
 impl Scanned {
@@ -97,6 +101,7 @@ pub fn scan(mut file: MemFile) -> Scanned {
     Scanned {
         file,
         found: own.found,
+        pii_from: 0,
     }
 }
 
@@ -228,13 +233,17 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
     let mut personal = pii::Scrubber::new(request.pii, keep);
     let mut transcript = request.transcript;
     // The written files first, then the transcript's (attachments are not scanned).
-    let mut targets: Vec<&mut MemFile> = scanned
+    let mut targets: Vec<(&mut MemFile, usize)> = scanned
         .iter_mut()
         .filter(|one| matches!(one.file.path.as_str(), "handoff.md" | "context.md"))
-        .map(|one| &mut one.file)
+        .map(|one| (&mut one.file, one.pii_from))
         .collect();
     let written = targets.len();
-    targets.extend(transcript.iter_mut().map(|one| &mut one.file));
+    targets.extend(
+        transcript
+            .iter_mut()
+            .map(|one| (&mut one.file, one.pii_from)),
+    );
     let pii_in_transcript = personal.files(&mut targets)[written..]
         .iter()
         .any(|found| *found);

@@ -186,23 +186,35 @@ impl Scrubber {
         (self.mode == PiiMode::Redact).then_some(r.bytes)
     }
 
-    /// Scan files of the bundle whose bytes are in memory, in parallel (a cached one,
-    /// `stored`, was found free of personal data under the cache's policy,
-    /// [`cache_policy`]); for each, whether it held any.
-    pub fn files(&mut self, files: &mut [&mut baton_store::memtree::MemFile]) -> Vec<bool> {
+    /// Scan files of the bundle whose bytes are in memory, in parallel, each from its
+    /// offset on (a cached one, `stored`, was found free of personal data under the
+    /// cache's policy, [`cache_policy`], and so were the bytes before an appended
+    /// transcript's offset: no match crosses the line end of a JSON line, which ends in
+    /// `}`); for each, whether it held any.
+    pub fn files(
+        &mut self,
+        files: &mut [(&mut baton_store::memtree::MemFile, usize)],
+    ) -> Vec<bool> {
         use rayon::prelude::*;
         let keep = &self.keep;
         let found: Vec<_> = files
             .par_iter()
-            .map(|file| match file.stored {
+            .map(|(file, from)| match file.stored {
                 Some(_) => Vec::new(),
-                None => find(&file.bytes, keep),
+                None => {
+                    let from = (*from).min(file.bytes.len());
+                    let mut found = find(&file.bytes[from..], keep);
+                    for (range, _) in &mut found {
+                        *range = range.start + from..range.end + from;
+                    }
+                    found
+                }
             })
             .collect();
         files
             .iter_mut()
             .zip(found)
-            .map(|(file, found)| {
+            .map(|((file, _), found)| {
                 if found.is_empty() {
                     return false;
                 }

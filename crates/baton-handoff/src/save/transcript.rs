@@ -285,10 +285,15 @@ fn appended(
     let grown = Some(grown).filter(|_| raw.ends_with(b"\n"));
     // The names are scanned as always; the bytes were, the cached part then and the new
     // lines now.
+    // Personal data likewise: the cached part was found free of it (an entry is recorded
+    // only then), so its scan starts at the same newlines.
+    let jsonl_start = jsonl.len() - tail_jsonl.len();
+    let pii_starts = [jsonl_start.saturating_sub(1), raw_start];
     let mut files = Vec::new();
-    for ((path, _, _), bytes) in entry.files.iter().zip([jsonl, raw]) {
+    for (((path, _, _), bytes), pii_from) in entry.files.iter().zip([jsonl, raw]).zip(pii_starts) {
         let mut scanned = capture::scan(MemFile::new(path.clone(), Vec::new()));
         scanned.file.bytes = bytes;
+        scanned.pii_from = pii_from;
         files.push(scanned);
     }
     let mut skipped = Skipped::from_counts(&entry.skipped);
