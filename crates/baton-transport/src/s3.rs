@@ -27,7 +27,7 @@ use object_store::{
     PutPayload, RetryConfig,
 };
 
-use super::backend::{Backend, Chain, Listing, NewItem, staging_name};
+use super::backend::{Backend, BackendExt, Chain, Listing, NewItem, new_store_files, staging_name};
 use super::error::TransportError;
 use super::{Published, RemoteEntry, Upload};
 use baton_error::{Error, Result};
@@ -323,10 +323,6 @@ fn listing_rel(listing: &Listing) -> String {
 }
 
 impl Backend for S3Backend {
-    fn retries_itself(&self) -> bool {
-        true
-    }
-
     fn describe(&self) -> String {
         format!("s3://{}/{}", self.bucket, self.prefix.trim_end_matches('/'))
             .trim_end_matches('/')
@@ -441,22 +437,8 @@ impl Backend for S3Backend {
         Ok(())
     }
 
-    fn prepare(&mut self, _kinds: &[Kind]) -> Result<()> {
-        // No directories on S3.
-        Ok(())
-    }
-
-    fn begin_new(&mut self) -> Result<NewItem> {
-        self.begin(Vec::new())
-    }
-
-    fn begin_new_store(&mut self, config: Vec<u8>) -> Result<NewItem> {
-        let store = layout::INITIAL_FILES
-            .iter()
-            .map(|(name, bytes)| (name.to_string(), bytes.to_vec()))
-            .chain([(layout::CONFIG.to_string(), config)])
-            .collect();
-        self.begin(store)
+    fn begin_new(&mut self, store: Option<Vec<u8>>) -> Result<NewItem> {
+        self.begin(store.map(new_store_files).unwrap_or_default())
     }
 
     fn upload_with(
@@ -541,27 +523,6 @@ impl Backend for S3Backend {
         self.staged.remove(item.key());
     }
 
-    fn abandon(&mut self, item: NewItem) {
-        self.staged.remove(item.key());
-    }
-
-    fn sweep_leftovers(&mut self, listed: &[RemoteEntry]) {
-        // Only probes can be left (a process killed between creating and deleting one);
-        // abandoned multipart uploads are the bucket lifecycle rule's (docs/sync.md).
-        let sweep = leftovers::RemoteSweep::now();
-        for entry in listed {
-            let Some(name) = entry.name.strip_prefix("probe-") else {
-                continue;
-            };
-            if !entry.is_dir
-                && sweep.removable(name, entry.mtime)
-                && let Ok(path) = self.path(&layout::staging_dir(&entry.name))
-            {
-                let _ = self.rt.block_on(self.s3.delete(&path));
-            }
-        }
-    }
-
     fn delete(&mut self, kind: &Kind, name: &str) -> Result<bool> {
         if !matches!(kind, Kind::Pack | Kind::Loose) {
             return Err(Error::internal(format!(
@@ -580,6 +541,33 @@ impl Backend for S3Backend {
             .block_on(self.s3.delete(&path))
             .map_err(|e| self.err(e, &rel))?;
         Ok(true)
+    }
+}
+
+/// Only what differs from the defaults: S3's errors come after its own retries, and what
+/// interrupted writers can leave is a probe. The rest gains nothing here: `read_and_list`
+/// sends its GETs and LISTs at once already, there are no directories to prepare, and an
+/// abandoned item is only forgotten (`close_new`).
+impl BackendExt for S3Backend {
+    fn retries_itself(&self) -> bool {
+        true
+    }
+
+    fn sweep_leftovers(&mut self, listed: &[RemoteEntry]) {
+        // Only probes can be left (a process killed between creating and deleting one);
+        // abandoned multipart uploads are the bucket lifecycle rule's (docs/sync.md).
+        let sweep = leftovers::RemoteSweep::now();
+        for entry in listed {
+            let Some(name) = entry.name.strip_prefix("probe-") else {
+                continue;
+            };
+            if !entry.is_dir
+                && sweep.removable(name, entry.mtime)
+                && let Ok(path) = self.path(&layout::staging_dir(&entry.name))
+            {
+                let _ = self.rt.block_on(self.s3.delete(&path));
+            }
+        }
     }
 }
 

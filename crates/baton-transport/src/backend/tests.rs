@@ -1,4 +1,4 @@
-//! Tests of the path backend: the publish chain of a push, and deletion.
+//! Tests of the path adapter: the publish chain of a push, and deletion.
 
 use super::*;
 use crate::local::LocalRemote;
@@ -8,7 +8,7 @@ use baton_format::names::RefName;
 /// A begun pack with a ref line staged beside it, in a store at `dir`.
 fn staged(dir: &std::path::Path) -> (LocalRemote, NewItem) {
     let mut remote = LocalRemote::new(dir.to_path_buf());
-    let item = remote.begin_new_store(b"config".to_vec()).unwrap();
+    let item = remote.begin_new(Some(b"config".to_vec())).unwrap();
     let mut upload = remote
         .upload_with(&item, &[("ref".to_string(), b"line\n".to_vec())])
         .unwrap();
@@ -106,7 +106,7 @@ fn a_local_backend_deletes_packs_and_loose_objects_but_never_history() {
         std::fs::write(root.join(f), f).expect("write");
     }
     std::fs::write(root.join("refs/current/00000000000000000001"), "g").expect("write");
-    let mut backend: Box<dyn Backend> = Box::new(LocalRemote::new(root.to_path_buf()));
+    let mut backend: Box<dyn BackendExt> = Box::new(LocalRemote::new(root.to_path_buf()));
     assert!(backend.delete(&Kind::Pack, "p1.pack").expect("delete pack"));
     assert!(
         !backend
