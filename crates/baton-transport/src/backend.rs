@@ -10,7 +10,7 @@ use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{Published, RemoteEntry, Upload};
-use baton_error::Result;
+use baton_error::{Error, Result};
 use baton_format::layout::{self, Kind};
 use baton_store::leftovers;
 
@@ -27,6 +27,18 @@ pub enum Listing {
     Fanout(String),
     /// What interrupted writers left behind (for `sweep_leftovers`).
     Leftovers,
+}
+
+impl Listing {
+    /// Where the listing looks, relative to the store's top (a path, or a key prefix).
+    pub fn rel(&self) -> String {
+        match self {
+            Listing::Root => String::new(),
+            Listing::Of(kind) => layout::dir(kind),
+            Listing::Fanout(name) => format!("{}/{name}", layout::OBJECTS),
+            Listing::Leftovers => layout::STAGING.to_string(),
+        }
+    }
 }
 
 /// A new item being streamed before its name is known.
@@ -288,6 +300,15 @@ pub fn staging_name() -> String {
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     format!("{host}-{}-{nanos}", std::process::id())
+}
+
+/// The refusal of deleting history (a bug in the caller, never input): what `delete`
+/// answers for anything but a pack or a loose object.
+pub fn refuse_delete(kind: &Kind, name: &str) -> Result<bool> {
+    Err(Error::internal(format!(
+        "refusing to delete {}: config, log and ref generations are never deleted",
+        layout::path(kind, name)
+    )))
 }
 
 /// The small files of a new store, `config` last (what `begin_new` stages with the item

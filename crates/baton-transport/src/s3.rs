@@ -27,7 +27,9 @@ use object_store::{
     PutPayload, RetryConfig,
 };
 
-use super::backend::{Backend, BackendExt, Chain, Listing, NewItem, new_store_files, staging_name};
+use super::backend::{
+    Backend, BackendExt, Chain, Listing, NewItem, new_store_files, refuse_delete, staging_name,
+};
 use super::error::TransportError;
 use super::{Published, RemoteEntry, Upload};
 use baton_error::{Error, Result};
@@ -312,16 +314,6 @@ enum Small {
     Bytes(Vec<u8>),
 }
 
-/// Where a listing looks, relative to the store's prefix.
-fn listing_rel(listing: &Listing) -> String {
-    match listing {
-        Listing::Root => String::new(),
-        Listing::Of(kind) => layout::dir(kind),
-        Listing::Fanout(name) => format!("{}/{name}", layout::OBJECTS),
-        Listing::Leftovers => layout::STAGING.to_string(),
-    }
-}
-
 impl Backend for S3Backend {
     fn describe(&self) -> String {
         format!("s3://{}/{}", self.bucket, self.prefix.trim_end_matches('/'))
@@ -348,7 +340,7 @@ impl Backend for S3Backend {
             // The listings only once the reads are answered (the trait's contract): a
             // push publishes its pack before the ref generation naming it, so a listing
             // taken after a generation was read holds that generation's pack.
-            let lists = futures::stream::iter(lists.iter().map(|l| this.list(listing_rel(l))))
+            let lists = futures::stream::iter(lists.iter().map(|l| this.list(l.rel())))
                 .buffered(READS_IN_FLIGHT)
                 .map_ok(Some)
                 .try_collect::<Vec<_>>()
@@ -525,10 +517,7 @@ impl Backend for S3Backend {
 
     fn delete(&mut self, kind: &Kind, name: &str) -> Result<bool> {
         if !matches!(kind, Kind::Pack | Kind::Loose) {
-            return Err(Error::internal(format!(
-                "refusing to delete {}: config, log and ref generations are never deleted",
-                layout::path(kind, name)
-            )));
+            return refuse_delete(kind, name);
         }
         let rel = layout::path(kind, name);
         let path = self.path(&rel)?;

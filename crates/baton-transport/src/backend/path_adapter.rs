@@ -9,25 +9,16 @@ use std::time::Instant;
 
 use super::{
     Backend, BackendExt, Chain, Listing, NewItem, OpenTail, PendingReads, new_store_files,
-    staging_name,
+    refuse_delete, staging_name,
 };
 use crate::{Pipelined, Published, Remote, RemoteEntry, Step, Upload, trace};
-use baton_error::{Error, Result};
+use baton_error::Result;
 use baton_format::layout::{self, Kind};
 use baton_store::leftovers;
 
 /// Where a store file of `item` is staged.
 fn store_staged(item: &NewItem, name: &str) -> String {
     format!("{}/store{name}", item.staging)
-}
-
-fn listing_path(listing: &Listing) -> String {
-    match listing {
-        Listing::Root => String::new(),
-        Listing::Of(kind) => layout::dir(kind),
-        Listing::Fanout(name) => format!("{}/{name}", layout::OBJECTS),
-        Listing::Leftovers => layout::STAGING.to_string(),
-    }
 }
 
 /// Run `f`, the call `call` on a path transport, and trace it (`trace::call`): `waited`
@@ -64,14 +55,6 @@ fn remove_dir_all<R: Pipelined + ?Sized>(remote: &mut R, dir: &str) -> Result<()
     })
 }
 
-/// The refusal of deleting history (a bug in the caller, never input).
-fn refuse_delete(kind: &Kind, name: &str) -> Result<bool> {
-    Err(Error::internal(format!(
-        "refusing to delete {}: config, log and ref generations are never deleted",
-        layout::path(kind, name)
-    )))
-}
-
 impl<T: Pipelined + ?Sized> Backend for T {
     fn describe(&self) -> String {
         Remote::describe(self)
@@ -84,7 +67,7 @@ impl<T: Pipelined + ?Sized> Backend for T {
         limit: u64,
     ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
         let files: Vec<String> = reads.iter().map(|(k, n)| layout::path(k, n)).collect();
-        let dirs: Vec<String> = lists.iter().map(listing_path).collect();
+        let dirs: Vec<String> = lists.iter().map(Listing::rel).collect();
         let what = || format!("read_many {files:?} {dirs:?}");
         traced(self, "read_many", true, what, |r| {
             r.read_many(&files, &dirs, limit)
@@ -277,7 +260,7 @@ impl<T: Pipelined + ?Sized> BackendExt for T {
         limit: u64,
     ) -> Result<PendingReads> {
         let files: Vec<String> = reads.iter().map(|(k, n)| layout::path(k, n)).collect();
-        let dirs: Vec<String> = lists.iter().map(listing_path).collect();
+        let dirs: Vec<String> = lists.iter().map(Listing::rel).collect();
         let what = || format!("start_reads {files:?} {dirs:?} (not waited for)");
         let token = traced(self, "start_reads", false, what, |r| {
             Pipelined::start_reads(r, &files, &dirs, limit)
