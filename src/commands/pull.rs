@@ -69,7 +69,7 @@ pub fn run_with(ctx: &Ctx, args: PullOptions) -> Result<Outcome> {
 fn repair(
     ctx: &Ctx,
     store: &baton_store::Store,
-    remote: &mut dyn baton_transport::backend::Backend,
+    remote: &mut dyn baton_transport::backend::BackendExt,
     name: &str,
     url: &str,
 ) -> Result<Outcome> {

@@ -7,7 +7,7 @@ use baton_format::LogEntry;
 use baton_format::layout::{self, Kind};
 use baton_format::names::{RefName, generation_name};
 use baton_store::audit::{decode_generation, decode_log, merge_audit, newest};
-use baton_transport::backend::Backend;
+use baton_transport::backend::BackendExt;
 
 /// Generation files read per batch (one round trip each).
 const GENERATIONS_PER_BATCH: u64 = 256;
@@ -17,7 +17,7 @@ pub const MAX_REMOTE_LOG: u64 = 64 << 20;
 /// Every move of the target's `current` and every line of its log, oldest first (with
 /// `max`, the newest `max` generations and entries). Round trips: the push-state probe,
 /// one per 256 generations, one for the log.
-pub fn read_remote_audit(remote: &mut dyn Backend, max: Option<usize>) -> Result<Vec<LogEntry>> {
+pub fn read_remote_audit(remote: &mut dyn BackendExt, max: Option<usize>) -> Result<Vec<LogEntry>> {
     let state = read_push_state(remote)?;
     if state.config.is_none() {
         return Err(

@@ -12,7 +12,7 @@ use baton_format::StoreConfig;
 use baton_format::config::TargetConfig;
 use baton_store::envelope::{self, KeySource};
 use baton_store::{Store, fsutil, leftovers};
-use baton_transport::backend::Backend;
+use baton_transport::backend::BackendExt;
 
 /// Work directories are named `.baton-clone-<pid>-<random>`.
 pub const WORK_PREFIX: &str = ".baton-clone-";
@@ -22,7 +22,7 @@ pub const WORK_PREFIX: &str = ".baton-clone-";
 /// encrypted clone with the same keys, unlocked by `keys` before anything is created.
 /// All or nothing: a failed clone leaves nothing at `dest`.
 pub fn clone(
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     origin: &TargetConfig,
     dest: &Path,
     keys: &KeySource,

@@ -1,5 +1,6 @@
 //! Sync: moving bundles between this store and a remote one (push, pull, clone), through
-//! the `Backend` trait only, so local paths, SSH and S3 share every line of protocol code.
+//! the backend traits only (a `dyn BackendExt`, over the core `Backend`), so local paths,
+//! SSH and S3 share every line of protocol code.
 
 pub mod archive;
 pub mod audit;
@@ -19,7 +20,7 @@ use baton_error::{Error, ErrorKind, Result};
 use baton_format::names::validate_target_name;
 use baton_format::{ObjectId, StoreConfig};
 use baton_store::Store;
-use baton_transport::backend::Backend;
+use baton_transport::backend::BackendExt;
 use baton_transport::s3::{S3Backend, S3Options};
 use baton_transport::url::TargetUrl;
 use baton_transport::{Pipelined, local::LocalRemote};
@@ -49,7 +50,7 @@ pub fn target_settings(
 }
 
 /// Connect to the store at `url`.
-pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Backend>> {
+pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn BackendExt>> {
     let started = std::time::Instant::now();
     match TargetUrl::parse(url)? {
         TargetUrl::S3 { bucket, prefix } => {
@@ -80,9 +81,12 @@ pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Back
     }
 }
 
-/// A path transport just connected, as the `Backend` sync speaks; traced as connected
+/// A path transport just connected, as the `BackendExt` sync speaks; traced as connected
 /// (`BATON_TRACE`: the time it took and the cipher), its calls are traced by the adapter.
-fn connected<R: Pipelined + 'static>(remote: R, started: std::time::Instant) -> Box<dyn Backend> {
+fn connected<R: Pipelined + 'static>(
+    remote: R,
+    started: std::time::Instant,
+) -> Box<dyn BackendExt> {
     tracing::debug!(
         target: baton_transport::trace::TARGET,
         kind = "connected",

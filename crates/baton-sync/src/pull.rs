@@ -18,7 +18,7 @@ use baton_store::Store;
 use baton_store::ingest::{self, Forward, Ingest};
 use baton_store::packs::pack_file_name;
 use baton_store::refs::{Expect, MoveReason};
-use baton_transport::backend::{Backend, Listing, OpenTail};
+use baton_transport::backend::{BackendExt, Listing, OpenTail};
 
 #[derive(Debug, Default, Serialize)]
 pub struct PullReport {
@@ -37,7 +37,7 @@ const BATCHED_LOOSE_LIMIT: u64 = 4 << 20;
 
 pub fn pull(
     store: &Store,
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     target: &str,
     progress: &ProgressBar,
 ) -> Result<PullReport> {
@@ -48,7 +48,7 @@ pub fn pull(
 /// `pull` with the remote's state already read (clone reads it first for the config).
 pub fn pull_from(
     store: &Store,
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     target: &str,
     state: remote_store::RemoteState,
     progress: &ProgressBar,
@@ -94,7 +94,7 @@ pub fn pull_from(
 /// locally, and move `targets/<target>` (never `current`).
 pub fn fetch(
     store: &Store,
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     target: &str,
     progress: &ProgressBar,
 ) -> Result<PullReport> {
@@ -104,7 +104,7 @@ pub fn fetch(
 
 fn fetch_from(
     store: &Store,
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     target: &str,
     state: remote_store::RemoteState,
     progress: &ProgressBar,
@@ -218,7 +218,7 @@ fn index_tail_read(size: u64) -> u64 {
 /// a file of that size, and the entries must fill the object area, so that the size is
 /// what the index declares and nothing undeclared is ever downloaded.
 pub(crate) fn remote_pack_index(
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     name: &str,
     size: u64,
 ) -> Result<Vec<PackEntry>> {
@@ -228,10 +228,10 @@ pub(crate) fn remote_pack_index(
 }
 
 /// `remote_pack_index` on an open kept for the rest of the pack (`read_rest`, or
-/// `close_tail`); `body`: the rest is wanted too (see `Backend::open_tail`). Closed
+/// `close_tail`); `body`: the rest is wanted too (see `BackendExt::open_tail`). Closed
 /// on every error.
 fn remote_pack_tail(
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     name: &str,
     size: u64,
     body: bool,
@@ -260,7 +260,7 @@ fn remote_pack_tail(
 }
 
 fn check_pack_tail(
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     open: &OpenTail,
     size: u64,
     bad: &dyn Fn(String) -> Error,
@@ -307,7 +307,7 @@ fn check_pack_tail(
 /// `Ingest::complete` to publish (`Ingest::receive_pack`).
 fn download_pack(
     ingest: &mut Ingest,
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     pack_id: &ObjectId,
     (entries, open): (Vec<PackEntry>, OpenTail),
     name: &str,
@@ -343,7 +343,7 @@ fn download_pack(
 fn download_loose(
     store: &Store,
     ingest: &mut Ingest,
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     fanouts: &[String],
     progress: &ProgressBar,
 ) -> Result<()> {

@@ -16,11 +16,11 @@ use baton_format::layout::Kind;
 use baton_format::names::RefName;
 use baton_store::Store;
 use baton_store::refs::{Expect, MoveReason};
-use baton_transport::backend::Backend;
+use baton_transport::backend::BackendExt;
 
 pub fn push(
     store: &Store,
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     request: &PushRequest,
     progress: &ProgressBar,
 ) -> Result<PushReport> {
@@ -39,7 +39,7 @@ pub fn push(
     }
     let state = remote_store::read_push_state(remote)?;
     match &state.config {
-        // Created with the pack, in its publish batch (`Backend::begin_new_store`).
+        // Created with the pack, in its publish batch (`Backend::begin_new` given the config).
         None => remote_store::check_room_for_store(remote, state.top.as_deref().unwrap_or(&[]))?,
         Some(config) => {
             remote_store::check_same_encryption(store, config, remote.describe().as_str())?
@@ -153,7 +153,7 @@ fn not_a_fast_forward(
 
 fn upload_and_publish(
     store: &Store,
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     request: &PushRequest,
     state: &remote_store::RemoteState,
     missing: &Missing,
@@ -164,12 +164,12 @@ fn upload_and_publish(
     // 1. The pack: objects, then manifests, read back after writing.
     let item = if state.config.is_none() {
         report.created_remote = true;
-        remote.begin_new_store(remote_store::new_store_config(&store.config))?
+        remote.begin_new(Some(remote_store::new_store_config(&store.config)))?
     } else {
         // A store made by `baton init` or an older baton may lack some directories;
         // asking costs nothing (the requests ride along with the next batch).
         remote.prepare(&[Kind::Pack, Kind::Generation(RefName::Current)])?;
-        remote.begin_new()?
+        remote.begin_new(None)?
     };
     let (pack_id, pack_len) = match write_pack(store, remote, &item, &beside, missing, progress) {
         Ok(written) => written,

@@ -1,7 +1,7 @@
 //! A push that trusts its target hint (the remote generation the last sync saw, SPEC
 //! §5.2): the pack is written on the assumption that the remote `current` is still the
 //! hinted bundle, while the same batches read `config`, that generation and the next one
-//! (`Backend::start_reads`), so that it costs three round trips after connect over SFTP
+//! (`BackendExt::start_reads`), so that it costs three round trips after connect over SFTP
 //! (opens; writes, fsyncs, read-backs and the state reads; publish) instead of five.
 //!
 //! A hint is only a hint: when the remote does not bear it out (another push moved it,
@@ -22,14 +22,14 @@ use baton_format::layout::Kind;
 use baton_format::names::RefName;
 use baton_store::Store;
 use baton_store::target_hints;
-use baton_transport::backend::Backend;
+use baton_transport::backend::BackendExt;
 
 /// Push along the hint. `Ok(None)`: there is no usable hint, or the remote did not bear
 /// it out (nothing was published, and what was staged is being removed): push the long
 /// way.
 pub(super) fn try_push(
     store: &Store,
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     request: &PushRequest,
     report: &mut PushReport,
     progress: &ProgressBar,
@@ -59,7 +59,7 @@ pub(super) fn try_push(
     let (reads, lists) = remote_store::hint_reads(hint.generation);
     let pending = remote.start_reads(&reads, &lists, 1 << 20)?;
     remote.prepare_in_existing_dirs(&[Kind::Pack, Kind::Generation(RefName::Current)])?;
-    let item = remote.begin_new()?;
+    let item = remote.begin_new(None)?;
     let written = write_pack(store, remote, &item, &beside, &missing, progress);
     let answers = match remote.collect_reads(pending) {
         Ok(answers) => answers,

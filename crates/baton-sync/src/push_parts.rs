@@ -18,7 +18,7 @@ use baton_store::Store;
 use baton_store::packs::{PackWriter, pack_file_name};
 use baton_store::refs::MoveReason;
 use baton_transport::Published;
-use baton_transport::backend::{Backend, NewItem};
+use baton_transport::backend::{BackendExt, NewItem};
 
 #[derive(Debug, Default, Serialize)]
 pub struct PushReport {
@@ -113,7 +113,7 @@ pub(super) fn staged_ref(
 /// `item` on an error.
 pub(super) fn write_pack(
     store: &Store,
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     item: &NewItem,
     beside: &[(String, Vec<u8>)],
     missing: &Missing,
@@ -171,7 +171,7 @@ pub(super) fn write_pack(
 /// Publish, in one batch: the pack (objects and manifests together), then, only if that
 /// happened, the ref as generation `next`. Closes `item` whatever happens.
 pub(super) fn publish(
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     item: NewItem,
     pack_id: &ObjectId,
     pack_len: u64,
@@ -240,7 +240,7 @@ const STAGED_REF: &str = "ref";
 /// An existing remote pack of our pack's name must hash to it (read no more than our
 /// pack's size: a file of another size is another file); else `store_conflict`.
 fn check_existing_pack(
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     pack_id: &ObjectId,
     pack_name: &str,
     pack_len: u64,

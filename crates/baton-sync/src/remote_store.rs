@@ -8,7 +8,7 @@ use baton_format::names::{RefName, generation_name, parse_generation};
 use baton_format::{LogEntry, ObjectId, StoreConfig};
 use baton_store::packs::pack_name_id;
 use baton_transport::RemoteEntry;
-use baton_transport::backend::{Backend, Listing};
+use baton_transport::backend::{BackendExt, Listing};
 
 /// What one look at a remote store found (one batch, plus one for the newest ref file).
 pub struct RemoteState {
@@ -33,8 +33,8 @@ pub const STATE_READ_ATTEMPTS: u32 = 3;
 /// `STATE_READ_ATTEMPTS` looks the first error stands (a dead connection fails every
 /// later look at once, and the first error says why).
 fn with_retries(
-    remote: &mut dyn Backend,
-    mut look: impl FnMut(&mut dyn Backend) -> Result<RemoteState>,
+    remote: &mut dyn BackendExt,
+    mut look: impl FnMut(&mut dyn BackendExt) -> Result<RemoteState>,
 ) -> Result<RemoteState> {
     let mut first = None;
     for attempt in 1..=STATE_READ_ATTEMPTS {
@@ -54,7 +54,7 @@ fn with_retries(
 /// another look: a listed generation that could not be read (vanished, or a plain
 /// server failure). A connection that is gone fails the next look at once; a backend
 /// that retried the request itself has already waited out its deadline.
-fn may_be_a_race(e: &Error, remote: &dyn Backend) -> bool {
+fn may_be_a_race(e: &Error, remote: &dyn BackendExt) -> bool {
     match e.kind {
         ErrorKind::Transport => !remote.retries_itself(),
         ErrorKind::Integrity => matches!(SyncError::of(e), Some(SyncError::RefVanished { .. })),
@@ -65,7 +65,7 @@ fn may_be_a_race(e: &Error, remote: &dyn Backend) -> bool {
 /// Read a remote store's config, newest ref generation, packs and loose fan-outs (one
 /// batch, plus any bisection rounds: `read_push_state`), looking again if a push raced
 /// with the look. `staging` is left empty (only a push sweeps it).
-pub fn read_state(remote: &mut dyn Backend) -> Result<RemoteState> {
+pub fn read_state(remote: &mut dyn BackendExt) -> Result<RemoteState> {
     with_retries(remote, |remote| {
         let lists = [Listing::Of(Kind::Loose), Listing::Of(Kind::Pack)];
         let (mut state, mut listings) = probe_state(remote, &lists)?;
@@ -91,7 +91,7 @@ pub fn read_state(remote: &mut dyn Backend) -> Result<RemoteState> {
 /// The newest generation of `refs/current` by listing the directory (a ref whose
 /// generations do not run 1..=N, or more than 2^MAX_DOUBLINGS of them): its number and
 /// the id it names.
-fn newest_by_listing(remote: &mut dyn Backend) -> Result<(u64, Option<ObjectId>)> {
+fn newest_by_listing(remote: &mut dyn BackendExt) -> Result<(u64, Option<ObjectId>)> {
     let lists = [Listing::Of(Kind::Generation(RefName::Current))];
     let (_, mut listings) = remote.read_and_list(&[], &lists, 0)?;
     let generation = listings
@@ -138,7 +138,7 @@ const MAX_DOUBLINGS: u32 = 24;
 /// seen and the first missing one: a ref moved 10,000 times takes 1 + 2 batches.
 /// `packs` and `fanouts` are left empty (a push does not need them; `read_state` lists
 /// them for a pull).
-pub fn read_push_state(remote: &mut dyn Backend) -> Result<RemoteState> {
+pub fn read_push_state(remote: &mut dyn BackendExt) -> Result<RemoteState> {
     with_retries(remote, |remote| {
         // The top directory too (a few names): a push that finds no store creates one
         // only in a new or empty directory, and needs no second look to know.
@@ -155,7 +155,7 @@ pub fn read_push_state(remote: &mut dyn Backend) -> Result<RemoteState> {
 /// listings.
 #[allow(clippy::type_complexity)]
 fn probe_state(
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     lists: &[Listing],
 ) -> Result<(RemoteState, Vec<Option<Vec<RemoteEntry>>>)> {
     let generation_path = |n: u64| layout::generation_path(&RefName::Current, n);
@@ -257,7 +257,7 @@ pub fn hint_reads(n: u64) -> (Vec<(Kind, String)>, Vec<Listing>) {
 /// long way, which reports any damage.
 #[allow(clippy::type_complexity)]
 pub fn check_hint(
-    remote: &dyn Backend,
+    remote: &dyn BackendExt,
     (files, mut lists): (Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>),
     n: u64,
     current: ObjectId,
@@ -285,7 +285,7 @@ pub fn check_hint(
 }
 
 /// The remote's `config`, if it has one; damage names the remote.
-fn decode_config(remote: &dyn Backend, bytes: Option<Vec<u8>>) -> Result<Option<StoreConfig>> {
+fn decode_config(remote: &dyn BackendExt, bytes: Option<Vec<u8>>) -> Result<Option<StoreConfig>> {
     bytes
         .map(|bytes| {
             StoreConfig::decode(&bytes).map_err(|e| Error {
@@ -297,7 +297,7 @@ fn decode_config(remote: &dyn Backend, bytes: Option<Vec<u8>>) -> Result<Option<
 }
 
 /// A remote ref generation file's log line; damage names the file and the remote.
-fn decode_generation(remote: &dyn Backend, path: &str, bytes: &[u8]) -> Result<LogEntry> {
+fn decode_generation(remote: &dyn BackendExt, path: &str, bytes: &[u8]) -> Result<LogEntry> {
     let line = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     LogEntry::decode_line(line, 1).map_err(|e| {
         Error::integrity(format!(
@@ -323,7 +323,7 @@ pub fn new_store_config(local: &StoreConfig) -> Vec<u8> {
 }
 
 /// Someone created the store at the same time; theirs must be a store we read.
-pub fn check_twin_config(remote: &mut dyn Backend) -> Result<()> {
+pub fn check_twin_config(remote: &mut dyn BackendExt) -> Result<()> {
     let (files, _) = remote.read_and_list(&[(Kind::Config, String::new())], &[], 1 << 20)?;
     let theirs = files.into_iter().next().flatten().ok_or_else(|| {
         Error::integrity(format!(
@@ -337,7 +337,7 @@ pub fn check_twin_config(remote: &mut dyn Backend) -> Result<()> {
 
 /// A store is created only in a new or empty directory (or over a half-made store):
 /// never beside someone's files. `entries`: what the directory holds.
-pub fn check_room_for_store(remote: &dyn Backend, entries: &[RemoteEntry]) -> Result<()> {
+pub fn check_room_for_store(remote: &dyn BackendExt, entries: &[RemoteEntry]) -> Result<()> {
     let foreign: Vec<&str> = entries
         .iter()
         .map(|e| e.name.as_str())

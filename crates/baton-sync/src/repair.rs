@@ -19,7 +19,7 @@ use baton_format::layout::Kind;
 use baton_format::pack::PackEntry;
 use baton_store::Store;
 use baton_store::repair::Received;
-use baton_transport::backend::{Backend, Listing};
+use baton_transport::backend::{BackendExt, Listing};
 
 #[derive(Debug, Default, Serialize)]
 pub struct RepairReport {
@@ -48,7 +48,7 @@ enum Source {
 /// error naming it.
 pub fn repair(
     store: &Store,
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     progress: &ProgressBar,
 ) -> Result<RepairReport> {
     let state = remote_store::read_state(remote)?;
@@ -127,7 +127,7 @@ fn cannot_repair_sizes(first: &str, count: usize, report: &RepairReport) -> Erro
     .with_hint("the bundles below which it sits cannot be checked out or verified; move current off them ('baton reset REV' to an earlier bundle, then save again); 'baton verify' keeps reporting the tree while the history of a ref names such a bundle")
 }
 
-fn lacks(remote: &dyn Backend, lacking: &[&ObjectId]) -> Error {
+fn lacks(remote: &dyn BackendExt, lacking: &[&ObjectId]) -> Error {
     let shown: Vec<String> = lacking.iter().take(5).map(|n| n.to_string()).collect();
     Error::integrity(format!(
         "cannot repair: {} lacks {} missing or damaged here: {}{}",
@@ -146,7 +146,7 @@ fn lacks(remote: &dyn Backend, lacking: &[&ObjectId]) -> Error {
 /// Every object the target holds by storage name: its loose files (one listing of its
 /// fanout directories) and the entries of its packs' indexes.
 fn remote_sources(
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     state: &remote_store::RemoteState,
 ) -> Result<HashMap<ObjectId, Source>> {
     let mut sources = HashMap::new();
@@ -178,7 +178,7 @@ fn remote_sources(
 /// must open to content whose id derives `name`).
 fn fetch_one(
     store: &Store,
-    remote: &mut dyn Backend,
+    remote: &mut dyn BackendExt,
     name: &ObjectId,
     source: &Source,
     progress: &ProgressBar,

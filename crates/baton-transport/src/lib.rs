@@ -1,11 +1,12 @@
-//! Transports: where the bytes of a remote store live, behind one batch-oriented trait.
+//! Transports: where the bytes of a remote store live, behind batch-oriented traits.
 //!
-//! The sync layer speaks only `Backend` (`backend.rs`); the local-path and SFTP transports
-//! implement the core `Remote` (nine methods) and, where they are faster, the extension
-//! `Pipelined` (every method has a default over the core), and get `Backend` from there;
-//! the S3 backend (`s3.rs`) implements `Backend` directly. Every method is one batch: over
-//! SFTP its requests are pipelined, so a method costs one or two network round trips
-//! however many paths it names.
+//! The sync layer speaks only `BackendExt` over the core `Backend` (`backend.rs`); the
+//! local-path and SFTP transports implement the core `Remote` (nine methods) and, where
+//! they are faster, the extension `Pipelined` (every method has a default over the core),
+//! and get both backend traits from there (`backend/path_adapter.rs`); the S3 backend
+//! (`s3.rs`) implements `Backend` and a few of `BackendExt`'s defaults itself. Every
+//! method is one batch: over SFTP its requests are pipelined, so a method costs one or
+//! two network round trips however many paths it names.
 
 pub mod backend;
 pub mod error;

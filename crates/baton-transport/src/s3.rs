@@ -27,7 +27,9 @@ use object_store::{
     PutPayload, RetryConfig,
 };
 
-use super::backend::{Backend, Chain, Listing, NewItem, staging_name};
+use super::backend::{
+    Backend, BackendExt, Chain, Listing, NewItem, new_store_files, refuse_delete, staging_name,
+};
 use super::error::TransportError;
 use super::{Published, RemoteEntry, Upload};
 use baton_error::{Error, Result};
@@ -312,21 +314,7 @@ enum Small {
     Bytes(Vec<u8>),
 }
 
-/// Where a listing looks, relative to the store's prefix.
-fn listing_rel(listing: &Listing) -> String {
-    match listing {
-        Listing::Root => String::new(),
-        Listing::Of(kind) => layout::dir(kind),
-        Listing::Fanout(name) => format!("{}/{name}", layout::OBJECTS),
-        Listing::Leftovers => layout::STAGING.to_string(),
-    }
-}
-
 impl Backend for S3Backend {
-    fn retries_itself(&self) -> bool {
-        true
-    }
-
     fn describe(&self) -> String {
         format!("s3://{}/{}", self.bucket, self.prefix.trim_end_matches('/'))
             .trim_end_matches('/')
@@ -352,7 +340,7 @@ impl Backend for S3Backend {
             // The listings only once the reads are answered (the trait's contract): a
             // push publishes its pack before the ref generation naming it, so a listing
             // taken after a generation was read holds that generation's pack.
-            let lists = futures::stream::iter(lists.iter().map(|l| this.list(listing_rel(l))))
+            let lists = futures::stream::iter(lists.iter().map(|l| this.list(l.rel())))
                 .buffered(READS_IN_FLIGHT)
                 .map_ok(Some)
                 .try_collect::<Vec<_>>()
@@ -441,22 +429,8 @@ impl Backend for S3Backend {
         Ok(())
     }
 
-    fn prepare(&mut self, _kinds: &[Kind]) -> Result<()> {
-        // No directories on S3.
-        Ok(())
-    }
-
-    fn begin_new(&mut self) -> Result<NewItem> {
-        self.begin(Vec::new())
-    }
-
-    fn begin_new_store(&mut self, config: Vec<u8>) -> Result<NewItem> {
-        let store = layout::INITIAL_FILES
-            .iter()
-            .map(|(name, bytes)| (name.to_string(), bytes.to_vec()))
-            .chain([(layout::CONFIG.to_string(), config)])
-            .collect();
-        self.begin(store)
+    fn begin_new(&mut self, store: Option<Vec<u8>>) -> Result<NewItem> {
+        self.begin(store.map(new_store_files).unwrap_or_default())
     }
 
     fn upload_with(
@@ -541,8 +515,31 @@ impl Backend for S3Backend {
         self.staged.remove(item.key());
     }
 
-    fn abandon(&mut self, item: NewItem) {
-        self.staged.remove(item.key());
+    fn delete(&mut self, kind: &Kind, name: &str) -> Result<bool> {
+        if !matches!(kind, Kind::Pack | Kind::Loose) {
+            return refuse_delete(kind, name);
+        }
+        let rel = layout::path(kind, name);
+        let path = self.path(&rel)?;
+        match self.rt.block_on(self.s3.head(&path)) {
+            Ok(_) => {}
+            Err(object_store::Error::NotFound { .. }) => return Ok(false),
+            Err(e) => return Err(self.err(e, &rel)),
+        }
+        self.rt
+            .block_on(self.s3.delete(&path))
+            .map_err(|e| self.err(e, &rel))?;
+        Ok(true)
+    }
+}
+
+/// Only what differs from the defaults: S3's errors come after its own retries, and what
+/// interrupted writers can leave is a probe. The rest gains nothing here: `read_and_list`
+/// sends its GETs and LISTs at once already, there are no directories to prepare, and an
+/// abandoned item is only forgotten (`close_new`).
+impl BackendExt for S3Backend {
+    fn retries_itself(&self) -> bool {
+        true
     }
 
     fn sweep_leftovers(&mut self, listed: &[RemoteEntry]) {
@@ -560,26 +557,6 @@ impl Backend for S3Backend {
                 let _ = self.rt.block_on(self.s3.delete(&path));
             }
         }
-    }
-
-    fn delete(&mut self, kind: &Kind, name: &str) -> Result<bool> {
-        if !matches!(kind, Kind::Pack | Kind::Loose) {
-            return Err(Error::internal(format!(
-                "refusing to delete {}: config, log and ref generations are never deleted",
-                layout::path(kind, name)
-            )));
-        }
-        let rel = layout::path(kind, name);
-        let path = self.path(&rel)?;
-        match self.rt.block_on(self.s3.head(&path)) {
-            Ok(_) => {}
-            Err(object_store::Error::NotFound { .. }) => return Ok(false),
-            Err(e) => return Err(self.err(e, &rel)),
-        }
-        self.rt
-            .block_on(self.s3.delete(&path))
-            .map_err(|e| self.err(e, &rel))?;
-        Ok(true)
     }
 }
 
