@@ -67,7 +67,10 @@ fn install_merges_among_a_users_hooks_is_idempotent_and_remove_restores_the_sett
     assert_eq!(doc["command"], HOOK, "{doc}");
     assert_eq!(doc["file"], path.to_str().unwrap(), "{doc}");
     let text = fs::read_to_string(&path).unwrap();
-    assert!(text.starts_with("{\n  \"$schema\""), "2-space pretty: {text}");
+    assert!(
+        text.starts_with("{\n  \"$schema\""),
+        "2-space pretty: {text}"
+    );
     assert!(text.ends_with("}\n"), "trailing newline: {text:?}");
     assert_eq!(
         key_order(&text),
@@ -85,13 +88,22 @@ fn install_merges_among_a_users_hooks_is_idempotent_and_remove_restores_the_sett
 
     let now = read_json(&path);
     // Everything of the user's is still there, as it was.
-    for key in ["$schema", "permissions", "model", "env", "cleanupPeriodDays"] {
+    for key in [
+        "$schema",
+        "permissions",
+        "model",
+        "env",
+        "cleanupPeriodDays",
+    ] {
         assert_eq!(now[key], original[key], "{key}");
     }
     assert_eq!(now["hooks"]["PreToolUse"], original["hooks"]["PreToolUse"]);
     let pre = now["hooks"]["PreCompact"].as_array().unwrap();
     assert_eq!(pre.len(), 2, "{now}");
-    assert_eq!(pre[0], original["hooks"]["PreCompact"][0], "the user's first");
+    assert_eq!(
+        pre[0], original["hooks"]["PreCompact"][0],
+        "the user's first"
+    );
     let ours = serde_json::json!({"hooks": [{"type": "command", "command": HOOK, "timeout": 30}]});
     assert_eq!(pre[1], ours);
     assert_eq!(now["hooks"]["SessionEnd"], serde_json::json!([ours]));
@@ -127,13 +139,18 @@ fn install_merges_among_a_users_hooks_is_idempotent_and_remove_restores_the_sett
     assert_eq!(key_order(&fs::read_to_string(&path).unwrap()).len(), 6);
     assert!(!env.path().join(".claude/.baton-hooks.json").exists());
     let doc = hooks_ok(&env, &["remove", "--harness", "claude-code"]);
-    assert_eq!((doc["written"].clone(), actions(&doc)), (false.into(), vec![]));
+    assert_eq!(
+        (doc["written"].clone(), actions(&doc)),
+        (false.into(), vec![])
+    );
 }
 
 #[test]
 fn on_stop_resume_and_push_add_their_events_and_a_plain_install_takes_them_out_again() {
     let env = Env::new();
-    let store = fs::canonicalize(env.path()).unwrap().join("my stores/.baton");
+    let store = fs::canonicalize(env.path())
+        .unwrap()
+        .join("my stores/.baton");
     let path = settings(&env);
     let doc = hooks_ok(
         &env,
@@ -200,7 +217,10 @@ fn a_settings_file_that_does_not_parse_is_left_byte_for_byte_with_exit_2() {
         ("{\n  \"model\": \"opus\",\n}\n", "is not valid JSON"),
         ("[\"hooks\"]\n", "holds an array"),
         ("{\"hooks\": [\"PreCompact\"]}", "\"hooks\" is an array"),
-        ("{\"hooks\": {\"SessionEnd\": {\"command\": \"x\"}}}", "\"SessionEnd\" is an object"),
+        (
+            "{\"hooks\": {\"SessionEnd\": {\"command\": \"x\"}}}",
+            "\"SessionEnd\" is an object",
+        ),
     ] {
         write(&path, broken);
         for args in [
@@ -212,7 +232,10 @@ fn a_settings_file_that_does_not_parse_is_left_byte_for_byte_with_exit_2() {
             assert!(message.contains(path.to_str().unwrap()), "{err}");
             assert!(message.contains(says), "{broken}: {err}");
             assert!(!message.contains('\n'), "one line: {err}");
-            assert!(err["hint"].as_str().unwrap().contains("fix the file"), "{err}");
+            assert!(
+                err["hint"].as_str().unwrap().contains("fix the file"),
+                "{err}"
+            );
             assert_eq!(fs::read_to_string(&path).unwrap(), broken, "{args:?} wrote");
         }
         let status = hooks_ok(&env, &["status", "--harness", "claude-code"]);
@@ -230,14 +253,15 @@ fn an_edited_baton_entry_is_kept_without_force() {
     hooks_ok(&env, &["install", "--harness", "claude-code"]);
     let text = fs::read_to_string(&path).unwrap();
     // The user raises baton's timeout in SessionEnd.
-    let edited = text.replacen("\"timeout\": 30", "\"timeout\": 90", 2).replacen(
-        "\"timeout\": 90",
-        "\"timeout\": 30",
-        1,
-    );
+    let edited = text
+        .replacen("\"timeout\": 30", "\"timeout\": 90", 2)
+        .replacen("\"timeout\": 90", "\"timeout\": 30", 1);
     assert_ne!(edited, text);
     fs::write(&path, &edited).unwrap();
-    let status = hooks_ok(&env, &["status", "--harness", "claude-code", "--scope", "user"]);
+    let status = hooks_ok(
+        &env,
+        &["status", "--harness", "claude-code", "--scope", "user"],
+    );
     let user = status_of(&status, "claude-code", "user");
     assert_eq!(user["state"], "edited", "{status}");
     assert_eq!(
@@ -253,9 +277,16 @@ fn an_edited_baton_entry_is_kept_without_force() {
         &["remove", "--harness", "claude-code"][..],
     ] {
         let err = hooks_err(&env, args, 5);
-        assert!(err["message"].as_str().unwrap().contains("SessionEnd"), "{err}");
+        assert!(
+            err["message"].as_str().unwrap().contains("SessionEnd"),
+            "{err}"
+        );
         assert!(err["hint"].as_str().unwrap().contains("--force"), "{err}");
-        assert_eq!(fs::read_to_string(&path).unwrap(), edited, "{args:?} touched the edit");
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            edited,
+            "{args:?} touched the edit"
+        );
     }
     let doc = hooks_ok(&env, &["install", "--harness", "claude-code", "--force"]);
     assert_eq!(
@@ -297,12 +328,25 @@ fn project_scope_writes_the_work_tree_settings_and_a_symlinked_file_stays_a_link
     );
     let path = project.join(".claude/settings.json");
     assert_eq!(doc["file"], path.to_str().unwrap(), "{doc}");
-    assert_eq!(read_json(&path)["hooks"]["SessionEnd"][0]["hooks"][0]["command"], HOOK);
+    assert_eq!(
+        read_json(&path)["hooks"]["SessionEnd"][0]["hooks"][0]["command"],
+        HOOK
+    );
     assert_eq!(mode(&project.join(".claude")), 0o700);
-    assert!(!settings(&env).exists(), "the user's settings were not touched");
+    assert!(
+        !settings(&env).exists(),
+        "the user's settings were not touched"
+    );
     // Outside a work tree at home, the "project" settings would be the user's own.
-    let err = hooks_err(&env, &["install", "--harness", "claude-code", "--scope", "project"], 2);
-    assert!(err["message"].as_str().unwrap().contains("user settings"), "{err}");
+    let err = hooks_err(
+        &env,
+        &["install", "--harness", "claude-code", "--scope", "project"],
+        2,
+    );
+    assert!(
+        err["message"].as_str().unwrap().contains("user settings"),
+        "{err}"
+    );
     assert!(!settings(&env).exists());
 
     // A dotfiles setup: ~/.claude/settings.json links to the real file elsewhere.
@@ -310,8 +354,19 @@ fn project_scope_writes_the_work_tree_settings_and_a_symlinked_file_stays_a_link
     fs::create_dir_all(env.path().join(".claude")).unwrap();
     std::os::unix::fs::symlink(&real, settings(&env)).unwrap();
     hooks_ok(&env, &["install", "--harness", "claude-code"]);
-    assert!(fs::symlink_metadata(settings(&env)).unwrap().file_type().is_symlink());
-    assert_eq!(read_json(&real)["hooks"]["SessionEnd"][0]["hooks"][0]["command"], HOOK);
+    assert!(
+        fs::symlink_metadata(settings(&env))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        read_json(&real)["hooks"]["SessionEnd"][0]["hooks"][0]["command"],
+        HOOK
+    );
     hooks_ok(&env, &["remove", "--harness", "claude-code"]);
-    assert_eq!(read_json(&real), serde_json::from_str::<Value>(SETTINGS).unwrap());
+    assert_eq!(
+        read_json(&real),
+        serde_json::from_str::<Value>(SETTINGS).unwrap()
+    );
 }

@@ -84,9 +84,7 @@ fn parse(path: &Path) -> Result<Doc> {
     let root = match &loaded.bytes {
         None => Json::Object(Vec::new()),
         Some(b) if b.iter().all(u8::is_ascii_whitespace) => Json::Object(Vec::new()),
-        Some(b) => {
-            Json::parse(b).map_err(|e| refuse_unparsable(path, "JSON", &e.to_string()))?
-        }
+        Some(b) => Json::parse(b).map_err(|e| refuse_unparsable(path, "JSON", &e.to_string()))?,
     };
     if !matches!(root, Json::Object(_)) {
         return Err(Error::usage(format!(
@@ -176,7 +174,9 @@ fn apply(root: &mut Json, event: &str, want: Option<&Json>) -> Option<Action> {
     }
     let had_ours = !ours.is_empty();
     let hooks = root.entry("hooks", Json::Object(Vec::new()))?;
-    let groups = hooks.entry(event, Json::Array(Vec::new()))?.as_array_mut()?;
+    let groups = hooks
+        .entry(event, Json::Array(Vec::new()))?
+        .as_array_mut()?;
     let mut placed = false;
     for group in std::mem::take(groups) {
         if !is_baton_group(&group) {
@@ -209,7 +209,8 @@ fn apply(root: &mut Json, event: &str, want: Option<&Json>) -> Option<Action> {
 
 fn edited(found: &Found, want: Option<&str>, record: Option<&super::Record>) -> bool {
     want != Some(found.canonical.as_str())
-        && record.and_then(|r| r.hash_of(found.event)) != Some(hash(found.canonical.as_bytes()).as_str())
+        && record.and_then(|r| r.hash_of(found.event))
+            != Some(hash(found.canonical.as_bytes()).as_str())
 }
 
 pub(super) fn install(
@@ -364,7 +365,11 @@ pub(super) fn status(path: &Path, harness: Harness, scope: Scope) -> Status {
         }
     }
     status.command = found.iter().find_map(|f| f.command.clone());
-    status.state = if status.events.iter().all(|e| e.state == EntryState::Recorded) {
+    status.state = if status
+        .events
+        .iter()
+        .all(|e| e.state == EntryState::Recorded)
+    {
         State::Installed
     } else {
         State::Edited
@@ -424,10 +429,7 @@ mod tests {
             apply(&mut root, "PreCompact", Some(&want)),
             Some(Action::Unchanged)
         );
-        assert_eq!(
-            apply(&mut root, "PreCompact", None),
-            Some(Action::Removed)
-        );
+        assert_eq!(apply(&mut root, "PreCompact", None), Some(Action::Removed));
         assert_eq!(apply(&mut root, "PreCompact", None), None);
     }
 
@@ -437,7 +439,11 @@ mod tests {
         let want = group("SessionStart", "baton checkpoint --hook claude-code");
         apply(&mut root, "SessionStart", Some(&want));
         assert_eq!(
-            root.get("hooks").unwrap().get("SessionStart").unwrap().to_value()[0]["matcher"],
+            root.get("hooks")
+                .unwrap()
+                .get("SessionStart")
+                .unwrap()
+                .to_value()[0]["matcher"],
             RESUME_MATCHER
         );
         apply(&mut root, "SessionStart", None);

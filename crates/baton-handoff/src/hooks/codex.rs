@@ -35,7 +35,10 @@ pub(super) fn project_scope_refused() -> Error {
 enum Notify {
     Absent,
     /// Baton's command line (this one or another's options).
-    Baton { canonical: String, line: String },
+    Baton {
+        canonical: String,
+        line: String,
+    },
     /// Another program: Codex runs only one, so it is never replaced without `--force`.
     Other(String),
 }
@@ -90,7 +93,11 @@ fn parse(path: &Path) -> Result<Doc> {
             format!("line {line}, column {column}: ")
         });
         let message = e.message().lines().collect::<Vec<_>>().join("; ");
-        refuse_unparsable(path, "TOML", &format!("{}{message}", at.unwrap_or_default()))
+        refuse_unparsable(
+            path,
+            "TOML",
+            &format!("{}{message}", at.unwrap_or_default()),
+        )
     })?;
     Ok(Doc { loaded, doc })
 }
@@ -268,9 +275,14 @@ mod tests {
     #[test]
     fn notify_is_recognised_as_batons_only_with_the_checkpoint_prefix() {
         let doc = |t: &str| t.parse::<DocumentMut>().unwrap();
-        assert!(matches!(read_notify(&doc("model = \"o3\"\n")), Notify::Absent));
         assert!(matches!(
-            read_notify(&doc("notify = [\"baton\", \"checkpoint\", \"--hook\", \"codex\"]\n")),
+            read_notify(&doc("model = \"o3\"\n")),
+            Notify::Absent
+        ));
+        assert!(matches!(
+            read_notify(&doc(
+                "notify = [\"baton\", \"checkpoint\", \"--hook\", \"codex\"]\n"
+            )),
             Notify::Baton { .. }
         ));
         for other in [

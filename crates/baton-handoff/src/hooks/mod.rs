@@ -196,21 +196,27 @@ fn check_options(harness: Harness, options: &Options) -> Result<()> {
         let (flag, why) = if options.on_stop {
             ("--on-stop", "Codex's notify already runs after every turn")
         } else {
-            ("--resume", "Codex has no hook that feeds a new session its context")
+            (
+                "--resume",
+                "Codex has no hook that feeds a new session its context",
+            )
         };
-        return Err(
-            Error::usage(format!("{flag} is for Claude Code: {why}"))
-                .with_hint(format!("drop {flag}, or use --harness claude-code")),
-        );
+        return Err(Error::usage(format!("{flag} is for Claude Code: {why}"))
+            .with_hint(format!("drop {flag}, or use --harness claude-code")));
     }
     if let Some(push) = &options.push
         && (push.is_empty() || push.chars().any(char::is_control))
     {
-        return Err(Error::usage("the --push target name is empty or has control characters")
-            .with_hint("name a target as 'baton target list' shows it"));
+        return Err(
+            Error::usage("the --push target name is empty or has control characters")
+                .with_hint("name a target as 'baton target list' shows it"),
+        );
     }
     if let Some(store) = &options.store {
-        if store.to_str().is_none_or(|s| s.chars().any(char::is_control)) {
+        if store
+            .to_str()
+            .is_none_or(|s| s.chars().any(char::is_control))
+        {
             return Err(Error::usage(format!(
                 "the store path {} is not UTF-8 text without control characters, so no hook \
                  line can carry it",
@@ -294,10 +300,7 @@ impl Record {
 }
 
 fn record_path(config: &Path) -> PathBuf {
-    config
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join(RECORD_FILE)
+    config.parent().unwrap_or(Path::new(".")).join(RECORD_FILE)
 }
 
 /// The record of `harness`'s hooks in `config`, if there is a readable one. A damaged
