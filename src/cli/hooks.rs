@@ -5,11 +5,28 @@ use clap::{Args, Subcommand};
 
 use super::values;
 
+const INSTALL_HELP: &str = "\
+What fires when:
+  Claude Code  PreCompact    before a manual or automatic compaction
+               SessionEnd    when a session ends (exit, /clear, logout)
+               Stop          after every answer (--on-stop)
+               SessionStart  startup, /clear, after a compaction: the latest kickoff goes
+                             into the new session's context (--resume)
+  Codex        notify        after every turn (agent-turn-complete)
+
+The hook line is `baton checkpoint --hook HARNESS`, plus --push TARGET and the global
+--store PATH (made absolute) when given; `baton` must be on the PATH the harness starts
+with. Claude Code gets a 30 s timeout per hook (checkpoint gives up well before). Other
+hooks, keys and comments are kept; an entry of baton's that was edited by hand, or a
+Codex notify that runs another program, is kept unless --force (exit 5); a file that does
+not parse is left alone (exit 2). docs/hooks.md has the details.";
+
 #[derive(Debug, Subcommand)]
 pub enum HooksCommand {
     /// Write hooks that run `baton checkpoint --hook HARNESS` into the harness's own
     /// configuration: Claude Code at PreCompact and SessionEnd (settings.json), Codex after
     /// every turn (notify in config.toml). Merged among other hooks; idempotent
+    #[command(after_help = INSTALL_HELP)]
     Install {
         #[command(flatten)]
         place: HookPlace,

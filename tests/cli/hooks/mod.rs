@@ -76,3 +76,38 @@ fn status_of<'a>(doc: &'a Value, harness: &str, scope: &str) -> &'a Value {
         .find(|e| e["harness"] == harness && e["scope"] == scope)
         .unwrap_or_else(|| panic!("no {harness} {scope} in {doc}"))
 }
+
+/// The README's "Automatic checkpoints" block, run as written in a fresh home: every line
+/// works, and status then shows both harnesses hooked.
+#[test]
+fn the_readme_hooks_walk_works_in_a_fresh_home() {
+    let readme = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let block = readme
+        .split("## Automatic checkpoints")
+        .nth(1)
+        .and_then(|s| s.split("```sh\n").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("the sh block of Automatic checkpoints");
+    let env = Env::new();
+    let mut ran = 0;
+    for line in block.lines() {
+        let command = line.split('#').next().unwrap().trim();
+        let args: Vec<&str> = command.split_whitespace().collect();
+        assert_eq!(args.first(), Some(&"baton"), "{line}");
+        let out = env.cmd().args(&args[1..]).output().expect("run baton");
+        assert!(out.status.success(), "{line}: {}", common::text(&out));
+        ran += 1;
+    }
+    assert_eq!(ran, 3, "{block}");
+    let status = hooks_ok(&env, &["status"]);
+    assert_eq!(
+        status_of(&status, "claude-code", "user")["state"],
+        "installed"
+    );
+    assert_eq!(status_of(&status, "codex", "user")["state"], "installed");
+    let text = env.ok(&["hooks", "status"]);
+    assert!(
+        text.contains("PreCompact, SessionEnd") && text.contains("agent-turn-complete"),
+        "{text}"
+    );
+}
