@@ -295,6 +295,28 @@ fn an_edited_baton_entry_is_kept_without_force() {
     );
     assert_eq!(fs::read_to_string(&path).unwrap(), text);
 
+    // An entry taken out by hand shows as such; install puts it back, no --force needed.
+    let mut value = read_json(&path);
+    value["hooks"].as_object_mut().unwrap().remove("SessionEnd");
+    fs::write(&path, serde_json::to_vec_pretty(&value).unwrap()).unwrap();
+    let status = hooks_ok(&env, &["status", "--harness", "claude-code"]);
+    let user = status_of(&status, "claude-code", "user");
+    assert_eq!(user["state"], "edited", "{status}");
+    assert_eq!(
+        user["events"][1],
+        serde_json::json!({"event": "SessionEnd", "state": "missing"})
+    );
+    assert!(
+        env.ok(&["hooks", "status"])
+            .contains("SessionEnd (removed by hand)"),
+        "human status"
+    );
+    let doc = hooks_ok(&env, &["install", "--harness", "claude-code"]);
+    assert_eq!(
+        actions(&doc),
+        pairs(&[("PreCompact", "unchanged"), ("SessionEnd", "installed")])
+    );
+
     // A baton line the user wrote by hand, with their own hook beside it in the group, has
     // no record: edited too; remove --force takes out only baton's hook.
     let original = read_json(&write(&path, SETTINGS));

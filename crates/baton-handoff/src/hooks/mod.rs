@@ -303,12 +303,14 @@ fn record_path(config: &Path) -> PathBuf {
     config.parent().unwrap_or(Path::new(".")).join(RECORD_FILE)
 }
 
-/// The record of `harness`'s hooks in `config`, if there is a readable one. A damaged
-/// record only makes baton's entries count as edited, which is the safe side.
+/// The record of `harness`'s hooks beside `config`, if there is a readable one. A damaged
+/// record only makes baton's entries count as edited, which is the safe side. Its `file`
+/// is information only: a project's record committed beside its settings holds the path
+/// of the checkout that wrote it, and still tells baton's entries apart in every other.
 fn read_record(config: &Path, harness: Harness) -> Option<Record> {
     let bytes = fs::read(record_path(config)).ok()?;
     let record: Record = serde_json::from_slice(&bytes).ok()?;
-    (record.harness == harness.name() && record.file == config).then_some(record)
+    (record.format == RECORD_FORMAT && record.harness == harness.name()).then_some(record)
 }
 
 fn write_record(config: &Path, record: &Record) -> Result<()> {
