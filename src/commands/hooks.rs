@@ -11,7 +11,7 @@ use crate::commands::Ctx;
 use crate::output::{Outcome, terminal_safe};
 use baton_error::{Error, Result};
 use baton_handoff::hooks::{
-    self, Action, EntryState, Harness, Options, Places, Report, Scope, State, Status,
+    self, Action, EntryState, Harness, Options, Places, Report, State, Status,
 };
 
 pub fn run(ctx: &Ctx, command: HooksCommand) -> Result<Outcome> {
@@ -45,11 +45,14 @@ pub fn run(ctx: &Ctx, command: HooksCommand) -> Result<Outcome> {
             let harnesses = harness.map_or(Harness::ALL.to_vec(), |h| vec![h]);
             let mut entries = Vec::new();
             for h in harnesses {
-                for s in Scope::ALL {
-                    let supported = hooks::scopes(h).contains(&s);
-                    let asked = scope.is_none_or(|want| want == s);
-                    // Asked for by name, an unsupported pair says why; listed, it is skipped.
-                    if asked && (supported || (harness.is_some() && scope.is_some())) {
+                // Asked for by name, a pair that cannot be hooked says why; listed, it is
+                // left out.
+                let listed = match (harness, scope) {
+                    (Some(_), Some(s)) => vec![s],
+                    _ => hooks::scopes(&places, h),
+                };
+                for s in listed {
+                    if scope.is_none_or(|want| want == s) {
                         entries.push(hooks::status(&places, h, s)?);
                     }
                 }

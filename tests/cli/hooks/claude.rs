@@ -370,6 +370,21 @@ fn project_scope_writes_the_work_tree_settings_and_a_symlinked_file_stays_a_link
         "{err}"
     );
     assert!(!settings(&env).exists());
+    let status = hooks_ok(&env, &["status"]);
+    let listed: Vec<(&str, &str)> = status["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["harness"].as_str().unwrap(), e["scope"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        listed,
+        [("claude-code", "user"), ("codex", "user")],
+        "{status}"
+    );
+    let doc = hooks_ok_in(&env, &project, &["status", "--scope", "project"]);
+    assert_eq!(doc["hooks"][0]["state"], "installed", "{doc}");
+    assert_eq!(doc["hooks"].as_array().unwrap().len(), 1, "{doc}");
 
     // A dotfiles setup: ~/.claude/settings.json links to the real file elsewhere.
     let real = write(&env.path().join("dotfiles/claude.json"), SETTINGS);

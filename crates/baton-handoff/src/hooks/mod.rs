@@ -152,12 +152,13 @@ fn project_path(places: &Places, harness: Harness, scope: Scope) -> Result<PathB
     Ok(path)
 }
 
-/// The scopes `harness` can be hooked in.
-pub fn scopes(harness: Harness) -> &'static [Scope] {
-    match harness {
-        Harness::ClaudeCode => &Scope::ALL,
-        Harness::Codex => &[Scope::User],
-    }
+/// The scopes `harness` can be hooked in from here: Codex has only the user's; Claude
+/// Code's project scope is left out where it would be the user's own settings file.
+pub fn scopes(places: &Places, harness: Harness) -> Vec<Scope> {
+    Scope::ALL
+        .into_iter()
+        .filter(|s| project_path(places, harness, *s).is_ok())
+        .collect()
 }
 
 pub fn install(
@@ -184,7 +185,7 @@ pub fn remove(places: &Places, harness: Harness, scope: Scope, force: bool) -> R
 }
 
 pub fn status(places: &Places, harness: Harness, scope: Scope) -> Result<Status> {
-    let path = config_path(places, harness, scope)?;
+    let path = project_path(places, harness, scope)?;
     Ok(match harness {
         Harness::ClaudeCode => claude::status(&path, harness, scope),
         Harness::Codex => codex::status(&path, scope),
