@@ -61,15 +61,24 @@ fn read_notify(doc: &DocumentMut) -> Notify {
                 line: argv.join(" "),
             }
         }
-        _ => Notify::Other(match item.as_value() {
-            Some(value) => {
-                // The value alone, without the comments around it.
-                let mut value = value.clone();
-                value.decor_mut().clear();
-                value.to_string().trim().to_string()
-            }
-            None => item.to_string().trim().to_string(),
-        }),
+        _ => {
+            let text = match item.as_value() {
+                Some(value) => {
+                    // The value alone, without the comments around it.
+                    let mut value = value.clone();
+                    value.decor_mut().clear();
+                    value.to_string()
+                }
+                None => item.to_string(),
+            };
+            // On one line, for messages: an array may span several.
+            let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            Notify::Other(
+                line.replace("[ ", "[")
+                    .replace(", ]", "]")
+                    .replace(",]", "]"),
+            )
+        }
     }
 }
 
@@ -285,6 +294,11 @@ mod tests {
             )),
             Notify::Baton { .. }
         ));
+        let multi = "notify = [\n  \"python3\",  # the interpreter\n  \"n.py\",\n]\n";
+        match read_notify(&doc(multi)) {
+            Notify::Other(line) => assert_eq!(line, "[\"python3\", # the interpreter \"n.py\"]"),
+            _ => panic!("not another program"),
+        }
         for other in [
             "notify = [\"python3\", \"/home/me/notify.py\"]\n",
             "notify = [\"baton\", \"save\"]\n",
