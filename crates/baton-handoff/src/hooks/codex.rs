@@ -12,7 +12,7 @@ use baton_error::{Error, Result};
 use super::{
     Action, Change, EntryState, EventStatus, Harness, Loaded, Options, Report, Scope, State,
     Status, hash, hook_argv, load, new_record, read_record, refuse_edited, refuse_unparsable,
-    remove_record, store_file, write_record,
+    remove_record, shell_line, store_file, write_record,
 };
 
 /// The event Codex's notify program is run for (the only one it has).
@@ -58,7 +58,7 @@ fn read_notify(doc: &DocumentMut) -> Notify {
         Some(argv) if argv.len() >= 3 && argv[..3] == ["baton", "checkpoint", "--hook"] => {
             Notify::Baton {
                 canonical: canonical(&argv),
-                line: argv.join(" "),
+                line: shell_line(&argv),
             }
         }
         _ => {
@@ -173,7 +173,7 @@ pub(super) fn install(path: &Path, scope: Scope, options: &Options, force: bool)
         Some(r) => r.created_file,
         None => doc.loaded.bytes.is_none(),
     };
-    let mut new = new_record(HARNESS, path, argv.join(" "), created);
+    let mut new = new_record(HARNESS, path, shell_line(&argv), created);
     new.entries.push(super::RecordedEntry {
         event: EVENT.to_string(),
         hash: hash(want.as_bytes()),
@@ -183,7 +183,7 @@ pub(super) fn install(path: &Path, scope: Scope, options: &Options, force: bool)
         harness: HARNESS,
         scope,
         file: path.to_path_buf(),
-        command: Some(argv.join(" ")),
+        command: Some(shell_line(&argv)),
         changes: vec![Change {
             event: EVENT.to_string(),
             action,
