@@ -4,7 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod hooks;
 pub mod values;
+
+pub use hooks::{HookPlace, HooksCommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -127,6 +130,10 @@ pub enum Command {
     /// Install the baton skill into an agent harness (Claude Code, Codex), or check or remove it
     #[command(subcommand)]
     Skill(SkillCommand),
+    /// Checkpoint automatically from a harness's own hooks (Claude Code settings.json,
+    /// Codex notify): install, check or remove them
+    #[command(subcommand)]
+    Hooks(HooksCommand),
     /// Print a shell completion script
     Completions { shell: clap_complete::Shell },
     /// Print the man page (roff) of baton, or of one command (`baton man save`)

@@ -10,6 +10,7 @@ mod export;
 mod export_handoff;
 mod gc;
 mod handoff;
+mod hooks;
 mod import;
 mod import_handoff;
 mod init;
@@ -62,6 +63,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Transcript(cmd) => transcript::run(ctx, cmd),
         Command::Mcp { workspace } => mcp::run(ctx, workspace.as_deref()),
         Command::Skill(cmd) => skill::run(ctx, cmd),
+        Command::Hooks(cmd) => hooks::run(ctx, cmd),
         Command::Completions { shell } => completions::completions(shell),
         Command::Man { command } => completions::man(command.as_deref()),
     }

@@ -18,6 +18,7 @@ mod fuzz_regressions;
 mod handoff_cli;
 mod handoff_evidence;
 mod handoff_latency;
+mod hooks;
 mod perf_history;
 mod save_pack;
 mod save_speed;

@@ -12,6 +12,7 @@ pub mod events;
 pub mod evidence;
 pub mod export;
 pub mod export_handoff;
+pub mod hooks;
 pub mod import;
 pub mod kickoff;
 pub mod merge;
