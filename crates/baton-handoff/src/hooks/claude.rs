@@ -252,7 +252,7 @@ pub(super) fn install(
     }
     let written = changes.iter().any(|c| c.action != Action::Unchanged);
     if written {
-        store_file(path, &doc.loaded, &doc.root.to_pretty())?;
+        store_file(path, &doc.loaded, &doc.root.to_pretty()?)?;
     }
     let created = match &record {
         Some(r) => r.created_file,
@@ -307,7 +307,7 @@ pub(super) fn remove(path: &Path, harness: Harness, scope: Scope, force: bool) -
         if created && doc.root.is_empty_container() {
             super::delete_file(&doc.loaded)?;
         } else {
-            store_file(path, &doc.loaded, &doc.root.to_pretty())?;
+            store_file(path, &doc.loaded, &doc.root.to_pretty()?)?;
         }
     }
     remove_record(path)?;

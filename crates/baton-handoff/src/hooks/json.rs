@@ -25,11 +25,13 @@ impl Json {
     }
 
     /// Two-space pretty printing with a trailing newline, keys in their order.
-    pub(crate) fn to_pretty(&self) -> Vec<u8> {
-        // Serializing this tree cannot fail: every key is a string, every number finite.
-        let mut bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
+    pub(crate) fn to_pretty(&self) -> baton_error::Result<Vec<u8>> {
+        // Every key is a string and every number finite, so this fails only on a bug.
+        let mut bytes = serde_json::to_vec_pretty(self).map_err(|e| {
+            baton_error::Error::internal(format!("cannot encode a settings file: {e}"))
+        })?;
         bytes.push(b'\n');
-        bytes
+        Ok(bytes)
     }
 
     /// The same value with sorted keys: for comparing and hashing, where order is noise.
@@ -242,7 +244,7 @@ mod tests {
     fn keys_keep_their_order_through_a_round_trip() {
         let text = "{\n  \"z\": 1,\n  \"a\": [\n    true,\n    null,\n    -2,\n    0.5\n  ],\n  \"m\": {\n    \"y\": \"x\",\n    \"b\": {}\n  }\n}\n";
         let doc = Json::parse(text.as_bytes()).unwrap();
-        assert_eq!(String::from_utf8(doc.to_pretty()).unwrap(), text);
+        assert_eq!(String::from_utf8(doc.to_pretty().unwrap()).unwrap(), text);
         assert_eq!(
             doc.to_value(),
             serde_json::from_str::<serde_json::Value>(text).unwrap()
