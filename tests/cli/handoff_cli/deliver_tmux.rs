@@ -9,8 +9,8 @@ use super::*;
 use std::time::{Duration, Instant};
 
 /// The stand-in harness. Arguments: the name it takes, the file it writes what it reads
-/// to, and a mode: `ready` (the default marker at once), `after=SECONDS` (the marker
-/// later), `busy` (the marker beside a busy line: never ready), `custom` (only `READY>`).
+/// to, and a mode: `ready` (the default marker at once), `when=PATH` (the marker once
+/// PATH exists), `busy` (the marker beside a busy line: never ready), `custom` (only `READY>`).
 const STANDIN: &str = r#"#!/usr/bin/perl
 use strict;
 use warnings;
@@ -25,9 +25,9 @@ if ($mode eq "busy") {
     print "? for shortcuts\r\n* Thinking... (esc to interrupt)\r\n";
 } elsif ($mode eq "custom") {
     print "READY>\r\n";
-} elsif ($mode =~ /^after=([0-9.]+)$/) {
+} elsif ($mode =~ /^when=(.+)$/) {
     print "starting...\r\n";
-    select(undef, undef, undef, $1);
+    select(undef, undef, undef, 0.02) until -e $1;
     print "? for shortcuts\r\n";
 } else {
     print "? for shortcuts\r\n";
@@ -261,15 +261,29 @@ fn a_pane_that_becomes_ready_later_gets_the_kickoff_then() {
         .expect("prompt")
         .to_string();
     let out = tmux.dir.path().join("later.out");
-    let pane = tmux.standin("claude", &out, "after=1.5");
-    let start = Instant::now();
-    let args = ["--deliver", &format!("tmux:{pane}"), "--no-submit"];
-    let run = deliver(&env, &tmux, &ws, &args);
+    let go = tmux.dir.path().join("go");
+    let pane = tmux.standin("claude", &out, &format!("when={}", s(&go)));
+    let mut baton = env
+        .cmd()
+        .current_dir(&ws)
+        .env("TMUX", tmux.env_value())
+        .args([
+            "resume",
+            "--deliver",
+            &format!("tmux:{pane}"),
+            "--no-submit",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run baton");
+    // Not ready yet: baton waits, and types nothing.
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(baton.try_wait().expect("wait").is_none(), "baton waits");
+    assert_eq!(fs::read(&out).unwrap_or_default(), b"");
+    fs::write(&go, "").expect("write");
+    let run = baton.wait_with_output().expect("baton ends");
     assert_eq!(code(&run), 0, "{}", stderr(&run));
-    assert!(
-        start.elapsed() >= Duration::from_millis(1200),
-        "waited for the marker"
-    );
     assert!(
         stderr(&run).contains(&format!(
             "delivered the kickoff of {} to tmux pane {pane} (claude), not submitted\n",
