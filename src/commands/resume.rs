@@ -160,6 +160,8 @@ pub fn run_with(ctx: &Ctx, args: ResumeOptions) -> Result<Outcome> {
                 );
                 let _ = err.flush();
             }
+            // Nothing of the store stays open in the harness.
+            drop(store);
             return Err(launch.exec());
         }
         Some(Delivery::Tmux {

@@ -60,9 +60,14 @@ pub struct Recognise {
     pub version_named: bool,
     /// Any of these on the pane's screen: the harness shows its input prompt.
     pub ready: Vec<String>,
-    /// Any of these (case-insensitive): the harness is busy with a turn, not ready.
+    /// Any of these (case-insensitive): the harness is busy with a turn, or a dialog (a
+    /// permission or trust question) has the keyboard: not ready.
     pub busy: Vec<String>,
 }
+
+/// The footers both harnesses show while a turn runs or a dialog waits for an answer (the
+/// menus' own cursors, `❯` and `›`, are why neither is a ready marker).
+const BUSY: &[&str] = &["esc to interrupt", "esc to cancel", "enter to confirm"];
 
 impl Recognise {
     /// The built-in markers (docs/handoff.md, "Delivering the kickoff").
@@ -73,15 +78,15 @@ impl Recognise {
                 harness,
                 commands: list(&["claude", "node"]),
                 version_named: true,
-                ready: list(&["? for shortcuts", "\u{276f}", "\u{2502} >"]),
-                busy: list(&["esc to interrupt"]),
+                ready: list(&["? for shortcuts", "\u{2502} >"]),
+                busy: list(BUSY),
             },
             Harness::Codex => Recognise {
                 harness,
                 commands: list(&["codex", "node"]),
                 version_named: false,
-                ready: list(&["? for shortcuts", "\u{23ce} send", "\u{203a}"]),
-                busy: list(&["esc to interrupt"]),
+                ready: list(&["? for shortcuts", "\u{23ce} send"]),
+                busy: list(BUSY),
             },
         }
     }
@@ -199,7 +204,15 @@ mod tests {
         assert!(codex.runs_in("codex") && !codex.runs_in("2.0.76"));
         assert!(claude.ready_on("\u{2502} > \n  ? for shortcuts"));
         assert!(!claude.ready_on("$ "));
-        assert!(!claude.ready_on("\u{276f}\n* Thinking... (Esc to interrupt)"));
+        assert!(!claude.ready_on("? for shortcuts\n* Thinking... (Esc to interrupt)"));
+        // A permission dialog under an old prompt line: not ready.
+        let dialog =
+            "\u{2502} > \nDo you want to proceed?\n\u{276f} 1. Yes\n  2. No\nEsc to cancel";
+        assert!(!claude.ready_on(dialog));
+        assert!(
+            !codex.ready_on("\u{203a} 1. Yes, proceed\nPress enter to confirm or esc to cancel")
+        );
+        assert!(codex.ready_on("\u{203a} \n\n  \u{23ce} send   \u{21e7}\u{23ce} newline"));
     }
 
     #[test]

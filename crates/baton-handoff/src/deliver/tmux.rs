@@ -227,14 +227,20 @@ fn tmux(args: &[&str], input: Option<&[u8]>) -> Result<String> {
                 Error::other(format!("cannot run tmux: {e}")).with_source(e)
             }
         })?;
-    if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
-        stdin
-            .write_all(bytes)
-            .map_err(|e| Error::other(format!("cannot write to tmux: {e}")).with_source(e))?;
-    }
+    // Written whole before tmux is waited for (it reads all of its stdin first); a failed
+    // write is reported after tmux's own answer, which says more.
+    let written = match (input, child.stdin.take()) {
+        (Some(bytes), Some(mut stdin)) => stdin.write_all(bytes),
+        _ => Ok(()),
+    };
     let out = child
         .wait_with_output()
         .map_err(|e| Error::other(format!("cannot run tmux: {e}")).with_source(e))?;
+    if out.status.success()
+        && let Err(e) = written
+    {
+        return Err(Error::other(format!("cannot write to tmux: {e}")).with_source(e));
+    }
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let said = stderr.trim();
