@@ -418,3 +418,44 @@ fn a_pane_that_never_shows_readiness_times_out_with_nothing_typed() {
     assert_eq!(code(&run), 0, "{}", stderr(&run));
     assert!(received(&custom_out, 10).starts_with(b"\x1b[200~```text"));
 }
+
+#[test]
+fn without_tmux_delivery_is_not_found_and_a_bad_timeout_a_usage_error() {
+    let (env, ws, _) = handoff();
+    // A PATH with git (the comparison runs it) and no tmux.
+    let bin = env.path().join("git-only");
+    fs::create_dir_all(&bin).expect("mkdir");
+    let git = std::process::Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .expect("sh");
+    let git = String::from_utf8_lossy(&git.stdout).trim().to_string();
+    std::os::unix::fs::symlink(&git, bin.join("git")).expect("symlink");
+    let run = env
+        .cmd()
+        .current_dir(&ws)
+        .env("PATH", s(&bin))
+        .args(["resume", "--deliver", "tmux:%1"])
+        .output()
+        .expect("run baton");
+    assert_eq!(code(&run), 3, "{}", stderr(&run));
+    assert!(
+        stderr(&run).ends_with(
+            "error: tmux is not on PATH: --deliver tmux:PANE runs it; install tmux, or start \
+             the harness with --launch instead\n"
+        ),
+        "{}",
+        stderr(&run)
+    );
+    let run = baton_in(
+        &env,
+        &ws,
+        &["resume", "--deliver", "tmux:%1", "--deliver-timeout", "NaN"],
+    );
+    assert_eq!(code(&run), 2, "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("--deliver-timeout NaN"),
+        "{}",
+        stderr(&run)
+    );
+}
