@@ -110,6 +110,14 @@ pub fn run_with(ctx: &Ctx, args: ResumeOptions) -> Result<Outcome> {
         ))
         .with_hint(format!("give --budget {} or more", kickoff::MIN_BUDGET)));
     }
+    let workspace = args.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
+    // The harness found before anything is pulled: a missing one is said at once.
+    let launch = match &args.delivery {
+        Some(Delivery::Launch(harness)) => Some(launch::prepare(
+            &launch::LaunchOptions::from_env(*harness, &workspace),
+        )?),
+        _ => None,
+    };
     // A target name: pull it first, then resume what it holds. A lost race (diverged)
     // still resumes the target's handoff, with the conflict said in the output.
     let mut pulled = None;
@@ -129,41 +137,36 @@ pub fn run_with(ctx: &Ctx, args: ResumeOptions) -> Result<Outcome> {
     }
     let store = ctx.open_store()?;
     let id = baton_sync::resolve_rev(&store, &rev)?;
-    let workspace = args.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
     let resume::Resumed {
         kickoff,
         comparison,
         prompt,
     } = resume::resume(&store, &id, &workspace, args.budget, args.require_same_repo)?;
     let notes = !ctx.quiet && !ctx.json;
-    let delivered = match &args.delivery {
-        None => None,
-        Some(Delivery::Launch(harness)) => {
-            let text = deliver::delivered_text(&prompt);
-            let launch = launch::prepare(&launch::LaunchOptions::from_env(
-                *harness, &workspace, &text,
-            ))?;
-            if notes {
-                let mut err = std::io::stderr().lock();
-                if let Some(line) = &pulled {
-                    let _ = writeln!(err, "{}", terminal_safe(line));
-                }
-                if let Some(warning) = comparison.as_ref().and_then(|c| c.warning.as_ref()) {
-                    let _ = writeln!(err, "{}", terminal_safe(warning));
-                }
-                let _ = writeln!(
-                    err,
-                    "launching {} in {} with the kickoff of {}",
-                    harness.name(),
-                    terminal_safe(&launch.workspace.display().to_string()),
-                    id.short()
-                );
-                let _ = err.flush();
+    if let Some(launch) = launch {
+        if notes {
+            let mut err = std::io::stderr().lock();
+            if let Some(line) = &pulled {
+                let _ = writeln!(err, "{}", terminal_safe(line));
             }
-            // Nothing of the store stays open in the harness.
-            drop(store);
-            return Err(launch.exec());
+            if let Some(warning) = comparison.as_ref().and_then(|c| c.warning.as_ref()) {
+                let _ = writeln!(err, "{}", terminal_safe(warning));
+            }
+            let _ = writeln!(
+                err,
+                "launching {} in {} with the kickoff of {}",
+                launch.harness.name(),
+                terminal_safe(&launch.workspace.display().to_string()),
+                id.short()
+            );
+            let _ = err.flush();
         }
+        // Nothing of the store stays open in the harness.
+        drop(store);
+        return Err(launch.exec(&deliver::delivered_text(&prompt)));
+    }
+    let delivered = match &args.delivery {
+        None | Some(Delivery::Launch(_)) => None,
         Some(Delivery::Tmux {
             pane,
             harness,

@@ -19,8 +19,6 @@ pub struct LaunchOptions<'a> {
     pub harness: Harness,
     /// The directory the harness starts in (the resumed workspace).
     pub workspace: &'a Path,
-    /// The first prompt ([`super::delivered_text`] of the kickoff's prompt).
-    pub prompt: &'a str,
     /// The program to run instead of the harness's name on PATH (`BATON_CLAUDE_BIN`): a
     /// path, or a name looked up on PATH.
     pub program: Option<OsString>,
@@ -30,11 +28,10 @@ pub struct LaunchOptions<'a> {
 
 impl<'a> LaunchOptions<'a> {
     /// The options with the program override and PATH taken from the environment.
-    pub fn from_env(harness: Harness, workspace: &'a Path, prompt: &'a str) -> Self {
+    pub fn from_env(harness: Harness, workspace: &'a Path) -> Self {
         LaunchOptions {
             harness,
             workspace,
-            prompt,
             program: std::env::var_os(harness.bin_env()).filter(|v| !v.is_empty()),
             path: std::env::var_os("PATH"),
         }
@@ -47,11 +44,10 @@ pub struct Launch {
     pub harness: Harness,
     pub program: PathBuf,
     pub workspace: PathBuf,
-    prompt: String,
 }
 
 /// Find the program and check the workspace, so that every refusal comes before anything
-/// is printed or started.
+/// is pulled, printed or started.
 pub fn prepare(opts: &LaunchOptions<'_>) -> Result<Launch> {
     let harness = opts.harness;
     let program = match &opts.program {
@@ -84,16 +80,16 @@ pub fn prepare(opts: &LaunchOptions<'_>) -> Result<Launch> {
         harness,
         program,
         workspace,
-        prompt: opts.prompt.to_string(),
     })
 }
 
 impl Launch {
-    /// Become the harness: exec(2) of the program with the prompt as its one argument, in
-    /// the workspace, with this process's stdio and environment. Returns only on failure.
-    pub fn exec(self) -> Error {
+    /// Become the harness: exec(2) of the program with `prompt` (the first prompt,
+    /// [`super::delivered_text`] of the kickoff's) as its one argument, in the workspace,
+    /// with this process's stdio and environment. Returns only on failure.
+    pub fn exec(self, prompt: &str) -> Error {
         let err = Command::new(&self.program)
-            .arg(&self.prompt)
+            .arg(prompt)
             .current_dir(&self.workspace)
             .exec();
         Error::other(format!(
@@ -158,7 +154,6 @@ mod tests {
         LaunchOptions {
             harness: Harness::Claude,
             workspace: ws,
-            prompt: "go",
             program: program.map(OsString::from),
             path: Some(path.as_os_str().to_owned()),
         }
