@@ -293,6 +293,28 @@ pub struct ResumeArgs {
     /// and has not diverged from its HEAD
     #[arg(long)]
     pub require_same_repo: bool,
+    /// Then start HARNESS in the workspace with the kickoff as its first prompt (baton
+    /// becomes it: its exit status is baton's; $BATON_CLAUDE_BIN, $BATON_CODEX_BIN)
+    #[arg(long, value_name = "HARNESS", value_parser = values::receiving_harness(), conflicts_with = "deliver")]
+    pub launch: Option<baton_handoff::deliver::Harness>,
+    /// Then paste the kickoff into the tmux pane where the harness waits (tmux:%3,
+    /// tmux:SESSION:WINDOW.PANE) once it shows its input prompt, and press Enter
+    #[arg(long, value_name = "tmux:PANE")]
+    pub deliver: Option<String>,
+    /// With --deliver: the harness the pane must run [default: the one it runs]
+    #[arg(long, value_name = "HARNESS", value_parser = values::receiving_harness(), requires = "deliver")]
+    pub harness: Option<baton_handoff::deliver::Harness>,
+    /// With --deliver: seconds to wait for the pane to show the harness's input prompt
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 30.0,
+        requires = "deliver"
+    )]
+    pub deliver_timeout: f64,
+    /// With --deliver: paste without pressing Enter (the kickoff waits in the input box)
+    #[arg(long, requires = "deliver")]
+    pub no_submit: bool,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }

@@ -7,7 +7,7 @@
 use clap::ValueEnum;
 use clap::builder::{EnumValueParser, MapValueParser, TypedValueParser};
 
-use baton_handoff::{capture, events, export, pii, skill};
+use baton_handoff::{capture, deliver, events, export, pii, skill};
 
 /// A value parser that reads the mirror `M` and yields the library type `T`.
 type Mirrored<M, T> = MapValueParser<EnumValueParser<M>, fn(M) -> T>;
@@ -106,6 +106,15 @@ pub enum ExportFormat {
 }
 mirror!(export_format, ExportFormat => export::ExportFormat { Frontmatter, Prowl });
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReceivingHarness {
+    /// Claude Code (`claude`).
+    Claude,
+    /// Codex CLI (`codex`).
+    Codex,
+}
+mirror!(receiving_harness, ReceivingHarness => deliver::Harness { Claude, Codex });
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +150,10 @@ mod tests {
         assert_eq!(
             names::<Harness>(),
             lib(skill::Harness::ALL.map(|m| m.name()).to_vec())
+        );
+        assert_eq!(
+            names::<ReceivingHarness>(),
+            lib(deliver::Harness::ALL.map(|m| m.name()).to_vec())
         );
         assert_eq!(
             names::<Scope>(),

@@ -364,6 +364,7 @@ impl BatonServer {
                     prompt: false,
                     require_same_repo: p.require_same_repo,
                     connect: no_connect(),
+                    delivery: None,
                 };
                 super::resume::run_with(&base.ctx(), args)
             },

@@ -1,15 +1,19 @@
 //! `baton resume [REV]`: verify a handoff (pulling a target first), then print the
-//! kickoff `handoff::resume` makes of it.
+//! kickoff `handoff::resume` makes of it, or deliver it to the receiving harness
+//! (`--launch`, `--deliver tmux:PANE`: `handoff::deliver`).
 
+use std::io::Write;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::json;
 
 use super::pull::PullOptions;
 use crate::cli::{ResumeArgs, ResumeFormat};
 use crate::commands::Ctx;
-use crate::output::Outcome;
+use crate::output::{Outcome, terminal_safe};
 use baton_error::{Error, ErrorKind, Result};
+use baton_handoff::deliver::{self, Harness, Recognise, launch, tmux};
 use baton_handoff::kickoff;
 use baton_handoff::resume;
 use baton_sync::ConnectSettings;
@@ -28,23 +32,57 @@ pub struct ResumeOptions {
     pub require_same_repo: bool,
     /// How to reach the target a `rev` naming one is pulled from.
     pub connect: ConnectSettings,
+    /// Hand the kickoff to the receiving harness instead of printing it.
+    pub delivery: Option<Delivery>,
 }
 
-impl From<&ResumeArgs> for ResumeOptions {
-    fn from(args: &ResumeArgs) -> ResumeOptions {
-        ResumeOptions {
+/// Where the kickoff goes besides the output (`--launch`, `--deliver`).
+pub enum Delivery {
+    /// Become the harness, started in the workspace with the kickoff as its first prompt.
+    Launch(Harness),
+    /// Paste it into a tmux pane once the harness there waits for input.
+    Tmux {
+        pane: String,
+        harness: Option<Harness>,
+        timeout: Duration,
+        submit: bool,
+    },
+}
+
+impl TryFrom<&ResumeArgs> for ResumeOptions {
+    type Error = Error;
+
+    fn try_from(args: &ResumeArgs) -> Result<ResumeOptions> {
+        let delivery = match (&args.launch, &args.deliver) {
+            (Some(harness), _) => Some(Delivery::Launch(*harness)),
+            (None, Some(spec)) => Some(Delivery::Tmux {
+                pane: deliver::parse_target(spec)?,
+                harness: args.harness,
+                timeout: Duration::try_from_secs_f64(args.deliver_timeout).map_err(|_| {
+                    Error::usage(format!(
+                        "--deliver-timeout {} is not a number of seconds",
+                        args.deliver_timeout
+                    ))
+                    .with_hint("give --deliver-timeout SECONDS, e.g. 30 or 2.5")
+                })?,
+                submit: !args.no_submit,
+            }),
+            (None, None) => None,
+        };
+        Ok(ResumeOptions {
             rev: args.rev.clone(),
             budget: args.budget,
             workspace: args.workspace.clone(),
             prompt: args.format == ResumeFormat::Prompt,
             require_same_repo: args.require_same_repo,
             connect: super::connect_settings(&args.connect),
-        }
+            delivery,
+        })
     }
 }
 
 pub fn run(ctx: &Ctx, args: &ResumeArgs) -> Result<Outcome> {
-    run_with(ctx, ResumeOptions::from(args))
+    run_with(ctx, ResumeOptions::try_from(args)?)
 }
 
 pub fn run_with(ctx: &Ctx, args: ResumeOptions) -> Result<Outcome> {
@@ -55,6 +93,15 @@ pub fn run_with(ctx: &Ctx, args: ResumeOptions) -> Result<Outcome> {
         )
         .with_hint("drop --json to print the prompt as text, or drop --format prompt and read the document's 'prompt' field"));
     }
+    // The launched harness owns stdout: there is no room for a JSON document after it.
+    if let (true, Some(Delivery::Launch(harness))) = (ctx.json, &args.delivery) {
+        return Err(Error::usage(format!(
+            "--launch {} hands the terminal to {}: there is no JSON document to print",
+            harness.name(),
+            harness.name()
+        ))
+        .with_hint("drop --json (the launch is said on stderr), or deliver into a waiting pane with --deliver tmux:PANE, which prints one"));
+    }
     if args.budget < kickoff::MIN_BUDGET {
         return Err(Error::usage(format!(
             "--budget {} is below the floor of {} tokens (the header and a Next Steps line)",
@@ -63,6 +110,14 @@ pub fn run_with(ctx: &Ctx, args: ResumeOptions) -> Result<Outcome> {
         ))
         .with_hint(format!("give --budget {} or more", kickoff::MIN_BUDGET)));
     }
+    let workspace = args.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
+    // The harness found before anything is pulled: a missing one is said at once.
+    let launch = match &args.delivery {
+        Some(Delivery::Launch(harness)) => Some(launch::prepare(
+            &launch::LaunchOptions::from_env(*harness, &workspace),
+        )?),
+        _ => None,
+    };
     // A target name: pull it first, then resume what it holds. A lost race (diverged)
     // still resumes the target's handoff, with the conflict said in the output.
     let mut pulled = None;
@@ -82,13 +137,71 @@ pub fn run_with(ctx: &Ctx, args: ResumeOptions) -> Result<Outcome> {
     }
     let store = ctx.open_store()?;
     let id = baton_sync::resolve_rev(&store, &rev)?;
-    let workspace = args.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
     let resume::Resumed {
         kickoff,
         comparison,
         prompt,
     } = resume::resume(&store, &id, &workspace, args.budget, args.require_same_repo)?;
+    let notes = !ctx.quiet && !ctx.json;
+    if let Some(launch) = launch {
+        if notes {
+            let mut err = std::io::stderr().lock();
+            if let Some(line) = &pulled {
+                let _ = writeln!(err, "{}", terminal_safe(line));
+            }
+            if let Some(warning) = comparison.as_ref().and_then(|c| c.warning.as_ref()) {
+                let _ = writeln!(err, "{}", terminal_safe(warning));
+            }
+            let _ = writeln!(
+                err,
+                "launching {} in {} with the kickoff of {}",
+                launch.harness.name(),
+                terminal_safe(&launch.workspace.display().to_string()),
+                id.short()
+            );
+            let _ = err.flush();
+        }
+        // Nothing of the store stays open in the harness.
+        drop(store);
+        return Err(launch.exec(&deliver::delivered_text(&prompt)));
+    }
+    let delivered = match &args.delivery {
+        None | Some(Delivery::Launch(_)) => None,
+        Some(Delivery::Tmux {
+            pane,
+            harness,
+            timeout,
+            submit,
+        }) => {
+            let text = deliver::delivered_text(&prompt);
+            let delivered = tmux::deliver(&tmux::TmuxOptions {
+                pane,
+                harness: *harness,
+                known: Recognise::all_from_env(),
+                timeout: *timeout,
+                submit: *submit,
+                text: &text,
+            })?;
+            if notes {
+                eprintln!(
+                    "delivered the kickoff of {} to tmux pane {} ({}){}",
+                    id.short(),
+                    terminal_safe(delivered.pane_id.as_deref().unwrap_or(pane)),
+                    delivered.harness.name(),
+                    if delivered.submitted {
+                        ""
+                    } else {
+                        ", not submitted"
+                    }
+                );
+            }
+            Some(delivered)
+        }
+    };
     let human = match &pulled {
+        // Delivered: the kickoff is in the pane; only the pull is said here.
+        Some(line) if delivered.is_some() && !ctx.quiet => line.clone(),
+        _ if delivered.is_some() => String::new(),
         _ if args.prompt => prompt.clone(),
         Some(line) if !ctx.quiet => format!("{line}\n\n{}", kickoff.text()),
         _ => kickoff.text(),
@@ -102,6 +215,7 @@ pub fn run_with(ctx: &Ctx, args: ResumeOptions) -> Result<Outcome> {
             "workspace": comparison,
             "prompt": prompt,
             "pulled": pulled,
+            "delivered": delivered,
         }),
     ))
 }

@@ -8,6 +8,7 @@ pub mod briefing;
 pub mod capture;
 pub mod compare;
 pub mod context;
+pub mod deliver;
 pub mod events;
 pub mod evidence;
 pub mod export;

@@ -340,6 +340,8 @@ const VALID_BRIEF: &str = "# Handoff\n\n## Objective\n\nShip the thing. Then res
 
 mod briefings;
 mod budget;
+mod deliver_launch;
+mod deliver_tmux;
 mod escapes;
 mod import;
 mod kickoff_papercuts;
