@@ -47,7 +47,15 @@ pub struct SaveOptions {
     /// The workspace's git evidence when the caller started it early ([`start_evidence`])
     /// so that it overlaps reading the briefing; used when it is of `workspace`.
     pub evidence: Option<evidence::BackgroundCapture>,
+    /// A checkpoint (`baton checkpoint --hook`): record the bundle's content fingerprint
+    /// ([`FINGERPRINT_KEY`]) and commit nothing when `current` already has the same one.
+    pub skip_unchanged: bool,
 }
+
+/// The bundle metadata key of a checkpoint's content fingerprint: the BLAKE3 of every
+/// file's path, mode and id but `context.md`'s (which holds the capture time). Two
+/// checkpoints with the same fingerprint hold the same session and workspace evidence.
+pub const FINGERPRINT_KEY: &str = "checkpoint.fingerprint";
 
 impl SaveOptions {
     /// A handoff of `workspace` with no briefing, transcript or attachment, secrets and
@@ -66,6 +74,7 @@ impl SaveOptions {
             note: String::new(),
             metadata: BTreeMap::new(),
             evidence: None,
+            skip_unchanged: false,
         }
     }
 }
@@ -91,6 +100,9 @@ pub struct SaveReport {
     pub transcript_skipped: Skipped,
     /// The handoff's notes on the transcript, one line each.
     pub transcript_notes: Vec<String>,
+    /// With [`SaveOptions::skip_unchanged`]: nothing was committed, `current` (`id`)
+    /// already holds this content.
+    pub unchanged: bool,
 }
 
 /// Start reading the git evidence of `workspace` now, for [`SaveOptions::evidence`];
@@ -260,6 +272,28 @@ pub fn save_handoff(store: &Store, opts: SaveOptions) -> Result<SaveReport> {
     // lock just before the ref move.
     let batch = PackBatch::new(&store.objects);
     let (tree, ids) = store.mem_tree_into(&assembled.files, &batch)?;
+    if opts.skip_unchanged {
+        let print = fingerprint(&assembled.files, &ids);
+        if let Some((id, bundle)) = same_as_current(store, &print)? {
+            // The batch is dropped unpublished: its temp pack goes with it.
+            drop(batch);
+            return Ok(SaveReport {
+                id,
+                parents: bundle.parents,
+                tree: bundle.tree,
+                files: assembled.files.iter().map(|f| f.path.clone()).collect(),
+                secrets: assembled.secrets,
+                pii: assembled.pii,
+                partial: assembled.evidence.partial,
+                transcript_cached: prepared.cached,
+                transcript_appended: prepared.appended,
+                transcript_skipped,
+                transcript_notes,
+                unchanged: true,
+            });
+        }
+        metadata.insert(FINGERPRINT_KEY.into(), print);
+    }
     // A session that held personal data is scanned again on every handoff, as one that
     // held a secret is: the cache only vouches for files found free of both.
     let remember = prepared.remember.filter(|_| !assembled.pii_in_transcript);
@@ -298,7 +332,33 @@ pub fn save_handoff(store: &Store, opts: SaveOptions) -> Result<SaveReport> {
         transcript_appended: prepared.appended,
         transcript_skipped,
         transcript_notes,
+        unchanged: false,
     })
+}
+
+/// The content fingerprint of a checkpoint's files ([`FINGERPRINT_KEY`]).
+fn fingerprint(files: &[baton_store::memtree::MemFile], ids: &[(ObjectId, u64)]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    for (file, (id, size)) in files.iter().zip(ids) {
+        if file.path == "context.md" {
+            continue;
+        }
+        hasher.update(file.path.as_bytes());
+        hasher.update(&[0, u8::from(file.exec)]);
+        hasher.update(id.to_hex().as_bytes());
+        hasher.update(&size.to_le_bytes());
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// `current` and its bundle when its fingerprint is `print`.
+fn same_as_current(store: &Store, print: &str) -> Result<Option<(ObjectId, baton_format::Bundle)>> {
+    let Some(id) = store.read_ref(&RefName::Current)? else {
+        return Ok(None);
+    };
+    let bundle = store.read_bundle(&id)?;
+    let same = bundle.metadata.get(FINGERPRINT_KEY).map(String::as_str) == Some(print);
+    Ok(same.then_some((id, bundle)))
 }
 
 /// The harness a `transcript.source` label names (`claude-code:SESSION` gives

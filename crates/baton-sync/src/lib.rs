@@ -7,6 +7,7 @@ pub mod clone;
 pub mod error;
 pub mod pull;
 pub mod push;
+pub mod queue;
 mod push_hint;
 mod push_parts;
 pub mod remote_store;
