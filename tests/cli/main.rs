@@ -11,6 +11,7 @@ mod sshd;
 
 mod archive;
 mod cli_bad_input;
+mod checkpoint;
 mod cli_store;
 mod encryption;
 mod format_vectors;
