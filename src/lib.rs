@@ -49,7 +49,10 @@ pub fn run() -> i32 {
             // A hook's command line that does not parse must not block the agent either
             // (`checkpoint --hook` exits 0 whatever happens): said on stderr only.
             if is_hook_call(&args) && !matches!(e.kind(), K::DisplayHelp | K::DisplayVersion) {
-                eprintln!("baton checkpoint: {}", e.to_string().lines().next().unwrap_or(""));
+                eprintln!(
+                    "baton checkpoint: {}",
+                    e.to_string().lines().next().unwrap_or("")
+                );
                 return 0;
             }
             if matches!(e.kind(), K::DisplayHelp | K::DisplayVersion) || !json_mode {

@@ -17,7 +17,12 @@ pub struct CheckpointArgs {
     pub push: Option<String>,
     /// Give up (and say so in the log) after SECS seconds [default: 10, well under
     /// Claude Code's 60-second hook timeout]
-    #[arg(long, value_name = "SECS", default_value_t = 10, conflicts_with = "log")]
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 10,
+        conflicts_with = "log"
+    )]
     pub timeout: u64,
     /// Print the checkpoint log (the store's, else the fallback under ~/.local/state/baton)
     #[arg(long)]

@@ -131,7 +131,11 @@ fn write_log(path: Option<&Path>, line: LogLine) {
 }
 
 fn describe(line: &LogLine) -> String {
-    let what = line.bundle.as_deref().or(line.error.as_deref()).unwrap_or("");
+    let what = line
+        .bundle
+        .as_deref()
+        .or(line.error.as_deref())
+        .unwrap_or("");
     format!("{} {} {}: {what}", line.harness, line.event, line.outcome)
 }
 
@@ -256,7 +260,9 @@ impl Job {
                         baton_store::envelope::security(
                             "this store is protected by a passphrase and a hook cannot ask for it",
                         )
-                        .with_hint("set BATON_PASSPHRASE in the harness's environment, or use --identity")
+                        .with_hint(
+                            "set BATON_PASSPHRASE in the harness's environment, or use --identity",
+                        )
                     })
             })),
         }
@@ -339,7 +345,11 @@ fn show_log(ctx: &Ctx) -> Result<Outcome> {
                     .map(|b| b.get(..12).unwrap_or(b).to_string())
                     .or_else(|| l.error.clone())
                     .unwrap_or_default();
-                let note = l.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
+                let note = l
+                    .note
+                    .as_deref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default();
                 format!(
                     "{} {} {} {} {what}{note}\n",
                     l.time, l.harness, l.event, l.outcome
@@ -347,9 +357,5 @@ fn show_log(ctx: &Ctx) -> Result<Outcome> {
             })
             .collect()
     };
-    Ok(Outcome::new(
-        human,
-        json!({ "log": path, "lines": lines }),
-    ))
+    Ok(Outcome::new(human, json!({ "log": path, "lines": lines })))
 }
-

@@ -14,7 +14,10 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
     let mut human = vec![format!("store   {}", store.root().display())];
     let current_json = match current {
         Some(id) => {
-            let summary = store.read_bundle(&id).map(|b| b.summary).unwrap_or_default();
+            let summary = store
+                .read_bundle(&id)
+                .map(|b| b.summary)
+                .unwrap_or_default();
             human.push(format!("current {} {summary}", id.short()));
             json!({ "id": id, "summary": summary })
         }
@@ -25,15 +28,21 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
     };
     let mut targets = Vec::new();
     for (name, target) in &store.config.targets {
-        let known = store.read_ref(&RefName::Target(name.clone())).ok().flatten();
+        let known = store
+            .read_ref(&RefName::Target(name.clone()))
+            .ok()
+            .flatten();
         let default = store.config.default_target.as_deref() == Some(name.as_str());
         human.push(format!(
             "target  {name}{} {} (last seen at {})",
             if default { " (default)" } else { "" },
             target.url,
-            known.map(|id| id.short()).unwrap_or_else(|| "nothing".into())
+            known
+                .map(|id| id.short())
+                .unwrap_or_else(|| "nothing".into())
         ));
-        targets.push(json!({ "name": name, "url": target.url, "default": default, "known": known }));
+        targets
+            .push(json!({ "name": name, "url": target.url, "default": default, "known": known }));
     }
     let queue = baton_sync::queue::entries(store.root())?;
     if queue.is_empty() {

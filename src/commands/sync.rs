@@ -71,7 +71,11 @@ pub fn run(ctx: &Ctx, args: &SyncArgs) -> Result<Outcome> {
         let first = &drained.failed[0];
         // One failure keeps its own kind (exit code); several are a transport failure
         // unless all share one kind.
-        let kind = if drained.failed.iter().all(|f| f.error.kind == first.error.kind) {
+        let kind = if drained
+            .failed
+            .iter()
+            .all(|f| f.error.kind == first.error.kind)
+        {
             first.error.kind
         } else {
             ErrorKind::Transport
@@ -88,13 +92,9 @@ pub fn run(ctx: &Ctx, args: &SyncArgs) -> Result<Outcome> {
                     first.error.message
                 ),
             )
-            .with_hint(
-                first
-                    .error
-                    .hint
-                    .clone()
-                    .unwrap_or_else(|| "they stay queued: run 'baton sync' again once the target is reachable".into()),
-            ),
+            .with_hint(first.error.hint.clone().unwrap_or_else(|| {
+                "they stay queued: run 'baton sync' again once the target is reachable".into()
+            })),
         );
     }
     Ok(outcome)

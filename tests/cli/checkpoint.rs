@@ -35,13 +35,18 @@ fn turn(ws: &Path, i: usize) -> String {
         });
         format!("{v}\n")
     };
-    line(format!("u{i}"), "user", &format!("Step {i}: run the tests."))
-        + &line(format!("a{i}"), "assistant", &format!("Step {i} passes."))
+    line(
+        format!("u{i}"),
+        "user",
+        &format!("Step {i}: run the tests."),
+    ) + &line(format!("a{i}"), "assistant", &format!("Step {i} passes."))
 }
 
 /// The fixture `name` of fixtures/hooks with its placeholders filled in.
 fn fixture(name: &str, ws: &Path, transcript: &Path, session: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/hooks").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/hooks")
+        .join(name);
     fs::read_to_string(path)
         .unwrap()
         .replace("{{SESSION}}", session)
@@ -72,7 +77,12 @@ fn hook(env: &Env, dir: &Path, harness: &str, stdin: &str, extra: &[&str]) -> (O
         .unwrap();
     let out = child.wait_with_output().unwrap();
     let took = started.elapsed();
-    assert_eq!(out.status.code(), Some(0), "a hook must exit 0: {}", common::text(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a hook must exit 0: {}",
+        common::text(&out)
+    );
     (out, took)
 }
 
@@ -102,10 +112,17 @@ fn precompact_saves_a_checkpoint_and_an_unchanged_one_adds_nothing() {
     let (ws, session) = setup(&env);
     let input = fixture("claude-code-precompact.json", &ws, &session, SESSION);
     let (out, _) = hook(&env, &ws, "claude-code", &input, &[]);
-    assert!(out.stdout.is_empty(), "PreCompact prints nothing: {}", common::text(&out));
+    assert!(
+        out.stdout.is_empty(),
+        "PreCompact prints nothing: {}",
+        common::text(&out)
+    );
     let shown = common::json_ok(&env, &["show", "current"]);
     let bundle = &shown;
-    assert_eq!(bundle["note"], "checkpoint: PreCompact (auto) from claude-code");
+    assert_eq!(
+        bundle["note"],
+        "checkpoint: PreCompact (auto) from claude-code"
+    );
     assert_eq!(bundle["from"], "claude-code");
     assert_eq!(bundle["metadata"]["checkpoint.session"], SESSION);
     let files = shown.to_string();
@@ -119,7 +136,10 @@ fn precompact_saves_a_checkpoint_and_an_unchanged_one_adds_nothing() {
     assert_eq!(common::disk_current(&env.store()).unwrap(), first);
     assert_eq!(fs::read(env.store().join("log")).unwrap(), log_before);
     let lines = log_lines(&env, &ws);
-    let outcomes: Vec<&str> = lines.iter().map(|l| l["outcome"].as_str().unwrap()).collect();
+    let outcomes: Vec<&str> = lines
+        .iter()
+        .map(|l| l["outcome"].as_str().unwrap())
+        .collect();
     assert_eq!(outcomes, ["saved", "unchanged"]);
     assert_eq!(lines[1]["event"], "SessionEnd");
     assert_eq!(lines[1]["bundle"].as_str(), Some(first.as_str()));
@@ -155,9 +175,15 @@ fn bad_json_and_no_store_exit_0_with_a_log_line() {
     let lines = log_lines(&env, &ws);
     assert_eq!(lines.len(), 3, "{lines:?}");
     assert!(lines.iter().all(|l| l["outcome"] == "failed"));
-    assert!(lines[0]["error"].as_str().unwrap().contains("not JSON"), "{lines:?}");
+    assert!(
+        lines[0]["error"].as_str().unwrap().contains("not JSON"),
+        "{lines:?}"
+    );
     let mode = fs::metadata(env.store().join("checkpoint.log")).unwrap();
-    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777, 0o600);
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+        0o600
+    );
     assert!(bundles(&env).is_empty());
     // The store with its log still verifies.
     common::json_ok(&env, &["verify"]);
@@ -169,14 +195,23 @@ fn bad_json_and_no_store_exit_0_with_a_log_line() {
     let bare = Env::new();
     let dir = bare.path().join("project");
     fs::create_dir_all(&dir).unwrap();
-    let input = format!(r#"{{"session_id":"x","cwd":"{}","hook_event_name":"Stop"}}"#, s(&dir));
+    let input = format!(
+        r#"{{"session_id":"x","cwd":"{}","hook_event_name":"Stop"}}"#,
+        s(&dir)
+    );
     let (out, _) = hook(&bare, &dir, "claude-code", &input, &[]);
     assert!(out.stdout.is_empty());
     let fallback = bare.path().join(".local/state/baton/checkpoint.log");
     assert!(fallback.is_file(), "{}", common::text(&out));
     let lines = log_lines(&bare, &dir);
     assert_eq!(lines.len(), 1);
-    assert!(lines[0]["error"].as_str().unwrap().contains("no baton store"), "{lines:?}");
+    assert!(
+        lines[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("no baton store"),
+        "{lines:?}"
+    );
 }
 
 #[test]
@@ -187,8 +222,11 @@ fn a_codex_notify_argument_checkpoints_its_thread() {
         .path()
         .join(".codex/sessions/2026/11/30/rollout-2026-11-30T13-00-00-019a2d7a.jsonl");
     fs::create_dir_all(rollout.parent().unwrap()).unwrap();
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/transcripts/codex/rollout-main.jsonl");
-    let text = fs::read_to_string(source).unwrap().replace("{{WORKSPACE}}", s(&ws));
+    let source =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/transcripts/codex/rollout-main.jsonl");
+    let text = fs::read_to_string(source)
+        .unwrap()
+        .replace("{{WORKSPACE}}", s(&ws));
     fs::write(&rollout, text).unwrap();
     let payload = fixture("codex-notify.json", &ws, Path::new("/"), THREAD);
     // Codex passes the JSON as the last argument; its stdin is not the hook's input.
@@ -196,17 +234,28 @@ fn a_codex_notify_argument_checkpoints_its_thread() {
     assert!(out.stdout.is_empty(), "{}", common::text(&out));
     let shown = common::json_ok(&env, &["show", "current"]);
     assert_eq!(shown["note"], "checkpoint: agent-turn-complete from codex");
-    assert_eq!(shown["metadata"]["transcript.source"], format!("codex:{THREAD}"));
+    assert_eq!(
+        shown["metadata"]["transcript.source"],
+        format!("codex:{THREAD}")
+    );
 
     // A thread whose session file cannot be found: the workspace alone, said so.
     let payload = fixture("codex-notify.json", &ws, Path::new("/"), "no-such-thread");
     hook(&env, &ws, "codex", "", &[&payload]);
     let shown = common::json_ok(&env, &["show", "current"]);
     let note = shown["note"].as_str().unwrap();
-    assert_eq!(note, "checkpoint: agent-turn-complete from codex; no transcript");
+    assert_eq!(
+        note,
+        "checkpoint: agent-turn-complete from codex; no transcript"
+    );
     let lines = log_lines(&env, &ws);
     assert_eq!(lines.last().unwrap()["outcome"], "saved");
-    assert!(lines.last().unwrap()["note"].as_str().unwrap().contains("no-such-thread"));
+    assert!(
+        lines.last().unwrap()["note"]
+            .as_str()
+            .unwrap()
+            .contains("no-such-thread")
+    );
 }
 
 #[test]
@@ -227,8 +276,14 @@ fn session_start_prints_the_latest_kickoff_as_additional_context() {
     let specific = &doc["hookSpecificOutput"];
     assert_eq!(specific["hookEventName"], "SessionStart");
     let context = specific["additionalContext"].as_str().unwrap();
-    assert!(context.contains(&format!("# Handoff {}", &id[..12])), "{context}");
-    assert!(context.contains("checkpoint: PreCompact (auto) from claude-code"), "{context}");
+    assert!(
+        context.contains(&format!("# Handoff {}", &id[..12])),
+        "{context}"
+    );
+    assert!(
+        context.contains("checkpoint: PreCompact (auto) from claude-code"),
+        "{context}"
+    );
     // SessionStart records no bundle.
     assert_eq!(common::disk_current(&env.store()).unwrap(), id);
 }
@@ -260,7 +315,10 @@ fn a_push_to_a_hanging_target_returns_at_once_and_is_queued() {
     assert!(queue[0]["since"].is_string());
     assert_eq!(status["current"]["id"].as_str(), Some(id.as_str()));
     let human = env.ok(&["status"]);
-    assert!(human.contains(&format!("queued  {} -> devbox", &id[..12])), "{human}");
+    assert!(
+        human.contains(&format!("queued  {} -> devbox", &id[..12])),
+        "{human}"
+    );
     let last = log_lines(&env, &ws).pop().unwrap();
     assert_eq!(last["note"], "queued for a push to devbox");
     // An unknown target is said in the log, and the checkpoint is still made.
@@ -268,7 +326,10 @@ fn a_push_to_a_hanging_target_returns_at_once_and_is_queued() {
     hook(&env, &ws, "claude-code", &input, &["--push", "nowhere"]);
     let last = log_lines(&env, &ws).pop().unwrap();
     assert_eq!(last["outcome"], "saved");
-    assert!(last["note"].as_str().unwrap().contains("not queued"), "{last}");
+    assert!(
+        last["note"].as_str().unwrap().contains("not queued"),
+        "{last}"
+    );
     drop(hole);
 }
 
@@ -297,7 +358,10 @@ fn wait_for_drain(env: &Env) {
         if tried && free {
             return;
         }
-        assert!(Instant::now() < deadline, "the background drain never ended: {status}");
+        assert!(
+            Instant::now() < deadline,
+            "the background drain never ended: {status}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -332,21 +396,43 @@ fn sync_pushes_the_queue_once_the_target_is_reachable() {
     assert!(text.contains("to disk failed"), "{text}");
     let err = common::json_err(&env, &["sync"], out.status.code().unwrap());
     assert!(err["message"].as_str().unwrap().contains("disk"), "{err}");
-    assert_eq!(common::json_ok(&env, &["status"])["queue"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        common::json_ok(&env, &["status"])["queue"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 
     // Reachable: the queue is pushed and emptied.
     fs::remove_file(&blocker).unwrap();
     fs::create_dir(&blocker).unwrap();
-    let out = env.cmd().args(["--store", s(&remote), "init"]).output().unwrap();
+    let out = env
+        .cmd()
+        .args(["--store", s(&remote), "init"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", common::text(&out));
     let doc = common::json_ok(&env, &["sync"]);
     assert_eq!(doc["pushed"][0]["target"], "disk", "{doc}");
     assert_eq!(doc["pushed"][0]["bundle"].as_str(), Some(second.as_str()));
     assert!(doc["queue"].as_array().unwrap().is_empty());
-    assert_eq!(common::disk_current(&remote).as_deref(), Some(second.as_str()));
-    assert!(common::json_ok(&env, &["status"])["queue"].as_array().unwrap().is_empty());
+    assert_eq!(
+        common::disk_current(&remote).as_deref(),
+        Some(second.as_str())
+    );
+    assert!(
+        common::json_ok(&env, &["status"])["queue"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(env.ok(&["sync"]).trim(), "nothing queued");
-    let out = env.cmd().args(["--store", s(&remote), "verify"]).output().unwrap();
+    let out = env
+        .cmd()
+        .args(["--store", s(&remote), "verify"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", common::text(&out));
 }
 
@@ -368,12 +454,22 @@ fn kill_9_of_sync_mid_push_leaves_the_entry_and_a_rerun_pushes_once() {
     let id = common::disk_current(&env.store()).unwrap();
     fs::remove_file(&blocker).unwrap();
     fs::create_dir(&blocker).unwrap();
-    let out = env.cmd().args(["--store", s(&remote), "init"]).output().unwrap();
+    let out = env
+        .cmd()
+        .args(["--store", s(&remote), "init"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", common::text(&out));
 
     let mut killed = 0;
     for delay_ms in [15u64, 40, 80, 160, 320, 640] {
-        let child = env.cmd().arg("sync").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let child = env
+            .cmd()
+            .arg("sync")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         let (out, finished) = kill_at(child, Duration::from_millis(delay_ms));
         if finished.is_some() {
             assert!(out.status.success(), "{}", common::text(&out));
@@ -382,7 +478,10 @@ fn kill_9_of_sync_mid_push_leaves_the_entry_and_a_rerun_pushes_once() {
         killed += 1;
         // Killed: the entry is still queued, or the bundle is there (then a re-run
         // finds it up to date).
-        let queued = common::json_ok(&env, &["status"])["queue"].as_array().unwrap().len();
+        let queued = common::json_ok(&env, &["status"])["queue"]
+            .as_array()
+            .unwrap()
+            .len();
         let pushed = common::disk_current(&remote).as_deref() == Some(id.as_str());
         assert!(queued == 1 || pushed, "after a kill at {delay_ms} ms: lost");
     }
@@ -392,8 +491,15 @@ fn kill_9_of_sync_mid_push_leaves_the_entry_and_a_rerun_pushes_once() {
     assert_eq!(common::disk_current(&remote).as_deref(), Some(id.as_str()));
     // Never a duplicate: the remote's current moved once (one generation file).
     let generations = fs::read_dir(remote.join("refs/current")).unwrap().count();
-    assert_eq!(generations, 1, "the remote current moved {generations} times");
-    let out = env.cmd().args(["--store", s(&remote), "verify"]).output().unwrap();
+    assert_eq!(
+        generations, 1,
+        "the remote current moved {generations} times"
+    );
+    let out = env
+        .cmd()
+        .args(["--store", s(&remote), "verify"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", common::text(&out));
 }
 

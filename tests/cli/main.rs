@@ -10,8 +10,8 @@ mod common;
 mod sshd;
 
 mod archive;
-mod cli_bad_input;
 mod checkpoint;
+mod cli_bad_input;
 mod cli_store;
 mod encryption;
 mod format_vectors;

@@ -87,10 +87,11 @@ fn read_entry(root: &Path, target: &str) -> Result<Option<Entry>> {
         Err(e) => return Err(e),
     };
     serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-        Error::integrity(format!("the push queue entry {} is damaged: {e}", path.display()))
-            .with_hint(format!(
-                "remove it and push by hand: 'baton push {target}'"
-            ))
+        Error::integrity(format!(
+            "the push queue entry {} is damaged: {e}",
+            path.display()
+        ))
+        .with_hint(format!("remove it and push by hand: 'baton push {target}'"))
     })
 }
 
@@ -216,7 +217,8 @@ pub fn drain(
                 Ok(pushed) => {
                     let _lock = lock(root, ".lock", true)?;
                     // A newer bundle queued during the push stays for the next round.
-                    if read_entry(root, &entry.target)?.is_some_and(|now| now.bundle == entry.bundle)
+                    if read_entry(root, &entry.target)?
+                        .is_some_and(|now| now.bundle == entry.bundle)
                     {
                         remove_entry(root, &entry.target)?;
                     }
@@ -318,7 +320,10 @@ mod tests {
         let err = Error::other("offline");
         assert_eq!(record_failure(dir.path(), &entry, &err).unwrap(), 1);
         let now = entries(dir.path()).unwrap().remove(0);
-        assert_eq!((now.attempts, now.last_error.as_deref()), (1, Some("offline")));
+        assert_eq!(
+            (now.attempts, now.last_error.as_deref()),
+            (1, Some("offline"))
+        );
         enqueue(dir.path(), "devbox", &id(2)).unwrap();
         record_failure(dir.path(), &entry, &err).unwrap();
         assert_eq!(entries(dir.path()).unwrap()[0].attempts, 0);

@@ -71,11 +71,14 @@ pub fn parse(harness: HookHarness, raw: &[u8]) -> Result<HookEvent> {
         .with_hint("check the hook command line in the harness's configuration"));
     }
     let value: Value = serde_json::from_slice(raw).map_err(|e| {
-        Error::usage(format!("the {} hook input is not JSON: {e}", harness.name()))
-            .with_hint(match harness {
-                HookHarness::ClaudeCode => "Claude Code hooks pipe a JSON object on stdin",
-                HookHarness::Codex => "Codex's notify passes one JSON argument, last",
-            })
+        Error::usage(format!(
+            "the {} hook input is not JSON: {e}",
+            harness.name()
+        ))
+        .with_hint(match harness {
+            HookHarness::ClaudeCode => "Claude Code hooks pipe a JSON object on stdin",
+            HookHarness::Codex => "Codex's notify passes one JSON argument, last",
+        })
     })?;
     if !value.is_object() {
         return Err(Error::usage(format!(
@@ -117,10 +120,19 @@ pub fn parse(harness: HookHarness, raw: &[u8]) -> Result<HookEvent> {
 impl HookEvent {
     /// The bundle's note: "checkpoint: PreCompact (auto) from claude-code".
     pub fn note(&self) -> String {
-        let event: String = self.event.chars().filter(|c| !c.is_control()).take(64).collect();
+        let event: String = self
+            .event
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(64)
+            .collect();
         match &self.detail {
             Some(detail) => {
-                let detail: String = detail.chars().filter(|c| !c.is_control()).take(64).collect();
+                let detail: String = detail
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .take(64)
+                    .collect();
                 format!(
                     "checkpoint: {event} ({detail}) from {}",
                     self.harness.name()
@@ -148,7 +160,10 @@ mod tests {
         assert_eq!(event.event, "PreCompact");
         assert_eq!(event.session.as_deref(), Some("abc123"));
         assert_eq!(event.cwd, Some(PathBuf::from("/w")));
-        assert_eq!(event.note(), "checkpoint: PreCompact (auto) from claude-code");
+        assert_eq!(
+            event.note(),
+            "checkpoint: PreCompact (auto) from claude-code"
+        );
         assert!(!event.is_session_start());
     }
 

@@ -1,7 +1,7 @@
 //! `checkpoint.log`: one JSON line per hook call (time, harness, event, session,
 //! outcome, bundle or error), appended durably under an exclusive `flock` of the file and
 //! bounded: past [`ROTATE_AT`] bytes it is rewritten (atomically) to its last
-//! [`KEEP_LINES`] lines. Local to one store (SPEC 5.3); with no store, a fallback file
+//! [`KEEP_LINES`] lines, at most [`KEEP_BYTES`] of them. Local to one store (SPEC 5.3); with no store, a fallback file
 //! under `$XDG_STATE_HOME/baton/` (else `~/.local/state/baton/`).
 
 use std::fs::{File, OpenOptions};
@@ -15,9 +15,11 @@ use baton_error::{Error, IoContext, Result};
 use baton_store::fsutil;
 
 /// The log is rewritten to its last [`KEEP_LINES`] lines once it is larger than this.
-pub const ROTATE_AT: u64 = 512 << 10;
+pub const ROTATE_AT: u64 = 1 << 20;
 /// Lines kept by a rotation.
 pub const KEEP_LINES: usize = 1000;
+/// Bytes kept by a rotation at most (half of [`ROTATE_AT`], so that rotations are rare).
+pub const KEEP_BYTES: usize = 512 << 10;
 /// The longest error or note text kept in a line (characters).
 const MAX_TEXT: usize = 600;
 
@@ -70,7 +72,11 @@ pub fn fallback_path() -> Option<PathBuf> {
                 .filter(|p| p.is_absolute())
                 .map(|home| home.join(".local/state"))
         })?;
-    Some(state.join("baton").join(baton_format::layout::CHECKPOINT_LOG))
+    Some(
+        state
+            .join("baton")
+            .join(baton_format::layout::CHECKPOINT_LOG),
+    )
 }
 
 fn clip(text: Option<String>) -> Option<String> {
@@ -139,16 +145,21 @@ fn open_locked(path: &Path) -> Result<File> {
     .with_hint("another process keeps rewriting the checkpoint log; try again"))
 }
 
-/// Rewrite the log (under its lock) to its last [`KEEP_LINES`] lines.
+/// Rewrite the log (under its lock) to its last [`KEEP_LINES`] lines, within
+/// [`KEEP_BYTES`].
 fn rotate(path: &Path) -> Result<()> {
     let bytes = std::fs::read(path).ctx("cannot read", path)?;
-    let lines: Vec<&[u8]> = bytes
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .collect();
-    let keep = &lines[lines.len().saturating_sub(KEEP_LINES)..];
-    let mut out = Vec::with_capacity(bytes.len());
-    for line in keep {
+    let mut keep: Vec<&[u8]> = Vec::new();
+    let mut size = 0;
+    for line in bytes.rsplit(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        if keep.len() == KEEP_LINES || size + line.len() + 1 > KEEP_BYTES {
+            break;
+        }
+        size += line.len() + 1;
+        keep.push(line);
+    }
+    let mut out = Vec::with_capacity(size);
+    for line in keep.iter().rev() {
         out.extend_from_slice(line);
         out.push(b'\n');
     }
@@ -207,8 +218,14 @@ mod tests {
         }
         let lines = read(&path).unwrap();
         assert!(lines.len() <= 2 * KEEP_LINES, "{}", lines.len());
-        assert!(std::fs::metadata(&path).unwrap().len() <= ROTATE_AT + 1024);
+        assert!(std::fs::metadata(&path).unwrap().len() <= ROTATE_AT);
+        // A rotation happened, and kept whole lines only.
+        assert!(lines.len() < n, "{} of {n}", lines.len());
+        assert_eq!(lines[0].error.as_deref().map(str::len), Some(500));
         let last = format!("s{}", n - 1);
-        assert_eq!(lines.last().unwrap().session.as_deref(), Some(last.as_str()));
+        assert_eq!(
+            lines.last().unwrap().session.as_deref(),
+            Some(last.as_str())
+        );
     }
 }

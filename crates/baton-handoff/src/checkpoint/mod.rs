@@ -65,7 +65,10 @@ pub fn checkpoint(store: &Store, event: &HookEvent, workspace: &Path) -> Result<
     let mut no_transcript = None;
     let transcript = match transcript_text(event) {
         None => {
-            no_transcript = Some(format!("the {} hook named no session", event.harness.name()));
+            no_transcript = Some(format!(
+                "the {} hook named no session",
+                event.harness.name()
+            ));
             None
         }
         Some(text) => {
