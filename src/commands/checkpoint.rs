@@ -216,12 +216,8 @@ impl Job {
         // A push is only queued here; the background drain makes it (and retries what
         // earlier checkpoints queued).
         if let Some(target) = &self.push {
-            let queued = match &saved {
-                Ok(done) => queue(&store, target, &done.bundle),
-                Err(_) => Ok(()),
-            };
-            let note = match queued.and_then(|()| self.start_drain(&store_path)) {
-                Ok(()) => format!("queued for a push to {target}"),
+            let note = match self.push_after(&store, &store_path, target, &saved) {
+                Ok(note) => note,
                 Err(e) => format!("not queued for a push to {target}: {e}"),
             };
             line.note = Some(match line.note.take() {
@@ -230,6 +226,42 @@ impl Job {
             });
         }
         Ok(())
+    }
+
+    /// `--push TARGET` after the checkpoint `saved`: queue its bundle (unless the
+    /// target is known to have it already) and start the background drain when anything
+    /// is queued; what was done, for the log's note.
+    fn push_after(
+        &self,
+        store: &Store,
+        store_path: &Path,
+        target: &str,
+        saved: &Result<checkpoint::Checkpointed>,
+    ) -> Result<String> {
+        baton_sync::choose_target(&store.config, Some(target))?;
+        let mut note = match saved {
+            Ok(done) => {
+                let known = store
+                    .read_ref(&baton_format::names::RefName::Target(target.to_string()))
+                    .ok()
+                    .flatten();
+                if known == Some(done.bundle) {
+                    format!("{target} already has it")
+                } else {
+                    baton_sync::queue::enqueue(store.root(), target, &done.bundle)?;
+                    format!("queued for a push to {target}")
+                }
+            }
+            Err(_) => "nothing new to push".to_string(),
+        };
+        let waiting = baton_sync::queue::entries(store.root())?.len();
+        if waiting > 0 {
+            self.start_drain(store_path)?;
+            if !note.starts_with("queued") {
+                note.push_str(&format!("; retrying {waiting} queued"));
+            }
+        }
+        Ok(note)
     }
 
     /// The hook's JSON: the argument when given (Codex), else stdin (Claude Code).
@@ -288,12 +320,6 @@ impl Job {
             .map(drop)
             .map_err(|e| Error::other(format!("cannot start the background push: {e}")))
     }
-}
-
-/// Queue a push of `bundle` to `target`, a target of the store.
-fn queue(store: &Store, target: &str, bundle: &baton_format::ObjectId) -> Result<()> {
-    baton_sync::choose_target(&store.config, Some(target))?;
-    baton_sync::queue::enqueue(store.root(), target, bundle).map(drop)
 }
 
 /// Claude Code's `SessionStart`: the workspace's latest kickoff as `additionalContext`.
