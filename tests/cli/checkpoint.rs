@@ -434,6 +434,11 @@ fn sync_pushes_the_queue_once_the_target_is_reachable() {
     assert_eq!(last["outcome"], "unchanged");
     assert_eq!(last["note"], "disk already has it");
     assert!(!env.store().join("push-queue/disk").exists());
+    // The queue's files and the log are allowed in a store: verify and gc pass.
+    common::json_ok(&env, &["verify"]);
+    common::json_ok(&env, &["gc"]);
+    common::json_ok(&env, &["verify"]);
+    common::assert_private_tree(&env.store());
     let out = env
         .cmd()
         .args(["--store", s(&remote), "verify"])
@@ -495,7 +500,10 @@ fn kill_9_of_sync_mid_push_leaves_the_entry_and_a_rerun_pushes_once() {
         let pushed = common::disk_current(&remote).as_deref() == Some(id.as_str());
         assert!(queued == 1 || pushed, "after a kill at {delay_ms} ms: lost");
     }
-    assert!(mid_upload > 0, "no sync was killed mid-push ({killed} killed)");
+    assert!(
+        mid_upload > 0,
+        "no sync was killed mid-push ({killed} killed)"
+    );
     let doc = common::json_ok(&env, &["sync"]);
     assert!(doc["queue"].as_array().unwrap().is_empty(), "{doc}");
     assert_eq!(common::disk_current(&remote).as_deref(), Some(id.as_str()));
@@ -511,6 +519,40 @@ fn kill_9_of_sync_mid_push_leaves_the_entry_and_a_rerun_pushes_once() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", common::text(&out));
+    // The background drain of a checkpoint and two syncs at once: one push, no error.
+    fs::write(ws.join("a.txt"), "three\n").unwrap();
+    hook(&env, &ws, "claude-code", &input, &["--push", "disk"]);
+    let next = common::disk_current(&env.store()).unwrap();
+    let syncs: Vec<_> = (0..2)
+        .map(|_| {
+            env.cmd()
+                .arg("sync")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in syncs {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", common::text(&out));
+    }
+    wait_for_drain(&env);
+    assert_eq!(
+        common::disk_current(&remote).as_deref(),
+        Some(next.as_str())
+    );
+    let generations = fs::read_dir(remote.join("refs/current")).unwrap().count();
+    assert_eq!(
+        generations, 2,
+        "the remote current moved {generations} times"
+    );
+    assert!(
+        common::json_ok(&env, &["status"])["queue"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
