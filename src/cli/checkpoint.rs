@@ -15,8 +15,8 @@ pub struct CheckpointArgs {
     /// (`baton status` shows the queue, `baton sync` retries it)
     #[arg(long, value_name = "TARGET", conflicts_with = "log")]
     pub push: Option<String>,
-    /// Give up (and say so in the log) after SECS seconds [default: 10, well under
-    /// Claude Code's 60-second hook timeout]
+    /// Give up (and say so in the log) after SECS seconds, at least 1 (the default is
+    /// well under Claude Code's 60-second hook timeout)
     #[arg(
         long,
         value_name = "SECS",

@@ -94,7 +94,7 @@ pub fn parse(harness: HookHarness, raw: &[u8]) -> Result<HookEvent> {
             .filter(|s| !s.is_empty())
             .map(str::to_string)
     };
-    let path = |key: &str| text(key).map(PathBuf::from);
+    let path = |key: &str| text(key).map(|t| expand_home(&t));
     Ok(match harness {
         HookHarness::ClaudeCode => HookEvent {
             harness,
@@ -115,6 +115,15 @@ pub fn parse(harness: HookHarness, raw: &[u8]) -> Result<HookEvent> {
             detail: None,
         },
     })
+}
+
+/// `~/REST` as `$HOME/REST` (some documented examples write the transcript path so); any
+/// other text as it is.
+fn expand_home(text: &str) -> PathBuf {
+    match (text.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) if !home.is_empty() => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(text),
+    }
 }
 
 impl HookEvent {
@@ -177,6 +186,19 @@ mod tests {
             Some("b5f6c1c2-1111-2222-3333-444455556666")
         );
         assert_eq!(event.note(), "checkpoint: agent-turn-complete from codex");
+    }
+
+    #[test]
+    fn a_home_relative_transcript_path_is_expanded() {
+        let raw = br#"{"transcript_path":"~/.claude/projects/x/s.jsonl","hook_event_name":"Stop"}"#;
+        let event = parse(HookHarness::ClaudeCode, raw).unwrap();
+        let path = event.transcript_path.unwrap();
+        match std::env::var_os("HOME") {
+            Some(home) if !home.is_empty() => {
+                assert_eq!(path, PathBuf::from(home).join(".claude/projects/x/s.jsonl"));
+            }
+            _ => assert_eq!(path, PathBuf::from("~/.claude/projects/x/s.jsonl")),
+        }
     }
 
     #[test]
