@@ -190,6 +190,26 @@ fn bad_json_and_no_store_exit_0_with_a_log_line() {
     // A hook line that does not even parse exits 0 too.
     let (out, _) = hook(&env, &ws, "claude-code", "{}", &["--no-such-flag"]);
     assert!(out.stdout.is_empty());
+    // Codex without its JSON argument, and a harness baton has no hooks for: logged.
+    hook(&env, &ws, "codex", "", &[]);
+    hook(&env, &ws, "gemini", "{}", &[]);
+    let lines = log_lines(&env, &ws);
+    let errors: Vec<&str> = lines[3..]
+        .iter()
+        .map(|l| l["error"].as_str().unwrap())
+        .collect();
+    assert!(errors[0].contains("no JSON argument"), "{errors:?}");
+    assert!(errors[1].contains("--hook gemini"), "{errors:?}");
+    // The log as text, oldest first.
+    let text = env.ok(&["checkpoint", "--log"]);
+    assert_eq!(text.lines().count(), 5, "{text}");
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .contains("claude-code unknown failed"),
+        "{text}"
+    );
 
     // No store: the failure goes to the fallback log under ~/.local/state/baton.
     let bare = Env::new();
