@@ -331,13 +331,12 @@ fn session_start(
 ) -> Result<()> {
     match checkpoint::latest_kickoff(store, workspace)? {
         Some((id, kickoff)) => {
-            *stdout = json!({
+            *stdout = ascii_json(&json!({
                 "hookSpecificOutput": {
                     "hookEventName": "SessionStart",
                     "additionalContext": kickoff,
                 }
-            })
-            .to_string();
+            }));
             line.outcome = "context".into();
             line.bundle = Some(id.to_hex());
         }
@@ -347,6 +346,25 @@ fn session_start(
         }
     }
     Ok(())
+}
+
+/// `value` as JSON in printable ASCII only: every other character (which only a string
+/// can hold) as its `\uXXXX` escape, so the printing's terminal-safe pass, which shows
+/// control, C1 and bidirectional characters as visible escapes, leaves it intact.
+fn ascii_json(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if (' '..='~').contains(&c) {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
 }
 
 /// `baton checkpoint --log`: the store's checkpoint log, else the fallback's.
@@ -384,4 +402,18 @@ fn show_log(ctx: &Ctx) -> Result<Outcome> {
             .collect()
     };
     Ok(Outcome::new(human, json!({ "log": path, "lines": lines })))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ascii_json_survives_the_terminal_safe_pass_and_parses_back() {
+        let text = "é \u{9b}2J \u{202e}txt \u{7f} \u{1b}[0m 😀 \"q\"\n";
+        let value = serde_json::json!({ "additionalContext": text });
+        let out = super::ascii_json(&value);
+        assert!(out.chars().all(|c| (' '..='~').contains(&c)), "{out}");
+        assert_eq!(baton_format::text::terminal_safe(&out), out);
+        let back: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(back, value);
+    }
 }

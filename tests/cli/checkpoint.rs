@@ -288,7 +288,9 @@ fn session_start_prints_the_latest_kickoff_as_additional_context() {
     assert!(out.stdout.is_empty(), "{}", common::text(&out));
     assert_eq!(log_lines(&env, &ws)[0]["outcome"], "no-context");
 
-    let input = fixture("claude-code-precompact.json", &ws, &session, SESSION);
+    // A trigger with a bidirectional override and an accent: the answer stays JSON.
+    let input = fixture("claude-code-precompact.json", &ws, &session, SESSION)
+        .replace(r#""trigger":"auto""#, r#""trigger":"auto \u202e é""#);
     hook(&env, &ws, "claude-code", &input, &[]);
     let id = common::disk_current(&env.store()).unwrap();
     let (out, _) = hook(&env, &ws, "claude-code", &start, &[]);
@@ -301,7 +303,7 @@ fn session_start_prints_the_latest_kickoff_as_additional_context() {
         "{context}"
     );
     assert!(
-        context.contains("checkpoint: PreCompact (auto) from claude-code"),
+        context.contains("checkpoint: PreCompact (auto \u{202e} é) from claude-code"),
         "{context}"
     );
     // SessionStart records no bundle.
