@@ -272,27 +272,12 @@ pub fn save_handoff(store: &Store, opts: SaveOptions) -> Result<SaveReport> {
     // lock just before the ref move.
     let batch = PackBatch::new(&store.objects);
     let (tree, ids) = store.mem_tree_into(&assembled.files, &batch)?;
-    if opts.skip_unchanged {
-        let print = fingerprint(&assembled.files, &ids);
-        if let Some((id, bundle)) = same_as_current(store, &print)? {
-            // The batch is dropped unpublished: its temp pack goes with it.
-            drop(batch);
-            return Ok(SaveReport {
-                id,
-                parents: bundle.parents,
-                tree: bundle.tree,
-                files: assembled.files.iter().map(|f| f.path.clone()).collect(),
-                secrets: assembled.secrets,
-                pii: assembled.pii,
-                partial: assembled.evidence.partial,
-                transcript_cached: prepared.cached,
-                transcript_appended: prepared.appended,
-                transcript_skipped,
-                transcript_notes,
-                unchanged: true,
-            });
-        }
-        metadata.insert(FINGERPRINT_KEY.into(), print);
+    // A checkpoint records its content fingerprint, and nothing when `current` has it.
+    let print = opts
+        .skip_unchanged
+        .then(|| fingerprint(&assembled.files, &ids));
+    if let Some(print) = &print {
+        metadata.insert(FINGERPRINT_KEY.into(), print.clone());
     }
     // A session that held personal data is scanned again on every handoff, as one that
     // held a secret is: the cache only vouches for files found free of both.
@@ -301,22 +286,54 @@ pub fn save_handoff(store: &Store, opts: SaveOptions) -> Result<SaveReport> {
     // What the next handoff builds on is written while the pack and the ref are made
     // durable, and put in place after the ref move (best effort: the save is complete
     // without it; the next handoff only does more work).
+    let mut unchanged: Option<(ObjectId, baton_format::Bundle)> = None;
     let (committed, cache) = std::thread::scope(|s| {
         let cache =
             s.spawn(|| transcript_cache::prepare_handoff(store, &policy, transcript, history));
-        let committed = store.commit_bundle_in(batch, tree, "save", |b| {
+        let fill = |b: &mut baton_format::Bundle| {
             b.from = from;
             b.to = to;
             b.summary = summary;
             b.note = note;
             b.metadata = metadata;
-        });
+        };
+        let committed = match &print {
+            None => store.commit_bundle_in(batch, tree, "save", fill).map(Some),
+            Some(print) => {
+                let mut same = |parent: Option<ObjectId>| {
+                    let found = same_content(store, parent, print)?;
+                    if let Some(found) = &found {
+                        unchanged = Some(found.clone());
+                    }
+                    Ok(found.is_some())
+                };
+                store.commit_bundle_in_unless(batch, tree, "save", &mut same, fill)
+            }
+        };
         let cache = cache
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (committed, cache)
     });
-    let (id, bundle) = committed?;
+    let Some((id, bundle)) = committed? else {
+        // `current` holds this content already: nothing was written.
+        let (id, bundle) = unchanged
+            .ok_or_else(|| Error::internal("an unchanged checkpoint without its bundle"))?;
+        return Ok(SaveReport {
+            id,
+            parents: bundle.parents,
+            tree: bundle.tree,
+            files: assembled.files.iter().map(|f| f.path.clone()).collect(),
+            secrets: assembled.secrets,
+            pii: assembled.pii,
+            partial: assembled.evidence.partial,
+            transcript_cached: prepared.cached,
+            transcript_appended: prepared.appended,
+            transcript_skipped,
+            transcript_notes,
+            unchanged: true,
+        });
+    };
     if let Ok(Some(cache)) = cache {
         let _ = cache.publish();
     }
@@ -351,9 +368,13 @@ fn fingerprint(files: &[baton_store::memtree::MemFile], ids: &[(ObjectId, u64)])
     hasher.finalize().to_hex().to_string()
 }
 
-/// `current` and its bundle when its fingerprint is `print`.
-fn same_as_current(store: &Store, print: &str) -> Result<Option<(ObjectId, baton_format::Bundle)>> {
-    let Some(id) = store.read_ref(&RefName::Current)? else {
+/// `parent` (what `current` holds) and its bundle when its fingerprint is `print`.
+fn same_content(
+    store: &Store,
+    parent: Option<ObjectId>,
+    print: &str,
+) -> Result<Option<(ObjectId, baton_format::Bundle)>> {
+    let Some(id) = parent else {
         return Ok(None);
     };
     let bundle = store.read_bundle(&id)?;

@@ -211,6 +211,8 @@ pub fn drain(
         if pending.is_empty() {
             return Ok(drained);
         }
+        // A bundle queued since this drain began is in a pack published since.
+        store.objects.refresh_packs();
         for entry in pending {
             tried.insert((entry.target.clone(), entry.bundle.clone()));
             match push_entry(store, &entry, connect) {
