@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub mod checkpoint;
 mod hooks;
 pub mod values;
 
@@ -47,6 +48,12 @@ pub enum Command {
     Handoff(HandoffArgs),
     /// Resume a handoff: verify it, compare the workspace, print a kickoff
     Resume(ResumeArgs),
+    /// Save a checkpoint for a harness hook (--hook claude-code|codex), or print its log (--log)
+    Checkpoint(checkpoint::CheckpointArgs),
+    /// Push what `checkpoint --push` queued; exits non-zero if a push failed
+    Sync(checkpoint::SyncArgs),
+    /// Show the store, current, the targets and the push queue
+    Status,
     /// Search a handoff's transcript (at most 50 events / 8,000 tokens per answer)
     Search(SearchArgs),
     /// Agent sessions baton can attach as transcripts (`baton transcript sources`)

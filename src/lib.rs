@@ -46,6 +46,15 @@ pub fn run() -> i32 {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind as K;
+            // A hook's command line that does not parse must not block the agent either
+            // (`checkpoint --hook` exits 0 whatever happens): said on stderr only.
+            if is_hook_call(&args) && !matches!(e.kind(), K::DisplayHelp | K::DisplayVersion) {
+                eprintln!(
+                    "baton checkpoint: {}",
+                    e.to_string().lines().next().unwrap_or("")
+                );
+                return 0;
+            }
             if matches!(e.kind(), K::DisplayHelp | K::DisplayVersion) || !json_mode {
                 let _ = e.print();
                 return e.exit_code();
@@ -92,6 +101,15 @@ pub fn run() -> i32 {
     let verbose = cli.verbose;
     let result = catch_bugs(|| commands::dispatch(&ctx, cli.command));
     output::finish(ctx.json, verbose, result)
+}
+
+/// Whether the command line is a harness hook's (`baton ... checkpoint --hook ...`).
+fn is_hook_call(args: &[std::ffi::OsString]) -> bool {
+    let has = |word: &str| args.iter().skip(1).any(|a| a == word);
+    has("checkpoint")
+        && args
+            .iter()
+            .any(|a| a == "--hook" || a.to_string_lossy().starts_with("--hook="))
 }
 
 /// Run `f`, turning a panic (a bug: an invariant that failed) into an internal error, so

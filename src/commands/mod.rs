@@ -2,6 +2,7 @@
 
 mod cat;
 mod checkout;
+mod checkpoint;
 mod clone;
 mod completions;
 mod ctx;
@@ -26,6 +27,8 @@ mod save;
 mod search;
 mod show;
 mod skill;
+mod status;
+mod sync;
 mod target;
 mod transcript;
 mod verify;
@@ -52,6 +55,9 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Outcome> {
         Command::Target(cmd) => target::run(ctx, cmd),
         Command::Handoff(args) => handoff::run(ctx, &args),
         Command::Resume(args) => resume::run(ctx, &args),
+        Command::Checkpoint(args) => checkpoint::run(ctx, &args),
+        Command::Sync(args) => sync::run(ctx, &args),
+        Command::Status => status::run(ctx),
         Command::Search(args) => search::run(ctx, &args),
         Command::ExportHandoff(args) => export_handoff::run(ctx, &args),
         Command::ImportHandoff { path, secrets } => import_handoff::run(ctx, &path, secrets),

@@ -10,6 +10,7 @@ mod common;
 mod sshd;
 
 mod archive;
+mod checkpoint;
 mod cli_bad_input;
 mod cli_store;
 mod encryption;

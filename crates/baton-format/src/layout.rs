@@ -19,12 +19,16 @@ pub const PACK_SUFFIX: &str = ".pack";
 pub const STATCACHE: &str = "statcache";
 /// The target hints of push and pull (SPEC §5.2): local only, never synced, never verified.
 pub const TARGET_HINTS: &str = "targethints";
+/// The log of `baton checkpoint --hook` (SPEC §5.3): local only, never synced, never verified.
+pub const CHECKPOINT_LOG: &str = "checkpoint.log";
+/// The push queue of `checkpoint --push` and `baton sync` (SPEC §5.4): local only.
+pub const PUSH_QUEUE: &str = "push-queue";
 
 /// The directories of a store, each after its parent.
 pub const DIRS: [&str; 6] = [OBJECTS, PACKS, REFS, CURRENT, TARGETS, STAGING];
 
 /// Every name a store's top directory may hold (a store being created holds some of them).
-pub const TOP_NAMES: [&str; 10] = [
+pub const TOP_NAMES: [&str; 12] = [
     OBJECTS,
     PACKS,
     REFS,
@@ -35,6 +39,8 @@ pub const TOP_NAMES: [&str; 10] = [
     CONFIG,
     STATCACHE,
     TARGET_HINTS,
+    CHECKPOINT_LOG,
+    PUSH_QUEUE,
 ];
 
 /// The small files a new store starts with besides `config`, which is written last (a

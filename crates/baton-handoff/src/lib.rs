@@ -6,6 +6,7 @@
 
 pub mod briefing;
 pub mod capture;
+pub mod checkpoint;
 pub mod compare;
 pub mod context;
 pub mod deliver;

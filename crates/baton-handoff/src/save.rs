@@ -47,7 +47,15 @@ pub struct SaveOptions {
     /// The workspace's git evidence when the caller started it early ([`start_evidence`])
     /// so that it overlaps reading the briefing; used when it is of `workspace`.
     pub evidence: Option<evidence::BackgroundCapture>,
+    /// A checkpoint (`baton checkpoint --hook`): record the bundle's content fingerprint
+    /// ([`FINGERPRINT_KEY`]) and commit nothing when `current` already has the same one.
+    pub skip_unchanged: bool,
 }
+
+/// The bundle metadata key of a checkpoint's content fingerprint: the BLAKE3 of every
+/// file's path, mode and id but `context.md`'s (which holds the capture time). Two
+/// checkpoints with the same fingerprint hold the same session and workspace evidence.
+pub const FINGERPRINT_KEY: &str = "checkpoint.fingerprint";
 
 impl SaveOptions {
     /// A handoff of `workspace` with no briefing, transcript or attachment, secrets and
@@ -66,6 +74,7 @@ impl SaveOptions {
             note: String::new(),
             metadata: BTreeMap::new(),
             evidence: None,
+            skip_unchanged: false,
         }
     }
 }
@@ -91,6 +100,9 @@ pub struct SaveReport {
     pub transcript_skipped: Skipped,
     /// The handoff's notes on the transcript, one line each.
     pub transcript_notes: Vec<String>,
+    /// With [`SaveOptions::skip_unchanged`]: nothing was committed, `current` (`id`)
+    /// already holds this content.
+    pub unchanged: bool,
 }
 
 /// Start reading the git evidence of `workspace` now, for [`SaveOptions::evidence`];
@@ -260,6 +272,13 @@ pub fn save_handoff(store: &Store, opts: SaveOptions) -> Result<SaveReport> {
     // lock just before the ref move.
     let batch = PackBatch::new(&store.objects);
     let (tree, ids) = store.mem_tree_into(&assembled.files, &batch)?;
+    // A checkpoint records its content fingerprint, and nothing when `current` has it.
+    let print = opts
+        .skip_unchanged
+        .then(|| fingerprint(&assembled.files, &ids));
+    if let Some(print) = &print {
+        metadata.insert(FINGERPRINT_KEY.into(), print.clone());
+    }
     // A session that held personal data is scanned again on every handoff, as one that
     // held a secret is: the cache only vouches for files found free of both.
     let remember = prepared.remember.filter(|_| !assembled.pii_in_transcript);
@@ -267,22 +286,54 @@ pub fn save_handoff(store: &Store, opts: SaveOptions) -> Result<SaveReport> {
     // What the next handoff builds on is written while the pack and the ref are made
     // durable, and put in place after the ref move (best effort: the save is complete
     // without it; the next handoff only does more work).
+    let mut unchanged: Option<(ObjectId, baton_format::Bundle)> = None;
     let (committed, cache) = std::thread::scope(|s| {
         let cache =
             s.spawn(|| transcript_cache::prepare_handoff(store, &policy, transcript, history));
-        let committed = store.commit_bundle_in(batch, tree, "save", |b| {
+        let fill = |b: &mut baton_format::Bundle| {
             b.from = from;
             b.to = to;
             b.summary = summary;
             b.note = note;
             b.metadata = metadata;
-        });
+        };
+        let committed = match &print {
+            None => store.commit_bundle_in(batch, tree, "save", fill).map(Some),
+            Some(print) => {
+                let mut same = |parent: Option<ObjectId>| {
+                    let found = same_content(store, parent, print)?;
+                    if let Some(found) = &found {
+                        unchanged = Some(found.clone());
+                    }
+                    Ok(found.is_some())
+                };
+                store.commit_bundle_in_unless(batch, tree, "save", &mut same, fill)
+            }
+        };
         let cache = cache
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (committed, cache)
     });
-    let (id, bundle) = committed?;
+    let Some((id, bundle)) = committed? else {
+        // `current` holds this content already: nothing was written.
+        let (id, bundle) = unchanged
+            .ok_or_else(|| Error::internal("an unchanged checkpoint without its bundle"))?;
+        return Ok(SaveReport {
+            id,
+            parents: bundle.parents,
+            tree: bundle.tree,
+            files: assembled.files.iter().map(|f| f.path.clone()).collect(),
+            secrets: assembled.secrets,
+            pii: assembled.pii,
+            partial: assembled.evidence.partial,
+            transcript_cached: prepared.cached,
+            transcript_appended: prepared.appended,
+            transcript_skipped,
+            transcript_notes,
+            unchanged: true,
+        });
+    };
     if let Ok(Some(cache)) = cache {
         let _ = cache.publish();
     }
@@ -298,7 +349,37 @@ pub fn save_handoff(store: &Store, opts: SaveOptions) -> Result<SaveReport> {
         transcript_appended: prepared.appended,
         transcript_skipped,
         transcript_notes,
+        unchanged: false,
     })
+}
+
+/// The content fingerprint of a checkpoint's files ([`FINGERPRINT_KEY`]).
+fn fingerprint(files: &[baton_store::memtree::MemFile], ids: &[(ObjectId, u64)]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    for (file, (id, size)) in files.iter().zip(ids) {
+        if file.path == "context.md" {
+            continue;
+        }
+        hasher.update(file.path.as_bytes());
+        hasher.update(&[0, u8::from(file.exec)]);
+        hasher.update(id.to_hex().as_bytes());
+        hasher.update(&size.to_le_bytes());
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// `parent` (what `current` holds) and its bundle when its fingerprint is `print`.
+fn same_content(
+    store: &Store,
+    parent: Option<ObjectId>,
+    print: &str,
+) -> Result<Option<(ObjectId, baton_format::Bundle)>> {
+    let Some(id) = parent else {
+        return Ok(None);
+    };
+    let bundle = store.read_bundle(&id)?;
+    let same = bundle.metadata.get(FINGERPRINT_KEY).map(String::as_str) == Some(print);
+    Ok(same.then_some((id, bundle)))
 }
 
 /// The harness a `transcript.source` label names (`claude-code:SESSION` gives

@@ -21,7 +21,8 @@ impl Store {
         action: &str,
         fill: impl FnOnce(&mut Bundle),
     ) -> Result<(ObjectId, Bundle)> {
-        self.commit_bundle_with(tree, None, &[], action, fill, None)
+        self.commit_bundle_with(tree, action, fill, How::default())
+            .and_then(committed)
     }
 
     /// `commit_bundle` of a tree whose new objects are still in `batch` (not finished):
@@ -35,7 +36,32 @@ impl Store {
         action: &str,
         fill: impl FnOnce(&mut Bundle),
     ) -> Result<(ObjectId, Bundle)> {
-        self.commit_bundle_with(tree, None, &[], action, fill, Some(batch))
+        let how = How {
+            batch: Some(batch),
+            ..How::default()
+        };
+        self.commit_bundle_with(tree, action, fill, how)
+            .and_then(committed)
+    }
+
+    /// `commit_bundle_in`, unless `unchanged(current)`, asked under the store lock, says
+    /// that `current` already holds this content: then nothing is written and no ref
+    /// moves (`batch` is dropped unpublished), and the answer is `None`. A checkpoint's
+    /// "nothing new" test, made where no concurrent save can slip in between.
+    pub fn commit_bundle_in_unless(
+        &self,
+        batch: PackBatch<'_>,
+        tree: ObjectId,
+        action: &str,
+        unchanged: &mut dyn FnMut(Option<ObjectId>) -> Result<bool>,
+        fill: impl FnOnce(&mut Bundle),
+    ) -> Result<Option<(ObjectId, Bundle)>> {
+        let how = How {
+            batch: Some(batch),
+            unchanged: Some(unchanged),
+            ..How::default()
+        };
+        self.commit_bundle_with(tree, action, fill, how)
     }
 
     /// `commit_bundle` with more parents after `current` (a merge: `current`, then
@@ -49,20 +75,38 @@ impl Store {
         action: &str,
         fill: impl FnOnce(&mut Bundle),
     ) -> Result<(ObjectId, Bundle)> {
-        self.commit_bundle_with(tree, Some(Some(expect)), extra, action, fill, None)
+        let how = How {
+            expect: Some(Some(expect)),
+            extra,
+            ..How::default()
+        };
+        self.commit_bundle_with(tree, action, fill, how)
+            .and_then(committed)
     }
 
     fn commit_bundle_with(
         &self,
         tree: ObjectId,
-        expect: Option<Option<ObjectId>>,
-        extra: &[ObjectId],
         action: &str,
         fill: impl FnOnce(&mut Bundle),
-        batch: Option<PackBatch<'_>>,
-    ) -> Result<(ObjectId, Bundle)> {
+        how: How<'_, '_>,
+    ) -> Result<Option<(ObjectId, Bundle)>> {
+        let How {
+            expect,
+            extra,
+            batch,
+            unchanged,
+        } = how;
         let lock = self.lock()?;
         let parent = self.read_ref(&RefName::Current)?;
+        if let Some(unchanged) = unchanged {
+            // `parent` may be another process's bundle, in a pack published since this
+            // store was opened: the test reads it, so the pack list is read again.
+            self.objects.refresh_packs();
+            if unchanged(parent)? {
+                return Ok(None);
+            }
+        }
         if let Some(expected) = expect
             && expected != parent
         {
@@ -102,8 +146,24 @@ impl Store {
             Some(stored.id),
             &reason,
         )?;
-        Ok((stored.id, bundle))
+        Ok(Some((stored.id, bundle)))
     }
+}
+
+/// How a commit is made besides its tree, action and fields: the `current` it expects
+/// (a merge), more parents, the pack batch of its objects, and a test that makes it
+/// commit nothing when `current` already holds the content.
+#[derive(Default)]
+struct How<'a, 'b> {
+    expect: Option<Option<ObjectId>>,
+    extra: &'a [ObjectId],
+    batch: Option<PackBatch<'b>>,
+    unchanged: Option<&'a mut dyn FnMut(Option<ObjectId>) -> Result<bool>>,
+}
+
+/// The bundle a commit without an `unchanged` test made (it always makes one).
+fn committed(made: Option<(ObjectId, Bundle)>) -> Result<(ObjectId, Bundle)> {
+    made.ok_or_else(|| Error::internal("a commit without a test committed nothing"))
 }
 
 impl Store {

@@ -10,6 +10,7 @@ pub mod pull;
 pub mod push;
 mod push_hint;
 mod push_parts;
+pub mod queue;
 pub mod remote_store;
 pub mod repair;
 mod target_hint;

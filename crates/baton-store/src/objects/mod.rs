@@ -75,8 +75,9 @@ impl Objects {
         self.packs.indexes()
     }
 
-    /// Forget cached pack indexes (after publishing a pack).
-    pub(crate) fn refresh_packs(&self) {
+    /// Forget cached pack indexes (after publishing a pack, or to see the packs other
+    /// processes published since: a long-running drain of the push queue).
+    pub fn refresh_packs(&self) {
         self.packs.refresh()
     }
 
