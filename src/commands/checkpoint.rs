@@ -200,6 +200,7 @@ impl Job {
             Ok(done) => {
                 line.outcome = if done.unchanged { "unchanged" } else { "saved" }.into();
                 line.bundle = Some(done.bundle.to_hex());
+                line.transcript = done.transcript.map(str::to_string);
                 line.note = done
                     .no_transcript
                     .as_ref()

@@ -13,6 +13,7 @@ mod archive;
 mod checkpoint;
 mod cli_bad_input;
 mod cli_store;
+mod continuity;
 mod encryption;
 mod format_vectors;
 mod fuzz_regressions;

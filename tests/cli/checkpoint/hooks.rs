@@ -51,6 +51,7 @@ fn precompact_saves_a_checkpoint_and_an_unchanged_one_adds_nothing() {
     assert_eq!(lines[1]["event"], "SessionEnd");
     assert_eq!(lines[1]["bundle"].as_str(), Some(first.as_str()));
     assert_eq!(lines[0]["session"], SESSION);
+    assert_eq!(lines[0]["transcript"], "whole");
 
     // Two more turns: a new checkpoint, on top of the first.
     let mut grown = fs::read_to_string(&session).unwrap();
@@ -63,6 +64,11 @@ fn precompact_saves_a_checkpoint_and_an_unchanged_one_adds_nothing() {
     let shown = common::json_ok(&env, &["show", "current"]);
     assert_eq!(shown["note"], "checkpoint: Stop from claude-code");
     assert_eq!(shown["parents"][0].as_str(), Some(first.as_str()));
+    // The hook named the session by its file and id: only the new lines were normalised
+    // and scanned (the append-aware transcript cache, SPEC 5.1).
+    let lines = log_lines(&env, &ws);
+    assert_eq!(lines[2]["outcome"], "saved", "{lines:?}");
+    assert_eq!(lines[2]["transcript"], "appended", "{lines:?}");
     // A change in the workspace is a change too.
     fs::write(ws.join("a.txt"), "two\n").unwrap();
     hook(&env, &ws, "claude-code", &input, &[]);

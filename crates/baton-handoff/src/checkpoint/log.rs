@@ -40,6 +40,10 @@ pub struct LogLine {
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// How the session was taken (`cached`, `appended`, `whole`): a checkpoint of a long
+    /// session is cheap only when it is not `whole`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
 }
 
 impl LogLine {

@@ -34,6 +34,9 @@ pub struct Checkpointed {
     pub note: String,
     /// The transcript left out, and why (the session could not be found or read).
     pub no_transcript: Option<String>,
+    /// How the session was taken: `cached` (unchanged since a checkpoint), `appended`
+    /// (only its new lines normalised and scanned), `whole`; `None` without one.
+    pub transcript: Option<&'static str>,
 }
 
 /// The workspace of `event`: its `cwd` when it is a directory, else `fallback`.
@@ -44,12 +47,30 @@ pub fn workspace_of(event: &HookEvent, fallback: &Path) -> PathBuf {
     }
 }
 
-/// The `--transcript` text for `event`'s session: Claude Code's `transcript_path` (an
-/// absolute file), else its session id; Codex's thread id. `None` when it names none.
-fn transcript_text(event: &HookEvent) -> Option<String> {
+/// The `--transcript` text for `event`'s session: Claude Code's session id when it names
+/// the hook's `transcript_path` (a session named by id is the one whose appended lines
+/// are normalised and scanned on their own at the next checkpoint, SPEC 5.1), else that
+/// path (an absolute file), else the id; Codex's thread id. `None` when it names none.
+fn transcript_text(event: &HookEvent, workspace: &Path) -> Option<String> {
     match event.harness {
         HookHarness::ClaudeCode => match (&event.transcript_path, &event.session) {
-            (Some(path), _) if path.is_absolute() && path.is_file() => {
+            (Some(path), Some(id)) if path.is_absolute() && path.is_file() => {
+                let by_id = format!("claude-code:{id}");
+                let named = sessions::resolve_source(
+                    &sessions::Homes::from_env(),
+                    &sessions::Source::parse(&by_id),
+                    workspace,
+                );
+                let same = |found: &Path| match (found.canonicalize(), path.canonicalize()) {
+                    (Ok(a), Ok(b)) => a == b,
+                    _ => false,
+                };
+                Some(match named {
+                    Ok(found) if same(found.path()) => by_id,
+                    _ => path.to_string_lossy().into_owned(),
+                })
+            }
+            (Some(path), None) if path.is_absolute() && path.is_file() => {
                 Some(path.to_string_lossy().into_owned())
             }
             (_, Some(id)) => Some(format!("claude-code:{id}")),
@@ -63,7 +84,7 @@ fn transcript_text(event: &HookEvent) -> Option<String> {
 pub fn checkpoint(store: &Store, event: &HookEvent, workspace: &Path) -> Result<Checkpointed> {
     let mut note = event.note();
     let mut no_transcript = None;
-    let transcript = match transcript_text(event) {
+    let transcript = match transcript_text(event, workspace) {
         None => {
             no_transcript = Some(format!(
                 "the {} hook named no session",
@@ -102,12 +123,21 @@ pub fn checkpoint(store: &Store, event: &HookEvent, workspace: &Path) -> Result<
         opts.metadata
             .insert("checkpoint.no_transcript".into(), why.clone());
     }
+    let had_transcript = opts.transcript.is_some();
     let report = save::save_handoff(store, opts)?;
+    let transcript = had_transcript.then_some(if report.transcript_cached {
+        "cached"
+    } else if report.transcript_appended {
+        "appended"
+    } else {
+        "whole"
+    });
     Ok(Checkpointed {
         bundle: report.id,
         unchanged: report.unchanged,
         note,
         no_transcript,
+        transcript,
     })
 }
 

@@ -278,6 +278,11 @@ fn complete(harness: Option<Harness>, path: &Path, raw: Vec<u8>) -> Result<Vec<u
 
 impl ResolvedSession {
     /// A plain FILE transcript already opened (`path` names it in messages and keys).
+    /// The session file this names.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     pub fn opened(path: PathBuf, file: fs::File) -> ResolvedSession {
         ResolvedSession {
             harness: None,
