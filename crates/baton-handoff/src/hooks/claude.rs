@@ -323,22 +323,10 @@ pub(super) fn remove(path: &Path, harness: Harness, scope: Scope, force: bool) -
 }
 
 pub(super) fn status(path: &Path, harness: Harness, scope: Scope) -> Status {
-    let mut status = Status {
-        harness,
-        scope,
-        file: path.to_path_buf(),
-        state: State::NotInstalled,
-        events: Vec::new(),
-        command: None,
-        problem: None,
-    };
+    let mut status = Status::not_installed(harness, scope, path);
     let doc = match parse(path) {
         Ok(doc) => doc,
-        Err(e) => {
-            status.state = State::Unreadable;
-            status.problem = Some(e.message);
-            return status;
-        }
+        Err(e) => return status.unreadable(e.message),
     };
     let record = read_record(path, harness);
     let found = baton_entries(&doc.root);

@@ -233,22 +233,10 @@ pub(super) fn remove(path: &Path, scope: Scope, force: bool) -> Result<Report> {
 }
 
 pub(super) fn status(path: &Path, scope: Scope) -> Status {
-    let mut status = Status {
-        harness: HARNESS,
-        scope,
-        file: path.to_path_buf(),
-        state: State::NotInstalled,
-        events: Vec::new(),
-        command: None,
-        problem: None,
-    };
+    let mut status = Status::not_installed(HARNESS, scope, path);
     let doc = match parse(path) {
         Ok(doc) => doc,
-        Err(e) => {
-            status.state = State::Unreadable;
-            status.problem = Some(e.message);
-            return status;
-        }
+        Err(e) => return status.unreadable(e.message),
     };
     match read_notify(&doc.doc) {
         Notify::Absent => {}

@@ -93,6 +93,28 @@ pub struct Status {
     pub problem: Option<String>,
 }
 
+impl Status {
+    /// Nothing of baton's found yet in `file`.
+    pub(crate) fn not_installed(harness: Harness, scope: Scope, file: &std::path::Path) -> Status {
+        Status {
+            harness,
+            scope,
+            file: file.to_path_buf(),
+            state: State::NotInstalled,
+            events: Vec::new(),
+            command: None,
+            problem: None,
+        }
+    }
+
+    /// The file could not be read as settings: why.
+    pub(crate) fn unreadable(mut self, why: String) -> Status {
+        self.state = State::Unreadable;
+        self.problem = Some(why);
+        self
+    }
+}
+
 /// What install or remove did to one event's entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
