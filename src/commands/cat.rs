@@ -21,7 +21,7 @@ pub fn run(ctx: &Ctx, spec: &str) -> Result<Outcome> {
     let store = ctx.open_store()?;
     let bundle = store.read_bundle(&store.resolve(rev)?)?;
     let entry = store.lookup_path(&bundle.tree, path).map_err(|e| {
-        if e.kind == baton_error::ErrorKind::NotFound && e.hint.is_none() {
+        if baton_store::StoreError::is_no_such_path(&e) {
             e.with_hint(format!("list the bundle's files with 'baton show {rev}'"))
         } else {
             e

@@ -21,10 +21,11 @@ use baton_handoff::checkpoint::{self, HookHarness, hook};
 use baton_store::Store;
 
 pub fn run(ctx: &Ctx, args: &CheckpointArgs) -> Result<Outcome> {
-    if args.log {
-        return show_log(ctx);
+    match (&args.hook, args.log) {
+        (Some(harness), false) => Ok(run_hook(ctx, harness, args)),
+        // clap requires --hook unless --log, and --log conflicts with every hook option.
+        _ => show_log(ctx),
     }
-    Ok(run_hook(ctx, args))
 }
 
 /// What the hook's thread has learnt so far: where to log and what of, should it not
@@ -53,14 +54,14 @@ struct Job {
     known: Arc<Mutex<Known>>,
 }
 
-fn run_hook(ctx: &Ctx, args: &CheckpointArgs) -> Outcome {
+fn run_hook(ctx: &Ctx, harness: &str, args: &CheckpointArgs) -> Outcome {
     let known = Arc::new(Mutex::new(Known {
-        harness: args.hook.clone().unwrap_or_default(),
+        harness: harness.to_string(),
         event: "unknown".into(),
         ..Known::default()
     }));
     let job = Job {
-        harness: args.hook.clone().unwrap_or_default(),
+        harness: harness.to_string(),
         payload: args.payload.clone(),
         push: args.push.clone(),
         store: ctx.store.clone(),
@@ -110,7 +111,8 @@ fn run_hook(ctx: &Ctx, args: &CheckpointArgs) -> Outcome {
         }
     };
     write_log(log_path.as_deref(), line.clone());
-    let document = serde_json::to_value(&line).unwrap_or_default();
+    let document = serde_json::to_value(&line)
+        .unwrap_or_else(|e| json!({ "outcome": line.outcome, "error": e.to_string() }));
     Outcome::new(stdout, json!({ "checkpoint": document }))
 }
 

@@ -193,6 +193,13 @@ impl Error {
         self
     }
 
+    /// This failure as a cause of another kind, said in a wider context: `what: message`,
+    /// the original kept whole as the source (its chain and typed reasons with it), its
+    /// hint dropped (e.g. a decode error of received bytes read as damage to them).
+    pub fn recast(self, kind: ErrorKind, what: impl fmt::Display) -> Self {
+        Error::new(kind, format!("{what}: {}", self.message)).with_source(self)
+    }
+
     /// A copy of `inner` (found inside an `io::Error`) under a wider context.
     pub fn rewrapped(inner: &Error, what: impl fmt::Display) -> Self {
         Error {

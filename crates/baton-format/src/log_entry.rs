@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ObjectId, from_canonical_json, to_canonical_json};
-use baton_error::{Error, Result};
+use baton_error::{ErrorKind, Result};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,12 +35,15 @@ impl LogEntry {
     /// Decode one line (without its newline). `line_no` is 1-based, for the message.
     pub fn decode_line(bytes: &[u8], line_no: usize) -> Result<Self> {
         let entry: LogEntry = from_canonical_json("log line", bytes).map_err(|e| {
-            Error::integrity(format!("log line {line_no} is damaged: {}", e.message))
+            e.recast(
+                ErrorKind::Integrity,
+                format!("log line {line_no} is damaged"),
+            )
         })?;
         super::bundle::parse_time(&entry.time)
-            .map_err(|e| Error::integrity(format!("log line {line_no}: {}", e.message)))?;
+            .map_err(|e| e.recast(ErrorKind::Integrity, format!("log line {line_no}")))?;
         super::names::RefName::parse(&entry.ref_name)
-            .map_err(|e| Error::integrity(format!("log line {line_no}: {}", e.message)))?;
+            .map_err(|e| e.recast(ErrorKind::Integrity, format!("log line {line_no}")))?;
         Ok(entry)
     }
 }

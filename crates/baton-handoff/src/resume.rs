@@ -12,7 +12,7 @@ use crate::kickoff::{self, Kickoff, KickoffInput};
 use crate::repos;
 use crate::transcript;
 use crate::turns;
-use baton_error::{Error, ErrorKind, Result};
+use baton_error::{Error, Result};
 use baton_format::{Bundle, EntryKind, ObjectId};
 use baton_store::Store;
 
@@ -29,11 +29,9 @@ pub struct Resumed {
 const MAX_TEXT: u64 = 16 << 20;
 
 fn read_text(store: &Store, tree: &ObjectId, path: &str) -> Result<Option<String>> {
-    let entry = match store.lookup_path(tree, path) {
-        Ok(entry) if entry.kind != EntryKind::Dir => entry,
-        Ok(_) => return Ok(None),
-        Err(e) if e.kind == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+    let entry = match store.find_path(tree, path)? {
+        Some(entry) if entry.kind != EntryKind::Dir => entry,
+        _ => return Ok(None),
     };
     if entry.size > MAX_TEXT {
         return Ok(None);
@@ -249,16 +247,13 @@ fn redacted_patches(evidence: Option<&Evidence>, files: &[(String, u64)]) -> Vec
 }
 
 /// The nearest first-parent ancestor with a briefing (handoff.md), and that briefing.
-/// A parent missing from this store ends the walk.
+/// A parent missing from this store is damage (a store holds every ancestor it names):
+/// an integrity error, as `baton log` and `verify` report it.
 fn ancestor_briefing(store: &Store, bundle: &Bundle) -> Result<Option<(ObjectId, Briefing)>> {
     let mut next = bundle.parents.first().copied();
     for _ in 0..MAX_BRIEFING_WALK {
         let Some(id) = next else { break };
-        let parent = match store.read_bundle(&id) {
-            Ok(parent) => parent,
-            Err(e) if e.kind == ErrorKind::NotFound => break,
-            Err(e) => return Err(e),
-        };
+        let parent = store.read_bundle(&id)?;
         if let Some(b) =
             read_text(store, &parent.tree, "handoff.md")?.and_then(|t| Briefing::parse(&t).ok())
         {
@@ -299,11 +294,9 @@ fn receiving_prompt(workspace: &Path, evidence: Option<&Evidence>, kickoff: &Kic
 /// normalised event are passed over; a transcript over the size or line limits is
 /// refused (integrity), as `baton search` refuses it.
 fn recent_turns(store: &Store, tree: &ObjectId, id: &ObjectId) -> Result<Option<String>> {
-    let entry = match store.lookup_path(tree, "transcript.jsonl") {
-        Ok(entry) if entry.kind != EntryKind::Dir => entry,
-        Ok(_) => return Ok(None),
-        Err(e) if e.kind == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+    let entry = match store.find_path(tree, "transcript.jsonl")? {
+        Some(entry) if entry.kind != EntryKind::Dir => entry,
+        _ => return Ok(None),
     };
     let mut recent = turns::Recent::default();
     transcript::read_stored(store, &entry, &mut |_, line| {

@@ -2,9 +2,9 @@
 //! query, read line by line as it is decompressed from the store.
 
 use crate::transcript::{self, Filter, Page};
-use baton_error::{Error, ErrorKind, Result};
+use baton_error::{Error, Result};
 use baton_format::ObjectId;
-use baton_store::Store;
+use baton_store::{Store, StoreError};
 
 /// One page of a search, as plain values (the CLI's arguments, or an MCP call's).
 pub struct SearchOptions {
@@ -24,7 +24,7 @@ pub fn search(store: &Store, opts: &SearchOptions) -> Result<(ObjectId, Page)> {
     let entry = store
         .lookup_path(&bundle.tree, "transcript.jsonl")
         .map_err(|e| {
-            if e.kind == ErrorKind::NotFound {
+            if StoreError::is_no_such_path(&e) {
                 Error::not_found(format!("handoff {} has no transcript", id.short()))
                     .with_hint("save one with 'baton save --transcript FILE'")
             } else {

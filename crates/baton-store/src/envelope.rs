@@ -318,7 +318,7 @@ pub fn new_config(
 /// Unlock a store's keys: load the identities, then unwrap the name key with them.
 pub fn unlock(config: &EncryptionConfig, source: &KeySource) -> Result<Envelope> {
     let recipients = parse_recipients(&config.recipients)
-        .map_err(|e| Error::integrity(format!("store config: {}", e.message)))?;
+        .map_err(|e| e.recast(ErrorKind::Integrity, "store config"))?;
     let identities: Vec<Box<dyn age::Identity + Send + Sync>> = if config.passphrase {
         let sealed = config.identity.as_deref().ok_or_else(|| {
             Error::integrity("store config: passphrase store without an identity")

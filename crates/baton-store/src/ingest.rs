@@ -24,7 +24,7 @@ use super::packs::{PackIndex, pack_file_name};
 use super::refs::{Expect, MoveReason};
 use super::write_behind::WriteBehind;
 use super::{Store, fsutil, leftovers, pack_stream};
-use baton_error::{Error, IoContext, Result};
+use baton_error::{Error, ErrorKind, IoContext, Result};
 use baton_format::ObjectId;
 use baton_format::names::RefName;
 use baton_format::pack::PackEntry;
@@ -177,7 +177,7 @@ impl<'s> Ingest<'s> {
     /// the packs, then the loose objects, each durable before anything names it.
     pub fn complete(mut self, tip: &ObjectId, source: &str) -> Result<(u64, u64)> {
         self.store.reachable(&[*tip]).map_err(|e| {
-            Error::integrity(format!("{source} is incomplete: {}", e.message))
+            e.recast(ErrorKind::Integrity, format!("{source} is incomplete"))
                 .with_hint("nothing was published; run 'baton verify' on the remote store")
         })?;
         self.store.check_received(tip)?; // sizes and depth (store/receive.rs)

@@ -10,6 +10,7 @@ mod closure_check;
 pub mod codec;
 mod commit;
 pub mod envelope;
+pub mod error;
 pub mod fsutil;
 mod gc;
 pub mod history_cache;
@@ -44,8 +45,9 @@ mod write_behind;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
-use baton_error::{Error, IoContext, Result};
+use baton_error::{Error, ErrorKind, IoContext, Result};
 use baton_format::{Bundle, MAX_METADATA_OBJECT, ObjectId, StoreConfig, Tree, layout};
+pub use error::StoreError;
 use objects::Objects;
 
 pub const DEFAULT_STORE_DIR: &str = ".baton";
@@ -234,12 +236,12 @@ impl Store {
 
     pub fn read_tree(&self, id: &ObjectId) -> Result<Tree> {
         let bytes = self.objects.get_bytes(id, MAX_METADATA_OBJECT)?;
-        Tree::decode(&bytes).map_err(|e| Error::integrity(format!("tree {id}: {}", e.message)))
+        Tree::decode(&bytes).map_err(|e| e.recast(ErrorKind::Integrity, format!("tree {id}")))
     }
 
     pub fn read_bundle(&self, id: &ObjectId) -> Result<Bundle> {
         let bytes = self.objects.get_bytes(id, MAX_METADATA_OBJECT)?;
-        Bundle::decode(&bytes).map_err(|e| Error::integrity(format!("bundle {id}: {}", e.message)))
+        Bundle::decode(&bytes).map_err(|e| e.recast(ErrorKind::Integrity, format!("bundle {id}")))
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::SystemTime;
 
-use baton_error::{Error, IoContext, Result};
+use baton_error::{Error, ErrorKind, IoContext, Result};
 use baton_format::ObjectId;
 use baton_format::pack::{
     FOOTER_LEN, INDEX_ENTRY_LEN, PACK_MAGIC, PackEntry, decode_footer, decode_index,
@@ -54,7 +54,7 @@ pub(crate) fn load_index(path: &Path) -> Result<PackIndex> {
         .ok_or_else(|| Error::integrity(format!("{} is not a pack name", path.display())))?;
     let mut file = File::open(path).ctx_in_store("cannot open pack", path)?;
     let len = file.metadata().ctx("cannot stat", path)?.len();
-    let context = |e: Error| Error::integrity(format!("pack {id}: {}", e.message));
+    let context = |e: Error| e.recast(ErrorKind::Integrity, format!("pack {id}"));
     let entries = read_index(&mut file, len).map_err(context)?;
     Ok(PackIndex {
         id,

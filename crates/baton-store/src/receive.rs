@@ -10,7 +10,7 @@ use std::io::Read;
 
 use super::Store;
 use super::tree_limits::{MAX_TREE_DEPTH, Shapes, TreeSource, wrong_size};
-use baton_error::{Error, Result};
+use baton_error::{Error, ErrorKind, Result};
 use baton_format::names::RefName;
 use baton_format::{EntryKind, MAX_METADATA_OBJECT, ObjectId, Tree};
 
@@ -79,7 +79,7 @@ impl TreeSource for Checking<'_> {
             return Err(self.from.missing(id, "tree", self.bundle));
         };
         let tree = Tree::decode(&bytes)
-            .map_err(|e| Error::integrity(format!("tree {id}: {}", e.message)))?;
+            .map_err(|e| e.recast(ErrorKind::Integrity, format!("tree {id}")))?;
         for entry in &tree.entries {
             if entry.kind == EntryKind::Dir {
                 continue;
@@ -197,7 +197,8 @@ impl Store {
         for id in &new {
             let bundle = self.read_bundle(id)?;
             check.check(self, id, &bundle.tree).map_err(|e| {
-                Error::integrity(format!("received bundle {id}: {}", e.message)).with_hint(hint)
+                e.recast(ErrorKind::Integrity, format!("received bundle {id}"))
+                    .with_hint(hint)
             })?;
         }
         Ok(())

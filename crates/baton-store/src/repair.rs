@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::objects::{ListedObject, PendingDirs};
 use super::packs::PackIndex;
 use super::{Store, fsutil};
-use baton_error::{Error, IoContext, Result};
+use baton_error::{Error, ErrorKind, IoContext, Result};
 use baton_format::{Bundle, EntryKind, MAX_METADATA_OBJECT, ObjectId, Tree};
 
 /// What is damaged here: storage names whose stored bytes fail their check, and the
@@ -191,13 +191,13 @@ impl Store {
             match kind {
                 Kind::Bundle => {
                     let bundle = Bundle::decode(&bytes)
-                        .map_err(|e| Error::integrity(format!("bundle {id}: {}", e.message)))?;
+                        .map_err(|e| e.recast(ErrorKind::Integrity, format!("bundle {id}")))?;
                     stack.push((bundle.tree, Kind::Tree));
                     stack.extend(bundle.parents.iter().map(|p| (*p, Kind::Bundle)));
                 }
                 Kind::Tree => {
                     let tree = Tree::decode(&bytes)
-                        .map_err(|e| Error::integrity(format!("tree {id}: {}", e.message)))?;
+                        .map_err(|e| e.recast(ErrorKind::Integrity, format!("tree {id}")))?;
                     for entry in tree.entries {
                         let kind = if entry.kind == EntryKind::Dir {
                             Kind::Tree

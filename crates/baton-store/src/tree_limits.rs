@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use super::Store;
-use baton_error::{Error, Result};
+use baton_error::{Error, ErrorKind, Result};
 use baton_format::{EntryKind, MAX_METADATA_OBJECT, ObjectId, Tree};
 
 /// Deepest tree accepted: path components of its deepest entry. Git's `core.maxTreeDepth`
@@ -217,7 +217,7 @@ impl Store {
     pub(crate) fn read_tree_len(&self, id: &ObjectId) -> Result<(Tree, u64)> {
         let bytes = self.objects.get_bytes(id, MAX_METADATA_OBJECT)?;
         let tree = Tree::decode(&bytes)
-            .map_err(|e| Error::integrity(format!("tree {id}: {}", e.message)))?;
+            .map_err(|e| e.recast(ErrorKind::Integrity, format!("tree {id}")))?;
         Ok((tree, bytes.len() as u64))
     }
 

@@ -4,6 +4,7 @@ use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 
 use super::Store;
 use super::tree_limits::{MAX_TREE_DEPTH, Shape, Shapes, TreeSource};
+use crate::error::StoreError;
 use baton_error::{Error, Result};
 use baton_format::bundle::unix_seconds;
 use baton_format::{Bundle, EntryKind, ObjectId, Tree, TreeEntry};
@@ -69,21 +70,36 @@ impl Store {
         let mut current = *tree;
         for (i, part) in parts.iter().enumerate() {
             let tree = self.read_tree(&current)?;
-            let entry = tree
-                .get(part)
-                .ok_or_else(|| Error::not_found(format!("path '{path}' is not in the bundle")))?;
+            let entry = tree.get(part).ok_or_else(|| {
+                StoreError::NoSuchPath {
+                    path: path.to_string(),
+                    why: String::new(),
+                }
+                .into_error()
+            })?;
             if i + 1 == parts.len() {
                 return Ok(entry.clone());
             }
             if entry.kind != EntryKind::Dir {
-                return Err(Error::not_found(format!(
-                    "path '{path}' is not in the bundle ('{}' is not a directory)",
-                    parts[..=i].join("/")
-                )));
+                return Err(StoreError::NoSuchPath {
+                    path: path.to_string(),
+                    why: format!(" ('{}' is not a directory)", parts[..=i].join("/")),
+                }
+                .into_error());
             }
             current = entry.id;
         }
         unreachable!("loop returns on the last component")
+    }
+
+    /// The entry at `path` in `tree`, or `None` when the bundle has no such path; any
+    /// other failure (a damaged or missing tree) is an error, never "absent".
+    pub fn find_path(&self, tree: &ObjectId, path: &str) -> Result<Option<TreeEntry>> {
+        match self.lookup_path(tree, path) {
+            Ok(entry) => Ok(Some(entry)),
+            Err(e) if StoreError::is_no_such_path(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Every object reachable from `bundles`: the bundles, their ancestors, and all trees

@@ -83,17 +83,15 @@ pub fn export_handoff(store: &Store, opts: &ExportOptions) -> Result<ExportRepor
         let Some(bundle) = bundles.remove(&at) else {
             continue;
         };
-        let briefing = match store.lookup_path(&bundle.tree, "handoff.md") {
-            Ok(entry) if entry.kind != EntryKind::Dir && entry.size <= MAX_BRIEFING => {
+        let briefing = match store.find_path(&bundle.tree, "handoff.md")? {
+            Some(entry) if entry.kind != EntryKind::Dir && entry.size <= MAX_BRIEFING => {
                 let mut bytes = Vec::new();
                 store
                     .objects
                     .copy_to(&entry.id, Some(entry.size), &mut bytes)?;
                 Some(String::from_utf8_lossy(&bytes).into_owned())
             }
-            Ok(_) => None,
-            Err(e) if e.kind == baton_error::ErrorKind::NotFound => None,
-            Err(e) => return Err(e),
+            _ => None,
         };
         let extra = match opts.format {
             ExportFormat::Prowl => prowl_files(store, &bundle.tree)?,
@@ -153,11 +151,7 @@ fn prowl_files(store: &Store, tree: &ObjectId) -> Result<Vec<(String, String)>> 
 }
 
 fn lookup(store: &Store, tree: &ObjectId, path: &str) -> Result<Option<TreeEntry>> {
-    match store.lookup_path(tree, path) {
-        Ok(entry) => Ok(Some(entry)),
-        Err(e) if e.kind == baton_error::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
+    store.find_path(tree, path)
 }
 
 /// A regular file's text, `None` for anything else or past [`MAX_BRIEFING`].

@@ -2,7 +2,7 @@
 //! whose parents are both, its briefing new or both lines' Next Steps, its text fields
 //! scrubbed; `baton merge` calls it with plain options and renders the outcome.
 
-use baton_error::{Error, ErrorKind, Result};
+use baton_error::{Error, Result};
 use baton_format::names::RefName;
 use baton_format::{Bundle, EntryKind, ObjectId};
 use baton_store::Store;
@@ -173,11 +173,9 @@ fn default_summary(rev: &str, theirs: &ObjectId, ours: &ObjectId) -> String {
 
 /// A bundle's briefing, if it has a valid one.
 fn read_briefing(store: &Store, tree: &ObjectId) -> Result<Option<Briefing>> {
-    let entry = match store.lookup_path(tree, "handoff.md") {
-        Ok(entry) if entry.kind != EntryKind::Dir && entry.size <= MAX_BRIEFING => entry,
-        Ok(_) => return Ok(None),
-        Err(e) if e.kind == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+    let entry = match store.find_path(tree, "handoff.md")? {
+        Some(entry) if entry.kind != EntryKind::Dir && entry.size <= MAX_BRIEFING => entry,
+        _ => return Ok(None),
     };
     let bytes = store.objects.get_bytes(&entry.id, MAX_BRIEFING)?;
     Ok(std::str::from_utf8(&bytes)

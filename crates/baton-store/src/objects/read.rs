@@ -75,10 +75,7 @@ impl Objects {
                     .ctx_in_store("cannot read pack", &path)?;
                 Ok(Box::new(file.take(entry.length)))
             }
-            None => Err(
-                Error::integrity(format!("object {id} is missing from the store"))
-                    .with_hint("run 'baton verify', then 'baton pull --repair [TARGET]' to refetch it from a target"),
-            ),
+            None => Err(crate::error::StoreError::MissingObject { id: *id }.into_error()),
         }
     }
 

@@ -85,7 +85,7 @@ pub(super) fn check_log(bytes: &[u8]) -> Result<u64> {
         };
         line_no += 1;
         LogEntry::decode_line(&rest[..end], line_no as usize)
-            .map_err(|e| Error::integrity(format!("the archive's log: {}", e.message)))?;
+            .map_err(|e| e.recast(baton_error::ErrorKind::Integrity, "the archive's log"))?;
         rest = &rest[end + 1..];
     }
     Ok(line_no)

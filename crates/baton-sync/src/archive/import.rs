@@ -267,8 +267,11 @@ pub(super) fn receive(store: &Store, file: &Path, stage: &Path, ratio: u64) -> R
             if e.kind == baton_error::ErrorKind::Security {
                 return e;
             }
-            Error::integrity(format!("archive entry objects/{id}: {}", e.message))
-                .with_hint("nothing was imported; the archive is damaged or forged")
+            e.recast(
+                baton_error::ErrorKind::Integrity,
+                format!("archive entry objects/{id}"),
+            )
+            .with_hint("nothing was imported; the archive is damaged or forged")
         })?;
         object.content_len = content_len;
         expanded += object.content_len;
@@ -363,7 +366,7 @@ pub(super) fn check_reachable(
             .with_hint(hint));
         };
         let bundle = Bundle::decode(&bytes)
-            .map_err(|e| Error::integrity(format!("bundle {id}: {}", e.message)))?;
+            .map_err(|e| e.recast(baton_error::ErrorKind::Integrity, format!("bundle {id}")))?;
         queue.extend(bundle.parents.iter().map(|p| (*p, Some(id))));
         trees.check(&staging, &id, &bundle.tree).map_err(|e| {
             if matches!(SyncError::of(&e), Some(SyncError::NotInArchive { .. })) {
