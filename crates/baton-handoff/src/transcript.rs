@@ -13,6 +13,7 @@ use super::sessions::json::{self, LineError};
 use baton_error::{Error, ErrorKind, Result};
 
 mod lines;
+mod prefilter;
 use lines::{check_line, line_error};
 pub use lines::{read_stored, validate};
 
@@ -91,8 +92,11 @@ impl Filter {
 /// its ids, times or other metadata; in other JSON lines every string value is.
 ///
 /// A page is never empty while matches remain: an event too big for a whole page comes
-/// alone, with its strings cut to fit. A line that is not a JSON object within the line
-/// limits is refused (integrity: the transcripts searched are stored ones).
+/// alone, with its strings cut to fit. A line read to decide whether it matches that is
+/// not a JSON object within the line limits is refused (integrity: the transcripts
+/// searched are stored ones); lines that cannot match are passed over unparsed, as
+/// ripgrep passes over them (`prefilter.rs`), and past the page an empty query with no
+/// filter only counts lines.
 pub fn search(jsonl: &[u8], query: &str, filter: &Filter, cursor: Option<&str>) -> Result<Page> {
     let mut search = Search::new(query, filter, cursor)?;
     for (i, line) in jsonl.split(|&b| b == b'\n').enumerate() {
@@ -107,6 +111,7 @@ pub struct Search<'f> {
     filter: &'f Filter,
     start: usize,
     terms: Vec<String>,
+    prefilter: Option<prefilter::Prefilter>,
     hits: Vec<Hit>,
     used: usize,
     full: bool,
@@ -121,10 +126,12 @@ impl<'f> Search<'f> {
             Some(c) => parse_cursor(c)?,
             None => 1,
         };
+        let terms: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
         Ok(Search {
             filter,
             start,
-            terms: query.split_whitespace().map(str::to_lowercase).collect(),
+            prefilter: prefilter::Prefilter::new(&terms),
+            terms,
             hits: Vec::new(),
             used: 0,
             full: false,
@@ -138,19 +145,31 @@ impl<'f> Search<'f> {
     pub fn line(&mut self, line: usize, raw: &[u8]) -> Result<()> {
         let fail = |e: LineError| line_error(line, &e, ErrorKind::Integrity);
         let text = json::checked_line(raw).map_err(fail)?;
+        if self.prefilter.as_ref().is_some_and(|p| p.rules_out(text)) {
+            return Ok(());
+        }
+        if self.next_cursor.is_some() && self.terms.is_empty() && self.filter.is_empty() {
+            // Every line matches; what is left to do is count them.
+            self.total_matches += usize::from(!text.is_empty());
+            return Ok(());
+        }
         let normalised = parse_event(text);
         // A plain line's strings are matched: collected by the walk that checks it.
         let strings = (normalised.is_none() && !self.terms.is_empty() && self.filter.is_empty())
             .then(|| RefCell::new(String::new()));
-        if !check_line(text, strings.as_ref()).map_err(fail)? {
+        // The walk bounds what building a line as a `Value` costs: needed for a line
+        // that may go on this page, and to read a plain line's strings; an event only
+        // counted was read typed, its unknown fields skipped unbuilt.
+        let on_page = line >= self.start && self.next_cursor.is_none();
+        if (normalised.is_none() || on_page) && !check_line(text, strings.as_ref()).map_err(fail)? {
             return Ok(());
         }
         if !self.filter.admits(normalised.as_ref()) {
             return Ok(());
         }
         let found = match (&normalised, strings) {
-            (Some(e), _) => contains_all(&e.text, &self.terms),
-            (None, Some(strings)) => contains_all(&strings.into_inner(), &self.terms),
+            (Some(e), _) => self.has_all_terms(&e.text),
+            (None, Some(strings)) => self.has_all_terms(&strings.into_inner()),
             (None, None) => true,
         };
         if !found {
@@ -188,6 +207,15 @@ impl<'f> Search<'f> {
             self.next_cursor = Some(format!("{CURSOR_PREFIX}{line}"));
         }
         Ok(())
+    }
+
+    /// Whether `text` holds every term, ignoring case.
+    fn has_all_terms(&self, text: &str) -> bool {
+        match &self.prefilter {
+            // ASCII text: its lower case is ASCII's, which the prefilter's finders ignore.
+            Some(p) if text.is_ascii() => p.finds_all(text.as_bytes()),
+            _ => contains_all(text, &self.terms),
+        }
     }
 
     pub fn finish(self) -> Page {
@@ -451,6 +479,99 @@ mod tests {
         assert_eq!(find(""), [1, 2]);
     }
 
+    /// The page of a search that parses every line (no prefilter): what the prefilter
+    /// must never change.
+    fn search_parsing_every_line(jsonl: &[u8], query: &str, cursor: Option<&str>) -> Page {
+        let filter = Filter::default();
+        let mut search = Search::new(query, &filter, cursor).expect("search");
+        search.prefilter = None;
+        for (i, line) in jsonl.split(|&b| b == b'\n').enumerate() {
+            search.line(i + 1, line).expect("line");
+        }
+        search.finish()
+    }
+
+    #[test]
+    fn the_prefilter_changes_no_page() {
+        // Events and plain lines whose text mixes ASCII, JSON escapes (\", \\, \/, \n,
+        // \u00xx), accents and the Kelvin sign (whose lower case is an ASCII k), so that
+        // every way a plain line's bytes and its strings differ is met.
+        let pieces = [
+            "Parser",
+            "fixed",
+            "a/b",
+            "say \"hi\"",
+            "C:\\users",
+            "caf\u{e9}",
+            "\u{212a}elvin",
+            "kelvin",
+            "line\nbreak",
+            "tab\there",
+            "x",
+            "K",
+            "\u{130}stanbul",
+            "istanbul",
+        ];
+        let mut state = 7u64;
+        let mut next = |n: usize| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize % n
+        };
+        let mut lines = Vec::new();
+        for seq in 1..=400u64 {
+            let text: Vec<&str> = (0..1 + next(4))
+                .map(|_| pieces[next(pieces.len())])
+                .collect();
+            let text = text.join(if next(2) == 0 { " " } else { "" });
+            let value = if next(3) == 0 {
+                json!({"note": text, "n": seq})
+            } else {
+                json!({"v": 1, "seq": seq, "time": "", "source": {"harness": "h", "session": "s"},
+                       "role": "assistant", "kind": "message", "text": text})
+            };
+            let mut line = compact(&value);
+            if next(4) == 0 {
+                // The same text with every letter a \u escape.
+                line = line.replace("kelvin", "\\u006belvin");
+            }
+            lines.push(line);
+        }
+        let data = lines.join("\n").into_bytes();
+        let queries = [
+            "parser",
+            "PARSER fixed",
+            "a/b",
+            "\"hi\"",
+            "users",
+            "caf\u{e9}",
+            "CAF\u{c9}",
+            "k",
+            "kelvin",
+            "\u{212a}",
+            "break",
+            "x k",
+            "i",
+            "\u{130}",
+            "zzz",
+            "",
+        ];
+        for query in queries {
+            let mut cursor: Option<String> = None;
+            loop {
+                let filtered =
+                    search(&data, query, &Filter::default(), cursor.as_deref()).expect("search");
+                let parsed = search_parsing_every_line(&data, query, cursor.as_deref());
+                assert_eq!(filtered, parsed, "query {query:?} cursor {cursor:?}");
+                match filtered.next_cursor {
+                    Some(c) => cursor = Some(c),
+                    None => break,
+                }
+            }
+        }
+    }
+
     #[test]
     fn no_match() {
         let data = jsonl(&[json!({"text": "hello"})]);
@@ -516,8 +637,11 @@ mod tests {
         let e = validate(bad).expect_err("array line");
         assert_eq!(e.kind, ErrorKind::Usage);
         assert_eq!(e.message, "transcript.jsonl line 3: not a JSON object");
-        let e = search(bad, "x", &Filter::default(), None).expect_err("search validates too");
+        let e = search(bad, "2", &Filter::default(), None).expect_err("search validates too");
         assert!(e.message.contains("line 3"));
+        // What cannot match is not parsed (as ripgrep passes over a line), nor validated.
+        let page = search(bad, "x", &Filter::default(), None).expect("passed over");
+        assert_eq!(page.total_matches, 0);
 
         let e = validate(b"{\"a\":1}\n{\"a\":\n").expect_err("broken line");
         assert!(

@@ -122,23 +122,32 @@ impl std::io::Write for LineSink<'_> {
             sink.failed = Some(e);
             Err(std::io::Error::other("transcript line refused"))
         };
-        for piece in bytes.split_inclusive(|&b| b == b'\n') {
-            let (body, ends) = match piece.strip_suffix(b"\n") {
-                Some(body) => (body, true),
-                None => (piece, false),
-            };
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let end = memchr::memchr(b'\n', rest);
+            let body = &rest[..end.unwrap_or(rest.len())];
             if self.line.len() + body.len() > json::MAX_LINE_BYTES {
                 let e = LineError::TooLong(self.line.len() + body.len());
                 return stop(self, line_error(self.number + 1, &e, ErrorKind::Integrity));
             }
-            self.line.extend_from_slice(body);
-            if ends {
-                self.number += 1;
-                if let Err(e) = (self.each)(self.number, &self.line) {
-                    return stop(self, e);
-                }
+            let Some(end) = end else {
+                self.line.extend_from_slice(body);
+                break;
+            };
+            self.number += 1;
+            // A line wholly inside this write is handed on where it is, not copied.
+            let done = if self.line.is_empty() {
+                (self.each)(self.number, body)
+            } else {
+                self.line.extend_from_slice(body);
+                let done = (self.each)(self.number, &self.line);
                 self.line.clear();
+                done
+            };
+            if let Err(e) = done {
+                return stop(self, e);
             }
+            rest = &rest[end + 1..];
         }
         Ok(bytes.len())
     }
