@@ -14,6 +14,7 @@ use baton_error::{Error, ErrorKind, Result};
 
 mod lines;
 mod prefilter;
+mod view;
 use lines::{check_line, line_error};
 pub use lines::{read_stored, validate};
 
@@ -72,7 +73,7 @@ impl Filter {
 
     /// A normalised event passes when it has one of the roles, kinds and tools asked
     /// for (each list empty: any); any other line passes only an empty filter.
-    fn admits(&self, event: Option<&events::Event>) -> bool {
+    fn admits(&self, event: Option<&view::EventView>) -> bool {
         let Some(e) = event else {
             return self.is_empty();
         };
@@ -153,7 +154,7 @@ impl<'f> Search<'f> {
             self.total_matches += usize::from(!text.is_empty());
             return Ok(());
         }
-        let normalised = parse_event(text);
+        let normalised = view::parse(text);
         // A plain line's strings are matched: collected by the walk that checks it.
         let strings = (normalised.is_none() && !self.terms.is_empty() && self.filter.is_empty())
             .then(|| RefCell::new(String::new()));
