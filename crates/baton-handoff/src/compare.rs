@@ -107,7 +107,7 @@ pub struct Comparison {
 
 /// Compare `captured` with the workspace at `live_dir`, using the `git` on `PATH`.
 pub fn compare(captured: &Evidence, live_dir: &Path) -> Comparison {
-    compare_with_git(captured, live_dir, Path::new("git"))
+    compare_with_git(captured, live_dir, &evidence::git_program())
 }
 
 /// [`compare`] with a given git program.
@@ -185,10 +185,19 @@ pub fn compare_with_git(captured: &Evidence, live_dir: &Path, git_program: &Path
         c.matched_by.push("path".to_string());
     }
     let captured_head = cap.head.as_deref().filter(|h| evidence::is_object_id(h));
-    let head_present = captured_head.is_some_and(|id| {
-        git.test(&["cat-file", "-e", &format!("{id}^{{commit}}")])
-            .unwrap_or(false)
-    });
+    // One git process places the two HEADs when the captured one is here: it is
+    // refused when that commit is not.
+    let counts = captured_head
+        .zip(lg.head.as_deref())
+        .filter(|(id, live)| id != live)
+        .and_then(|(id, live)| ahead_behind(&git, id, live));
+    let head_present = counts.is_some()
+        || captured_head.is_some_and(|id| {
+            lg.head.as_deref() == Some(id)
+                || git
+                    .test(&["cat-file", "-e", &format!("{id}^{{commit}}")])
+                    .unwrap_or(false)
+        });
     if head_present {
         c.matched_by.push("captured HEAD".to_string());
     }
@@ -215,7 +224,7 @@ pub fn compare_with_git(captured: &Evidence, live_dir: &Path, git_program: &Path
             lg,
             &git,
             captured_head,
-            head_present,
+            (head_present, counts),
             fetch_from,
         );
         if c.same_repository == Some(true) && !c.matched_by.iter().any(|m| m == "path") {
@@ -262,7 +271,7 @@ fn relate_heads(
     lg: &GitEvidence,
     git: &Git,
     captured_head: Option<&str>,
-    head_present: bool,
+    (head_present, counts): (bool, Option<AheadBehind>),
     fetch_from: Option<String>,
 ) {
     let Some(captured_full) = cap.head.as_deref() else {
@@ -315,22 +324,29 @@ fn relate_heads(
         ));
         return;
     };
-    let forward = git.test(&["merge-base", "--is-ancestor", id, live_head]);
-    let backward = git.test(&["merge-base", "--is-ancestor", live_head, id]);
-    let (forward, backward) = match (forward, backward) {
-        (Ok(f), Ok(b)) => (f, b),
-        (Err(e), _) | (_, Err(e)) => {
-            c.notes.push(format!(
-                "could not relate HEAD to the captured HEAD {short}: {}",
-                e.describe()
-            ));
-            return;
+    let (forward, backward, ahead, behind) = match counts {
+        // An ancestor is a side with no commits of its own (`merge-base --is-ancestor`).
+        Some(AheadBehind { ahead, behind }) => (behind == 0, ahead == 0, Some(ahead), Some(behind)),
+        // Present, yet not counted: the slow way, which says why it fails.
+        None => {
+            let forward = git.test(&["merge-base", "--is-ancestor", id, live_head]);
+            let backward = git.test(&["merge-base", "--is-ancestor", live_head, id]);
+            match (forward, backward) {
+                (Ok(f), Ok(b)) => (f, b, count(git, id, live_head), count(git, live_head, id)),
+                (Err(e), _) | (_, Err(e)) => {
+                    c.notes.push(format!(
+                        "could not relate HEAD to the captured HEAD {short}: {}",
+                        e.describe()
+                    ));
+                    return;
+                }
+            }
         }
     };
-    c.commits_ahead = count(git, id, live_head);
-    c.commits_behind = count(git, live_head, id);
-    let ahead = c.commits_ahead.unwrap_or(0);
-    let behind = c.commits_behind.unwrap_or(0);
+    c.commits_ahead = ahead;
+    c.commits_behind = behind;
+    let ahead = ahead.unwrap_or(0);
+    let behind = behind.unwrap_or(0);
     if forward {
         c.head = HeadRelation::Ahead;
         c.notes.push(format!(
@@ -461,6 +477,33 @@ fn set_mismatch(c: &mut Comparison, cap: &GitEvidence) {
 }
 
 /// `git rev-list --count FROM..TO`.
+/// Commits on the live side only (`ahead`) and on the captured side only (`behind`).
+#[derive(Clone, Copy)]
+struct AheadBehind {
+    ahead: u64,
+    behind: u64,
+}
+
+/// `git rev-list --left-right --count CAPTURED...LIVE`: `None` when either is not a
+/// commit here.
+fn ahead_behind(git: &Git, captured: &str, live: &str) -> Option<AheadBehind> {
+    let out = git
+        .run(&[
+            "rev-list",
+            "--left-right",
+            "--count",
+            &format!("{captured}...{live}"),
+            "--",
+        ])
+        .ok()?;
+    let text = String::from_utf8_lossy(&out);
+    let mut counts = text.split_whitespace().map(|n| n.parse::<u64>().ok());
+    match (counts.next(), counts.next(), counts.next()) {
+        (Some(Some(behind)), Some(Some(ahead)), None) => Some(AheadBehind { ahead, behind }),
+        _ => None,
+    }
+}
+
 fn count(git: &Git, from: &str, to: &str) -> Option<u64> {
     let out = git
         .run(&["rev-list", "--count", &format!("{from}..{to}"), "--"])

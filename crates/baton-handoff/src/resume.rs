@@ -44,7 +44,11 @@ fn read_text(store: &Store, tree: &ObjectId, path: &str) -> Result<Option<String
 }
 
 /// The resume use case: verify bundle `id` and everything below it (never act on a
-/// handoff whose bytes or history do not check out), then [`prepare`] its kickoff.
+/// handoff whose bytes or history do not check out) and [`prepare`] its kickoff. The
+/// two run at once (the verify reads and hashes, the comparison mostly waits for git):
+/// preparing only reads, every object it reads is checked against its id as it is
+/// read, and nothing of it is given out unless the whole bundle verifies; a bundle that
+/// does not is refused as before, whatever preparing found.
 pub fn resume(
     store: &Store,
     id: &ObjectId,
@@ -52,7 +56,21 @@ pub fn resume(
     budget: usize,
     require_same: bool,
 ) -> Result<Resumed> {
-    let report = store.verify_rev(id, false, &|_| {})?;
+    let (report, prepared) = std::thread::scope(|scope| {
+        let verify = std::thread::Builder::new()
+            .name("verify".into())
+            .spawn_scoped(scope, || store.verify_rev(id, false, &|_| {}));
+        let prepared = prepare(store, id, workspace, budget, require_same);
+        let report = match verify {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|_| Err(Error::internal("the verify thread panicked"))),
+            // No thread to be had: verify here, after.
+            Err(_) => store.verify_rev(id, false, &|_| {}),
+        };
+        (report, prepared)
+    });
+    let report = report?;
     if let Some(problem) = report.problems.first() {
         return Err(Error::integrity(format!(
             "handoff {} does not verify ({} problems): {problem}",
@@ -61,7 +79,7 @@ pub fn resume(
         ))
         .with_hint("pull it again from its target, or run 'baton verify'"));
     }
-    prepare(store, id, workspace, budget, require_same)
+    prepared
 }
 
 /// The kickoff of bundle `id` (already verified by the caller) for `workspace`, within

@@ -157,3 +157,31 @@ fn handoff_round_trip_across_stores_with_every_head_relation() {
     // A still resumes: its copy is intact.
     assert_eq!(json_in(&a, &w, &["resume"])["verified"], true);
 }
+
+#[test]
+fn resume_refuses_a_bundle_damaged_where_the_kickoff_does_not_read() {
+    // The kickoff is prepared while the bundle is verified: damage in a file preparing
+    // never reads (the captured patch) must still refuse the resume, with no kickoff.
+    let env = Env::new();
+    env.init();
+    let w = git_init(&env.path().join("w"));
+    commit(&w, "a.txt", "a\n", "one");
+    fs::write(w.join("a.txt"), "work in progress\n").expect("write");
+    let brief = env.path().join("brief.md");
+    fs::write(&brief, VALID_BRIEF).expect("write");
+    let id = ok(baton_in(&env, &w, &["save", "--brief", &s(&brief)]), "save")
+        .trim()
+        .to_string();
+    let files = files_of(&json_in(&env, &w, &["show", &id]));
+    let (path, entry) = files
+        .iter()
+        .find(|(p, _)| p.starts_with("evidence/") && p.ends_with(".patch"))
+        .unwrap_or_else(|| panic!("a captured patch among {:?}", files.keys()));
+    let blob = entry["id"].as_str().expect("id").to_string();
+    assert_eq!(json_in(&env, &w, &["resume"])["verified"], true);
+    corrupt_object(&env.store(), &blob);
+    let out = baton_in(&env, &w, &["resume"]);
+    assert_eq!(code(&out), 4, "{path}: {} {}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).is_empty(), "no kickoff: {}", stdout(&out));
+    assert!(stderr(&out).contains("does not verify"), "{}", stderr(&out));
+}

@@ -250,6 +250,13 @@ struct Early {
     inproc: inproc::Lazily,
 }
 
+/// The `git` on `PATH`, found once so that every process is started by its path (a
+/// `PATH` search per spawn tries each directory before it); plain `git` when there is
+/// none, whose failure to start is then the evidence.
+pub fn git_program() -> std::path::PathBuf {
+    inproc::program_path(Path::new("git")).unwrap_or_else(|| std::path::PathBuf::from("git"))
+}
+
 impl Started {
     /// Start them when `dir` has its own `.git` (as [`capture`] would, with the `git` on
     /// `PATH`), and open the repository with gitoxide while they run, here too, reading
@@ -257,8 +264,7 @@ impl Started {
     /// started yet.
     pub fn new(dir: &Path) -> Started {
         let workspace = absolute(dir);
-        let program = inproc::program_path(Path::new("git"))
-            .unwrap_or_else(|| std::path::PathBuf::from("git"));
+        let program = git_program();
         let git = program.as_path();
         let early = has_own_git(&workspace).then(|| {
             let first = start_first(&Git::new(git, &workspace), true);
