@@ -142,16 +142,5 @@ TEXT
 } > "$WORK/section.md"
 cat "$WORK/section.md"
 if [[ ${BENCH_DOCS:-1} == 1 ]]; then
-  python3 - "$ROOT/docs/benchmarks.md" "$WORK/section.md" <<'PY'
-import sys
-doc, section = open(sys.argv[1]).read(), open(sys.argv[2]).read()
-title = "## Checkpoints of a growing session (issue 31)"
-if title in doc:
-    start = doc.index(title)
-    nxt = doc.find("\n## ", start + len(title))
-    doc = doc[:start] + section + ("\n" + doc[nxt + 1:] if nxt >= 0 else "")
-else:
-    doc = doc.rstrip("\n") + "\n\n" + section
-open(sys.argv[1], "w").write(doc)
-PY
+  python3 "$ROOT/bench/put_section.py" "$ROOT/docs/benchmarks.md" "$WORK/section.md"
 fi

@@ -253,18 +253,7 @@ ratio() { awk -v a="$(med "$1")" -v b="$(med "$2")" 'BEGIN { if (b > 0) printf "
 } >"$WORK/section.md"
 cat "$WORK/section.md"
 if [[ $DOCS == 1 ]]; then
-  python3 - "$ROOT/docs/benchmarks.md" "$WORK/section.md" <<'PY'
-import sys
-doc, section = open(sys.argv[1]).read(), open(sys.argv[2]).read().rstrip("\n") + "\n"
-title = "## Object storage (issue 15)"
-if title in doc:
-    start = doc.index(title)
-    nxt = doc.find("\n## ", start + len(title))
-    doc = doc[:start] + section + ("\n" + doc[nxt + 1:] if nxt >= 0 else "")
-else:
-    doc = doc.rstrip("\n") + "\n\n" + section
-open(sys.argv[1], "w").write(doc)
-PY
+  python3 "$ROOT/bench/put_section.py" "$ROOT/docs/benchmarks.md" "$WORK/section.md"
   log "wrote docs/benchmarks.md"
 else
   log "docs/benchmarks.md left alone (set BENCH_DOCS=1 to write it)"
