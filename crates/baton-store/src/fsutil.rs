@@ -186,28 +186,8 @@ pub(crate) fn is_temp_name(name: &str) -> bool {
 /// rename(2) that fails with `AlreadyExists` instead of replacing (renameat2 NOREPLACE),
 /// for files and directories alike.
 pub fn rename_noclobber(from: &Path, to: &Path) -> io::Result<()> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    let c = |p: &Path| {
-        CString::new(p.as_os_str().as_bytes())
-            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
-    };
-    let (src, dst) = (c(from)?, c(to)?);
-    // SAFETY: both pointers are valid NUL-terminated strings for the duration of the call.
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            src.as_ptr(),
-            libc::AT_FDCWD,
-            dst.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE).map_err(io::Error::from)
 }
 
 pub(crate) fn read_dir_sorted(dir: &Path) -> Result<Vec<String>> {
