@@ -476,7 +476,6 @@ fn set_mismatch(c: &mut Comparison, cap: &GitEvidence) {
     }
 }
 
-/// `git rev-list --count FROM..TO`.
 /// Commits on the live side only (`ahead`) and on the captured side only (`behind`).
 #[derive(Clone, Copy)]
 struct AheadBehind {
@@ -504,6 +503,7 @@ fn ahead_behind(git: &Git, captured: &str, live: &str) -> Option<AheadBehind> {
     }
 }
 
+/// `git rev-list --count FROM..TO`.
 fn count(git: &Git, from: &str, to: &str) -> Option<u64> {
     let out = git
         .run(&["rev-list", "--count", &format!("{from}..{to}"), "--"])

@@ -4,7 +4,7 @@
 use crate::transcript::{self, Filter, Page};
 use baton_error::{Error, Result};
 use baton_format::ObjectId;
-use baton_store::{Store, StoreError};
+use baton_store::Store;
 
 /// One page of a search, as plain values (the CLI's arguments, or an MCP call's).
 pub struct SearchOptions {
@@ -22,14 +22,10 @@ pub fn search(store: &Store, opts: &SearchOptions) -> Result<(ObjectId, Page)> {
     let id = store.resolve(&opts.rev)?;
     let bundle = store.read_bundle(&id)?;
     let entry = store
-        .lookup_path(&bundle.tree, "transcript.jsonl")
-        .map_err(|e| {
-            if StoreError::is_no_such_path(&e) {
-                Error::not_found(format!("handoff {} has no transcript", id.short()))
-                    .with_hint("save one with 'baton save --transcript FILE'")
-            } else {
-                e
-            }
+        .find_path(&bundle.tree, "transcript.jsonl")?
+        .ok_or_else(|| {
+            Error::not_found(format!("handoff {} has no transcript", id.short()))
+                .with_hint("save one with 'baton save --transcript FILE'")
         })?;
     // Searched as it is decompressed, one line held at a time (a small pulled store can
     // hold a transcript of gigabytes).

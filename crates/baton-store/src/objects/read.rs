@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use super::Objects;
+use crate::error::StoreError;
 use crate::quarantine::Held;
 use crate::streams::{LimitedVec, TeeReader};
 use baton_error::{Error, IoContext, Result};
@@ -75,7 +76,7 @@ impl Objects {
                     .ctx_in_store("cannot read pack", &path)?;
                 Ok(Box::new(file.take(entry.length)))
             }
-            None => Err(crate::error::StoreError::MissingObject { id: *id }.into_error()),
+            None => Err(StoreError::MissingObject { id: *id }.into_error()),
         }
     }
 
