@@ -98,9 +98,8 @@ for tool in git rsync ssh scp ssh-keygen python3 timeout; do
 done
 mkdir -p /run/sshd 2>/dev/null || true # privilege separation directory sshd insists on
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# shellcheck source=bench/sshd.sh
+source "$ROOT/bench/sshd.sh"
 
 # --- 2. sshd, client HOME, delay proxy --------------------------------------------------
 USER_NAME=$(id -un)
@@ -110,45 +109,6 @@ ssh-keygen -q -t ed25519 -N '' -C baton-bench-host -f "$SERVER/host_ed25519"
 ssh-keygen -q -t ed25519 -N '' -C baton-bench-user -f "$CLIENT_HOME/.ssh/id_ed25519"
 cp "$CLIENT_HOME/.ssh/id_ed25519.pub" "$SERVER/authorized_keys"
 
-start_sshd() {
-  local attempt
-  for attempt in 1 2 3 4 5; do
-    PORT=$(free_port)
-    cat >"$SERVER/sshd_config" <<EOF
-ListenAddress 127.0.0.1
-Port $PORT
-HostKey $SERVER/host_ed25519
-PidFile $SERVER/sshd.pid
-AuthorizedKeysFile $SERVER/authorized_keys
-StrictModes no
-UsePAM no
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PubkeyAuthentication yes
-PermitRootLogin prohibit-password
-Subsystem sftp internal-sftp
-MaxStartups 100
-MaxSessions 100
-EOF
-    /usr/sbin/sshd -D -e -f "$SERVER/sshd_config" </dev/null >/dev/null 2>"$SERVER/sshd.log" &
-    SSHD_PID=$!
-    local i
-    for ((i = 0; i < 200; i++)); do
-      if grep -q "Server listening on 127.0.0.1 port $PORT" "$SERVER/sshd.log"; then
-        return 0
-      fi
-      kill -0 "$SSHD_PID" 2>/dev/null || break
-      sleep 0.05
-    done
-    kill "$SSHD_PID" 2>/dev/null || true
-    wait "$SSHD_PID" 2>/dev/null || true
-    SSHD_PID=
-    grep -q "Address already in use" "$SERVER/sshd.log" || break
-  done
-  echo "sshd did not start; its log:" >&2
-  cat "$SERVER/sshd.log" >&2
-  exit 1
-}
 log "starting sshd on 127.0.0.1"
 start_sshd
 

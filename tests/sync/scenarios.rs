@@ -78,7 +78,8 @@ scenarios!(
     push_onto_a_tampered_pack_of_the_same_name_is_refused_and_overwrites_nothing,
     pull_of_a_tampered_pack_is_refused_and_publishes_nothing,
     a_store_that_only_receives_pushes_shows_every_push_in_its_audit_log,
-    pull_repair_refetches_a_deleted_loose_object_and_a_damaged_packed_one;
+    pull_repair_refetches_a_deleted_loose_object_and_a_damaged_packed_one,
+    clone_and_pull_of_loose_objects_store_them_in_one_pack;
     not_on_s3:
         repush_is_idempotent_and_cheap =>
             "its bound of 3 counts trace lines, on S3 HTTP requests: 32 for an up-to-date push (issue 30)",
@@ -587,6 +588,44 @@ fn a_store_that_only_receives_pushes_shows_every_push_in_its_audit_log(t: &Trans
 // ---------------------------------------------------------------------------------------
 // Repair (issue 12)
 // ---------------------------------------------------------------------------------------
+
+/// A remote whose objects are all loose (as saves stored them before they wrote packs):
+/// a clone, and a pull of a bundle sent loose, take them into one pack each (one fsync
+/// for all, not one per object), and what they took reads back byte for byte.
+fn clone_and_pull_of_loose_objects_store_them_in_one_pack(t: &Transport) {
+    let (a, _) = store_with_target(t, 45);
+    t.json_ok(&a, &["push"]);
+    let remote = t.remote();
+    common::unpack_to_loose(&remote);
+    t.upload(&remote);
+    let b = clone_env(t, &t.clone_url());
+    let held = |env: &Env| {
+        let loose = if env.store().join("objects").is_dir() {
+            loose_files(&env.store()).len()
+        } else {
+            0
+        };
+        (loose, pack_files(&env.store()).len())
+    };
+    assert_eq!(held(&b), (0, 1), "no loose object, one pack");
+    verify(&b.store());
+    assert_eq!(checkout(&b, "current"), checkout(&a, "current"));
+
+    // The next push arrives as a pack; made loose on the remote, it is pulled as one.
+    save_change(&a, "handoff.md", b"# handoff 45, later\n");
+    t.json_ok(&a, &["push"]);
+    let remote = t.remote();
+    common::unpack_to_loose(&remote);
+    t.upload(&remote);
+    let doc = t.json_ok(&b, &["pull"]);
+    assert_eq!(
+        doc["report"]["objects_received"], 3,
+        "a blob, a tree and a manifest: {doc}"
+    );
+    assert_eq!(held(&b), (0, 2), "no loose object, one pack more");
+    verify(&b.store());
+    assert_eq!(checkout(&b, "current"), checkout(&a, "current"));
+}
 
 fn pull_repair_refetches_a_deleted_loose_object_and_a_damaged_packed_one(t: &Transport) {
     let (a, _) = store_with_target(t, 43);

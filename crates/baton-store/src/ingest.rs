@@ -1,7 +1,9 @@
 //! Receiving history from elsewhere (pull, clone, object storage): one `Ingest` takes
 //! packs and loose objects, each verified by its hash as it streams in and held back
-//! once whole (a pack in a temp file beside its final name, a loose object in a staging
-//! area, both removed on drop, and readable meanwhile by this process only:
+//! once whole (a pack in a temp file beside its final name; small loose objects appended
+//! to one pack of their own, as a save packs its objects, so that a clone of many loose
+//! objects costs one fsync and not one per object; a large loose object in a staging
+//! area; all removed on drop, and readable meanwhile by this process only:
 //! `store::quarantine`), then `complete` checks that the tip's history is all here with
 //! the one walker and the receive-side limits (`store::receive`), and only then
 //! publishes what arrived; `fast_forward` moves a ref onto it by compare-and-swap. A
@@ -12,15 +14,15 @@
 //! `staging/`, removed on drop) and publishes them with `publish_staged` once its checks
 //! pass; it ends in the same `fast_forward`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fs::File;
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use super::packs::{PackIndex, pack_file_name};
+use super::packs::{PackIndex, PackWriter, pack_file_name};
 use super::refs::{Expect, MoveReason};
 use super::write_behind::WriteBehind;
 use super::{Store, fsutil, leftovers, pack_stream};
@@ -37,7 +39,9 @@ pub struct Ingest<'s> {
     store: &'s Store,
     /// Verified packs, fsynced in their temp files in `packs/`, by id.
     packs: Vec<(tempfile::NamedTempFile, ObjectId)>,
-    /// Where verified loose objects wait (made at the first one).
+    /// The pack that verified small loose objects are appended to (opened by the first).
+    loose_pack: Option<LoosePack>,
+    /// Where verified large loose objects wait (made at the first one).
     staging: Option<StagingArea>,
     /// Those objects: id, staged file, stored length.
     loose: Vec<(ObjectId, tempfile::TempPath, u64)>,
@@ -74,6 +78,7 @@ impl<'s> Ingest<'s> {
         Ingest {
             store,
             packs: Vec::new(),
+            loose_pack: None,
             staging: None,
             loose: Vec::new(),
             objects: 0,
@@ -92,16 +97,7 @@ impl<'s> Ingest<'s> {
         size: u64,
         fill: impl FnOnce(&mut dyn Write) -> Result<()>,
     ) -> Result<()> {
-        let dir = self.store.objects.packs_dir().to_path_buf();
-        // Named after this process, so that the next receive can tell an interrupted one
-        // (its process is gone) from one still running.
-        let mut temp = tempfile::Builder::new()
-            .prefix(&format!("{PACK_TEMP_PREFIX}{}-", std::process::id()))
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(
-                fsutil::FILE_MODE,
-            ))
-            .tempfile_in(&dir)
-            .map_err(|e| Error::io("cannot create a temp file in", &dir, e))?;
+        let mut temp = pack_temp(self.store)?;
         pack_stream::receive_verified(
             self.store.objects.envelope(),
             pack_id,
@@ -121,13 +117,33 @@ impl<'s> Ingest<'s> {
         Ok(())
     }
 
-    /// Receive one small loose object by its storage name (verified before it is kept).
+    /// Receive one small loose object by its storage name: verified, then appended to
+    /// this receive's pack of loose objects (published by `complete` with the packs).
     pub fn receive_loose(&mut self, name: &ObjectId, stored: &[u8]) -> Result<()> {
-        self.receive_loose_stream(name, stored.len() as u64, |writer| {
-            writer.write_all(stored).map_err(|e| {
-                Error::other(format!("cannot stage object {name}: {e}")).with_source(e)
-            })
-        })
+        let (id, _) = self
+            .store
+            .objects
+            .decode_named(name, stored, &mut std::io::sink())
+            .map_err(|e| Error {
+                message: format!("received {}", e.message),
+                ..e
+            })?;
+        if self.store.objects.contains(&id) {
+            return Ok(());
+        }
+        let pack = match &mut self.loose_pack {
+            Some(pack) => pack,
+            empty => empty.insert(LoosePack::new(self.store)?),
+        };
+        if !pack.names.insert(*name) {
+            return Ok(());
+        }
+        pack.writer
+            .add(*name, stored)
+            .ctx("cannot write", pack.temp.path())?;
+        self.objects += 1;
+        self.bytes += stored.len() as u64;
+        Ok(())
     }
 
     /// Receive one loose object of `len` stored bytes: `fill` streams it into a file of
@@ -176,6 +192,7 @@ impl<'s> Ingest<'s> {
     /// (`source` names where it came from, for the error), then publish what arrived:
     /// the packs, then the loose objects, each durable before anything names it.
     pub fn complete(mut self, tip: &ObjectId, source: &str) -> Result<(u64, u64)> {
+        self.finish_loose_pack()?;
         self.store.reachable(&[*tip]).map_err(|e| {
             e.recast(ErrorKind::Integrity, format!("{source} is incomplete"))
                 .with_hint("nothing was published; run 'baton verify' on the remote store")
@@ -183,6 +200,27 @@ impl<'s> Ingest<'s> {
         self.store.check_received(tip)?; // sizes and depth (store/receive.rs)
         self.publish()?;
         Ok((self.objects, self.bytes))
+    }
+
+    /// Close the pack of small loose objects (index, footer, fsync) and hold it as a
+    /// received pack, found by lookups from here on and published with the others.
+    fn finish_loose_pack(&mut self) -> Result<()> {
+        let Some(LoosePack { temp, writer, .. }) = self.loose_pack.take() else {
+            return Ok(());
+        };
+        let (id, _, mut entries, mut sink) = writer.finish().ctx("cannot write", temp.path())?;
+        sink.flush().ctx("cannot write", temp.path())?;
+        drop(sink);
+        temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
+        // Lookups bisect the index: in the order the pack's own index has.
+        entries.sort_by_key(|e| e.id);
+        self.store.objects.quarantine.add_pack(PackIndex {
+            id,
+            path: temp.path().to_path_buf(),
+            entries,
+        });
+        self.packs.push((temp, id));
+        Ok(())
     }
 
     fn publish(&mut self) -> Result<()> {
@@ -206,6 +244,46 @@ impl<'s> Ingest<'s> {
         publish_loose(self.store, self.loose.drain(..), true)?;
         Ok(())
     }
+}
+
+/// The small loose objects of one receive, bound for one pack.
+struct LoosePack {
+    temp: tempfile::NamedTempFile,
+    writer: PackWriter<BufWriter<WriteBehind<File>>>,
+    /// Storage names appended so far (each goes in once).
+    names: HashSet<ObjectId>,
+}
+
+impl LoosePack {
+    fn new(store: &Store) -> Result<LoosePack> {
+        let temp = pack_temp(store)?;
+        let file = temp
+            .as_file()
+            .try_clone()
+            .ctx("cannot write", temp.path())?;
+        let sink = BufWriter::with_capacity(1 << 20, WriteBehind::new(file));
+        let writer = PackWriter::new(sink).ctx("cannot write", temp.path())?;
+        Ok(LoosePack {
+            temp,
+            writer,
+            names: HashSet::new(),
+        })
+    }
+}
+
+/// A temp file in `packs/` for a pack being received, named after this process so that
+/// the next receive can tell an interrupted one (its process is gone) from one still
+/// running.
+fn pack_temp(store: &Store) -> Result<tempfile::NamedTempFile> {
+    let dir = store.objects.packs_dir();
+    fsutil::ensure_private_dir(dir)?;
+    tempfile::Builder::new()
+        .prefix(&format!("{PACK_TEMP_PREFIX}{}-", std::process::id()))
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(
+            fsutil::FILE_MODE,
+        ))
+        .tempfile_in(dir)
+        .map_err(|e| Error::io("cannot create a temp file in", dir, e))
 }
 
 /// A private directory under the store's `staging/` for objects received before they may
