@@ -14,7 +14,7 @@
 //! `staging/`, removed on drop) and publishes them with `publish_staged` once its checks
 //! pass; it ends in the same `fast_forward`.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -45,6 +45,9 @@ pub struct Ingest<'s> {
     staging: Option<StagingArea>,
     /// Those objects: id, staged file, stored length.
     loose: Vec<(ObjectId, tempfile::TempPath, u64)>,
+    /// The content length of every object received and verified, by id: what the receive
+    /// check compares declared sizes with, at no second read.
+    sizes: HashMap<ObjectId, u64>,
     /// Objects received (in packs and loose) and their stored bytes.
     pub objects: u64,
     pub bytes: u64,
@@ -81,6 +84,7 @@ impl<'s> Ingest<'s> {
             loose_pack: None,
             staging: None,
             loose: Vec::new(),
+            sizes: HashMap::new(),
             objects: 0,
             bytes: 0,
         }
@@ -98,13 +102,14 @@ impl<'s> Ingest<'s> {
         fill: impl FnOnce(&mut dyn Write) -> Result<()>,
     ) -> Result<()> {
         let mut temp = pack_temp(self.store)?;
-        pack_stream::receive_verified(
+        let sizes = pack_stream::receive_verified(
             self.store.objects.envelope(),
             pack_id,
             &entries,
             &mut WriteBehind::new(temp.as_file_mut()),
             fill,
         )?;
+        self.sizes.extend(sizes);
         temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
         self.objects += entries.len() as u64;
         self.bytes += size;
@@ -120,7 +125,7 @@ impl<'s> Ingest<'s> {
     /// Receive one small loose object by its storage name: verified, then appended to
     /// this receive's pack of loose objects (published by `complete` with the packs).
     pub fn receive_loose(&mut self, name: &ObjectId, stored: &[u8]) -> Result<()> {
-        let (id, _) = self
+        let (id, size) = self
             .store
             .objects
             .decode_named(name, stored, &mut std::io::sink())
@@ -131,6 +136,7 @@ impl<'s> Ingest<'s> {
         if self.store.objects.contains(&id) {
             return Ok(());
         }
+        self.sizes.insert(id, size);
         let pack = match &mut self.loose_pack {
             Some(pack) => pack,
             empty => empty.insert(LoosePack::new(self.store)?),
@@ -166,7 +172,7 @@ impl<'s> Ingest<'s> {
         // renames it.
         temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
         let file = File::open(temp.path()).ctx("cannot read", temp.path())?;
-        let (id, _) = self
+        let (id, size) = self
             .store
             .objects
             .decode_named(name, file, &mut std::io::sink())
@@ -177,6 +183,7 @@ impl<'s> Ingest<'s> {
         if self.store.objects.contains(&id) {
             return Ok(());
         }
+        self.sizes.insert(id, size);
         let path = temp.into_temp_path();
         self.store
             .objects
@@ -197,7 +204,9 @@ impl<'s> Ingest<'s> {
             e.recast(ErrorKind::Integrity, format!("{source} is incomplete"))
                 .with_hint("nothing was published; run 'baton verify' on the remote store")
         })?;
-        self.store.check_received(tip)?; // sizes and depth (store/receive.rs)
+        // Sizes and depth (store/receive.rs), the lengths of what arrived as found on
+        // arrival.
+        self.store.check_received_with(tip, &self.sizes)?;
         self.publish()?;
         Ok((self.objects, self.bytes))
     }

@@ -18,14 +18,15 @@ const QUEUE: usize = 16;
 /// Run `download` (which writes the pack's bytes, in order, into the writer it is given)
 /// with everything it writes going to `sink`, hashed, and verified object by object
 /// against `entries` (the pack's index, already checked). A locked encrypted store checks
-/// the layout and the pack's hash only, as `verify` does.
+/// the layout and the pack's hash only, as `verify` does. Returns the id and content
+/// length of every object decoded.
 pub(crate) fn receive_verified(
     envelope: &Envelope,
     pack_id: &ObjectId,
     entries: &[PackEntry],
     sink: &mut dyn Write,
     download: impl FnOnce(&mut dyn Write) -> Result<()>,
-) -> Result<()> {
+) -> Result<Vec<(ObjectId, u64)>> {
     let mut ordered = entries.to_vec();
     ordered.sort_by_key(|e| e.offset);
     std::thread::scope(|scope| {
@@ -44,9 +45,11 @@ pub(crate) fn receive_verified(
             .unwrap_or_else(|_| Err(Error::other("the pack verifier panicked")));
         // Whichever stopped first is the reason: a download cut short (a transport
         // error) leaves the verifier at a premature end; a bad object stops the download.
-        if tee.stopped || downloaded.is_ok() {
-            verdict?;
-        }
+        let sizes = match verdict {
+            Ok(sizes) => sizes,
+            Err(e) if tee.stopped || downloaded.is_ok() => return Err(e),
+            Err(_) => Vec::new(),
+        };
         downloaded?;
         let actual = ObjectId::from_hash(tee.hasher.finalize());
         if actual != *pack_id {
@@ -55,7 +58,7 @@ pub(crate) fn receive_verified(
             ))
             .with_hint("nothing was published; run 'baton verify' on the remote store"));
         }
-        Ok(())
+        Ok(sizes)
     })
 }
 
@@ -118,7 +121,7 @@ fn verify_stream(
     pack_id: &ObjectId,
     ordered: &[PackEntry],
     rx: Receiver<Vec<u8>>,
-) -> Result<()> {
+) -> Result<Vec<(ObjectId, u64)>> {
     let bad = |why: String| {
         Error::integrity(format!("received pack {pack_id} is corrupt: {why}"))
             .with_hint("nothing was published; run 'baton verify' on the remote store")
@@ -136,6 +139,7 @@ fn verify_stream(
         return Err(bad("not a baton pack (bad magic)".into()));
     }
     let mut at = PACK_MAGIC.len() as u64;
+    let mut sizes = Vec::with_capacity(ordered.len());
     for entry in ordered {
         if entry.offset != at {
             return Err(bad(format!(
@@ -145,8 +149,10 @@ fn verify_stream(
         }
         let mut stored = (&mut reader).take(entry.length);
         if !envelope.is_locked() {
-            decode_named(envelope, &entry.id, &mut stored, &mut io::sink())
-                .map_err(|e| bad(e.message))?;
+            sizes.push(
+                decode_named(envelope, &entry.id, &mut stored, &mut io::sink())
+                    .map_err(|e| bad(e.message))?,
+            );
         }
         // Whatever the decoder left (nothing, for a valid object) is part of the object.
         io::copy(&mut stored, &mut io::sink()).map_err(|e| bad(e.to_string()))?;
@@ -157,5 +163,5 @@ fn verify_stream(
     }
     // The index and footer (already read and checked from the remote).
     io::copy(&mut reader, &mut io::sink()).map_err(|e| bad(e.to_string()))?;
-    Ok(())
+    Ok(sizes)
 }

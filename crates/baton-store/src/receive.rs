@@ -5,7 +5,7 @@
 //! runs `TreeCheck` over its staging area), so that nothing received can fail `verify`
 //! later.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 
 use super::Store;
@@ -100,6 +100,25 @@ impl TreeSource for Checking<'_> {
     }
 }
 
+/// The store with the lengths of what a receive verified on arrival.
+struct Received<'a> {
+    store: &'a Store,
+    lengths: &'a HashMap<ObjectId, u64>,
+}
+
+impl Incoming for Received<'_> {
+    fn tree_bytes(&self, id: &ObjectId) -> Result<Option<Vec<u8>>> {
+        self.store.tree_bytes(id)
+    }
+
+    fn blob_len(&self, id: &ObjectId) -> Result<Option<u64>> {
+        match self.lengths.get(id) {
+            Some(len) => Ok(Some(*len)),
+            None => self.store.blob_len(id),
+        }
+    }
+}
+
 /// Trees read for `sizes_below`: the pairs of their blob entries collected.
 struct Pairs<'a> {
     store: &'a Store,
@@ -178,6 +197,20 @@ impl Store {
     /// it that the boundary's trees do not already hold, with their declared sizes and
     /// depth. What a local ref reaches was checked when it arrived.
     pub fn check_received(&self, tip: &ObjectId) -> Result<()> {
+        self.check_received_with(tip, &HashMap::new())
+    }
+
+    /// `check_received`, with the content lengths of objects `received` verified as they
+    /// arrived (by `Ingest`): those are not read again.
+    pub fn check_received_with(
+        &self,
+        tip: &ObjectId,
+        received: &HashMap<ObjectId, u64>,
+    ) -> Result<()> {
+        let from = Received {
+            store: self,
+            lengths: received,
+        };
         let mut bases = Vec::new();
         if let Some(id) = self.read_ref(&RefName::Current)? {
             bases.push(id);
@@ -196,7 +229,7 @@ impl Store {
             "no ref was moved: the remote store is damaged or forged; run 'baton verify' on it";
         for id in &new {
             let bundle = self.read_bundle(id)?;
-            check.check(self, id, &bundle.tree).map_err(|e| {
+            check.check(&from, id, &bundle.tree).map_err(|e| {
                 e.recast(ErrorKind::Integrity, format!("received bundle {id}"))
                     .with_hint(hint)
             })?;

@@ -49,6 +49,9 @@ const MAX_PACKET: u32 = 4 << 20;
 const RECEIVE_WINDOW: u32 = 16 << 20;
 /// The largest SSH packet the server may send on it: libssh2's default.
 const PACKET_SIZE: u32 = 32 << 10;
+/// Requests held back (`SftpRemote::out`) up to about this many bytes: one SSH packet of
+/// the size OpenSSH's channels take.
+const OUT_BATCH: usize = 32 << 10;
 /// Requests whose replies are not waited for (closes, removals, chmods) allowed in
 /// flight; past it the oldest replies are read before anything more is sent.
 const MAX_DEFERRED: usize = 256;
@@ -147,6 +150,14 @@ pub struct SftpRemote {
     unconfirmed_fsyncs: HashSet<u32>,
     /// The server was told no more requests follow (`Channel::send_eof`).
     input_ended: bool,
+    /// Within a batch of many small requests (`corked`): those not written to the channel
+    /// yet, written together (one SSH packet, one encryption and one system call for
+    /// many requests, where each request was one of each) when they fill
+    /// [`OUT_BATCH`], before any reply is read, and when the batch ends. Outside a batch
+    /// every request is written as it is sent, so whatever a method sent is on its way
+    /// when it returns (reads started ahead, closes whose replies nobody waits for).
+    out: Vec<u8>,
+    corked: bool,
     /// Opens a second lane for a large upload; `None` when there is no way to (a channel
     /// of another kind) or the server refused one.
     lane_opener: Option<LaneOpener>,
@@ -250,6 +261,8 @@ impl SftpRemote {
             greeting_pending: false,
             unconfirmed_fsyncs: HashSet::new(),
             input_ended: false,
+            out: Vec::new(),
+            corked: false,
             lane_opener: None,
             broken: false,
             prepared: HashMap::new(),
@@ -297,7 +310,7 @@ impl Remote for SftpRemote {
         dirs: &[String],
         limit: u64,
     ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<Vec<RemoteEntry>>>)> {
-        self.read_many_windowed(files, dirs, limit)
+        self.batched(|remote| remote.read_many_windowed(files, dirs, limit))
     }
 
     fn make_dirs(&mut self, dirs: &[String]) -> Result<()> {
@@ -432,11 +445,11 @@ impl Pipelined for SftpRemote {
     }
 
     fn run_in_order(&mut self, steps: &[Step]) -> Result<Vec<bool>> {
-        self.run_steps(steps)
+        self.batched(|remote| remote.run_steps(steps))
     }
 
     fn put_files(&mut self, files: &[(String, Vec<u8>)]) -> Result<()> {
-        self.put_files_windowed(files)
+        self.batched(|remote| remote.put_files_windowed(files))
     }
 
     fn prepare_publish(&mut self, dirs: &[String]) -> Result<()> {

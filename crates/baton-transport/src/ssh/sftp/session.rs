@@ -12,7 +12,8 @@ use russh_sftp::protocol::{
 };
 
 use super::{
-    FSYNC_EXTENSION, MAX_DEFERRED, MAX_PACKET, NEARLY_FULL, Prepared, STATVFS_EXTENSION, SftpRemote,
+    FSYNC_EXTENSION, MAX_DEFERRED, MAX_PACKET, NEARLY_FULL, OUT_BATCH, Prepared, STATVFS_EXTENSION,
+    SftpRemote,
 };
 use baton_error::{Error, ErrorKind, Result};
 
@@ -39,7 +40,54 @@ impl SftpRemote {
             bytes.get(4).copied().unwrap_or(0),
             self.round_trips
         );
-        if let Err(e) = self.channel.write_all(&bytes) {
+        if !self.corked || self.out.len() + bytes.len() > OUT_BATCH {
+            self.flush_out()?;
+        }
+        if !self.corked || bytes.len() >= OUT_BATCH {
+            // Outside a batch, or data rather than a request: written as it is.
+            return self.write_out(&bytes);
+        }
+        self.out.extend_from_slice(&bytes);
+        Ok(())
+    }
+
+    /// Run `work`, a batch of many small requests, with its requests written together
+    /// (see `SftpRemote::out`); everything it sent is written when it returns.
+    pub(super) fn batched<T>(&mut self, work: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let outer = std::mem::replace(&mut self.corked, true);
+        let result = work(self);
+        self.corked = outer;
+        if outer {
+            return result;
+        }
+        let flushed = self.flush_out();
+        let value = result?;
+        flushed?;
+        Ok(value)
+    }
+
+    /// Write the requests held back (`out`) to the channel.
+    pub(super) fn flush_out(&mut self) -> Result<()> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        let out = std::mem::take(&mut self.out);
+        let written = self.write_out(&out);
+        self.out = out;
+        self.out.clear();
+        written
+    }
+
+    /// `flush_out` before the channel's window or input is looked at; a failure leaves
+    /// the stream broken, for the next request or wait to report.
+    pub(super) fn flush_quietly(&mut self) {
+        if !self.broken {
+            let _ = self.flush_out();
+        }
+    }
+
+    fn write_out(&mut self, bytes: &[u8]) -> Result<()> {
+        if let Err(e) = self.channel.write_all(bytes) {
             self.broken = true;
             return Err(lost(&self.describe, &e).with_source(e));
         }
@@ -48,6 +96,7 @@ impl SftpRemote {
 
     /// Tell the server no more requests follow (once; not on a broken stream).
     pub(super) fn end_input(&mut self) {
+        self.flush_quietly();
         if !self.input_ended && !self.broken {
             self.input_ended = true;
             let _ = self.channel.send_eof();
@@ -95,6 +144,11 @@ impl SftpRemote {
     fn recv_packet(&mut self) -> Result<Packet> {
         if self.broken {
             return Err(lost(&self.describe, "the connection already failed"));
+        }
+        // A reply can only come to a request the server has; while replies are here to
+        // be read, the requests held back wait for more to join them.
+        if !self.channel.has_input() {
+            self.flush_out()?;
         }
         // Until the whole packet is in, a failure leaves the stream out of step.
         self.broken = true;

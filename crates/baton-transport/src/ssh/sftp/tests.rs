@@ -170,6 +170,41 @@ fn a_reply_with_an_unknown_id_is_set_aside() {
 }
 
 #[test]
+fn a_batch_writes_its_requests_together() {
+    let names: Vec<String> = (0..100).map(|i| format!("objects/f{i:03}")).collect();
+    let files: Vec<(String, Vec<u8>)> = names
+        .iter()
+        .map(|n| (n.clone(), n.as_bytes().to_vec()))
+        .collect();
+    let (mut remote, fake) = fake(
+        &files
+            .iter()
+            .map(|(n, d)| (n.as_str(), d.as_slice()))
+            .collect::<Vec<_>>(),
+    );
+    // The session's INIT is written at once, before any batch.
+    assert_eq!(
+        fake.with(|s| (s.writes, s.seen.clone())),
+        (1, vec!["Init".to_string()])
+    );
+    for round in 0..2 {
+        let before = fake.with(|s| (s.writes, s.seen.len()));
+        let (got, _) = remote.read_many(&names, &[], 1 << 20).expect("read_many");
+        assert!(got.iter().all(Option::is_some), "round {round}");
+        let (writes, requests) = fake.with(|s| (s.writes - before.0, s.seen.len() - before.1));
+        // An open, reads and a close for each file: hundreds of requests in a few
+        // writes (each request was a write of its own).
+        assert!(requests >= 300, "round {round}: {requests} requests");
+        assert!(
+            writes <= 12,
+            "round {round}: {requests} requests in {writes} writes"
+        );
+        // Every close is written before read_many returns.
+        assert_eq!(fake.with(|s| s.handles.len()), 0, "round {round}");
+    }
+}
+
+#[test]
 fn batches_keep_at_most_the_handle_window_open() {
     let names: Vec<String> = (0..100).map(|i| format!("objects/f{i:03}")).collect();
     let files: Vec<(String, Vec<u8>)> = names

@@ -58,6 +58,8 @@ pub(super) struct Server {
     pub(super) eof: bool,
     /// Requests seen, by packet type name.
     pub(super) seen: Vec<String>,
+    /// Writes of the client on the channel (each one SSH packet or more on a real one).
+    pub(super) writes: usize,
 }
 
 /// The packet's type, as its `Debug` form begins (formatting stops there: a WRITE's
@@ -353,6 +355,7 @@ pub(super) struct Fake(Arc<Mutex<Server>>);
 impl Write for Fake {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         let mut server = self.0.lock().expect("server lock");
+        server.writes += 1;
         server.input.extend_from_slice(data);
         server.take_requests();
         Ok(data.len())
@@ -381,6 +384,10 @@ impl Channel for Fake {
     fn send_eof(&mut self) -> io::Result<()> {
         self.with(|s| s.eof = true);
         Ok(())
+    }
+
+    fn has_input(&self) -> bool {
+        self.with(|s| s.read_at < s.output.len() || !s.held.is_empty())
     }
 }
 
