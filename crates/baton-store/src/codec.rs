@@ -76,11 +76,55 @@ pub fn decode_named(
     Ok((id, size))
 }
 
+/// `decode_named` of stored bytes in memory (a plain store's decoded where they are).
+pub fn decode_named_bytes(
+    envelope: &Envelope,
+    name: &ObjectId,
+    stored: &[u8],
+    sink: &mut dyn Write,
+) -> Result<(ObjectId, u64)> {
+    if envelope.is_encrypted() {
+        return decode_named(envelope, name, stored, sink);
+    }
+    decode_checked_bytes(name, Some(name), stored, None, sink)
+}
+
 /// Decode one zstd frame, hashing it; with `expected`, the hash must equal it.
 pub(crate) fn decode_checked(
     label: &ObjectId,
     expected: Option<&ObjectId>,
     file: impl Read,
+    expected_size: Option<u64>,
+    sink: &mut dyn Write,
+) -> Result<(ObjectId, u64)> {
+    let input =
+        io::BufReader::with_capacity(zstd::zstd_safe::DCtx::in_size(), FrameHead::new(file));
+    decode_input(label, expected, input, expected_size, sink)
+}
+
+/// `decode_checked` of stored bytes in memory: decoded where they are, not copied
+/// into a read buffer first.
+pub(crate) fn decode_checked_bytes(
+    label: &ObjectId,
+    expected: Option<&ObjectId>,
+    stored: &[u8],
+    expected_size: Option<u64>,
+    sink: &mut dyn Write,
+) -> Result<(ObjectId, u64)> {
+    let head = stored[..stored.len().min(FRAME_HEADER_MAX)].to_vec();
+    decode_input(
+        label,
+        expected,
+        InMemory { rest: stored, head },
+        expected_size,
+        sink,
+    )
+}
+
+fn decode_input(
+    label: &ObjectId,
+    expected: Option<&ObjectId>,
+    input: impl FrameInput,
     expected_size: Option<u64>,
     sink: &mut dyn Write,
 ) -> Result<(ObjectId, u64)> {
@@ -91,7 +135,7 @@ pub(crate) fn decode_checked(
         )
     };
     let mut reusable = take_reusable().map_err(|e| corrupt(e.to_string()))?;
-    let result = decode_with(&mut reusable, file, expected_size, sink, &corrupt);
+    let result = decode_with(&mut reusable, input, expected_size, sink, &corrupt);
     SPARE.with(|spare| spare.set(Some(reusable)));
     let (actual, size, head, trailing) = result?;
     if let Some(expected) = expected_size
@@ -124,7 +168,7 @@ pub(crate) fn decode_checked(
 /// content's hash and size, the frame header and whether bytes follow the frame.
 fn decode_with(
     reusable: &mut Reusable,
-    file: impl Read,
+    input: impl FrameInput,
     expected_size: Option<u64>,
     sink: &mut dyn Write,
     corrupt: &dyn Fn(String) -> Error,
@@ -132,8 +176,6 @@ fn decode_with(
     let Reusable { context, buf } = reusable;
     // Exactly one frame: stop at its end, then require that nothing follows it (no
     // second frame, no skippable frame, no garbage).
-    let input =
-        io::BufReader::with_capacity(zstd::zstd_safe::DCtx::in_size(), FrameHead::new(file));
     let decoder = zstd::Decoder::with_context(input, context).single_frame();
     let limit = expected_size.map(|s| s + 1).unwrap_or(u64::MAX);
     let mut hashing = HashingReader::new(decoder.take(limit));
@@ -149,14 +191,51 @@ fn decode_with(
     }
     // Checked after the size: a read cut short by `limit` stops inside the frame.
     let trailing = {
-        use std::io::BufRead;
         let reader = hashing.inner.get_mut().get_mut();
         let rest = reader.fill_buf().map_err(|e| corrupt(e.to_string()))?;
         !rest.is_empty()
     };
-    let head = hashing.inner.get_ref().get_ref().get_ref().head.clone();
+    let head = hashing.inner.get_ref().get_ref().head();
     let (actual, size) = hashing.finish();
     Ok((actual, size, head, trailing))
+}
+
+/// What a frame is decoded from: buffered bytes, and the frame's first bytes (its header).
+trait FrameInput: io::BufRead {
+    fn head(&self) -> Vec<u8>;
+}
+
+impl<R: Read> FrameInput for io::BufReader<FrameHead<R>> {
+    fn head(&self) -> Vec<u8> {
+        self.get_ref().head.clone()
+    }
+}
+
+/// Stored bytes in memory: what is left of them, and their first bytes.
+struct InMemory<'a> {
+    rest: &'a [u8],
+    head: Vec<u8>,
+}
+
+impl Read for InMemory<'_> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        self.rest.read(out)
+    }
+}
+
+impl io::BufRead for InMemory<'_> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        Ok(self.rest)
+    }
+    fn consume(&mut self, n: usize) {
+        self.rest = &self.rest[n.min(self.rest.len())..];
+    }
+}
+
+impl FrameInput for InMemory<'_> {
+    fn head(&self) -> Vec<u8> {
+        self.head.clone()
+    }
 }
 
 /// Keeps the first bytes read through it: the zstd frame header, whose declared content
@@ -184,5 +263,62 @@ impl<R: Read> Read for FrameHead<R> {
         let room = FRAME_HEADER_MAX - self.head.len();
         self.head.extend_from_slice(&buf[..n.min(room)]);
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What each path makes of `stored`: the id and size, or the error's message.
+    fn both(stored: &[u8], id: &ObjectId) -> (String, String) {
+        let show = |r: Result<(ObjectId, u64)>| match r {
+            Ok((id, size)) => format!("ok {id} {size}"),
+            Err(e) => format!("err {}", e.message),
+        };
+        let read = show(decode_checked(id, Some(id), stored, None, &mut io::sink()));
+        let bytes = show(decode_checked_bytes(
+            id,
+            Some(id),
+            stored,
+            None,
+            &mut io::sink(),
+        ));
+        (read, bytes)
+    }
+
+    #[test]
+    fn bytes_in_memory_decode_exactly_as_a_stream_does() {
+        let small = b"a small object".to_vec();
+        let large: Vec<u8> = (0..3_000_000u32)
+            .map(|i| (i % 251) as u8 ^ (i >> 11) as u8)
+            .collect();
+        for content in [Vec::new(), small, large] {
+            let id = ObjectId::of(&content);
+            let frame = zstd::bulk::compress(&content, 3).unwrap();
+            let mut cases = vec![frame.clone()];
+            let mut trailing = frame.clone();
+            trailing.push(0);
+            cases.push(trailing);
+            cases.push([frame.clone(), frame.clone()].concat());
+            // A skippable frame after the object's.
+            cases.push([frame.clone(), vec![0x50, 0x2a, 0x4d, 0x18, 1, 0, 0, 0, 7]].concat());
+            cases.push(frame[..frame.len() - 1].to_vec());
+            cases.push(frame[..frame.len().min(5)].to_vec());
+            let mut flipped = frame.clone();
+            let mid = flipped.len() / 2;
+            flipped[mid] ^= 0x40;
+            cases.push(flipped);
+            cases.push(Vec::new());
+            for (k, stored) in cases.iter().enumerate() {
+                let (read, bytes) = both(stored, &id);
+                assert_eq!(read, bytes, "case {k} of a {}-byte object", content.len());
+                if k == 0 {
+                    assert!(read.starts_with("ok "), "{read}");
+                } else {
+                    assert!(read.starts_with("err "), "case {k}: {read}");
+                }
+            }
+        }
     }
 }

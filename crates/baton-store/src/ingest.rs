@@ -128,7 +128,7 @@ impl<'s> Ingest<'s> {
         let (id, size) = self
             .store
             .objects
-            .decode_named(name, stored, &mut std::io::sink())
+            .decode_named_bytes(name, stored, &mut std::io::sink())
             .map_err(|e| Error {
                 message: format!("received {}", e.message),
                 ..e

@@ -23,6 +23,7 @@ pub mod memtree;
 pub mod objects;
 pub mod pack_batch;
 mod pack_stream;
+mod pack_verify;
 mod pack_write;
 pub mod packs;
 mod quarantine;

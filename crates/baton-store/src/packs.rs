@@ -15,6 +15,7 @@ use baton_format::pack::{
     FOOTER_LEN, INDEX_ENTRY_LEN, PACK_MAGIC, PackEntry, decode_footer, decode_index,
 };
 
+pub(crate) use super::pack_verify::verify_pack;
 pub(crate) use super::pack_write::publish_pack;
 pub use super::pack_write::{PackWriter, write_pack};
 pub use baton_format::layout::{PACK_SUFFIX, pack_file_name, pack_name_id};
@@ -438,71 +439,6 @@ impl PackSet {
         }
         Ok(out)
     }
-}
-
-/// What verifying one pack found.
-#[derive(Default)]
-pub(crate) struct PackCheck {
-    pub objects: u64,
-    pub bytes: u64,
-    pub problems: Vec<String>,
-    /// The id and content length of every object that checked (`verify` compares them
-    /// with the sizes trees declare).
-    pub sizes: Vec<(ObjectId, u64)>,
-}
-
-/// Rehash a pack file against its name, then open, decompress and rehash every object
-/// in it (index entries hold storage names). A locked encrypted store checks the pack's
-/// hash only.
-pub(crate) fn verify_pack(pack: &PackIndex, envelope: &super::envelope::Envelope) -> PackCheck {
-    use rayon::prelude::*;
-    let mut check = PackCheck::default();
-    match File::open(&pack.path).and_then(|f| {
-        let mut hasher = blake3::Hasher::new();
-        hasher.update_reader(f)?;
-        Ok(ObjectId::from_hash(hasher.finalize()))
-    }) {
-        Ok(actual) if actual == pack.id => {}
-        Ok(actual) => check.problems.push(format!(
-            "pack {} is corrupt: its bytes hash to {actual}",
-            pack.id
-        )),
-        Err(e) => check
-            .problems
-            .push(format!("cannot read pack {}: {e}", pack.id)),
-    }
-    if envelope.is_locked() {
-        check.objects = pack.entries.len() as u64;
-        return check;
-    }
-    let results: Vec<Result<(ObjectId, u64)>> = pack
-        .entries
-        .par_iter()
-        .map(|entry| {
-            let mut file = File::open(&pack.path).ctx_in_store("cannot open pack", &pack.path)?;
-            file.seek(SeekFrom::Start(entry.offset))
-                .ctx_in_store("cannot read pack", &pack.path)?;
-            super::codec::decode_named(
-                envelope,
-                &entry.id,
-                file.take(entry.length),
-                &mut io::sink(),
-            )
-        })
-        .collect();
-    for result in results {
-        check.objects += 1;
-        match result {
-            Ok((id, bytes)) => {
-                check.bytes += bytes;
-                check.sizes.push((id, bytes));
-            }
-            Err(e) => check
-                .problems
-                .push(format!("in pack {}: {}", pack.id, e.message)),
-        }
-    }
-    check
 }
 
 #[cfg(test)]

@@ -75,6 +75,16 @@ impl Objects {
         decode_named(&self.envelope, name, stored, sink)
     }
 
+    /// `decode_named` of stored bytes in memory.
+    pub fn decode_named_bytes(
+        &self,
+        name: &ObjectId,
+        stored: &[u8],
+        sink: &mut dyn Write,
+    ) -> Result<(ObjectId, u64)> {
+        crate::codec::decode_named_bytes(&self.envelope, name, stored, sink)
+    }
+
     /// The stored form of `bytes` (one zstd frame, sealed in an encrypted store) with the
     /// object's id and storage name: exactly what a loose file or a pack entry holds.
     pub fn encode_stored(&self, bytes: &[u8]) -> Result<(ObjectId, ObjectId, Vec<u8>)> {
