@@ -188,6 +188,19 @@ impl Dir {
         Ok(handle.metadata()?)
     }
 
+    /// The `lstat` of the entry `name` of this directory (one component): one `statx`
+    /// on this directory's fd, where `lstat` of a path below opens it first.
+    pub(crate) fn lstat_entry(&self, name: &OsStr) -> Result<rustix::fs::Stat, Refused> {
+        if name.is_empty() || name.as_bytes().contains(&b'/') || name == ".." || name == "." {
+            return Err(Refused::Outside);
+        }
+        Ok(rustix::fs::statat(
+            &self.fd,
+            name,
+            AtFlags::SYMLINK_NOFOLLOW,
+        )?)
+    }
+
     /// The target of the symlink `rel`.
     pub fn read_link(&self, rel: &Path) -> Result<Vec<u8>, Refused> {
         let handle = self.resolve(rel, OFlags::PATH)?;

@@ -49,6 +49,18 @@ pub struct FileStat {
 }
 
 impl FileStat {
+    /// The same fields from a `stat` made by descriptor (`beneath::Dir::lstat_entry`).
+    pub fn of_stat(st: &rustix::fs::Stat) -> FileStat {
+        FileStat {
+            size: st.st_size as u64,
+            mtime_ns: nanos(st.st_mtime, st.st_mtime_nsec as i64),
+            ctime_ns: nanos(st.st_ctime, st.st_ctime_nsec as i64),
+            ino: st.st_ino,
+            dev: st.st_dev,
+            mode: st.st_mode,
+        }
+    }
+
     pub fn of(meta: &Metadata) -> FileStat {
         FileStat {
             size: meta.size(),
