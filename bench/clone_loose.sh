@@ -36,13 +36,9 @@ done
 SERVER=$WORK/server
 CLIENT_HOME=$WORK/home
 SRC=$WORK/src.baton
-mkdir -p "$SERVER" "$CLIENT_HOME/.ssh" /run/sshd 2>/dev/null || true
-chmod 700 "$CLIENT_HOME/.ssh"
-ssh-keygen -q -t ed25519 -N '' -C baton-bench-host -f "$SERVER/host_ed25519"
-ssh-keygen -q -t ed25519 -N '' -C baton-bench-user -f "$CLIENT_HOME/.ssh/id_ed25519"
-cp "$CLIENT_HOME/.ssh/id_ed25519.pub" "$SERVER/authorized_keys"
 # shellcheck source=bench/sshd.sh
 source "$ROOT/bench/sshd.sh"
+make_keys
 start_sshd
 read -r KEY_TYPE KEY_B64 _ <"$SERVER/host_ed25519.pub"
 printf '[127.0.0.1]:%s %s %s\n' "$PORT" "$KEY_TYPE" "$KEY_B64" >"$CLIENT_HOME/.ssh/known_hosts"

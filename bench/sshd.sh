@@ -1,7 +1,17 @@
 # Shared by the benchmarks that talk to a private sshd (bench/sync.sh,
-# bench/clone_loose.sh); sourced. `start_sshd` starts sshd -D on a free loopback port
-# with the host key and authorized_keys in $SERVER (set by the caller), retrying when
-# the port was taken meanwhile; it sets PORT and SSHD_PID.
+# bench/clone_loose.sh); sourced. `make_keys` writes a host key and authorized_keys in
+# $SERVER and the user's key in $CLIENT_HOME/.ssh (both set by the caller);
+# `start_sshd` starts sshd -D on a free loopback port with them, retrying when the port
+# was taken meanwhile; it sets PORT and SSHD_PID.
+
+make_keys() {
+  mkdir -p "$SERVER" "$CLIENT_HOME/.ssh"
+  mkdir -p /run/sshd 2>/dev/null || true # privilege separation directory sshd insists on
+  chmod 700 "$CLIENT_HOME/.ssh"
+  ssh-keygen -q -t ed25519 -N '' -C baton-bench-host -f "$SERVER/host_ed25519"
+  ssh-keygen -q -t ed25519 -N '' -C baton-bench-user -f "$CLIENT_HOME/.ssh/id_ed25519"
+  cp "$CLIENT_HOME/.ssh/id_ed25519.pub" "$SERVER/authorized_keys"
+}
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

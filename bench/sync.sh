@@ -103,11 +103,8 @@ source "$ROOT/bench/sshd.sh"
 
 # --- 2. sshd, client HOME, delay proxy --------------------------------------------------
 USER_NAME=$(id -un)
-mkdir -p "$SERVER" "$CLIENT_HOME/.ssh" "$TRACES" "$WORK/err"
-chmod 700 "$CLIENT_HOME/.ssh"
-ssh-keygen -q -t ed25519 -N '' -C baton-bench-host -f "$SERVER/host_ed25519"
-ssh-keygen -q -t ed25519 -N '' -C baton-bench-user -f "$CLIENT_HOME/.ssh/id_ed25519"
-cp "$CLIENT_HOME/.ssh/id_ed25519.pub" "$SERVER/authorized_keys"
+mkdir -p "$TRACES" "$WORK/err"
+make_keys
 
 log "starting sshd on 127.0.0.1"
 start_sshd

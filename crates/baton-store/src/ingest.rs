@@ -125,18 +125,13 @@ impl<'s> Ingest<'s> {
     /// Receive one small loose object by its storage name: verified, then appended to
     /// this receive's pack of loose objects (published by `complete` with the packs).
     pub fn receive_loose(&mut self, name: &ObjectId, stored: &[u8]) -> Result<()> {
-        let (id, size) = self
+        let decoded = self
             .store
             .objects
-            .decode_named_bytes(name, stored, &mut std::io::sink())
-            .map_err(|e| Error {
-                message: format!("received {}", e.message),
-                ..e
-            })?;
-        if self.store.objects.contains(&id) {
+            .decode_named_bytes(name, stored, &mut std::io::sink());
+        if self.newly_received(decoded)?.is_none() {
             return Ok(());
         }
-        self.sizes.insert(id, size);
         let pack = match &mut self.loose_pack {
             Some(pack) => pack,
             empty => empty.insert(LoosePack::new(self.store)?),
@@ -150,6 +145,20 @@ impl<'s> Ingest<'s> {
         self.objects += 1;
         self.bytes += stored.len() as u64;
         Ok(())
+    }
+
+    /// The id of a received loose object as its decoding found it, with its length kept
+    /// for the receive check; `None` when the store holds it already.
+    fn newly_received(&mut self, decoded: Result<(ObjectId, u64)>) -> Result<Option<ObjectId>> {
+        let (id, size) = decoded.map_err(|e| Error {
+            message: format!("received {}", e.message),
+            ..e
+        })?;
+        if self.store.objects.contains(&id) {
+            return Ok(None);
+        }
+        self.sizes.insert(id, size);
+        Ok(Some(id))
     }
 
     /// Receive one loose object of `len` stored bytes: `fill` streams it into a file of
@@ -172,18 +181,13 @@ impl<'s> Ingest<'s> {
         // renames it.
         temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
         let file = File::open(temp.path()).ctx("cannot read", temp.path())?;
-        let (id, size) = self
+        let decoded = self
             .store
             .objects
-            .decode_named(name, file, &mut std::io::sink())
-            .map_err(|e| Error {
-                message: format!("received {}", e.message),
-                ..e
-            })?;
-        if self.store.objects.contains(&id) {
+            .decode_named(name, file, &mut std::io::sink());
+        let Some(id) = self.newly_received(decoded)? else {
             return Ok(());
-        }
-        self.sizes.insert(id, size);
+        };
         let path = temp.into_temp_path();
         self.store
             .objects
