@@ -40,20 +40,7 @@ SRC=$WORK/src.baton
 source "$ROOT/bench/sshd.sh"
 make_keys
 start_sshd
-read -r KEY_TYPE KEY_B64 _ <"$SERVER/host_ed25519.pub"
-printf '[127.0.0.1]:%s %s %s\n' "$PORT" "$KEY_TYPE" "$KEY_B64" >"$CLIENT_HOME/.ssh/known_hosts"
-cat >"$CLIENT_HOME/.ssh/config" <<EOF
-Host benchbox
-  HostName 127.0.0.1
-  Port $PORT
-  User $(id -un)
-  IdentityFile $CLIENT_HOME/.ssh/id_ed25519
-  IdentitiesOnly yes
-  UserKnownHostsFile $CLIENT_HOME/.ssh/known_hosts
-  StrictHostKeyChecking yes
-  BatchMode yes
-EOF
-chmod 600 "$CLIENT_HOME/.ssh/config" "$CLIENT_HOME/.ssh/known_hosts"
+client_config "benchbox:$PORT"
 export HOME=$CLIENT_HOME
 unset SSH_AUTH_SOCK BATON_STORE BATON_TRACE
 RSYNC_RSH="ssh -F $HOME/.ssh/config"

@@ -2,7 +2,8 @@
 # bench/clone_loose.sh); sourced. `make_keys` writes a host key and authorized_keys in
 # $SERVER and the user's key in $CLIENT_HOME/.ssh (both set by the caller);
 # `start_sshd` starts sshd -D on a free loopback port with them, retrying when the port
-# was taken meanwhile; it sets PORT and SSHD_PID.
+# was taken meanwhile; it sets PORT and SSHD_PID. `client_config ALIAS:PORT...` writes
+# the client's known_hosts and ssh config, one Host block per alias on 127.0.0.1.
 
 make_keys() {
   mkdir -p "$SERVER" "$CLIENT_HOME/.ssh"
@@ -55,4 +56,26 @@ EOF
   echo "sshd did not start; its log:" >&2
   cat "$SERVER/sshd.log" >&2
   exit 1
+}
+
+client_config() {
+  local key_type key_b64 alias_port
+  read -r key_type key_b64 _ <"$SERVER/host_ed25519.pub"
+  for alias_port in "$@"; do
+    printf '[127.0.0.1]:%s %s %s\n' "${alias_port#*:}" "$key_type" "$key_b64"
+  done >"$CLIENT_HOME/.ssh/known_hosts"
+  for alias_port in "$@"; do
+    cat <<EOF
+Host ${alias_port%%:*}
+  HostName 127.0.0.1
+  Port ${alias_port#*:}
+  User $(id -un)
+  IdentityFile $CLIENT_HOME/.ssh/id_ed25519
+  IdentitiesOnly yes
+  UserKnownHostsFile $CLIENT_HOME/.ssh/known_hosts
+  StrictHostKeyChecking yes
+  BatchMode yes
+EOF
+  done >"$CLIENT_HOME/.ssh/config"
+  chmod 600 "$CLIENT_HOME/.ssh/config" "$CLIENT_HOME/.ssh/known_hosts"
 }

@@ -102,7 +102,6 @@ mkdir -p /run/sshd 2>/dev/null || true # privilege separation directory sshd ins
 source "$ROOT/bench/sshd.sh"
 
 # --- 2. sshd, client HOME, delay proxy --------------------------------------------------
-USER_NAME=$(id -un)
 mkdir -p "$TRACES" "$WORK/err"
 make_keys
 
@@ -124,24 +123,7 @@ for ((i = 0; ; i++)); do
   sleep 0.05
 done
 
-read -r KEY_TYPE KEY_B64 _ <"$SERVER/host_ed25519.pub"
-printf '[127.0.0.1]:%s %s %s\n' "$PORT" "$KEY_TYPE" "$KEY_B64" "$WAN_PORT" "$KEY_TYPE" "$KEY_B64" \
-  >"$CLIENT_HOME/.ssh/known_hosts"
-for alias in benchbox benchwan; do
-  [[ $alias == benchbox ]] && p=$PORT || p=$WAN_PORT
-  cat <<EOF
-Host $alias
-  HostName 127.0.0.1
-  Port $p
-  User $USER_NAME
-  IdentityFile $CLIENT_HOME/.ssh/id_ed25519
-  IdentitiesOnly yes
-  UserKnownHostsFile $CLIENT_HOME/.ssh/known_hosts
-  StrictHostKeyChecking yes
-  BatchMode yes
-EOF
-done >"$CLIENT_HOME/.ssh/config"
-chmod 600 "$CLIENT_HOME/.ssh/config" "$CLIENT_HOME/.ssh/known_hosts"
+client_config "benchbox:$PORT" "benchwan:$WAN_PORT"
 
 # From here on every client (baton, ssh, scp, rsync, git) sees only the temporary HOME.
 export HOME=$CLIENT_HOME

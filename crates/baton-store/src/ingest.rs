@@ -221,12 +221,10 @@ impl<'s> Ingest<'s> {
         let Some(LoosePack { temp, writer, .. }) = self.loose_pack.take() else {
             return Ok(());
         };
-        let (id, _, mut entries, mut sink) = writer.finish().ctx("cannot write", temp.path())?;
+        let (id, _, entries, mut sink) = writer.finish().ctx("cannot write", temp.path())?;
         sink.flush().ctx("cannot write", temp.path())?;
         drop(sink);
         temp.as_file().sync_all().ctx("cannot fsync", temp.path())?;
-        // Lookups bisect the index: in the order the pack's own index has.
-        entries.sort_by_key(|e| e.id);
         self.store.objects.quarantine.add_pack(PackIndex {
             id,
             path: temp.path().to_path_buf(),

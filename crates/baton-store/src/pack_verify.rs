@@ -4,7 +4,7 @@
 //! then reading every object again read each pack byte twice.)
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 
 use rayon::prelude::*;
@@ -12,7 +12,8 @@ use rayon::prelude::*;
 use super::codec::{decode_named, decode_named_bytes};
 use super::envelope::Envelope;
 use super::packs::PackIndex;
-use baton_error::Result;
+use super::streams::TeeReader;
+use baton_error::{IoContext, Result};
 use baton_format::ObjectId;
 use baton_format::pack::PackEntry;
 
@@ -44,6 +45,7 @@ fn verify_in_windows(pack: &PackIndex, envelope: &Envelope, window: u64) -> Pack
     let hashed = File::open(&pack.path).and_then(|file| {
         let mut pass = Pass {
             file: &file,
+            path: &pack.path,
             envelope,
             hasher: blake3::Hasher::new(),
             at: 0,
@@ -84,6 +86,7 @@ fn verify_in_windows(pack: &PackIndex, envelope: &Envelope, window: u64) -> Pack
 /// One pass over a pack file: `at` bytes of it hashed so far.
 struct Pass<'a> {
     file: &'a File,
+    path: &'a std::path::Path,
     envelope: &'a Envelope,
     hasher: blake3::Hasher,
     at: u64,
@@ -230,30 +233,26 @@ impl Pass<'_> {
         Ok(())
     }
 
-    /// An object read on its own (positioned), outside the pass's hash.
+    /// An object read on its own, outside the pass's hash.
     fn decode_at(&self, entry: &PackEntry) -> Decoded {
-        let stored = RangeReader {
-            file: self.file,
-            at: entry.offset,
-            left: entry.length,
-            hasher: None,
-        };
+        let stored = stored(self.file, entry).ctx_in_store("cannot read pack", self.path)?;
         decode_named(self.envelope, &entry.id, stored, &mut io::sink())
     }
 
     /// An object at `at`, read once: hashed into the pack's id as it is decoded.
     fn decode_streamed(&mut self, entry: &PackEntry, decode: bool) -> io::Result<Option<Decoded>> {
-        let mut stored = RangeReader {
-            file: self.file,
-            at: entry.offset,
-            left: entry.length,
-            hasher: Some(&mut self.hasher),
+        let inner = stored(self.file, entry)?;
+        let mut stored = TeeReader {
+            inner,
+            sink: &mut self.hasher,
+            count: 0,
+            sink_error: None,
         };
         let result =
             decode.then(|| decode_named(self.envelope, &entry.id, &mut stored, &mut io::sink()));
         // What the decoder left (nothing, for a valid object) is hashed all the same.
         io::copy(&mut stored, &mut io::sink())?;
-        if stored.left != 0 {
+        if stored.inner.limit() != 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 "the pack ends inside an object",
@@ -262,6 +261,13 @@ impl Pass<'_> {
         self.at = entry.offset + entry.length;
         Ok(result)
     }
+}
+
+/// The stored bytes of `entry`, read from the file's position (the pass reads its
+/// windows positioned, so only these reads move it).
+fn stored<'f>(mut file: &'f File, entry: &PackEntry) -> io::Result<io::Take<&'f File>> {
+    file.seek(SeekFrom::Start(entry.offset))?;
+    Ok(file.take(entry.length))
 }
 
 /// The objects `members` of a window read from `start` into `bytes`, decoded in parallel.
@@ -283,30 +289,6 @@ fn decode_members(
             decode_named_bytes(envelope, &e.id, stored, &mut io::sink())
         })
         .collect()
-}
-
-/// `left` bytes of `file` from `at`, read positioned, fed to `hasher` as they are read.
-struct RangeReader<'a> {
-    file: &'a File,
-    at: u64,
-    left: u64,
-    hasher: Option<&'a mut blake3::Hasher>,
-}
-
-impl Read for RangeReader<'_> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let want = (out.len() as u64).min(self.left) as usize;
-        if want == 0 {
-            return Ok(0);
-        }
-        let n = self.file.read_at(&mut out[..want], self.at)?;
-        if let Some(hasher) = self.hasher.as_deref_mut() {
-            hasher.update(&out[..n]);
-        }
-        self.at += n as u64;
-        self.left -= n as u64;
-        Ok(n)
-    }
 }
 
 #[cfg(test)]

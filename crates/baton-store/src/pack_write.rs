@@ -104,8 +104,11 @@ impl<W: Write> PackWriter<W> {
         &self.entries
     }
 
-    /// Append index and footer; returns the pack id, its length and the sink.
+    /// Append index and footer; returns the pack id, its length, the entries as the
+    /// index lists them (by id, each once) and the sink.
     pub fn finish(mut self) -> io::Result<(ObjectId, u64, Vec<PackEntry>, W)> {
+        self.entries.sort_by_key(|e| e.id);
+        self.entries.dedup_by(|a, b| a.id == b.id);
         let tail = encode_index(self.entries.clone(), self.offset);
         self.write_all(&tail)?;
         let id = ObjectId::from_hash(self.hasher.finalize());

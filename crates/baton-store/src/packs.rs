@@ -29,9 +29,7 @@ pub struct PackIndex {
 
 impl PackIndex {
     pub fn find(&self, id: &ObjectId) -> Option<&PackEntry> {
-        let key = prefix(id);
-        self.entries
-            .binary_search_by(|e| by_id(&e.id, key, id))
+        search_uniform(&self.entries, |e| &e.id, id)
             .ok()
             .map(|i| &self.entries[i])
     }

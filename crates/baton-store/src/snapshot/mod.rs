@@ -29,6 +29,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
+use rustix::fs::FileType;
 
 use super::Store;
 use super::beneath::Dir;
@@ -174,7 +175,7 @@ fn preload(root: &Dir, listing: &Listing, cached: Cached) -> Preloaded {
         .par_iter()
         .map(|(dir, path)| {
             let found = lstat(root, dirs.get(dir), path).and_then(|stat| {
-                if stat.mode & S_IFMT != S_IFREG {
+                if FileType::from_raw_mode(stat.mode) != FileType::RegularFile {
                     return Ok((stat, None));
                 }
                 let id = cached(path, &stat);
@@ -210,16 +211,6 @@ fn lstat(root: &Dir, parent: Option<&Dir>, path: &Path) -> Result<FileStat> {
             .map_err(|r| r.into_error("cannot stat", path)),
     }
 }
-
-/// File type bits of `st_mode` (`inode(7)`).
-const S_IFMT: u32 = 0o170_000;
-const S_IFREG: u32 = 0o100_000;
-const S_IFDIR: u32 = 0o040_000;
-const S_IFLNK: u32 = 0o120_000;
-const S_IFIFO: u32 = 0o010_000;
-const S_IFSOCK: u32 = 0o140_000;
-const S_IFBLK: u32 = 0o060_000;
-const S_IFCHR: u32 = 0o020_000;
 
 /// Every directory's kept entries (paths), by the directory's path.
 type Listing = HashMap<PathBuf, Vec<PathBuf>>;
@@ -331,19 +322,19 @@ fn scan_dir(
                 )));
             }
         };
-        let kind = stat.mode & S_IFMT;
-        let node = if kind == S_IFLNK {
+        let kind = FileType::from_raw_mode(stat.mode);
+        let node = if kind == FileType::Symlink {
             let rel = root.relative(&path).unwrap_or(&path);
             let target = root
                 .read_link(rel)
                 .map_err(|r| r.into_error("cannot read link", &path))?;
             Node::Symlink { target }
-        } else if kind == S_IFDIR {
+        } else if kind == FileType::Directory {
             if skip == Some((stat.dev, stat.ino)) {
                 continue;
             }
             scan_dir(root, &path, skip, listing, preloaded, depth + 1)?
-        } else if kind == S_IFREG {
+        } else if kind == FileType::RegularFile {
             Node::File {
                 exec: stat.mode & 0o100 != 0,
                 size: stat.size,
@@ -352,14 +343,11 @@ fn scan_dir(
                 path,
             }
         } else {
-            let what = if kind == S_IFIFO {
-                "a FIFO"
-            } else if kind == S_IFSOCK {
-                "a socket"
-            } else if kind == S_IFBLK || kind == S_IFCHR {
-                "a device file"
-            } else {
-                "an unsupported file type"
+            let what = match kind {
+                FileType::Fifo => "a FIFO",
+                FileType::Socket => "a socket",
+                FileType::BlockDevice | FileType::CharacterDevice => "a device file",
+                _ => "an unsupported file type",
             };
             return Err(Error::usage(format!("{} is {what}", path.display()))
                 .with_hint("baton saves regular files, directories and symlinks only; move it out of the directory"));

@@ -154,8 +154,9 @@ pub struct SftpRemote {
     /// yet, written together (one SSH packet, one encryption and one system call for
     /// many requests, where each request was one of each) when they fill
     /// [`OUT_BATCH`], before any reply is read, and when the batch ends. Outside a batch
-    /// every request is written as it is sent, so whatever a method sent is on its way
-    /// when it returns (reads started ahead, closes whose replies nobody waits for).
+    /// every request is written as it is sent and this is empty, so whatever a method
+    /// sent is on its way when it returns (reads started ahead, closes whose replies
+    /// nobody waits for), and the channel's window and input can be looked at directly.
     out: Vec<u8>,
     corked: bool,
     /// Opens a second lane for a large upload; `None` when there is no way to (a channel

@@ -40,11 +40,15 @@ impl SftpRemote {
             bytes.get(4).copied().unwrap_or(0),
             self.round_trips
         );
-        if !self.corked || self.out.len() + bytes.len() > OUT_BATCH {
+        if !self.corked {
+            // Outside a batch nothing is held back (`out` is empty).
+            return self.write_out(&bytes);
+        }
+        if self.out.len() + bytes.len() > OUT_BATCH {
             self.flush_out()?;
         }
-        if !self.corked || bytes.len() >= OUT_BATCH {
-            // Outside a batch, or data rather than a request: written as it is.
+        if bytes.len() >= OUT_BATCH {
+            // Data rather than a request: written as it is.
             return self.write_out(&bytes);
         }
         self.out.extend_from_slice(&bytes);
@@ -67,7 +71,7 @@ impl SftpRemote {
     }
 
     /// Write the requests held back (`out`) to the channel.
-    pub(super) fn flush_out(&mut self) -> Result<()> {
+    fn flush_out(&mut self) -> Result<()> {
         if self.out.is_empty() {
             return Ok(());
         }
@@ -76,14 +80,6 @@ impl SftpRemote {
         self.out = out;
         self.out.clear();
         written
-    }
-
-    /// `flush_out` before the channel's window or input is looked at; a failure leaves
-    /// the stream broken, for the next request or wait to report.
-    pub(super) fn flush_quietly(&mut self) {
-        if !self.broken {
-            let _ = self.flush_out();
-        }
     }
 
     fn write_out(&mut self, bytes: &[u8]) -> Result<()> {
@@ -96,7 +92,6 @@ impl SftpRemote {
 
     /// Tell the server no more requests follow (once; not on a broken stream).
     pub(super) fn end_input(&mut self) {
-        self.flush_quietly();
         if !self.input_ended && !self.broken {
             self.input_ended = true;
             let _ = self.channel.send_eof();

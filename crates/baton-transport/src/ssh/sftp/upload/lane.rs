@@ -165,7 +165,6 @@ impl SftpUpload<'_> {
         if self.expected < LANE_MIN {
             return Ok(());
         }
-        self.remote.flush_quietly();
         let room = self.remote.channel.write_room();
         match std::mem::replace(&mut self.lane_step, LaneStep::Done) {
             LaneStep::NotYet if time_to_step(room, self.offset, 0) => {
@@ -204,7 +203,6 @@ impl SftpUpload<'_> {
                 return Ok(false);
             }
         }
-        self.remote.flush_quietly();
         let on_lane = match (self.remote.channel.write_room(), lane.room()) {
             (Some(first), Some(second)) => second > first,
             _ => {
@@ -228,7 +226,6 @@ impl Lane {
         let LaneFile::Opening(open) = self.file else {
             return Readiness::Open;
         };
-        self.remote.flush_quietly();
         if !self.remote.channel.has_input() {
             return Readiness::NotYet;
         }
@@ -248,8 +245,7 @@ impl Lane {
     }
 
     /// Bytes the lane's channel takes before a write waits.
-    fn room(&mut self) -> Option<u32> {
-        self.remote.flush_quietly();
+    fn room(&self) -> Option<u32> {
         self.remote.channel.write_room()
     }
 
