@@ -33,7 +33,8 @@ fn absolute_path_under_a_tilde_directory_is_not_the_login_directory() {
             user: None,
             host: "h".into(),
             port: None,
-            path: "/~/x".into()
+            path: "/~/x".into(),
+            jump: None,
         }
     );
     assert_display_round_trips("h:/~/x");

@@ -27,6 +27,7 @@ mod s3_roundtrip;
 mod scenarios;
 mod ssh_cipher;
 mod ssh_connect;
+mod ssh_jump;
 mod ssh_known_hosts;
 mod ssh_lanes;
 #[cfg(target_os = "linux")]

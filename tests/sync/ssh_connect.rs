@@ -18,6 +18,7 @@ pub(crate) fn target(server: &Sshd) -> SshTarget {
         host: server.alias().to_string(),
         user: None,
         port: None,
+        jump: None,
     }
 }
 
@@ -467,6 +468,7 @@ fn terminal_child() {
         host: "testbox".to_string(),
         user: None,
         port: Some(port),
+        jump: None,
     };
     let opts = ConnectOptions {
         accept_new_host_key: false,

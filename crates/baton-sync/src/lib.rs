@@ -68,8 +68,14 @@ pub fn open_remote(url: &str, settings: &ConnectSettings) -> Result<Box<dyn Back
             host,
             port,
             path,
+            jump,
         } => {
-            let target = baton_transport::ssh::connect::SshTarget { host, user, port };
+            let target = baton_transport::ssh::connect::SshTarget {
+                host,
+                user,
+                port,
+                jump,
+            };
             let options = baton_transport::ssh::connect::ConnectOptions {
                 accept_new_host_key: settings.accept_new_host_key,
                 timeout: settings.timeout,

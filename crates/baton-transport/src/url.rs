@@ -1,5 +1,10 @@
 //! Target URLs: `ssh://[user@]host[:port]/path`, scp-like `[user@]host:path`,
-//! `/abs/path`, `file:///abs/path` and `s3://BUCKET[/PREFIX]`, strictly validated.
+//! `/abs/path`, `file:///abs/path` and `s3://BUCKET[/PREFIX]`, strictly validated; an
+//! `ssh://` URL may name jump hosts (`?jump=HOP[,HOP...]`, OpenSSH's `-J`).
+
+mod jump;
+
+pub use jump::{SshHop, display_hops, parse_hops};
 
 use std::fmt;
 use std::path::PathBuf;
@@ -18,6 +23,9 @@ pub enum TargetUrl {
         host: String,
         port: Option<u16>,
         path: String,
+        /// `?jump=`: the hosts to go through, in order (`Some(empty)` is `jump=none`:
+        /// directly, whatever `ProxyJump` the config sets); `None`: as the config says.
+        jump: Option<Vec<SshHop>>,
     },
     /// An S3-compatible bucket; the store's keys sit under `PREFIX/` (none: the bucket's
     /// top). The endpoint and region are not part of the URL (target settings, AWS_*).
@@ -32,7 +40,7 @@ fn malformed(text: &str, why: &str) -> Error {
         "malformed target URL '{}': {why}",
         without_password(text).escape_debug()
     ))
-    .with_hint("use ssh://[user@]host[:port]/path, [user@]host:path, /abs/path, file:///abs/path or s3://BUCKET[/PREFIX]")
+    .with_hint("use ssh://[user@]host[:port]/path[?jump=HOP,...], [user@]host:path, /abs/path, file:///abs/path or s3://BUCKET[/PREFIX]")
 }
 
 /// The URL as it may be shown: a password in it is replaced, never echoed into logs.
@@ -187,7 +195,7 @@ impl TargetUrl {
                     "credentials are never stored; use ssh-agent or a key file",
                 ));
             }
-            if url.query().is_some() || url.fragment().is_some() {
+            if url.fragment().is_some() || (url.query().is_some() && url.scheme() == "file") {
                 return Err(malformed(text, "no query or fragment allowed"));
             }
             if url.scheme() == "file" {
@@ -234,6 +242,7 @@ impl TargetUrl {
                 host,
                 port: url.port(),
                 path,
+                jump: parse_jump_query(text, &url)?,
             });
         }
         if text.starts_with('/') {
@@ -277,8 +286,26 @@ impl TargetUrl {
             host,
             port: None,
             path: path.to_string(),
+            jump: None,
         })
     }
+}
+
+/// The query of an `ssh://` URL: nothing, or exactly `jump=HOP[,HOP...]` (or `jump=none`).
+fn parse_jump_query(text: &str, url: &url::Url) -> Result<Option<Vec<SshHop>>> {
+    let Some(query) = url.query() else {
+        return Ok(None);
+    };
+    let Some(list) = query.strip_prefix("jump=") else {
+        return Err(malformed(
+            text,
+            "the only query an ssh:// URL takes is ?jump=HOP[,HOP...]",
+        ));
+    };
+    let list = percent_decode(list).ok_or_else(|| malformed(text, "jump hosts are not UTF-8"))?;
+    parse_hops(&list)
+        .map(Some)
+        .map_err(|why| malformed(text, &why))
 }
 
 /// What Display percent-encodes in a path so that `parse` reads the same path back: `%`
@@ -311,6 +338,7 @@ impl fmt::Display for TargetUrl {
                 host,
                 port,
                 path,
+                jump,
             } => {
                 write!(f, "ssh://")?;
                 if let Some(u) = user {
@@ -326,6 +354,10 @@ impl fmt::Display for TargetUrl {
                     Some(rest) => write!(f, "/%7E/{rest}"),
                     None if encoded.starts_with('/') => write!(f, "{encoded}"),
                     None => write!(f, "/~/{encoded}"),
+                }?;
+                match jump {
+                    Some(hops) => write!(f, "?jump={}", display_hops(hops)),
+                    None => Ok(()),
                 }
             }
             TargetUrl::S3 { bucket, prefix } if prefix.is_empty() => write!(f, "s3://{bucket}"),
@@ -344,6 +376,7 @@ mod tests {
             host: host.into(),
             port,
             path: path.into(),
+            jump: None,
         }
     }
 
@@ -396,6 +429,11 @@ mod tests {
             "host:",
             "ssh://host",
             "ssh://host/p?q=1",
+            "ssh://host/p?jump=",
+            "ssh://host/p?jump=-oProxyCommand=x",
+            "ssh://host/p?jump=a&jump=b",
+            "ssh://host/p?jump=a#f",
+            "file:///p?jump=a",
             "ssh://host:0/x",
             "ssh://@host/x",
             "ssh://host/",
@@ -432,6 +470,39 @@ mod tests {
     }
 
     #[test]
+    fn jump_hosts_in_the_query() {
+        let url = TargetUrl::parse("ssh://dev@box/srv/b?jump=me@bastion:2222,inner").unwrap();
+        let TargetUrl::Ssh { jump, path, .. } = &url else {
+            panic!("{url:?}");
+        };
+        assert_eq!(path, "/srv/b");
+        assert_eq!(
+            jump.as_deref(),
+            Some(
+                &[
+                    SshHop {
+                        user: Some("me".into()),
+                        host: "bastion".into(),
+                        port: Some(2222)
+                    },
+                    SshHop {
+                        user: None,
+                        host: "inner".into(),
+                        port: None
+                    }
+                ][..]
+            )
+        );
+        assert_eq!(
+            url.to_string(),
+            "ssh://dev@box/srv/b?jump=me@bastion:2222,inner"
+        );
+        // A `?` of the path itself is encoded, so it is never read as the query.
+        let url = TargetUrl::parse("box:/srv/a?jump=x").unwrap();
+        assert!(matches!(&url, TargetUrl::Ssh { jump: None, path, .. } if path == "/srv/a?jump=x"));
+    }
+
+    #[test]
     fn s3_urls() {
         assert_eq!(
             TargetUrl::parse("s3://team-handoffs/baton/main").unwrap(),
@@ -465,6 +536,8 @@ mod tests {
             "box:/~/abs",
             "box:~/rel",
             "ssh://box/%7E/abs",
+            "ssh://box/srv?jump=me@bastion:2222,[::1]:22",
+            "ssh://box/srv?jump=none",
             "s3://team-handoffs",
             "s3://team.handoffs/a/b-c_d",
         ] {

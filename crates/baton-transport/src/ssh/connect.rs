@@ -1,5 +1,5 @@
 //! Opening an authenticated SSH session: `~/.ssh/config` (through ssh2-config), TCP with
-//! timeouts, host key verification against known_hosts (`host_keys`: accept-new on
+//! timeouts (directly, through jump hosts or a proxy command: `proxy`), host key verification against known_hosts (`host_keys`: accept-new on
 //! request, never a changed or `@revoked` key, under `HostKeyAlias` when set), and
 //! public-key authentication (every ssh-agent key, then key files, asking for a
 //! passphrase only on a terminal).
@@ -25,10 +25,15 @@ mod ciphers;
 mod config;
 mod host_keys;
 mod known_hosts_files;
+mod proxy;
 mod revoked;
 
 use auth::{authenticate, is_timeout};
 use config::*;
+pub use proxy::Via;
+use proxy::open_link;
+
+pub use crate::url::SshHop;
 
 pub use host_keys::{fingerprint_sha256, known_hosts_name};
 use host_keys::{known_key_types, load_known_hosts, prefer_host_key_types, verify_host_key};
@@ -58,6 +63,9 @@ pub struct SshTarget {
     pub host: String,
     pub user: Option<String>,
     pub port: Option<u16>,
+    /// Jump hosts that override the config's `ProxyJump`/`ProxyCommand` (`-J`; empty:
+    /// connect directly); `None`: as the config says.
+    pub jump: Option<Vec<SshHop>>,
 }
 
 /// Asks for the passphrase of a key file: given the key's path and the attempt (0, 1, ...;
@@ -106,6 +114,9 @@ pub struct Connection {
     pub timeout: Duration,
     /// The negotiated cipher (`cs/sc` when the directions differ), for `BATON_TRACE`.
     pub cipher: String,
+    /// What carries the session's bytes besides its socket (a jump host's relay, a proxy
+    /// command); declared after `session`, so dropped after it.
+    pub via: Via,
 }
 
 impl std::fmt::Debug for Connection {
@@ -129,12 +140,20 @@ const SERVER_ALIVE_COUNT_MAX: u64 = 3;
 /// unreachable, timed out, handshake), `Security` (6) for host keys and authentication,
 /// `Usage` (2) for an unreadable ssh config.
 pub fn connect(target: &SshTarget, opts: &ConnectOptions) -> Result<Connection> {
+    connect_hop(target, opts, 0)
+}
+
+/// `connect`, `hops` jump hosts away from here.
+fn connect_hop(target: &SshTarget, opts: &ConnectOptions, hops: usize) -> Result<Connection> {
     let res = resolve(target, opts)?;
-    let stream = tcp_connect(&res.host, res.port, res.timeout)?;
-    // A second descriptor of the socket, only to tell a closed link from a refused key
-    // during authentication (libssh2 reports both as a failed USERAUTH).
-    let link = stream.try_clone().ok();
-    let where_ = host_port(&res.host, res.port);
+    let proxy::Link {
+        stream,
+        // A second descriptor of the socket, only to tell a closed link from a refused
+        // key during authentication (libssh2 reports both as a failed USERAUTH).
+        peek: link,
+        mut via,
+    } = open_link(&res, opts, hops)?;
+    let where_ = format!("{}{}", host_port(&res.host, res.port), via.describe());
 
     let mut session = Session::new().map_err(|e| {
         Error::other(format!("cannot create an SSH session: {}", e.message()))
@@ -174,6 +193,9 @@ pub fn connect(target: &SshTarget, opts: &ConnectOptions) -> Result<Connection> 
                 ),
             )
             .with_hint("the port accepts connections but no SSH server answers; check host and port, or raise ConnectTimeout")
+        } else if let Some(ended) = via.command_exit() {
+            Error::new(ErrorKind::Transport, format!("SSH handshake with {where_} failed: {ended}"))
+                .with_hint(format!("check ProxyCommand in {} (its messages are above)", res.config_path.display()))
         } else {
             Error::new(ErrorKind::Transport, format!("SSH handshake with {where_} failed: {}", e.message()))
                 .with_hint("check that this is an SSH server and that it is reachable")
@@ -207,6 +229,7 @@ pub fn connect(target: &SshTarget, opts: &ConnectOptions) -> Result<Connection> 
         user: res.user,
         keepalive_secs: res.keepalive_secs,
         timeout: res.timeout,
+        via,
     })
 }
 

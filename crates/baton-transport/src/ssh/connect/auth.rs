@@ -15,7 +15,7 @@ pub(super) enum KeyOutcome {
 pub(super) fn authenticate(
     session: &Session,
     res: &Resolved,
-    link: Option<&TcpStream>,
+    link: Option<&std::os::fd::OwnedFd>,
 ) -> Result<()> {
     let who = format!("{}@{}", res.user, host_port(&res.host, res.port));
     // Keys straight away: asking the server for its methods first (a "none" request)
@@ -129,7 +129,7 @@ pub(super) fn agent_auth(
     res: &Resolved,
     who: &str,
     rejected: &mut usize,
-    link: Option<&TcpStream>,
+    link: Option<&std::os::fd::OwnedFd>,
 ) -> Result<AgentOutcome> {
     let socket_note = match &res.agent {
         AgentSource::Disabled => {
@@ -202,7 +202,7 @@ pub(super) fn key_file_auth(
     path: &Path,
     who: &str,
     rejected: usize,
-    link: Option<&TcpStream>,
+    link: Option<&std::os::fd::OwnedFd>,
 ) -> Result<KeyOutcome> {
     let user = res.user.as_str();
     match session.userauth_pubkey_file(user, None, path, None) {
@@ -283,7 +283,7 @@ pub(super) fn is_connection_error(e: &ssh2::Error) -> bool {
 /// connection that dies while it waits for a USERAUTH reply as a refused key
 /// (LIBSSH2_ERROR_PUBLICKEY_UNVERIFIED, "Waiting for USERAUTH response"), which would
 /// otherwise read as "authentication failed" (exit 6) instead of a broken link (exit 7).
-pub(super) fn link_closed(link: Option<&TcpStream>) -> bool {
+pub(super) fn link_closed(link: Option<&std::os::fd::OwnedFd>) -> bool {
     use std::os::fd::AsRawFd;
     let Some(link) = link else {
         return false;

@@ -33,6 +33,8 @@ pub(super) struct Resolved {
     pub(super) key_passphrase: Option<KeyPassphrasePrompt>,
     /// The `Ciphers` line's list (after its `+`/`-`/`^` rule), when the config has one.
     pub(super) ciphers: Option<Vec<String>>,
+    /// How the server is reached: directly, through jump hosts or a proxy command.
+    pub(super) route: Route,
     /// The ssh config file read (for messages).
     pub(super) config_path: PathBuf,
 }
@@ -44,6 +46,17 @@ impl Resolved {
         all.extend(self.global_known_hosts_files.iter().cloned());
         all
     }
+}
+
+/// How the TCP stream to the server is had (`ProxyJump`, `ProxyCommand`, OpenSSH's `-J`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Route {
+    Direct,
+    /// Through these hosts, in order: an SSH connection to the last, itself reached
+    /// through the ones before it, forwards a TCP connection to the server.
+    Jump(Vec<SshHop>),
+    /// The standard input and output of this command (`%` tokens expanded) are the link.
+    Command(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,23 +84,6 @@ pub(super) fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resol
     };
     let config_path = home.join(".ssh").join("config");
     let params = read_config(&config_path, &home, &target.host)?;
-
-    if params
-        .proxy_jump
-        .as_ref()
-        .is_some_and(|p| p.iter().any(|j| !j.eq_ignore_ascii_case("none")))
-        || unsupported(&params, "proxycommand").is_some_and(|v| !v.eq_ignore_ascii_case("none"))
-    {
-        return Err(Error::new(
-            ErrorKind::Unsupported,
-            format!(
-                "{} sets ProxyJump or ProxyCommand for host {}, which baton cannot follow",
-                config_path.display(),
-                target.host
-            ),
-        )
-        .with_hint("connect to a host baton can reach directly, or forward a local port (ssh -L) and target that"));
-    }
 
     let host = match &params.host_name {
         Some(name) => expand_host_tokens(name, &target.host),
@@ -135,6 +131,11 @@ pub(super) fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resol
         }
     };
 
+    let route = route(target, &params, &host, port, &user, &config_path)?;
+    let jump_token = match &route {
+        Route::Jump(hops) => crate::url::display_hops(hops),
+        _ => String::new(),
+    };
     let tokens = super::known_hosts_files::Tokens {
         home: &home,
         host: &host,
@@ -142,6 +143,7 @@ pub(super) fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resol
         port,
         remote_user: &user,
         alias: host_key_alias.as_deref(),
+        jump: &jump_token,
     };
     let known_hosts_files =
         super::known_hosts_files::known_hosts_files(&params, false, &tokens, &config_path)?;
@@ -204,8 +206,93 @@ pub(super) fn resolve(target: &SshTarget, opts: &ConnectOptions) -> Result<Resol
         agent,
         key_passphrase: opts.key_passphrase.clone(),
         ciphers: (!params.ciphers.is_default()).then(|| params.ciphers.algorithms().to_vec()),
+        route,
         config_path,
     })
+}
+
+/// The target's own jump list (a URL's `?jump=`) wins over the config, as `-J` does in
+/// OpenSSH; else `ProxyJump` or `ProxyCommand`, of which a host may set only one (OpenSSH
+/// lets the first line win; which came first is lost by ssh2-config, so both is refused).
+fn route(
+    target: &SshTarget,
+    params: &HostParams,
+    host: &str,
+    port: u16,
+    user: &str,
+    config_path: &Path,
+) -> Result<Route> {
+    if let Some(hops) = &target.jump {
+        return Ok(match hops.is_empty() {
+            true => Route::Direct,
+            false => Route::Jump(hops.clone()),
+        });
+    }
+    let jump = match &params.proxy_jump {
+        Some(list) if !(list.len() == 1 && list[0].eq_ignore_ascii_case("none")) => Some(
+            list.iter()
+                .map(|hop| SshHop::parse(hop))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|why| {
+                    Error::usage(format!(
+                        "{}: ProxyJump for host {}: {why}",
+                        config_path.display(),
+                        target.host
+                    ))
+                    .with_hint("write ProxyJump [user@]host[:port][,...] or ProxyJump none")
+                })?,
+        ),
+        _ => None,
+    };
+    let command = match params.unsupported_fields.get("proxycommand") {
+        Some(args) if !(args.len() == 1 && args[0].eq_ignore_ascii_case("none")) => {
+            Some(args.join(" "))
+        }
+        _ => None,
+    };
+    match (jump, command) {
+        (Some(_), Some(_)) => Err(Error::usage(format!(
+            "{} sets both ProxyJump and ProxyCommand for host {}",
+            config_path.display(),
+            target.host
+        ))
+        .with_hint("keep one of them for that host")),
+        (Some(hops), None) => Ok(Route::Jump(hops)),
+        (None, Some(command)) => Ok(Route::Command(expand_command_tokens(
+            &command,
+            host,
+            &target.host,
+            port,
+            user,
+        ))),
+        (None, None) => Ok(Route::Direct),
+    }
+}
+
+/// ProxyCommand's tokens (ssh_config(5)): `%h` host, `%n` the name as given, `%p` port,
+/// `%r` remote user, `%%`. Any other token is left as written.
+fn expand_command_tokens(command: &str, host: &str, given: &str, port: u16, user: &str) -> String {
+    let mut out = String::with_capacity(command.len());
+    let mut chars = command.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('%') => out.push('%'),
+            Some('h') => out.push_str(host),
+            Some('n') => out.push_str(given),
+            Some('p') => out.push_str(&port.to_string()),
+            Some('r') => out.push_str(user),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    out
 }
 
 /// The parameters that apply to `alias`; a missing file gives the defaults.

@@ -27,6 +27,8 @@ pub(super) struct Tokens<'a> {
     pub remote_user: &'a str,
     /// `%k`: `HostKeyAlias`, else the host as given.
     pub alias: Option<&'a str>,
+    /// `%j`: the jump hosts (`ProxyJump`'s list), or nothing.
+    pub jump: &'a str,
 }
 
 /// The files of `UserKnownHostsFile` (`global` false) or `GlobalKnownHostsFile`.
@@ -150,8 +152,7 @@ fn expand_tokens(text: &str, tokens: &Tokens) -> std::result::Result<String, Str
                         };
                         out.push_str(&name);
                     }
-                    // No ProxyJump is ever followed (config.rs refuses one).
-                    'j' => {}
+                    'j' => out.push_str(tokens.jump),
                     other => {
                         return Err(format!(
                             "{text:?} has the token %{other}, which baton does not expand here"
@@ -213,10 +214,11 @@ mod tests {
             port: 2222,
             remote_user: "git",
             alias: None,
+            jump: "me@bastion:2222",
         };
         assert_eq!(
-            expand_tokens("%d/kh-%h-%p-%r-%n-%k-%%", &tokens).unwrap(),
-            "/home/me/kh-10.0.0.1-2222-git-box-box-%"
+            expand_tokens("%d/kh-%h-%p-%r-%n-%k-%j-%%", &tokens).unwrap(),
+            "/home/me/kh-10.0.0.1-2222-git-box-box-me@bastion:2222-%"
         );
         assert_eq!(expand_tokens("${HOME}/x", &tokens).unwrap(), "/home/me/x");
         assert!(expand_tokens("%C", &tokens).is_err());
