@@ -1,5 +1,6 @@
 //! Cache files of the store's top directory, beside its history (the stat cache, the
-//! target hints): each is a version line, a JSON body and a line with the hex BLAKE3 of both, written by
+//! target hints): each is a version line, a body (JSON, or the stat cache's binary
+//! encoding) and a line with the hex BLAKE3 of both, written by
 //! temp file and rename without fsync (a lost or torn file only costs work, and the
 //! checksum makes a torn one ignored), and ignored whole when anything about it is off.
 //! `verify` never reads them.
@@ -37,19 +38,29 @@ impl CacheFile {
 
     /// What the file holds, or `None` for a missing, damaged or newer-version file.
     pub fn read<T: DeserializeOwned>(&self, store: &Store) -> Option<T> {
+        serde_json::from_slice(self.read_body(store)?.as_slice()).ok()
+    }
+
+    /// The body of the file (between the version line and the checksum line), or `None`
+    /// for a missing, damaged or newer-version file.
+    pub fn read_body(&self, store: &Store) -> Option<Body> {
         let bytes = super::fsutil::read_limited(&self.path(store), self.max_len).ok()?;
         let body = bytes.strip_prefix(self.magic.as_bytes())?;
         // The last line is the hex BLAKE3 of everything before it.
         let body = body.strip_suffix(b"\n")?;
         let at = body.iter().rposition(|b| *b == b'\n')?;
-        let (json, sum) = (&body[..at], &body[at + 1..]);
-        let mut hashed = Vec::with_capacity(self.magic.len() + json.len());
-        hashed.extend_from_slice(self.magic.as_bytes());
-        hashed.extend_from_slice(json);
-        if ObjectId::of(&hashed).to_hex().as_bytes() != sum {
+        let (body, sum) = (&body[..at], &body[at + 1..]);
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(self.magic.as_bytes());
+        hasher.update(body);
+        if hasher.finalize().to_hex().as_bytes() != sum {
             return None;
         }
-        serde_json::from_slice(json).ok()
+        let start = self.magic.len();
+        Some(Body {
+            range: start..start + body.len(),
+            bytes,
+        })
     }
 
     /// Replace the file with `contents` (temp file, rename, no fsync).
@@ -62,9 +73,14 @@ impl CacheFile {
     pub fn prepare<T: Serialize>(&self, store: &Store, contents: &T) -> Result<Prepared> {
         let json = serde_json::to_vec(contents)
             .map_err(|e| Error::other(format!("cannot encode the {}: {e}", self.what)))?;
-        let mut bytes = Vec::with_capacity(self.magic.len() + json.len() + 66);
+        self.prepare_body(store, &json)
+    }
+
+    /// Write `body` framed (version line, checksum line) to a temp file beside the file.
+    pub fn prepare_body(&self, store: &Store, body: &[u8]) -> Result<Prepared> {
+        let mut bytes = Vec::with_capacity(self.magic.len() + body.len() + 66);
         bytes.extend_from_slice(self.magic.as_bytes());
-        bytes.extend_from_slice(&json);
+        bytes.extend_from_slice(body);
         let sum = ObjectId::of(&bytes).to_hex();
         bytes.push(b'\n');
         bytes.extend_from_slice(sum.as_bytes());
@@ -92,6 +108,18 @@ impl CacheFile {
             temp,
             dest: self.path(store),
         })
+    }
+}
+
+/// A cache file's body, checked, in the buffer the file was read into.
+pub(crate) struct Body {
+    bytes: Vec<u8>,
+    range: std::ops::Range<usize>,
+}
+
+impl Body {
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        &self.bytes[self.range.clone()]
     }
 }
 

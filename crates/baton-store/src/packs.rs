@@ -531,7 +531,9 @@ mod tests {
             // Far from uniform, with runs of equal keys.
             let skewed: Vec<u64> = keys.iter().map(|k| (0x7f << 56) | (k >> 40)).collect();
             for set in [&keys, &skewed] {
-                let probes = set.iter().flat_map(|&k| [k, k.wrapping_add(1), k.wrapping_sub(1)]);
+                let probes = set
+                    .iter()
+                    .flat_map(|&k| [k, k.wrapping_add(1), k.wrapping_sub(1)]);
                 for probe in probes.chain([0, u64::MAX, 0x7f << 56]) {
                     assert_eq!(
                         lower_bound_uniform(set, probe),

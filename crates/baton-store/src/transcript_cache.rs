@@ -30,12 +30,12 @@ pub struct Transcript {
     pub files: Vec<(String, ObjectId, u64)>,
     /// For a session that may grow by appended lines: what the next handoff needs to
     /// normalise only those (absent in caches of older builds).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub grown: Option<Grown>,
     /// Entries of types the reader did not know, left out, by type (the handoff's note
     /// on them is made again from these; absent when none, and in older caches, whose
     /// builds refused such sessions).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default)]
     pub skipped: BTreeMap<String, u64>,
 }
 
@@ -56,7 +56,7 @@ pub struct Grown {
     /// The file's metadata just before it was read, for the racy-clean rule: a file whose
     /// metadata still equals it is those bytes without being read (absent in caches of
     /// older builds).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub stat: Option<SessionStat>,
 }
 

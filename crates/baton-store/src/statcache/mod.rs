@@ -105,7 +105,12 @@ pub type Findings = Vec<(String, u64)>;
 /// One cached file: path relative to the root (`/`-separated), metadata, blob id, and
 /// the secrets found in it when it was stored as it is (`None`: found clean).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Entry(String, FileStat, ObjectId, Option<Findings>);
+pub(crate) struct Entry(
+    String,
+    FileStat,
+    #[serde(with = "file::id_bytes")] ObjectId,
+    Option<Findings>,
+);
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Section {
