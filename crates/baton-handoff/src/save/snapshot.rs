@@ -94,13 +94,17 @@ pub fn save_snapshot(
     let root = std::fs::canonicalize(dir).ok();
     // Without the cache every file is read (a write through a shared mmap can leave its
     // metadata as the cache recorded it); what was read is recorded all the same.
-    let cache = match &root {
-        Some(root) if use_cache => statcache::for_root(store, root, &policy),
-        _ => statcache::Lookup::default(),
-    };
+    // The cache is read and parsed while the directory is listed (system calls).
+    let (listed, cache) = rayon::join(
+        || snapshot::list_dir(dir, skip, ignores),
+        || match &root {
+            Some(root) if use_cache => statcache::for_root(store, root, &policy),
+            _ => statcache::Lookup::default(),
+        },
+    );
     let with_secrets = |f: &statcache::Findings| mode != SecretsMode::Redact && known_kinds(f);
     let lookup = snapshot::cache_lookup(store, dir, &cache, &with_secrets);
-    let mut snap = snapshot::scan_cached(dir, skip, ignores, &lookup)?;
+    let mut snap = snapshot::scan_listed(listed?, &lookup)?;
     check_refs_readable(store)?;
     // What is stored besides the contents is scanned under the same mode: entry names
     // and symlink targets, then the manifest's fields.

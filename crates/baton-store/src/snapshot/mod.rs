@@ -23,7 +23,7 @@ mod write;
 pub use rename::{Collision, Names};
 pub use write::write;
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -123,6 +123,20 @@ pub fn scan_cached(
     ignores: Ignores,
     cached: Cached,
 ) -> Result<Snapshot> {
+    scan_listed(list_dir(dir, skip, ignores)?, cached)
+}
+
+/// A directory opened and listed, for [`scan_listed`]: listing takes system calls, and
+/// a caller may prepare its stat cache lookup meanwhile.
+pub struct Listed {
+    root: Dir,
+    dir: PathBuf,
+    skip: Option<(u64, u64)>,
+    listing: Listing,
+}
+
+/// The first half of [`scan_cached`]: open `dir` and list it with the ignore rules.
+pub fn list_dir(dir: &Path, skip: Option<(u64, u64)>, ignores: Ignores) -> Result<Listed> {
     let meta = match fs::metadata(dir) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -141,14 +155,31 @@ pub fn scan_cached(
     }
     let root = Dir::open(dir).map_err(|e| Error::io("cannot read", dir, e))?;
     let listing = list(dir, skip, ignores)?;
+    Ok(Listed {
+        root,
+        dir: dir.to_path_buf(),
+        skip,
+        listing,
+    })
+}
+
+/// The second half of [`scan_cached`]: stat what was listed and build the tree.
+pub fn scan_listed(listed: Listed, cached: Cached) -> Result<Snapshot> {
+    let Listed {
+        root,
+        dir,
+        skip,
+        listing,
+    } = listed;
     let mut preloaded = preload(&root, &listing, cached);
-    let tree = scan_dir(&root, dir, skip, &listing, &mut preloaded, 0)?;
+    let tree = scan_dir(&root, &dir, skip, &listing, &mut preloaded, 0)?;
     Ok(Snapshot { tree, root })
 }
 
 /// What one listed path is: its `lstat` metadata and, for a regular file, the stat
 /// cache's blob id or else the proof that it opens (an error otherwise).
-type Preloaded = HashMap<PathBuf, Result<(FileStat, Option<ObjectId>)>>;
+/// By directory, in the order of the directory's listed entries (each taken once).
+type Preloaded<'a> = HashMap<&'a Path, Vec<Option<Result<(FileStat, Option<ObjectId>)>>>>;
 
 /// Every listed path stat'ed (and each regular file the stat cache does not vouch for
 /// opened) in parallel, as git preloads its index with parallel `lstat`s; the walk below
@@ -157,7 +188,7 @@ type Preloaded = HashMap<PathBuf, Result<(FileStat, Option<ObjectId>)>>;
 /// Each listed directory is opened beneath the root once and its entries stat'ed on its
 /// fd (an `lstat` of each path beneath the root opened, stat'ed and closed it: three
 /// system calls a file instead of one).
-fn preload(root: &Dir, listing: &Listing, cached: Cached) -> Preloaded {
+fn preload<'a>(root: &Dir, listing: &'a Listing, cached: Cached) -> Preloaded<'a> {
     let dirs: HashMap<&PathBuf, Dir> = listing
         .keys()
         .collect::<Vec<_>>()
@@ -171,10 +202,10 @@ fn preload(root: &Dir, listing: &Listing, cached: Cached) -> Preloaded {
         .iter()
         .flat_map(|(dir, paths)| paths.iter().map(move |path| (dir, path)))
         .collect();
-    paths
+    let found: Vec<_> = paths
         .par_iter()
         .map(|(dir, path)| {
-            let found = lstat(root, dirs.get(dir), path).and_then(|stat| {
+            lstat(root, dirs.get(dir), path).and_then(|stat| {
                 if FileType::from_raw_mode(stat.mode) != FileType::RegularFile {
                     return Ok((stat, None));
                 }
@@ -185,9 +216,14 @@ fn preload(root: &Dir, listing: &Listing, cached: Cached) -> Preloaded {
                     open_beneath(root, path)?;
                 }
                 Ok((stat, id))
-            });
-            ((*path).clone(), found)
+            })
         })
+        .collect();
+    // `paths` is the listing's order (a map unchanged iterates alike): deal them out.
+    let mut found = found.into_iter().map(Some);
+    listing
+        .iter()
+        .map(|(dir, paths)| (dir.as_path(), found.by_ref().take(paths.len()).collect()))
         .collect()
 }
 
@@ -251,7 +287,7 @@ fn list(dir: &Path, skip: Option<(u64, u64)>, ignores: Ignores) -> Result<Listin
         }
         true
     });
-    let mut listing = Listing::new();
+    let mut listing = Listing::default();
     for entry in builder.build() {
         let entry = entry.map_err(|e| walk_error(e, dir))?;
         if entry.depth() == 0 {
@@ -303,7 +339,7 @@ fn scan_dir(
         .with_hint("baton stores trees up to that depth; save a shallower directory"));
     }
     let mut children = Vec::new();
-    for path in listing.get(dir).into_iter().flatten() {
+    for (i, path) in listing.get(dir).into_iter().flatten().enumerate() {
         let path = path.clone();
         let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
             return Err(
@@ -312,7 +348,11 @@ fn scan_dir(
                 ),
             );
         };
-        let (stat, from_cache) = match preloaded.remove(&path) {
+        let taken = preloaded
+            .get_mut(dir)
+            .and_then(|found| found.get_mut(i))
+            .and_then(Option::take);
+        let (stat, from_cache) = match taken {
             Some(Ok(found)) => found,
             Some(Err(e)) => return Err(e),
             None => {

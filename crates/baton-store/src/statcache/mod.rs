@@ -14,7 +14,7 @@
 
 mod file;
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -246,7 +246,9 @@ mod tests {
     fn lookup(started_ns: i64, entry: FileStat) -> Lookup {
         Lookup {
             started_ns,
-            entries: [("a".to_string(), (entry, ObjectId::of(b"abc"), None))].into(),
+            entries: [("a".to_string(), (entry, ObjectId::of(b"abc"), None))]
+                .into_iter()
+                .collect(),
             latest: true,
         }
     }
