@@ -365,6 +365,10 @@ pub struct SearchArgs {
     /// Only calls of, and results from, this tool (repeatable; ignoring case)
     #[arg(long, value_name = "NAME")]
     pub tool: Vec<String>,
+    /// Do not count every match (total_matches is null): stop looking once the page and
+    /// its cursor are known, much faster for a common word
+    #[arg(long)]
+    pub no_total: bool,
 }
 
 #[derive(Debug, Args)]

@@ -208,6 +208,9 @@ pub struct SearchParams {
     pub tool: Vec<String>,
     /// The next_cursor of a previous page.
     pub cursor: Option<String>,
+    /// Leave total_matches out (null) and stop at the page: faster for common words.
+    #[serde(default)]
+    pub no_total: bool,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -395,6 +398,7 @@ impl BatonServer {
                         kinds: parse_enums(&p.kind, "kind", Kind::from_name)?,
                         tools: p.tool,
                     },
+                    total: !p.no_total,
                 };
                 super::search::run_with(&base.ctx(), &args)
             },

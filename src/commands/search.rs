@@ -24,6 +24,7 @@ impl From<&SearchArgs> for SearchOptions {
                 kinds: args.kind.clone(),
                 tools: args.tool.clone(),
             },
+            total: !args.no_total,
         }
     }
 }
@@ -67,12 +68,10 @@ pub fn run_with(ctx: &Ctx, args: &SearchOptions) -> Result<Outcome> {
             }
         }
     }
-    let _ = write!(
-        human,
-        "{} of {} matching events",
-        page.hits.len(),
-        page.total_matches
-    );
+    let _ = match page.total_matches {
+        Some(total) => write!(human, "{} of {total} matching events", page.hits.len()),
+        None => write!(human, "{} matching events shown", page.hits.len()),
+    };
     if let Some(cursor) = &page.next_cursor {
         let _ = write!(human, "; more with --cursor {cursor}");
     }

@@ -15,6 +15,9 @@ pub struct SearchOptions {
     /// A previous answer's `next_cursor`.
     pub cursor: Option<String>,
     pub filter: Filter,
+    /// Count every match of the transcript (`total_matches`); `false` stops looking once
+    /// the page and its cursor are known, which is what a common word costs.
+    pub total: bool,
 }
 
 /// The page `opts` asks for, and the bundle it was found in.
@@ -30,6 +33,9 @@ pub fn search(store: &Store, opts: &SearchOptions) -> Result<(ObjectId, Page)> {
     // Searched as it is decompressed, one line held at a time (a small pulled store can
     // hold a transcript of gigabytes).
     let mut search = transcript::Search::new(&opts.query, &opts.filter, opts.cursor.as_deref())?;
+    if !opts.total {
+        search = search.without_total();
+    }
     transcript::read_stored(store, &entry, &mut |line, bytes| search.line(line, bytes))?;
     Ok((id, search.finish()))
 }

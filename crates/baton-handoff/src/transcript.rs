@@ -51,8 +51,9 @@ pub struct Page {
     pub hits: Vec<Hit>,
     /// Pass this to get the next page; `None` when no matches remain.
     pub next_cursor: Option<String>,
-    /// Matching events in the whole transcript, whatever the cursor.
-    pub total_matches: usize,
+    /// Matching events in the whole transcript, whatever the cursor; `None` for a
+    /// search told not to count them ([`Search::without_total`]).
+    pub total_matches: Option<usize>,
     /// Hits on this page whose strings were cut to fit the token budget.
     pub truncated_events: usize,
 }
@@ -119,6 +120,7 @@ pub struct Search<'f> {
     next_cursor: Option<String>,
     total_matches: usize,
     truncated_events: usize,
+    count_total: bool,
 }
 
 impl<'f> Search<'f> {
@@ -139,11 +141,23 @@ impl<'f> Search<'f> {
             next_cursor: None,
             total_matches: 0,
             truncated_events: 0,
+            count_total: true,
         })
+    }
+
+    /// Stop looking once the page is whole and the next match has given the cursor: no
+    /// total, and no line after that parsed or checked (a caller reading a stored
+    /// transcript still reads it to the end, to verify its hash).
+    pub fn without_total(mut self) -> Self {
+        self.count_total = false;
+        self
     }
 
     /// Line `line` (1-based) of the transcript, without its newline.
     pub fn line(&mut self, line: usize, raw: &[u8]) -> Result<()> {
+        if self.next_cursor.is_some() && !self.count_total {
+            return Ok(());
+        }
         let fail = |e: LineError| line_error(line, &e, ErrorKind::Integrity);
         let text = json::checked_line(raw).map_err(fail)?;
         if self.prefilter.as_ref().is_some_and(|p| p.rules_out(text)) {
@@ -223,7 +237,7 @@ impl<'f> Search<'f> {
         Page {
             hits: self.hits,
             next_cursor: self.next_cursor,
-            total_matches: self.total_matches,
+            total_matches: self.count_total.then_some(self.total_matches),
             truncated_events: self.truncated_events,
         }
     }
@@ -380,7 +394,7 @@ mod tests {
                 page,
                 search(&data, "cargo TEST", &Filter::default(), cursor.as_deref()).expect("again")
             );
-            assert_eq!(page.total_matches, 130);
+            assert_eq!(page.total_matches, Some(130));
             assert_eq!(page.truncated_events, 0);
             sizes.push(page.hits.len());
             lines.extend(page.hits.iter().map(|h| h.line));
@@ -442,7 +456,7 @@ mod tests {
         let rest = search(&data, "needle", &Filter::default(), Some("c1.2")).expect("search");
         assert_eq!(rest.hits.len(), 1);
         assert_eq!(rest.next_cursor, None);
-        assert_eq!(rest.total_matches, 2);
+        assert_eq!(rest.total_matches, Some(2));
     }
 
     #[test]
@@ -574,6 +588,43 @@ mod tests {
     }
 
     #[test]
+    fn without_the_total_a_page_and_its_cursor_are_the_same() {
+        let events: Vec<Value> = (0..300)
+            .map(|i| json!({"text": format!("needle {i}")}))
+            .collect();
+        let data = jsonl(&events);
+        let any = Filter::default();
+        let mut cursor = None;
+        loop {
+            let counted = search(&data, "needle", &Filter::default(), cursor.as_deref()).unwrap();
+            let mut search = Search::new("needle", &any, cursor.as_deref())
+                .unwrap()
+                .without_total();
+            for (i, line) in data.split(|&b| b == b'\n').enumerate() {
+                search.line(i + 1, line).unwrap();
+            }
+            let uncounted = search.finish();
+            assert_eq!(counted.total_matches, Some(300));
+            assert_eq!(uncounted.total_matches, None);
+            assert_eq!(uncounted.hits, counted.hits);
+            assert_eq!(uncounted.next_cursor, counted.next_cursor);
+            cursor = counted.next_cursor;
+            if cursor.is_none() {
+                break;
+            }
+        }
+        // Past the page nothing is looked at: a line that would be refused is not.
+        let mut bad = jsonl(&events);
+        bad.extend_from_slice(b"{\"text\": \"needle\" not json\n");
+        let mut search = Search::new("needle", &any, None).unwrap().without_total();
+        for (i, line) in bad.split(|&b| b == b'\n').enumerate() {
+            search.line(i + 1, line).unwrap();
+        }
+        assert!(search.finish().next_cursor.is_some());
+        assert!(super::search(&bad, "needle", &Filter::default(), None).is_err());
+    }
+
+    #[test]
     fn no_match() {
         let data = jsonl(&[json!({"text": "hello"})]);
         let page = search(&data, "absent", &Filter::default(), None).expect("search");
@@ -582,7 +633,7 @@ mod tests {
             Page {
                 hits: vec![],
                 next_cursor: None,
-                total_matches: 0,
+                total_matches: Some(0),
                 truncated_events: 0
             }
         );
@@ -590,7 +641,7 @@ mod tests {
             search(b"", "x", &Filter::default(), None)
                 .expect("empty")
                 .total_matches,
-            0
+            Some(0)
         );
     }
 
@@ -599,7 +650,7 @@ mod tests {
         let data = jsonl(&[json!({"text": "hello"})]);
         let page = search(&data, "hello", &Filter::default(), Some("c1.99")).expect("search");
         assert!(page.hits.is_empty() && page.next_cursor.is_none());
-        assert_eq!(page.total_matches, 1);
+        assert_eq!(page.total_matches, Some(1));
     }
 
     #[test]
@@ -642,7 +693,7 @@ mod tests {
         assert!(e.message.contains("line 3"));
         // What cannot match is not parsed (as ripgrep passes over a line), nor validated.
         let page = search(bad, "x", &Filter::default(), None).expect("passed over");
-        assert_eq!(page.total_matches, 0);
+        assert_eq!(page.total_matches, Some(0));
 
         let e = validate(b"{\"a\":1}\n{\"a\":\n").expect_err("broken line");
         assert!(

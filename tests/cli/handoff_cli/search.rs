@@ -75,6 +75,11 @@ fn transcript_search_pages_follow_the_cursor() {
         assert!(tokens <= 8000);
         // The same cursor gives the same page, and the text output names the cursor.
         assert_eq!(page, json_ok(&env, &args));
+        // Without the total: the same page and cursor, the total left out.
+        let mut uncounted = json_ok(&env, &[args.as_slice(), &["--no-total"]].concat());
+        assert_eq!(uncounted["total_matches"], Value::Null, "{uncounted}");
+        uncounted["total_matches"] = page["total_matches"].clone();
+        assert_eq!(uncounted, page);
         let human = env.ok(&args);
         match page["next_cursor"].as_str() {
             Some(next) => {
