@@ -46,16 +46,7 @@ unset SSH_AUTH_SOCK BATON_STORE BATON_TRACE
 RSYNC_RSH="ssh -F $HOME/.ssh/config"
 
 echo "==> a store of $OBJECTS loose objects" >&2
-python3 - "$WORK/tree" "$OBJECTS" <<'EOF'
-import os, random, sys
-root, n = sys.argv[1], int(sys.argv[2])
-rng = random.Random(32)
-for i in range(n):
-    d = os.path.join(root, f"d{i % 500}")
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, f"f{i}.txt"), "w") as f:
-        f.write(f"file {i}: {rng.getrandbits(256):064x}\n" * (1 + i % 4))
-EOF
+python3 "$ROOT/bench/small_files.py" "$WORK/tree" "$OBJECTS"
 "$BATON" --store "$SRC" -q init
 "$BATON" --store "$SRC" -q save --secrets allow "$WORK/tree" --summary "loose clone bench" >/dev/null
 # Every object loose (each pack entry's stored bytes as its loose file), as stores were

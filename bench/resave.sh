@@ -45,16 +45,7 @@ rows=()
 for n in $SIZES; do
   echo "==> $n files" >&2
   tree=$WORK/tree-$n
-  python3 - "$tree" "$n" <<'EOF'
-import os, random, sys
-root, n = sys.argv[1], int(sys.argv[2])
-rng = random.Random(32)
-for i in range(n):
-    d = os.path.join(root, f"d{i % 500}")
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, f"f{i}.txt"), "w") as f:
-        f.write(f"file {i}: {rng.getrandbits(256):064x}\n" * (1 + i % 4))
-EOF
+  python3 "$ROOT/bench/small_files.py" "$tree" "$n"
   store=$WORK/store-$n
   "$BATON" --store "$store" -q init
   sleep 0.2 # past the stat cache's racy window
