@@ -57,9 +57,7 @@ pub(crate) fn search_uniform<T>(
 ) -> std::result::Result<usize, usize> {
     let key = prefix(name);
     let n = items.len();
-    let guess = ((u128::from(key) * n as u128) >> 64) as usize;
-    let spread = 4 * (n.isqrt() + 4);
-    let (lo, hi) = (guess.saturating_sub(spread), (guess + spread).min(n));
+    let (lo, hi) = uniform_window(n, key);
     let bracketed = (lo == 0 || by_id(id_of(&items[lo]), key, name).is_lt())
         && (hi == n || by_id(id_of(&items[hi - 1]), key, name).is_gt());
     if !bracketed {
@@ -71,14 +69,20 @@ pub(crate) fn search_uniform<T>(
         .map_err(|i| i + lo)
 }
 
+/// Where among `n` sorted uniform ids one with prefix `key` sits: around `n × key / 2^64`,
+/// a few times sqrt(n) either way (the caller checks that the window brackets it).
+fn uniform_window(n: usize, key: u64) -> (usize, usize) {
+    let guess = ((u128::from(key) * n as u128) >> 64) as usize;
+    let spread = 4 * (n.isqrt() + 4);
+    (guess.saturating_sub(spread), (guess + spread).min(n))
+}
+
 /// The first position of `keys` (sorted) whose key is not below `key`, searched where
 /// uniform keys put it, as [`search_uniform`] does, in an array of bare prefixes: 8 bytes
 /// an entry, so that the neighbourhood searched is a few cache lines, not a few pages.
 fn lower_bound_uniform(keys: &[u64], key: u64) -> usize {
     let n = keys.len();
-    let guess = ((u128::from(key) * n as u128) >> 64) as usize;
-    let spread = 4 * (n.isqrt() + 4);
-    let (lo, hi) = (guess.saturating_sub(spread), (guess + spread).min(n));
+    let (lo, hi) = uniform_window(n, key);
     let bracketed = (lo == 0 || keys[lo] < key) && (hi == n || keys[hi - 1] >= key);
     if !bracketed {
         return keys.partition_point(|&k| k < key);

@@ -64,29 +64,38 @@ fn without_password(text: &str) -> String {
 /// Host names: letters, digits, '.', '-', '_' (IPv6 literals only inside ssh://[...]),
 /// never starting with '-' so that no host can be read as an option.
 fn check_host(text: &str, host: &str) -> Result<()> {
-    let ok = !host.is_empty()
-        && !host.starts_with('-')
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b".-_:[]".contains(&b));
-    if ok {
+    if valid_host(host, b"[]") {
         Ok(())
     } else {
         Err(malformed(text, "bad host name"))
     }
 }
 
-fn check_user(text: &str, user: &str) -> Result<()> {
-    let ok = !user.is_empty()
-        && !user.starts_with('-')
-        && user
+/// A host name as target URLs and jump hosts take it: letters, digits, `.-_:` and the
+/// bytes of `also`, never empty nor starting with '-'.
+fn valid_host(host: &str, also: &[u8]) -> bool {
+    !host.is_empty()
+        && !host.starts_with('-')
+        && host
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    if ok {
+            .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b) || also.contains(&b))
+}
+
+fn check_user(text: &str, user: &str) -> Result<()> {
+    if valid_user(user) {
         Ok(())
     } else {
         Err(malformed(text, "bad user name"))
     }
+}
+
+/// A user name: nothing that could be read as an option or a second argument.
+fn valid_user(user: &str) -> bool {
+    !user.is_empty()
+        && !user.starts_with('-')
+        && user
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }
 
 fn check_path(text: &str, path: &str) -> Result<()> {

@@ -171,32 +171,31 @@ mod tests {
     fn a_version_1_file_or_a_body_with_bytes_left_over_is_not_used() {
         let tmp = tempfile::tempdir().unwrap();
         let store = Store::init(&tmp.path().join("s")).unwrap();
-        let framed = |magic: &str, body: &[u8]| {
-            let mut bytes = magic.as_bytes().to_vec();
-            bytes.extend_from_slice(body);
-            let sum = baton_format::ObjectId::of(&bytes).to_hex();
-            bytes.push(b'\n');
-            bytes.extend_from_slice(sum.as_bytes());
-            bytes.push(b'\n');
-            bytes
+        // Framed as the cache file frames any body, under this version line or another.
+        let framed = |magic: &'static str, body: &[u8]| {
+            forget_last_read();
+            CacheFile { magic, ..FILE }
+                .prepare_body(&store, body)
+                .unwrap()
+                .publish()
+                .unwrap()
         };
-        let path = store.root().join(layout::STATCACHE);
         let contents = Contents {
             policy: "p".into(),
             ..Contents::default()
         };
         let body = postcard::to_stdvec(&contents).unwrap();
-        std::fs::write(&path, framed(MAGIC, &body)).unwrap();
+        framed(MAGIC, &body);
         assert_eq!(read(&store).map(|c| c.policy).as_deref(), Some("p"));
         // The JSON of version 1, checksum and all.
         let json = serde_json::to_vec(&contents).unwrap();
-        std::fs::write(&path, framed("baton-statcache 1\n", &json)).unwrap();
+        framed("baton-statcache 1\n", &json);
         assert!(read(&store).is_none());
         let mut longer = body.clone();
         longer.push(0);
-        std::fs::write(&path, framed(MAGIC, &longer)).unwrap();
+        framed(MAGIC, &longer);
         assert!(read(&store).is_none());
-        std::fs::write(&path, framed(MAGIC, &body[..body.len() - 1])).unwrap();
+        framed(MAGIC, &body[..body.len() - 1]);
         assert!(read(&store).is_none());
     }
 }

@@ -53,8 +53,11 @@ const LIBSSH2_ERROR_TIMEOUT: i32 = -9;
 const LIBSSH2_ERROR_SOCKET_DISCONNECT: i32 = -13;
 const LIBSSH2_ERROR_FILE: i32 = -16;
 const LIBSSH2_ERROR_SOCKET_TIMEOUT: i32 = -30;
+const LIBSSH2_ERROR_EAGAIN: i32 = -37;
 const LIBSSH2_ERROR_SOCKET_RECV: i32 = -43;
 const LIBSSH2_ERROR_BAD_SOCKET: i32 = -45;
+/// `LIBSSH2_CHANNEL_WINDOW_DEFAULT`: the receive window libssh2 opens a channel with.
+const LIBSSH2_CHANNEL_WINDOW_DEFAULT: u64 = 2 << 20;
 
 /// Where to connect: a host (or `Host` alias of `~/.ssh/config`), with an optional user
 /// and port that override the config.

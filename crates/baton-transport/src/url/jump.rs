@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use super::{valid_host, valid_user};
+
 /// One jump host. Its user and port, when absent, come from its own `Host` block of
 /// `~/.ssh/config`, as for any other host.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,7 +68,7 @@ impl SshHop {
                 None => (authority, None),
             }
         };
-        if !valid_host(host) {
+        if !valid_host(host, b"") {
             return Err(bad("bad host name"));
         }
         let port = match port {
@@ -82,23 +84,6 @@ impl SshHop {
             port,
         })
     }
-}
-
-/// As in target URLs: nothing that could be read as an option or a second argument.
-fn valid_user(user: &str) -> bool {
-    !user.is_empty()
-        && !user.starts_with('-')
-        && user
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
-}
-
-fn valid_host(host: &str) -> bool {
-    !host.is_empty()
-        && !host.starts_with('-')
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b))
 }
 
 impl fmt::Display for SshHop {

@@ -5,20 +5,13 @@
 //! so both become one end of a Unix socket pair.
 
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use super::*;
 use crate::url::SshHop;
-
-const LIBSSH2_ERROR_EAGAIN: i32 = -37;
-
-/// libssh2's window for a new channel (`LIBSSH2_CHANNEL_WINDOW_DEFAULT`).
-fn ssh2_default_window() -> u32 {
-    2 << 20
-}
 
 /// How many jump hosts one connection may pass through (a ProxyJump that leads back to
 /// itself in the config would otherwise never end).
@@ -28,32 +21,28 @@ const MAX_HOPS: usize = 8;
 /// already read from the jump host's socket but not handed out shows on no descriptor.
 const RELAY_TICK_MS: i32 = 50;
 
-/// The stream the session runs over, and what keeps it going.
+/// The socket the session runs over (a TCP connection or one end of a pair), and what
+/// keeps it going.
 pub(super) struct Link {
-    pub(super) stream: LinkStream,
+    pub(super) stream: OwnedFd,
     /// A second descriptor of the stream, to tell a closed link from a refused key.
     pub(super) peek: Option<OwnedFd>,
     pub(super) via: Via,
 }
 
-pub(super) enum LinkStream {
-    Tcp(TcpStream),
-    Pair(UnixStream),
-}
-
-impl AsRawFd for LinkStream {
-    fn as_raw_fd(&self) -> RawFd {
-        match self {
-            LinkStream::Tcp(s) => s.as_raw_fd(),
-            LinkStream::Pair(s) => s.as_raw_fd(),
+impl Link {
+    fn new(stream: impl Into<OwnedFd>, via: Via) -> Link {
+        let stream = stream.into();
+        Link {
+            peek: stream.try_clone().ok(),
+            stream,
+            via,
         }
     }
 }
 
 /// What a connection keeps alive besides its own socket.
-#[derive(Default)]
 pub enum Via {
-    #[default]
     Direct,
     /// The relay thread owns the jump host's connection; it ends when the session's end
     /// of the pair closes (or the jump host's side does).
@@ -125,15 +114,10 @@ impl Drop for ProxyCommand {
 /// Open the link `res` describes; `hops` is how many jump hosts were passed to get here.
 pub(super) fn open_link(res: &Resolved, opts: &ConnectOptions, hops: usize) -> Result<Link> {
     match &res.route {
-        Route::Direct => {
-            let stream = tcp_connect(&res.host, res.port, res.timeout)?;
-            let peek = stream.try_clone().ok().map(OwnedFd::from);
-            Ok(Link {
-                stream: LinkStream::Tcp(stream),
-                peek,
-                via: Via::Direct,
-            })
-        }
+        Route::Direct => Ok(Link::new(
+            tcp_connect(&res.host, res.port, res.timeout)?,
+            Via::Direct,
+        )),
         Route::Jump(list) => jump(res, list, opts, hops),
         Route::Command(command) => proxy_command(res, command),
     }
@@ -177,22 +161,16 @@ fn jump(res: &Resolved, list: &[SshHop], opts: &ConnectOptions, hops: usize) -> 
             .with_source(TransportError::from(e))
         })?;
     let (ours, theirs) = socket_pair()?;
-    let peek = ours.try_clone().ok().map(OwnedFd::from);
     let relay = Relay::new(jump_conn, channel, theirs)?;
     std::thread::Builder::new()
         .name("baton-ssh-jump".to_string())
         .spawn(move || relay.run())
         .map_err(|e| Error::other(format!("cannot start the jump host relay: {e}")))?;
-    Ok(Link {
-        stream: LinkStream::Pair(ours),
-        peek,
-        via: Via::Jump { hops: name },
-    })
+    Ok(Link::new(ours, Via::Jump { hops: name }))
 }
 
 fn proxy_command(res: &Resolved, command: &str) -> Result<Link> {
     let (ours, theirs) = socket_pair()?;
-    let peek = ours.try_clone().ok().map(OwnedFd::from);
     let stdin = theirs
         .try_clone()
         .map_err(|e| Error::other(format!("cannot set up the ProxyCommand's input: {e}")))?;
@@ -222,14 +200,13 @@ fn proxy_command(res: &Resolved, command: &str) -> Result<Link> {
             ))
             .with_source(e)
         })?;
-    Ok(Link {
-        stream: LinkStream::Pair(ours),
-        peek,
-        via: Via::Command(ProxyCommand {
+    Ok(Link::new(
+        ours,
+        Via::Command(ProxyCommand {
             child,
             command: command.to_string(),
         }),
-    })
+    ))
 }
 
 fn socket_pair() -> Result<(UnixStream, UnixStream)> {
@@ -242,24 +219,69 @@ struct Relay {
     // Field order is drop order: the channel before the session it belongs to.
     channel: ssh2::Channel,
     jump: Connection,
-    jump_fd: RawFd,
     local: UnixStream,
 }
 
-/// One direction's bytes read but not yet written.
-#[derive(Default)]
+const RELAY_BUF: usize = 64 * 1024;
+
+/// One direction's bytes read but not yet written, in a buffer of its own.
 struct Pending {
-    buf: Vec<u8>,
+    buf: Box<[u8]>,
     at: usize,
+    end: usize,
 }
 
-impl Pending {
-    fn is_empty(&self) -> bool {
-        self.at == self.buf.len()
+/// What one read or write of the relay did.
+enum Step {
+    Moved(usize),
+    Blocked,
+    /// A read of nothing: the end of that side's stream (the channel: see its `eof`).
+    End,
+    Broken,
+}
+
+impl Step {
+    fn of(result: io::Result<usize>) -> Step {
+        match result {
+            Ok(0) => Step::End,
+            Ok(n) => Step::Moved(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Step::Blocked,
+            Err(_) => Step::Broken,
+        }
     }
 }
 
-const RELAY_BUF: usize = 64 * 1024;
+impl Pending {
+    fn new() -> Pending {
+        Pending {
+            buf: vec![0u8; RELAY_BUF].into_boxed_slice(),
+            at: 0,
+            end: 0,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.at == self.end
+    }
+
+    /// Read into the (empty) buffer.
+    fn fill(&mut self, from: &mut impl Read) -> Step {
+        let step = Step::of(from.read(&mut self.buf));
+        if let Step::Moved(n) = step {
+            (self.at, self.end) = (0, n);
+        }
+        step
+    }
+
+    /// Write what the buffer holds, or some of it.
+    fn drain(&mut self, to: &mut impl Write) -> Step {
+        let step = Step::of(to.write(&self.buf[self.at..self.end]));
+        if let Step::Moved(n) = step {
+            self.at += n;
+        }
+        step
+    }
+}
 
 /// The forwarded channel's receive window. libssh2 opens a `direct-tcpip` channel with
 /// 2 MiB and keeps it there, which caps a download at 2 MiB per round trip through the
@@ -281,7 +303,7 @@ impl Relay {
     fn new(jump: Connection, mut channel: ssh2::Channel, local: UnixStream) -> Result<Relay> {
         // Still blocking: the adjustment is sent before anything else.
         channel
-            .adjust_receive_window(RELAY_WINDOW - u64::from(ssh2_default_window()), true)
+            .adjust_receive_window(RELAY_WINDOW - LIBSSH2_CHANNEL_WINDOW_DEFAULT, true)
             .map_err(|e| {
                 Error::new(
                     ErrorKind::Transport,
@@ -293,19 +315,16 @@ impl Relay {
             .set_nonblocking(true)
             .map_err(|e| Error::other(format!("cannot set up the jump host relay: {e}")))?;
         jump.session.set_blocking(false);
-        let jump_fd = jump.session.as_raw_fd();
         Ok(Relay {
             channel,
             jump,
-            jump_fd,
             local,
         })
     }
 
     fn run(mut self) {
-        let mut down = Pending::default(); // jump host -> session
-        let mut up = Pending::default(); // session -> jump host
-        let mut buf = vec![0u8; RELAY_BUF];
+        let mut down = Pending::new(); // jump host -> session
+        let mut up = Pending::new(); // session -> jump host
         let (mut local_eof, mut remote_eof, mut eof_sent) = (false, false, false);
         // Bytes read that the window has not been given back yet, and an adjustment
         // libssh2 is still sending (a retry must repeat it: it resends its own packet).
@@ -313,19 +332,14 @@ impl Relay {
         loop {
             let mut moved = false;
             if down.is_empty() && !remote_eof {
-                match self.channel.read(&mut buf) {
-                    Ok(0) if self.channel.eof() => remote_eof = true,
-                    Ok(0) => {}
-                    Ok(n) => {
-                        down = Pending {
-                            buf: buf[..n].to_vec(),
-                            at: 0,
-                        };
+                match down.fill(&mut self.channel) {
+                    Step::Moved(n) => {
                         owed += n as u64;
                         moved = true;
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(_) => return,
+                    Step::End => remote_eof = self.channel.eof(),
+                    Step::Blocked => {}
+                    Step::Broken => return,
                 }
             }
             if owed >= WINDOW_STEP || sending.is_some() {
@@ -342,13 +356,10 @@ impl Relay {
                 }
             }
             if !down.is_empty() {
-                match (&self.local).write(&down.buf[down.at..]) {
-                    Ok(n) => {
-                        down.at += n;
-                        moved = true;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(_) => return,
+                match down.drain(&mut &self.local) {
+                    Step::Moved(_) => moved = true,
+                    Step::Broken => return,
+                    Step::Blocked | Step::End => {}
                 }
             }
             if remote_eof && down.is_empty() {
@@ -357,27 +368,18 @@ impl Relay {
                 return;
             }
             if up.is_empty() && !local_eof {
-                match (&self.local).read(&mut buf) {
-                    Ok(0) => local_eof = true,
-                    Ok(n) => {
-                        up = Pending {
-                            buf: buf[..n].to_vec(),
-                            at: 0,
-                        };
-                        moved = true;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(_) => return,
+                match up.fill(&mut &self.local) {
+                    Step::Moved(_) => moved = true,
+                    Step::End => local_eof = true,
+                    Step::Blocked => {}
+                    Step::Broken => return,
                 }
             }
             if !up.is_empty() {
-                match self.channel.write(&up.buf[up.at..]) {
-                    Ok(n) => {
-                        up.at += n;
-                        moved = true;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(_) => return,
+                match up.drain(&mut self.channel) {
+                    Step::Moved(_) => moved = true,
+                    Step::Broken => return,
+                    Step::Blocked | Step::End => {}
                 }
             }
             if local_eof && up.is_empty() && !eof_sent {
@@ -417,12 +419,12 @@ impl Relay {
         }
         let mut fds = [
             libc::pollfd {
-                fd: self.jump_fd,
+                fd: self.jump.session.as_raw_fd(),
                 events: jump_events,
                 revents: 0,
             },
             libc::pollfd {
-                fd: self.local.as_fd().as_raw_fd(),
+                fd: self.local.as_raw_fd(),
                 events: local_events,
                 revents: 0,
             },
