@@ -112,7 +112,8 @@ pub fn compare(captured: &Evidence, live_dir: &Path) -> Comparison {
 
 /// [`compare`] with a given git program.
 pub fn compare_with_git(captured: &Evidence, live_dir: &Path, git_program: &Path) -> Comparison {
-    let live = evidence::inspect(live_dir, git_program, false, &Vec::new).evidence;
+    let git = Git::new(git_program, &evidence::absolute(live_dir));
+    let (live, early) = inspect_and_ask(captured, live_dir, git_program, &git);
     let mut c = Comparison {
         same_repository: None,
         matched_by: Vec::new(),
@@ -161,7 +162,6 @@ pub fn compare_with_git(captured: &Evidence, live_dir: &Path, git_program: &Path
     }
     c.live_branch = lg.branch.clone();
     c.live_uncommitted = Some(lg.has_uncommitted());
-    let git = Git::new(git_program, &evidence::absolute(live_dir));
 
     // Same repository?
     if cap.root_commits.iter().any(|r| lg.root_commits.contains(r)) {
@@ -190,7 +190,10 @@ pub fn compare_with_git(captured: &Evidence, live_dir: &Path, git_program: &Path
     let counts = captured_head
         .zip(lg.head.as_deref())
         .filter(|(id, live)| id != live)
-        .and_then(|(id, live)| ahead_behind(&git, id, live));
+        .and_then(|(id, live)| match early.counts {
+            Some(counts) => counts,
+            None => ahead_behind(&git, id, live),
+        });
     let head_present = counts.is_some()
         || captured_head.is_some_and(|id| {
             lg.head.as_deref() == Some(id)
@@ -248,7 +251,7 @@ pub fn compare_with_git(captured: &Evidence, live_dir: &Path, git_program: &Path
             op.describe()
         ));
     }
-    c.captured_changes = captured_changes(cap, lg, &git);
+    c.captured_changes = captured_changes(cap, lg, &git, early.patch_hashes);
     set_mismatch(&mut c, cap);
     if c.captured_uncommitted {
         c.notes.push(format!(
@@ -423,11 +426,26 @@ fn relate_offline(
 }
 
 /// Look for each captured file's change in the live patches by its hash.
-fn captured_changes(cap: &GitEvidence, lg: &GitEvidence, git: &Git) -> Option<CapturedChanges> {
+fn captured_changes(
+    cap: &GitEvidence,
+    lg: &GitEvidence,
+    git: &Git,
+    early: Option<Vec<PatchHash>>,
+) -> Option<CapturedChanges> {
     if cap.patch_hashes.is_empty() {
         return None;
     }
-    let live = evidence::read_patch_hashes(git, lg.head.is_some());
+    let has_head = lg.head.is_some();
+    // Nothing staged, as status shows: no staged patch to ask git for.
+    let mut live = if lg.staged.is_empty() {
+        Vec::new()
+    } else {
+        evidence::read_patch_hashes(git, true, has_head)
+    };
+    live.extend(match early {
+        Some(unstaged) => unstaged,
+        None => evidence::read_patch_hashes(git, false, has_head),
+    });
     let here = |h: &PatchHash| {
         live.iter()
             .any(|l| l.path == h.path && l.blake3 == h.blake3)
@@ -453,6 +471,48 @@ fn captured_changes(cap: &GitEvidence, lg: &GitEvidence, git: &Git) -> Option<Ca
             .take(MAX_NAMED)
             .map(|(path, _)| path.to_string())
             .collect(),
+    })
+}
+
+/// What the comparison asks git beside the live evidence, asked while the workspace is
+/// inspected (each a few milliseconds of a process that waited for `status` before).
+#[derive(Default)]
+struct Early {
+    /// `rev-list --left-right --count CAPTURED...HEAD`, for a captured HEAD.
+    counts: Option<Option<AheadBehind>>,
+    /// The live unstaged patch's hashes, when changes were captured.
+    patch_hashes: Option<Vec<PatchHash>>,
+}
+
+/// The live workspace's evidence, and the [`Early`] questions, asked at once when the
+/// workspace is the root of a git work tree (most likely: it has its own `.git`). Asked
+/// of `HEAD` before the evidence says what it is: the counts are used only where the
+/// live HEAD exists and differs from the captured one, where they are what asking
+/// afterwards gives (the unstaged patch does not depend on HEAD).
+fn inspect_and_ask(
+    captured: &Evidence,
+    live_dir: &Path,
+    git_program: &Path,
+    git: &Git,
+) -> (Evidence, Early) {
+    let inspect = || evidence::inspect(live_dir, git_program, false, &Vec::new).evidence;
+    let cap = captured.git.as_ref();
+    if cap.is_none() || !evidence::has_own_git(live_dir) {
+        return (inspect(), Early::default());
+    }
+    let head = cap
+        .and_then(|g| g.head.as_deref())
+        .filter(|h| evidence::is_object_id(h));
+    let changes = cap.is_some_and(|g| !g.patch_hashes.is_empty());
+    std::thread::scope(|s| {
+        let counts = head.map(|id| s.spawn(move || ahead_behind(git, id, "HEAD")));
+        let patches = changes.then(|| s.spawn(|| evidence::read_patch_hashes(git, false, true)));
+        let live = inspect();
+        let early = Early {
+            counts: counts.and_then(|h| h.join().ok()),
+            patch_hashes: patches.and_then(|h| h.join().ok()),
+        };
+        (live, early)
     })
 }
 

@@ -13,7 +13,7 @@ use crate::repos;
 use crate::transcript;
 use crate::turns;
 use baton_error::{Error, Result};
-use baton_format::{Bundle, EntryKind, ObjectId};
+use baton_format::{Bundle, EntryKind, ObjectId, TreeEntry};
 use baton_store::Store;
 
 /// A handoff made ready to resume.
@@ -56,21 +56,59 @@ pub fn resume(
     budget: usize,
     require_same: bool,
 ) -> Result<Resumed> {
-    let (report, prepared) = std::thread::scope(|scope| {
+    // The transcript is read whole for its recent turns, each byte checked as it is
+    // read: the verify leaves it to that read, which runs beside the comparison's git
+    // processes instead of after them.
+    let transcript = store
+        .read_bundle(id)
+        .ok()
+        .and_then(|b| transcript_entry(store, &b.tree).ok().flatten());
+    let left: Vec<ObjectId> = transcript.iter().map(|e| e.id).collect();
+    let (report, prepared, unread) = std::thread::scope(|scope| {
         let verify = std::thread::Builder::new()
             .name("verify".into())
-            .spawn_scoped(scope, || store.verify_rev(id, false, &|_| {}));
-        let prepared = prepare(store, id, workspace, budget, require_same);
+            .spawn_scoped(scope, || {
+                store.verify_rev_leaving(id, false, &left, &|_| {})
+            });
+        let turns = transcript.as_ref().map(|entry| {
+            std::thread::Builder::new()
+                .name("turns".into())
+                .spawn_scoped(scope, || recent_turns_of(store, entry, id))
+        });
+        let turns = std::cell::RefCell::new(turns);
+        // What reading the transcript found wrong: a problem of the bundle, as the
+        // verify reports it.
+        let unread = std::cell::RefCell::new(None);
+        let join_turns = || -> Result<Option<String>> {
+            let result = match turns.borrow_mut().take() {
+                None => return Ok(None),
+                Some(Ok(handle)) => handle
+                    .join()
+                    .unwrap_or_else(|_| Err(Error::internal("the turns thread panicked"))),
+                // No thread to be had: read here.
+                Some(Err(_)) => match transcript.as_ref() {
+                    Some(entry) => recent_turns_of(store, entry, id),
+                    None => Ok(None),
+                },
+            };
+            result.or_else(|e| {
+                *unread.borrow_mut() = Some(e.message);
+                Ok(None)
+            })
+        };
+        let prepared = prepare(store, id, workspace, budget, require_same, &join_turns);
+        let _ = join_turns();
         let report = match verify {
             Ok(handle) => handle
                 .join()
                 .unwrap_or_else(|_| Err(Error::internal("the verify thread panicked"))),
             // No thread to be had: verify here, after.
-            Err(_) => store.verify_rev(id, false, &|_| {}),
+            Err(_) => store.verify_rev_leaving(id, false, &left, &|_| {}),
         };
-        (report, prepared)
+        (report, prepared, unread.into_inner())
     });
-    let report = report?;
+    let mut report = report?;
+    report.problems.extend(unread);
     if let Some(problem) = report.problems.first() {
         return Err(Error::integrity(format!(
             "handoff {} does not verify ({} problems): {problem}",
@@ -84,13 +122,15 @@ pub fn resume(
 
 /// The kickoff of bundle `id` (already verified by the caller) for `workspace`, within
 /// `budget` tokens. `require_same` refuses (store_conflict) a workspace that is not the
-/// handoff's repository or cannot be placed.
-pub fn prepare(
+/// handoff's repository or cannot be placed. `recent_turns` gives the Recent turns
+/// section (see [`recent_turns_of`]).
+fn prepare(
     store: &Store,
     id: &ObjectId,
     workspace: &Path,
     budget: usize,
     require_same: bool,
+    recent_turns: &dyn Fn() -> Result<Option<String>>,
 ) -> Result<Resumed> {
     let bundle = store.read_bundle(id)?;
     let own_text = read_text(store, &bundle.tree, "handoff.md")?;
@@ -212,7 +252,7 @@ pub fn prepare(
         risks: section("Risks / Watch Out"),
         open_questions: section("Open Questions").or_else(|| meta(import::QUESTION)),
         suggested_prompt: section("Suggested Prompt For Next Agent"),
-        recent_turns: recent_turns(store, &bundle.tree, id)?,
+        recent_turns: recent_turns()?,
         // A workspace folder of repositories: each one on a line of its own instead.
         workspace: match evidence.as_ref().map(|e| repos::describe(e, workspace)) {
             Some(lines) if !lines.is_empty() => lines,
@@ -306,21 +346,23 @@ fn receiving_prompt(workspace: &Path, evidence: Option<&Evidence>, kickoff: &Kic
     format!("{fence}text\n{first}\n\n{}\n{fence}", body.trim_end())
 }
 
-/// The Recent turns section from a normalised transcript (older bundles have none), read
-/// line by line as it is decompressed and kept to the last turns (`turns::Recent`): a
-/// transcript of any length within the limits costs one line's memory. Lines that are no
+/// The bundle's normalised transcript (older bundles have none).
+fn transcript_entry(store: &Store, tree: &ObjectId) -> Result<Option<TreeEntry>> {
+    Ok(store
+        .find_path(tree, "transcript.jsonl")?
+        .filter(|entry| entry.kind != EntryKind::Dir))
+}
+
+/// The Recent turns section from a normalised transcript, read
+/// line by line as it is decompressed and kept to the last turns (`turns::Recent`, which
+/// parses only the lines that may start a turn and those of the turns shown): a
+/// transcript of any length within the limits costs a few turns' memory. Lines that are no
 /// normalised event are passed over; a transcript over the size or line limits is
 /// refused (integrity), as `baton search` refuses it.
-fn recent_turns(store: &Store, tree: &ObjectId, id: &ObjectId) -> Result<Option<String>> {
-    let entry = match store.find_path(tree, "transcript.jsonl")? {
-        Some(entry) if entry.kind != EntryKind::Dir => entry,
-        _ => return Ok(None),
-    };
+fn recent_turns_of(store: &Store, entry: &TreeEntry, id: &ObjectId) -> Result<Option<String>> {
     let mut recent = turns::Recent::default();
-    transcript::read_stored(store, &entry, &mut |_, line| {
-        if let Some(event) = transcript::parse_event(line.trim_ascii()) {
-            recent.push(&event);
-        }
+    transcript::read_stored(store, entry, &mut |_, line| {
+        recent.push_line(line);
         Ok(())
     })?;
     Ok(recent.render(turns::MAX_BYTES, &id.short()))

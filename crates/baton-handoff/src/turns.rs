@@ -1,12 +1,18 @@
 //! Recent turns for the kickoff: the last few turns of the outgoing session (a turn is a
 //! prompt a person typed and what followed it; what came before the first prompt is the
 //! session's opening, shown but not counted), rendered compactly within a byte budget,
-//! newest kept first, with a provenance line of at most a quarter of the budget.
+//! newest kept first, with a provenance line of at most a quarter of the budget. Read from
+//! a stored transcript, only the lines that may start a turn are parsed as they come; the
+//! others wait, unparsed, until it is known whether their turn is one of those shown.
 
 use std::collections::VecDeque;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 
 use super::events::{Event, Kind, Role, Source};
 use super::kickoff::{CUT, MAX_PATH_CHARS, shorten_path};
+use super::transcript::parse_event;
 
 /// Turns shown at most.
 pub const MAX_TURNS: usize = 6;
@@ -16,6 +22,14 @@ pub const MIN_BYTES: usize = 256;
 /// One message keeps at most this many bytes; a tool line at most `TOOL_LINE`.
 const MESSAGE_BYTES: usize = 1200;
 const TOOL_LINE: usize = 160;
+/// Unparsed lines a turn holds at most; past this its lines are parsed as they come, so
+/// memory stays bounded whatever the tool output.
+const PENDING_BYTES: usize = 1 << 20;
+
+/// A line with neither of these cannot hold a user message: its role would be the JSON
+/// string `"user"`, written as such or with an escape.
+static USER: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"user\""));
+static ESCAPE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\\u"));
 
 /// The section's text, or `None` when the transcript holds no conversation.
 pub fn render(events: &[Event], budget_bytes: usize, search_rev: &str) -> Option<String> {
@@ -28,14 +42,17 @@ pub fn render(events: &[Event], budget_bytes: usize, search_rev: &str) -> Option
 
 /// What [`Recent::render`] needs of a transcript, taken from its events one at a time:
 /// the first event's source, how many turns there are, and the last [`MAX_TURNS`] turns,
-/// each rendered and kept to a little over [`MAX_BYTES`] (never more is shown). Memory
-/// does not grow with the transcript.
+/// each rendered and kept to a little over [`MAX_BYTES`] (never more is shown), or held
+/// as lines still to parse ([`Recent::push_line`]). Memory does not grow with the
+/// transcript.
 #[derive(Default)]
 pub struct Recent {
     first: Option<Source>,
     total: usize,
     /// What came before the first prompt (a slash command's work, a session resumed).
     opening: Option<Turn>,
+    /// Lines before the first prompt, not parsed yet.
+    opening_lines: Vec<u8>,
     turns: VecDeque<Turn>,
 }
 
@@ -46,6 +63,56 @@ struct Turn {
     text: String,
     /// The last time recorded in it ("" for none).
     last_time: String,
+    /// Transcript lines of it after those in `text`, not parsed yet, each ended by `\n`.
+    pending: Vec<u8>,
+}
+
+impl Turn {
+    /// Add an event that starts no turn; reasoning and the harness's notes are left out.
+    fn add(&mut self, e: &Event) {
+        if matches!(e.kind, Kind::Reasoning | Kind::System) {
+            return;
+        }
+        if self.text.len() <= MAX_BYTES {
+            self.text.push_str(&render_event(e));
+        }
+        if !e.time.is_empty() {
+            self.last_time.clone_from(&e.time);
+        }
+    }
+
+    /// Parse and add the lines held.
+    fn settle(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        for line in pending.split(|b| *b == b'\n') {
+            if let Some(e) = parse_event(line) {
+                self.add(&e);
+            }
+        }
+    }
+}
+
+/// Hold `line` in `held`, unless that would hold [`PENDING_BYTES`] or more (`false`).
+fn hold(held: &mut Vec<u8>, line: &[u8]) -> bool {
+    if held.len() + line.len() >= PENDING_BYTES {
+        return false;
+    }
+    held.extend_from_slice(line);
+    held.push(b'\n');
+    true
+}
+
+/// Whether a transcript event starts a turn: a prompt a person typed.
+fn starts_turn(e: &Event) -> bool {
+    e.role == Role::User && e.kind == Kind::Message && e.source.agent.is_none()
+}
+
+/// The opening's first line.
+fn opening() -> Turn {
+    Turn {
+        text: "(before the first prompt)\n".to_string(),
+        ..Turn::default()
+    }
 }
 
 impl Recent {
@@ -60,31 +127,82 @@ impl Recent {
         if matches!(e.kind, Kind::Reasoning | Kind::System) {
             return;
         }
-        let starts = e.role == Role::User && e.kind == Kind::Message && e.source.agent.is_none();
-        if starts {
+        if starts_turn(e) {
             self.total += 1;
             if self.turns.len() == MAX_TURNS {
                 self.turns.pop_front();
             }
             self.turns.push_back(Turn::default());
+            if self.total > MAX_TURNS {
+                // The opening is shown only with the first turn.
+                self.opening = None;
+                self.opening_lines = Vec::new();
+            }
         }
-        let turn = match self.turns.back_mut() {
-            Some(turn) => turn,
-            None => self.opening.get_or_insert_with(|| Turn {
-                text: "(before the first prompt)\n".to_string(),
-                last_time: String::new(),
-            }),
-        };
-        if turn.text.len() <= MAX_BYTES {
-            turn.text.push_str(&render_event(e));
+        match self.turns.back_mut() {
+            Some(turn) => turn.add(e),
+            None => self.opening.get_or_insert_with(opening).add(e),
         }
-        if !e.time.is_empty() {
-            turn.last_time.clone_from(&e.time);
+    }
+
+    /// Take the next line of a normalised transcript (`transcript.jsonl`): the same as
+    /// [`Recent::push`] of its event, if it is one, but only a line that may start a turn
+    /// is parsed now; any other is held with its turn and parsed only if that turn is
+    /// still shown at the end (most of a long session never is).
+    pub fn push_line(&mut self, line: &[u8]) {
+        let line = line.trim_ascii();
+        if line.is_empty() {
+            return;
+        }
+        if self.first.is_none() || USER.find(line).is_some() || ESCAPE.find(line).is_some() {
+            let Some(e) = parse_event(line) else {
+                return;
+            };
+            if self.first.is_none() || starts_turn(&e) {
+                // Nothing is held yet before the first event; a new turn holds nothing.
+                self.push(&e);
+                return;
+            }
+        }
+        match self.turns.back_mut() {
+            Some(turn) => {
+                if !hold(&mut turn.pending, line) {
+                    // Too much held: what is held and this line are parsed now, in order.
+                    turn.settle();
+                    if let Some(e) = parse_event(line) {
+                        turn.add(&e);
+                    }
+                }
+            }
+            None => {
+                if !hold(&mut self.opening_lines, line) {
+                    self.settle_opening();
+                    if let Some(e) = parse_event(line) {
+                        self.push(&e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Parse and add the lines held before the first prompt.
+    fn settle_opening(&mut self) {
+        let held = std::mem::take(&mut self.opening_lines);
+        for line in held.split(|b| *b == b'\n') {
+            if let Some(e) = parse_event(line)
+                && !matches!(e.kind, Kind::Reasoning | Kind::System)
+            {
+                self.opening.get_or_insert_with(opening).add(&e);
+            }
         }
     }
 
     /// The section's text, or `None` when the transcript holds no conversation.
-    pub fn render(&self, budget_bytes: usize, search_rev: &str) -> Option<String> {
+    pub fn render(&mut self, budget_bytes: usize, search_rev: &str) -> Option<String> {
+        self.settle_opening();
+        for turn in &mut self.turns {
+            turn.settle();
+        }
         let budget = budget_bytes.clamp(MIN_BYTES, MAX_BYTES);
         let first = self.first.as_ref()?;
         // The opening is shown while the first turn is.
@@ -353,5 +471,75 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("work without a prompt"), "{text}");
+    }
+
+    /// The section from the transcript's lines, as resume reads them.
+    fn from_lines(jsonl: &[u8], budget: usize) -> Option<String> {
+        let mut recent = Recent::default();
+        for line in jsonl.split(|b| *b == b'\n') {
+            recent.push_line(line);
+        }
+        recent.render(budget, "r")
+    }
+
+    #[test]
+    fn read_line_by_line_it_is_the_section_of_the_events() {
+        let mut sub = draft(Role::User, Kind::Message, "to the sub-agent");
+        sub.agent = Some("a1".into());
+        let huge = "x".repeat(PENDING_BYTES / 3);
+        let shapes: Vec<Vec<Draft>> = vec![
+            // An opening, notes, a sub-agent's prompt, escapes, then n prompts.
+            vec![
+                draft(
+                    Role::User,
+                    Kind::System,
+                    "<command-name>/review</command-name>",
+                ),
+                draft(Role::Assistant, Kind::Reasoning, "hmm"),
+                draft(Role::Assistant, Kind::Message, "opening \u{1b}[1m words"),
+            ],
+            vec![draft(Role::Assistant, Kind::Reasoning, "only thinking")],
+            vec![],
+        ];
+        for (k, opening) in shapes.into_iter().enumerate() {
+            for prompts in [0, 1, 5, 6, 7, 13] {
+                let mut drafts = opening.clone();
+                for i in 0..prompts {
+                    drafts.push(draft(
+                        Role::User,
+                        Kind::Message,
+                        &format!("prompt {i} \"user\""),
+                    ));
+                    drafts.push(draft(Role::Assistant, Kind::ToolCall, "cargo test"));
+                    drafts.push(draft(
+                        Role::Tool,
+                        Kind::ToolResult,
+                        &format!("out {i}\u{7}"),
+                    ));
+                    if i % 3 == 1 {
+                        drafts.push(sub.clone());
+                        // Enough held to be parsed before the end of the turn.
+                        for _ in 0..4 {
+                            drafts.push(draft(Role::Tool, Kind::ToolResult, &huge));
+                        }
+                    }
+                    drafts.push(draft(
+                        Role::Assistant,
+                        Kind::Message,
+                        &format!("answer {i}"),
+                    ));
+                }
+                let events = finish("claude-code", "s1", drafts);
+                let mut jsonl = b"not an event\n\n".to_vec();
+                jsonl.extend(crate::events::to_jsonl(&events));
+                for budget in [MIN_BYTES, 2000, MAX_BYTES] {
+                    assert_eq!(
+                        from_lines(&jsonl, budget),
+                        render(&events, budget, "r"),
+                        "shape {k}, {prompts} prompts, budget {budget}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -185,3 +185,52 @@ fn resume_refuses_a_bundle_damaged_where_the_kickoff_does_not_read() {
     assert!(stdout(&out).is_empty(), "no kickoff: {}", stdout(&out));
     assert!(stderr(&out).contains("does not verify"), "{}", stderr(&out));
 }
+
+#[test]
+fn resume_refuses_a_bundle_whose_transcript_is_damaged() {
+    // The verify leaves `transcript.jsonl` to the read of its recent turns, which checks
+    // every byte as it reads: damage there refuses the resume as the verify would.
+    let env = Env::new();
+    env.init();
+    let w = git_init(&env.path().join("w"));
+    commit(&w, "a.txt", "a\n", "one");
+    let brief = env.path().join("brief.md");
+    fs::write(&brief, VALID_BRIEF).expect("write");
+    let session = env.path().join("claude-code.jsonl");
+    super::transcripts::plant_session(
+        "fixtures/transcripts/claude-code/main.jsonl",
+        &session,
+        &w,
+        &env.path().join("elsewhere"),
+        1,
+    );
+    let saved = doc(&baton_in(
+        &env,
+        &w,
+        &[
+            "--json",
+            "save",
+            "--brief",
+            &s(&brief),
+            "--transcript",
+            &s(&session),
+        ],
+    ));
+    let id = saved["bundle"].as_str().expect("bundle id").to_string();
+    let resumed = json_in(&env, &w, &["resume"]);
+    assert_eq!(resumed["verified"], true);
+    assert!(
+        resumed["kickoff"].to_string().contains("Recent turns"),
+        "{resumed}"
+    );
+    let files = files_of(&json_in(&env, &w, &["show", &id]));
+    let blob = files["transcript.jsonl"]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    corrupt_object(&env.store(), &blob);
+    let out = baton_in(&env, &w, &["resume"]);
+    assert_eq!(code(&out), 4, "{} {}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).is_empty(), "no kickoff: {}", stdout(&out));
+    assert!(stderr(&out).contains("does not verify"), "{}", stderr(&out));
+}

@@ -291,7 +291,7 @@ impl Started {
 }
 
 /// Whether `workspace` has its own `.git`: most likely the root of its work tree.
-fn has_own_git(workspace: &Path) -> bool {
+pub(crate) fn has_own_git(workspace: &Path) -> bool {
     workspace.is_dir() && workspace.join(".git").symlink_metadata().is_ok()
 }
 

@@ -199,25 +199,12 @@ fn read_root_commits(git: &Git, partial: &mut Vec<String>) -> Vec<String> {
     }
 }
 
-/// The per-file hashes of the live staged and unstaged patches (for a comparison).
-pub(crate) fn read_patch_hashes(git: &Git, has_head: bool) -> Vec<PatchHash> {
+/// The per-file hashes of one live patch, for a comparison: the staged one (against
+/// HEAD, or the empty tree before the first commit) or the unstaged one.
+pub(crate) fn read_patch_hashes(git: &Git, staged: bool, has_head: bool) -> Vec<PatchHash> {
     let mut ignored = Vec::new();
-    if has_head {
-        // The two diffs at once: neither reads what the other writes.
-        let staged = git.start(&patch_args(true, Some("HEAD")));
-        let unstaged = git.start(&patch_args(false, None));
-        let staged = patch_from(true, staged.and_then(|r| r.wait()), &mut ignored);
-        let unstaged = patch_from(false, unstaged.and_then(|r| r.wait()), &mut ignored);
-        let mut hashes = hash_patch(&staged, "staged");
-        hashes.extend(hash_patch(&unstaged, "unstaged"));
-        return hashes;
-    }
-    let mut hashes = hash_patch(&read_patch(git, true, has_head, &mut ignored), "staged");
-    hashes.extend(hash_patch(
-        &read_patch(git, false, has_head, &mut ignored),
-        "unstaged",
-    ));
-    hashes
+    let which = if staged { "staged" } else { "unstaged" };
+    hash_patch(&read_patch(git, staged, has_head, &mut ignored), which)
 }
 
 fn read_remotes(git: &Git, partial: &mut Vec<String>) -> Vec<Remote> {
