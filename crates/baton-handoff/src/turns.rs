@@ -488,7 +488,7 @@ mod tests {
         sub.agent = Some("a1".into());
         let huge = "x".repeat(PENDING_BYTES / 3);
         let shapes: Vec<Vec<Draft>> = vec![
-            // An opening, notes, a sub-agent's prompt, escapes, then n prompts.
+            // Openings: a command, reasoning and words with an escape; only reasoning; none.
             vec![
                 draft(
                     Role::User,
