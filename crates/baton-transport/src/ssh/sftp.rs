@@ -13,6 +13,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
+use std::os::unix::io::{AsRawFd, RawFd};
 
 use russh_sftp::protocol::{
     FileAttributes, Init, MkDir, Packet, Remove, RmDir, SetStat, StatusCode,
@@ -79,19 +80,68 @@ pub trait Channel: Read + Write + Send {
     fn has_input(&self) -> bool {
         true
     }
+
+    /// End the connection the channel rides on, at once and for every channel on it: a
+    /// read or write on it failed, and each later step (a second channel's close, EOF,
+    /// freeing a channel) would otherwise wait a whole timeout on a silent server.
+    fn cut(&self) {}
 }
 
-impl Channel for ssh2::Channel {
+/// A libssh2 channel and the socket of the connection it rides on (kept open by the
+/// channel's hold on its session), which `cut` shuts.
+struct SshChannel {
+    channel: ssh2::Channel,
+    socket: RawFd,
+}
+
+impl SshChannel {
+    fn new(channel: ssh2::Channel, session: &ssh2::Session) -> SshChannel {
+        SshChannel {
+            channel,
+            socket: session.as_raw_fd(),
+        }
+    }
+}
+
+/// Shut the connection's socket both ways: every libssh2 call on it fails at once.
+fn cut_socket(socket: RawFd) {
+    // SAFETY: shutdown(2) on a socket a live session owns; no memory is involved.
+    unsafe {
+        libc::shutdown(socket, libc::SHUT_RDWR);
+    }
+}
+
+impl Read for SshChannel {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.channel.read(buf)
+    }
+}
+
+impl Write for SshChannel {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.channel.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.channel.flush()
+    }
+}
+
+impl Channel for SshChannel {
     fn send_eof(&mut self) -> io::Result<()> {
-        ssh2::Channel::send_eof(self).map_err(io::Error::from)
+        self.channel.send_eof().map_err(io::Error::from)
     }
 
     fn write_room(&self) -> Option<u32> {
-        Some(self.write_window().remaining)
+        Some(self.channel.write_window().remaining)
     }
 
     fn has_input(&self) -> bool {
-        self.read_window().available > 0
+        self.channel.read_window().available > 0
+    }
+
+    fn cut(&self) {
+        cut_socket(self.socket);
     }
 }
 
@@ -227,13 +277,25 @@ impl SftpRemote {
             .subsystem("sftp")
             .map_err(|e| lost(&describe, &e).with_source(e))?;
         let session = conn.session.clone();
+        let channel = SshChannel::new(channel, &session);
         let mut remote = SftpRemote::over(Box::new(channel), Some(conn), root, describe)?;
         remote.lane_opener = Some(Box::new(move || {
+            // A failure is cut before the half-open channel is freed, which would wait
+            // for the server's close.
+            let socket = session.as_raw_fd();
+            let refused = move |e: ssh2::Error| {
+                let why = NoLane::from_ssh(e);
+                if let NoLane::Failed(_) = why {
+                    cut_socket(socket);
+                }
+                why
+            };
             // Only status replies come back on a lane: the default window is plenty.
-            let mut channel = session.channel_session().map_err(NoLane::from_ssh)?;
+            let mut channel = session.channel_session().map_err(refused)?;
+            let channel_session = session.clone();
             Ok(Box::new(move || {
-                channel.subsystem("sftp").map_err(NoLane::from_ssh)?;
-                Ok(Box::new(channel) as Box<dyn Channel>)
+                channel.subsystem("sftp").map_err(refused)?;
+                Ok(Box::new(SshChannel::new(channel, &channel_session)) as Box<dyn Channel>)
             }) as LaneStarted)
         }));
         Ok(remote)
@@ -555,16 +617,7 @@ impl Drop for SftpRemote {
             crate::trace::closed(Some(self.round_trips));
         }
         if self.broken {
-            // Waiting on a silent server would cost a timeout per step (EOF, then the
-            // channel close that freeing the channel sends): cut the socket instead, so
-            // that both fail at once.
-            use std::os::unix::io::AsRawFd;
-            if let Some(conn) = &self.conn {
-                // SAFETY: shutdown(2) on the session's own socket; no memory is involved.
-                unsafe {
-                    libc::shutdown(conn.session.as_raw_fd(), libc::SHUT_RDWR);
-                }
-            }
+            // The failure cut the connection (`Channel::cut`): nothing more is said.
             return;
         }
         // The server handles requests in order, so outstanding closes and removals are

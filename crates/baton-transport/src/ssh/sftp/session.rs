@@ -84,10 +84,18 @@ impl SftpRemote {
 
     fn write_out(&mut self, bytes: &[u8]) -> Result<()> {
         if let Err(e) = self.channel.write_all(bytes) {
-            self.broken = true;
+            self.break_link();
             return Err(lost(&self.describe, &e).with_source(e));
         }
         Ok(())
+    }
+
+    /// A read or write failed (a timeout, a dead connection, a packet out of step): this
+    /// session's later requests fail at once, and the connection is cut so that its other
+    /// channels' (a second lane's) do too, instead of each waiting a timeout.
+    pub(super) fn break_link(&mut self) {
+        self.broken = true;
+        self.channel.cut();
     }
 
     /// Tell the server no more requests follow (once; not on a broken stream).
@@ -127,7 +135,7 @@ impl SftpRemote {
                 Ok(())
             }
             other => {
-                self.broken = true;
+                self.break_link();
                 Err(lost(
                     &self.describe,
                     format!("unexpected SFTP greeting {other:?}"),
@@ -136,17 +144,8 @@ impl SftpRemote {
         }
     }
 
-    fn recv_packet(&mut self) -> Result<Packet> {
-        if self.broken {
-            return Err(lost(&self.describe, "the connection already failed"));
-        }
-        // A reply can only come to a request the server has; while replies are here to
-        // be read, the requests held back wait for more to join them.
-        if !self.channel.has_input() {
-            self.flush_out()?;
-        }
-        // Until the whole packet is in, a failure leaves the stream out of step.
-        self.broken = true;
+    /// The next packet's bytes after its length.
+    fn read_packet_body(&mut self) -> Result<Vec<u8>> {
         let mut len = [0u8; 4];
         self.channel
             .read_exact(&mut len)
@@ -159,7 +158,27 @@ impl SftpRemote {
         self.channel
             .read_exact(&mut body)
             .map_err(|e| lost(&self.describe, &e).with_source(e))?;
-        self.broken = false;
+        Ok(body)
+    }
+
+    fn recv_packet(&mut self) -> Result<Packet> {
+        if self.broken {
+            return Err(lost(&self.describe, "the connection already failed"));
+        }
+        // A reply can only come to a request the server has; while replies are here to
+        // be read, the requests held back wait for more to join them.
+        if !self.channel.has_input() {
+            self.flush_out()?;
+        }
+        // Until the whole packet is in, a failure leaves the stream out of step.
+        let body = match self.read_packet_body() {
+            Ok(body) => body,
+            Err(e) => {
+                self.break_link();
+                return Err(e);
+            }
+        };
+        let len = body.len();
         let mut bytes = Bytes::from(body);
         let kind = bytes.first().copied().unwrap_or(0);
         let mut packet = Packet::try_from(&mut bytes)

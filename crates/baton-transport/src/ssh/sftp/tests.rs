@@ -90,6 +90,7 @@ fn breaks_the_session(bytes: Vec<u8>, says: &str) {
     assert_eq!(err.kind, ErrorKind::Transport);
     assert!(err.message.contains("already failed"), "{}", err.message);
     assert_eq!(fake.with(|s| s.seen.len()), before, "nothing more was sent");
+    assert!(fake.with(|s| s.cut), "the connection is cut at the failure");
     // Dropped broken, it does not wait on the server to finish (no end of input sent).
     drop(remote);
     assert!(!fake.with(|s| s.eof));

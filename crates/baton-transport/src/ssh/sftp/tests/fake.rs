@@ -60,6 +60,8 @@ pub(super) struct Server {
     pub(super) seen: Vec<String>,
     /// Writes of the client on the channel (each one SSH packet or more on a real one).
     pub(super) writes: usize,
+    /// The client cut the connection (`Channel::cut`), from this channel or a lane.
+    pub(super) cut: bool,
 }
 
 /// The packet's type, as its `Debug` form begins (formatting stops there: a WRITE's
@@ -388,6 +390,10 @@ impl Channel for Fake {
 
     fn has_input(&self) -> bool {
         self.with(|s| s.read_at < s.output.len() || !s.held.is_empty())
+    }
+
+    fn cut(&self) {
+        self.with(|s| s.cut = true);
     }
 }
 

@@ -26,6 +26,8 @@ struct LaneIo {
     lazy: bool,
     /// Answer every WRITE with a plain failure.
     fail_writes: bool,
+    /// Every write to the channel times out (a server gone silent).
+    silent: bool,
     writes: usize,
     /// The end of the furthest write (offset + length).
     furthest: u64,
@@ -68,6 +70,9 @@ impl Write for LaneFake {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         let requests = {
             let mut io = self.io.lock().expect("lane lock");
+            if io.silent {
+                return Err(io::Error::new(io::ErrorKind::TimedOut, "lane timed out"));
+            }
             io.input.extend_from_slice(data);
             let requests = Server::split_requests(&mut io.input);
             if io.lazy {
@@ -108,6 +113,11 @@ impl Channel for LaneFake {
     fn send_eof(&mut self) -> io::Result<()> {
         self.io.lock().expect("lane lock").eof = true;
         Ok(())
+    }
+
+    /// A lane rides the first channel's connection.
+    fn cut(&self) {
+        self.server.cut();
     }
 }
 
@@ -287,16 +297,39 @@ fn a_write_that_fails_on_the_lane_fails_the_upload() {
     let err = upload(&mut remote, &pattern(LARGE), LARGE as u64, &[]).expect_err("a failed write");
     assert_eq!(err.kind, ErrorKind::Transport, "{}", err.message);
     assert!(err.message.contains("write objects/big"), "{}", err.message);
+    assert!(!fake.with(|s| s.cut), "a refusal leaves the connection up");
+}
+
+#[test]
+fn a_lane_that_times_out_cuts_the_connection_both_channels_ride() {
+    let (mut remote, fake) = fake(&[]);
+    let _opened = with_lanes(&mut remote, &fake, |io| io.silent = true);
+    let err = upload(&mut remote, &pattern(LARGE), LARGE as u64, &[]).expect_err("timed out");
+    assert_eq!(err.kind, ErrorKind::Transport, "{}", err.message);
+    assert!(err.message.contains("lane timed out"), "{}", err.message);
+    // Cut at once: freeing the lane or ending the first channel's input does not wait
+    // a timeout each on the silent server.
+    assert!(fake.with(|s| s.cut), "the connection is cut");
+    assert!(
+        remote.broken,
+        "the first channel's later requests fail at once"
+    );
+    drop(remote);
+    assert!(
+        !fake.with(|s| s.eof),
+        "no end of input sent on a cut connection"
+    );
 }
 
 #[test]
 fn a_connection_lost_while_opening_a_lane_fails_the_upload() {
-    let (mut remote, _fake) = fake(&[]);
+    let (mut remote, fake) = fake(&[]);
     remote.lane_opener = Some(Box::new(|| Err(NoLane::Failed("timed out".to_string()))));
     let err = upload(&mut remote, &pattern(LARGE), LARGE as u64, &[]).expect_err("lost");
     assert_eq!(err.kind, ErrorKind::Transport, "{}", err.message);
     assert!(err.message.contains("timed out"), "{}", err.message);
     assert!(remote.broken, "later requests fail at once");
+    assert!(fake.with(|s| s.cut), "and the connection is cut");
 }
 
 #[test]
@@ -313,4 +346,5 @@ fn a_refused_subsystem_leaves_uploads_on_one_channel() {
     assert!(fake.with(|s| s.files["s/objects/big"] == data));
     assert!(remote.lane_opener.is_none(), "not asked again");
     assert!(!remote.broken);
+    assert!(!fake.with(|s| s.cut), "a refusal leaves the connection up");
 }

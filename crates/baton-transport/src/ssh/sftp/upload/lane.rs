@@ -103,9 +103,15 @@ impl SftpRemote {
         let Some(channel) = self.lane_step((starting.finish)())? else {
             return Ok(None);
         };
-        let mut remote = SftpRemote::over(channel, None, &self.root, self.describe.clone())?;
-        tracing::debug!(target: crate::trace::SFTP, kind = "lane_opened", "second channel opened");
-        let open = remote.open(path, OpenFlags::WRITE, None)?;
+        let opened = SftpRemote::over(channel, None, &self.root, self.describe.clone())
+            .and_then(|mut remote| {
+                tracing::debug!(target: crate::trace::SFTP, kind = "lane_opened", "second channel opened");
+                let open = remote.open(path, OpenFlags::WRITE, None)?;
+                Ok((remote, open))
+            });
+        // Only a failed write can fail these (the open's reply is read later), and the
+        // lane rides this session's connection.
+        let (remote, open) = opened.inspect_err(|_| self.break_link())?;
         Ok(Some(Lane {
             remote,
             file: LaneFile::Opening(open),
@@ -130,7 +136,7 @@ impl SftpRemote {
                 Ok(None)
             }
             Err(NoLane::Failed(e)) => {
-                self.broken = true;
+                self.break_link();
                 Err(lost(&self.describe, e))
             }
         }
