@@ -396,6 +396,15 @@ pub struct GcArgs {
     /// Report what would be removed, remove nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Merge the packs of this target's store instead (a hub that receives one pack per
+    /// push): the smallest ones geometrically, at most 8 left; nothing is removed there
+    #[arg(long, value_name = "NAME")]
+    pub target: Option<String>,
+    /// With --target: merge every pack of the target into one
+    #[arg(long, requires = "target")]
+    pub all: bool,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
 }
 
 #[derive(Debug, Subcommand)]

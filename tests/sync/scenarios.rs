@@ -79,7 +79,9 @@ scenarios!(
     pull_of_a_tampered_pack_is_refused_and_publishes_nothing,
     a_store_that_only_receives_pushes_shows_every_push_in_its_audit_log,
     pull_repair_refetches_a_deleted_loose_object_and_a_damaged_packed_one,
-    clone_and_pull_of_loose_objects_store_them_in_one_pack;
+    clone_and_pull_of_loose_objects_store_them_in_one_pack,
+    gc_target_merges_a_hubs_packs_and_every_bundle_stays,
+    gc_target_refuses_a_damaged_pack_and_deletes_nothing;
     not_on_s3:
         repush_is_idempotent_and_cheap =>
             "its bound of 3 counts trace lines, on S3 HTTP requests: 32 for an up-to-date push (issue 30)",
@@ -93,6 +95,14 @@ scenarios!(
 // reaches it.
 #[path = "scenarios_sizes.rs"]
 mod sizes;
+
+// A hub's packs merged in place (`gc --target`), likewise.
+#[path = "scenarios_hub.rs"]
+mod hub;
+use hub::{
+    gc_target_merges_a_hubs_packs_and_every_bundle_stays,
+    gc_target_refuses_a_damaged_pack_and_deletes_nothing,
+};
 
 // ---------------------------------------------------------------------------------------
 // Helpers

@@ -77,7 +77,7 @@ impl Envelope {
         !matches!(self, Envelope::Plain)
     }
 
-    pub(crate) fn is_locked(&self) -> bool {
+    pub fn is_locked(&self) -> bool {
         matches!(self, Envelope::Locked)
     }
 

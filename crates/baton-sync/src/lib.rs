@@ -5,6 +5,7 @@
 pub mod archive;
 pub mod audit;
 pub mod clone;
+pub mod compact;
 pub mod error;
 pub mod pull;
 pub mod push;

@@ -54,7 +54,7 @@ pub fn pull_from(
     progress: &ProgressBar,
 ) -> Result<PullReport> {
     let started = Instant::now();
-    let mut report = fetch_from(store, remote, target, state, progress)?;
+    let mut report = fetch_retrying(store, remote, target, state, progress)?;
     let current = store.read_ref(&RefName::Current)?;
     report.current_before = current;
     report.current_after = current;
@@ -99,7 +99,44 @@ pub fn fetch(
     progress: &ProgressBar,
 ) -> Result<PullReport> {
     let state = remote_store::read_state(remote)?;
-    fetch_from(store, remote, target, state, progress)
+    fetch_retrying(store, remote, target, state, progress)
+}
+
+/// Looks at the remote a fetch may take: one, and one more for each merge of its packs
+/// that ran under the fetch before.
+const FETCH_ATTEMPTS: u32 = 3;
+
+/// `fetch_from` against a pack listing that a merge (`gc --target`, SPEC 17.1) may
+/// change under it: a listed pack deleted before it was read fails the fetch, and then
+/// the store is looked at again and the fetch taken again; the merged pack, published
+/// before any pack it replaces was deleted, is in the new listing. A failure with every
+/// listed pack still there is the failure.
+fn fetch_retrying(
+    store: &Store,
+    remote: &mut dyn BackendExt,
+    target: &str,
+    mut state: remote_store::RemoteState,
+    progress: &ProgressBar,
+) -> Result<PullReport> {
+    let mut attempt = 1;
+    loop {
+        let listed: Vec<String> = state.packs.iter().map(|(_, e)| e.name.clone()).collect();
+        let err = match fetch_from(store, remote, target, state, progress) {
+            Err(e) if attempt < FETCH_ATTEMPTS => e,
+            done => return done,
+        };
+        let Ok(now) = remote_store::read_state(remote) else {
+            return Err(err);
+        };
+        let still: std::collections::HashSet<&str> =
+            now.packs.iter().map(|(_, e)| e.name.as_str()).collect();
+        if listed.iter().all(|name| still.contains(name.as_str())) {
+            return Err(err);
+        }
+        tracing::debug!("a listed pack went while the fetch ran ({err}); looking again");
+        state = now;
+        attempt += 1;
+    }
 }
 
 fn fetch_from(

@@ -40,7 +40,7 @@ pub struct PushRequest<'a> {
 
 /// A failed upload write: the transport's own error (a full remote disk, a broken link)
 /// keeps its kind and hint; anything else is a transport failure.
-fn transport_err(what: &str, e: std::io::Error) -> Error {
+pub(super) fn transport_err(what: &str, e: std::io::Error) -> Error {
     if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
         return Error::rewrapped(inner, what);
     }
@@ -239,7 +239,7 @@ const STAGED_REF: &str = "ref";
 
 /// An existing remote pack of our pack's name must hash to it (read no more than our
 /// pack's size: a file of another size is another file); else `store_conflict`.
-fn check_existing_pack(
+pub(super) fn check_existing_pack(
     remote: &mut dyn BackendExt,
     pack_id: &ObjectId,
     pack_name: &str,

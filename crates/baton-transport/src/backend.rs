@@ -173,6 +173,10 @@ pub trait Backend {
         name: &str,
     ) -> Result<Published>;
 
+    /// Give a written item its name alone, never over an existing item (a merged pack,
+    /// which no ref waits for: `gc --target`).
+    fn publish_item(&mut self, item: &NewItem, kind: &Kind, name: &str) -> Result<Published>;
+
     /// Remove a begun item's staging once its items are published (`all`), else
     /// whatever is left of it (best effort: a leftover is swept later).
     fn close_new(&mut self, item: NewItem, all: bool);

@@ -511,6 +511,22 @@ impl Backend for S3Backend {
         self.create_beside(self.staged(item)?, staged, kind, name)
     }
 
+    fn publish_item(&mut self, item: &NewItem, kind: &Kind, name: &str) -> Result<Published> {
+        let staged = self.staged(item)?;
+        let rel = layout::path(kind, name);
+        let published = self.put_item(staged, &rel, None)?;
+        if published == Published::Done
+            && let Err(e) = self.verify_item(staged, &rel)
+        {
+            // Not what we sent: it must not keep its content name.
+            if let Ok(path) = self.path(&rel) {
+                let _ = self.rt.block_on(self.s3.delete(&path));
+            }
+            return Err(e);
+        }
+        Ok(published)
+    }
+
     fn close_new(&mut self, item: NewItem, _all: bool) {
         self.staged.remove(item.key());
     }

@@ -232,6 +232,11 @@ impl<T: Pipelined + ?Sized> Backend for T {
         Ok(outcomes.pop().unwrap_or(Published::Done))
     }
 
+    fn publish_item(&mut self, item: &NewItem, kind: &Kind, name: &str) -> Result<Published> {
+        // Staged where `upload_with` wrote it; the rename is fsynced with its directory.
+        self.publish_beside(item, "item", kind, name)
+    }
+
     fn close_new(&mut self, item: NewItem, all: bool) {
         // A chain that went through whole removed its staging directory in its own last
         // steps; what is left of one that did not goes here.

@@ -188,6 +188,9 @@ impl Backend for CoreOnly {
     ) -> Result<Published> {
         self.0.publish_beside(item, staged, kind, name)
     }
+    fn publish_item(&mut self, item: &NewItem, kind: &Kind, name: &str) -> Result<Published> {
+        self.0.publish_item(item, kind, name)
+    }
     fn close_new(&mut self, item: NewItem, all: bool) {
         self.0.close_new(item, all)
     }
