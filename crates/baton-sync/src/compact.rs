@@ -84,13 +84,19 @@ pub fn compact(
         .collect();
     let item = remote.begin_new(None)?;
     let written = write_merged(store, remote, &item, &packs, progress);
-    let (pack_id, pack_len, objects) = match written {
-        Ok(written) => written,
+    let merged = match written {
+        Ok(Some(merged)) => merged,
+        Ok(None) => {
+            remote.abandon(item);
+            report.packs_already_gone = packs.len() as u64;
+            return Ok(report);
+        }
         Err(e) => {
             remote.abandon(item);
             return Err(e);
         }
     };
+    let (pack_id, pack_len) = (merged.id, merged.len);
     let pack_name = pack_file_name(&pack_id);
     let published = match remote.publish_item(&item, &Kind::Pack, &pack_name) {
         Ok(published) => published,
@@ -101,7 +107,7 @@ pub fn compact(
     };
     remote.close_new(item, published == Published::Done);
     if published == Published::Exists
-        && !packs.iter().any(|(id, _, _)| *id == pack_id)
+        && !merged.replaced.iter().any(|(id, _)| *id == pack_id)
         && let Err(e) =
             super::push_parts::check_existing_pack(remote, &pack_id, &pack_name, pack_len)
     {
@@ -110,7 +116,8 @@ pub fn compact(
     // Published (or there already, the same bytes): every object of the packs below is
     // readable from it before the first of them goes.
     let mut removed = 0u64;
-    for (id, name, _) in &packs {
+    report.packs_already_gone = (packs.len() - merged.replaced.len()) as u64;
+    for (id, name) in &merged.replaced {
         if *id == pack_id {
             continue;
         }
@@ -119,10 +126,10 @@ pub fn compact(
             false => report.packs_already_gone += 1,
         }
     }
-    report.objects = objects;
+    report.objects = merged.objects;
     report.bytes = pack_len;
     report.pack = Some(pack_id);
-    report.packs_merged = packs.len() as u64;
+    report.packs_merged = merged.replaced.len() as u64;
     let existed = state.packs.iter().any(|(id, _)| *id == pack_id);
     report.packs_after =
         report.packs_before - removed - report.packs_already_gone + u64::from(!existed);
@@ -131,14 +138,15 @@ pub fn compact(
 
 /// Download each of `packs` (id, name, size) whole, check it (its bytes hash to its
 /// name, its index is valid, each object decodes to its name), and stream every object
-/// once into the pack begun as `item`: its id, length and object count.
+/// once into the pack begun as `item`. `None`: fewer than two of them were still there
+/// (another merge took the rest), nothing worth merging.
 fn write_merged(
     store: &Store,
     remote: &mut dyn BackendExt,
     item: &baton_transport::backend::NewItem,
     packs: &[(ObjectId, String, u64)],
     progress: &ProgressBar,
-) -> Result<(ObjectId, u64, u64)> {
+) -> Result<Option<Merged>> {
     // Unnamed: a kill leaves nothing behind.
     let mut copies = Vec::with_capacity(packs.len());
     for (id, name, size) in packs {
@@ -149,7 +157,13 @@ fn write_merged(
             hasher: blake3::Hasher::new(),
             progress,
         };
-        remote.read_sized(&Kind::Pack, name, *size, &mut sink)?;
+        match remote.read_sized(&Kind::Pack, name, *size, &mut sink) {
+            Ok(()) => {}
+            // Merged by another `gc --target` since the listing: its objects are in
+            // the pack that merge published first, and it is not this merge's to delete.
+            Err(e) if e.kind == ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        }
         let got = ObjectId::from_hash(sink.hasher.finalize());
         if got != *id {
             return Err(refuse(
@@ -162,7 +176,10 @@ fn write_merged(
             .ctx("cannot read", store.root())?;
         let entries = read_index(&mut file, *size)
             .map_err(|e| refuse(name, &remote.describe(), e.message))?;
-        copies.push((name.clone(), file, entries));
+        copies.push((*id, name.clone(), file, entries));
+    }
+    if copies.len() < 2 {
+        return Ok(None);
     }
     let mut upload = remote.upload_with(item, &[])?;
     upload.expect_len(packs.iter().map(|p| p.2).sum());
@@ -170,7 +187,7 @@ fn write_merged(
         PackWriter::new(&mut *upload).map_err(|e| transport("cannot upload pack", e))?;
     let mut seen: HashSet<ObjectId> = HashSet::new();
     let mut buf = Vec::new();
-    for (name, file, entries) in &copies {
+    for (_, name, file, entries) in &copies {
         for entry in entries {
             if !seen.insert(entry.id) {
                 continue;
@@ -200,7 +217,23 @@ fn write_merged(
             ),
         ));
     }
-    Ok((pack_id, pack_len, seen.len() as u64))
+    Ok(Some(Merged {
+        id: pack_id,
+        len: pack_len,
+        objects: seen.len() as u64,
+        replaced: copies
+            .into_iter()
+            .map(|(id, name, _, _)| (id, name))
+            .collect(),
+    }))
+}
+
+/// The pack `write_merged` wrote, and the packs (id, name) it holds every object of.
+struct Merged {
+    id: ObjectId,
+    len: u64,
+    objects: u64,
+    replaced: Vec<(ObjectId, String)>,
 }
 
 fn refuse(pack: &str, remote: &str, why: String) -> Error {

@@ -104,7 +104,7 @@ pub fn fetch(
 
 /// Looks at the remote a fetch may take: one, and one more for each merge of its packs
 /// that ran under the fetch before.
-const FETCH_ATTEMPTS: u32 = 3;
+const FETCH_ATTEMPTS: u32 = 5;
 
 /// `fetch_from` against a pack listing that a merge (`gc --target`, SPEC 17.1) may
 /// change under it: a listed pack deleted before it was read fails the fetch, and then

@@ -143,6 +143,7 @@ fn touch_back(path: &Path, ago: &str) {
 }
 
 mod hostile;
+mod hub_compact;
 mod hub_repair;
 mod interrupted_clone;
 mod merge;
