@@ -204,7 +204,7 @@ impl<'s> Ingest<'s> {
     /// the packs, then the loose objects, each durable before anything names it.
     pub fn complete(mut self, tip: &ObjectId, source: &str) -> Result<(u64, u64)> {
         self.finish_loose_pack()?;
-        self.store.reachable(&[*tip]).map_err(|e| {
+        self.store.complete_beyond_refs(tip).map_err(|e| {
             e.recast(ErrorKind::Integrity, format!("{source} is incomplete"))
                 .with_hint("nothing was published; run 'baton verify' on the remote store")
         })?;
@@ -428,8 +428,11 @@ pub fn fast_forward(
     let forward = match ours {
         None => Forward::Initial,
         Some(o) if o == theirs => Forward::UpToDate,
-        Some(o) if store.is_ancestor(&theirs, &o)? => Forward::LocalAhead,
+        // The usual answer first: each walk goes down from its second argument and
+        // stops where it meets the first, so a bundle on top of ours costs one step;
+        // asking the other way first walked the whole local history.
         Some(o) if store.is_ancestor(&o, &theirs)? => Forward::FastForward,
+        Some(o) if store.is_ancestor(&theirs, &o)? => Forward::LocalAhead,
         Some(o) => return Err(diverged(o)),
     };
     if matches!(forward, Forward::Initial | Forward::FastForward) {

@@ -11,7 +11,6 @@ use std::io::Read;
 use super::Store;
 use super::tree_limits::{MAX_TREE_DEPTH, Shapes, TreeSource, wrong_size};
 use baton_error::{Error, ErrorKind, Result};
-use baton_format::names::RefName;
 use baton_format::{EntryKind, MAX_METADATA_OBJECT, ObjectId, Tree};
 
 /// Where received objects are: the store itself (pull, clone: objects are published as
@@ -211,13 +210,7 @@ impl Store {
             store: self,
             lengths: received,
         };
-        let mut bases = Vec::new();
-        if let Some(id) = self.read_ref(&RefName::Current)? {
-            bases.push(id);
-        }
-        for (_, value) in self.target_refs()? {
-            bases.extend(value);
-        }
+        let bases = self.ref_bases()?;
         let (new, boundary) = self.bundles_not_in_any(*tip, &bases)?;
         if new.is_empty() {
             return Ok(());

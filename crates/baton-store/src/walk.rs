@@ -7,6 +7,7 @@ use super::tree_limits::{MAX_TREE_DEPTH, Shape, Shapes, TreeSource};
 use crate::error::StoreError;
 use baton_error::{Error, Result};
 use baton_format::bundle::unix_seconds;
+use baton_format::names::RefName;
 use baton_format::{Bundle, EntryKind, ObjectId, Tree, TreeEntry};
 
 /// What a reachability walk found.
@@ -124,6 +125,34 @@ impl Store {
             objects: walk.objects,
             deepest: walk.deepest,
         })
+    }
+
+    /// What local refs hold (`current` and each `targets/NAME`): bundles whose history
+    /// is complete here and was checked when it arrived.
+    pub(crate) fn ref_bases(&self) -> Result<Vec<ObjectId>> {
+        let mut bases = Vec::new();
+        if let Some(id) = self.read_ref(&RefName::Current)? {
+            bases.push(id);
+        }
+        for (_, value) in self.target_refs()? {
+            bases.extend(value);
+        }
+        Ok(bases)
+    }
+
+    /// Whether everything `tip` reaches that no local ref reaches is here and reads:
+    /// each such bundle and every tree below it (`reachable`'s walk, stopped at the
+    /// bundles a ref holds, whose history is complete here). A pull of one bundle onto
+    /// a history of 10,000 reads that one bundle and its tree, not all 10,000.
+    pub fn complete_beyond_refs(&self, tip: &ObjectId) -> Result<()> {
+        let bases = self.ref_bases()?;
+        let (new, _) = self.bundles_not_in_any(*tip, &bases)?;
+        let mut walk = Walk::default();
+        for id in &new {
+            let bundle = self.read_bundle(id)?;
+            self.mark_tree(&bundle.tree, &mut walk)?;
+        }
+        Ok(())
     }
 
     /// Mark `tree` and everything below it, each distinct tree read once, iteratively:
