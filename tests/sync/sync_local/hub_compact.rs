@@ -157,3 +157,35 @@ fn a_merge_killed_at_any_instant_leaves_a_hub_that_verifies() {
     );
     verify(&holder, &remote);
 }
+
+/// A hub whose newest pack is gone (deleted by hand, say) holds a generation naming a
+/// bundle it lacks: a pull onto a long history here refuses it as incomplete, exit 4,
+/// and leaves the local store as it was.
+#[test]
+fn a_pull_of_a_bundle_the_hub_lacks_is_refused_as_incomplete() {
+    let holder = Env::new();
+    let remote = holder.path().join("r");
+    let (a, _) = store_with_target(&remote, 73);
+    json_ok(&a, &["push"]);
+    for i in 0..5u64 {
+        save_change(&a, &format!("h/{i}"), &random_bytes(i, 500));
+        json_ok(&a, &["push"]);
+    }
+    let b = clone_env(&remote);
+    let before_packs = pack_files(&remote);
+    save_change(&a, "lost.txt", b"in the lost pack\n");
+    json_ok(&a, &["push"]);
+    let lost: Vec<PathBuf> = pack_files(&remote)
+        .into_iter()
+        .filter(|p| !before_packs.contains(p))
+        .collect();
+    assert_eq!(lost.len(), 1);
+    fs::remove_file(&lost[0]).unwrap();
+    let before = snapshot_files(&b.store());
+    let err = json_err(&b, &["pull"], 4);
+    assert!(
+        err["message"].as_str().unwrap_or("").contains("is incomplete"),
+        "{err}"
+    );
+    assert_eq!(snapshot_files(&b.store()), before);
+}
