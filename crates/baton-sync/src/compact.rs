@@ -16,6 +16,7 @@ use super::remote_store;
 use baton_error::{Error, ErrorKind, IoContext, Result};
 use baton_format::ObjectId;
 use baton_format::layout::Kind;
+use baton_format::pack::PackEntry;
 use baton_store::Store;
 use baton_store::packs::{PackWriter, pack_file_name, read_index};
 use baton_store::repack::{RepackMode, choose};
@@ -117,11 +118,14 @@ pub fn compact(
     // readable from it before the first of them goes.
     let mut removed = 0u64;
     report.packs_already_gone = (packs.len() - merged.replaced.len()) as u64;
-    for (id, name) in &merged.replaced {
-        if *id == pack_id {
-            continue;
-        }
-        match remote.delete(&Kind::Pack, name)? {
+    let doomed: Vec<String> = merged
+        .replaced
+        .iter()
+        .filter(|(id, _)| *id != pack_id)
+        .map(|(_, name)| name.clone())
+        .collect();
+    for was_there in remote.delete_many(&Kind::Pack, &doomed)? {
+        match was_there {
             true => removed += 1,
             false => report.packs_already_gone += 1,
         }
@@ -147,37 +151,7 @@ fn write_merged(
     packs: &[(ObjectId, String, u64)],
     progress: &ProgressBar,
 ) -> Result<Option<Merged>> {
-    // Unnamed: a kill leaves nothing behind.
-    let mut copies = Vec::with_capacity(packs.len());
-    for (id, name, size) in packs {
-        let mut file = tempfile::tempfile_in(store.root())
-            .ctx("cannot create a temp file in", store.root())?;
-        let mut sink = Hashing {
-            file: &mut file,
-            hasher: blake3::Hasher::new(),
-            progress,
-        };
-        match remote.read_sized(&Kind::Pack, name, *size, &mut sink) {
-            Ok(()) => {}
-            // Merged by another `gc --target` since the listing: its objects are in
-            // the pack that merge published first, and it is not this merge's to delete.
-            Err(e) if e.kind == ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
-        }
-        let got = ObjectId::from_hash(sink.hasher.finalize());
-        if got != *id {
-            return Err(refuse(
-                name,
-                &remote.describe(),
-                format!("its bytes hash to {got}"),
-            ));
-        }
-        file.seek(SeekFrom::Start(0))
-            .ctx("cannot read", store.root())?;
-        let entries = read_index(&mut file, *size)
-            .map_err(|e| refuse(name, &remote.describe(), e.message))?;
-        copies.push((*id, name.clone(), file, entries));
-    }
+    let copies = download_checked(store, remote, packs, progress)?;
     if copies.len() < 2 {
         return Ok(None);
     }
@@ -241,6 +215,104 @@ fn refuse(pack: &str, remote: &str, why: String) -> Error {
         "refusing to merge packs: pack {pack} on {remote} is damaged: {why}"
     ))
     .with_hint("nothing was deleted; run 'baton verify' on a clone of the target, and push a healthy copy of what it lacks")
+}
+
+/// Packs up to this size are read many at a time (one batch of requests over SFTP,
+/// concurrent GETs on S3: a hub's packs are mostly one small push each); larger ones
+/// one by one, streamed.
+const BATCHED_PACK: u64 = 1 << 20;
+/// Bytes of small packs asked for in one batch.
+const BATCH_BYTES: u64 = 32 << 20;
+
+/// A pack downloaded and checked: id, name, its bytes in an unnamed temp file (a kill
+/// leaves nothing behind), its index.
+type Copy = (ObjectId, String, std::fs::File, Vec<PackEntry>);
+
+/// Each of `packs` (id, name, size) still there, downloaded and checked: its bytes hash
+/// to its name and its index is valid. A pack gone since the listing was merged by
+/// another `gc --target`: its objects are in the pack that merge published first, and
+/// it is not this merge's to delete, so it is left out.
+fn download_checked(
+    store: &Store,
+    remote: &mut dyn BackendExt,
+    packs: &[(ObjectId, String, u64)],
+    progress: &ProgressBar,
+) -> Result<Vec<Copy>> {
+    let mut copies = Vec::with_capacity(packs.len());
+    let mut rest = packs;
+    while let Some(((id, name, size), after)) = rest.split_first() {
+        if *size > BATCHED_PACK {
+            let mut file = temp_file(store)?;
+            let mut sink = Hashing {
+                file: &mut file,
+                hasher: blake3::Hasher::new(),
+                progress,
+            };
+            match remote.read_sized(&Kind::Pack, name, *size, &mut sink) {
+                Ok(()) => {}
+                Err(e) if e.kind == ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            let got = ObjectId::from_hash(sink.hasher.finalize());
+            copies.push(checked(store, remote, (id, name, *size), file, got)?);
+            rest = after;
+            continue;
+        }
+        let mut batch = 0;
+        let mut bytes = 0;
+        while batch < rest.len() && rest[batch].2 <= BATCHED_PACK && bytes < BATCH_BYTES {
+            bytes += rest[batch].2;
+            batch += 1;
+        }
+        let (now, after) = rest.split_at(batch);
+        let items: Vec<(Kind, String)> = now.iter().map(|p| (Kind::Pack, p.1.clone())).collect();
+        let (read, _) = remote.read_and_list(&items, &[], BATCHED_PACK)?;
+        for ((id, name, size), got) in now.iter().zip(read) {
+            let Some(got) = got else {
+                continue;
+            };
+            progress.inc(got.len() as u64);
+            let mut file = temp_file(store)?;
+            file.write_all(&got).ctx("cannot write", store.root())?;
+            let hash = ObjectId::of(&got);
+            copies.push(checked(store, remote, (id, name, *size), file, hash)?);
+        }
+        rest = after;
+    }
+    Ok(copies.into_iter().flatten().collect())
+}
+
+fn temp_file(store: &Store) -> Result<std::fs::File> {
+    tempfile::tempfile_in(store.root()).ctx("cannot create a temp file in", store.root())
+}
+
+/// A downloaded pack whose bytes hash to `got`, checked against its name and its index
+/// read; `None` when nothing arrived (gone since the listing).
+fn checked(
+    store: &Store,
+    remote: &dyn BackendExt,
+    (id, name, size): (&ObjectId, &String, u64),
+    mut file: std::fs::File,
+    got: ObjectId,
+) -> Result<Option<Copy>> {
+    let len = file
+        .seek(SeekFrom::End(0))
+        .ctx("cannot read", store.root())?;
+    if len == 0 {
+        return Ok(None);
+    }
+    if got != *id || len != size {
+        return Err(refuse(
+            name,
+            &remote.describe(),
+            format!("its {len} bytes hash to {got}"),
+        ));
+    }
+    file.seek(SeekFrom::Start(0))
+        .ctx("cannot read", store.root())?;
+    let entries =
+        read_index(&mut file, size).map_err(|e| refuse(name, &remote.describe(), e.message))?;
+    Ok(Some((*id, name.clone(), file, entries)))
 }
 
 /// A download written to a temp file and hashed on the way.

@@ -294,6 +294,11 @@ pub trait BackendExt: Backend {
     /// stale or were left by a dead process of this host: nothing by default (a backend
     /// that stages its items locally leaves nothing on the server).
     fn sweep_leftovers(&mut self, _listed: &[RemoteEntry]) {}
+
+    /// `delete` of each of `names` (S3: many requests at once), whether each was there.
+    fn delete_many(&mut self, kind: &Kind, names: &[String]) -> Result<Vec<bool>> {
+        names.iter().map(|name| self.delete(kind, name)).collect()
+    }
 }
 
 /// A fresh, unique staging directory name: host, pid and time.

@@ -535,16 +535,21 @@ impl Backend for S3Backend {
         if !matches!(kind, Kind::Pack | Kind::Loose) {
             return refuse_delete(kind, name);
         }
+        self.rt.block_on(self.delete_async(kind, name))
+    }
+}
+
+impl S3Backend {
+    /// `delete` as a future: whether the item was there (a HEAD), then its DELETE.
+    async fn delete_async(&self, kind: &Kind, name: &str) -> Result<bool> {
         let rel = layout::path(kind, name);
         let path = self.path(&rel)?;
-        match self.rt.block_on(self.s3.head(&path)) {
+        match self.s3.head(&path).await {
             Ok(_) => {}
             Err(object_store::Error::NotFound { .. }) => return Ok(false),
             Err(e) => return Err(self.err(e, &rel)),
         }
-        self.rt
-            .block_on(self.s3.delete(&path))
-            .map_err(|e| self.err(e, &rel))?;
+        self.s3.delete(&path).await.map_err(|e| self.err(e, &rel))?;
         Ok(true)
     }
 }
@@ -556,6 +561,18 @@ impl Backend for S3Backend {
 impl BackendExt for S3Backend {
     fn retries_itself(&self) -> bool {
         true
+    }
+
+    fn delete_many(&mut self, kind: &Kind, names: &[String]) -> Result<Vec<bool>> {
+        if !matches!(kind, Kind::Pack | Kind::Loose) {
+            return names.iter().map(|n| refuse_delete(kind, n)).collect();
+        }
+        let this = &*self;
+        this.rt.block_on(
+            futures::stream::iter(names.iter().map(|n| this.delete_async(kind, n)))
+                .buffered(READS_IN_FLIGHT)
+                .try_collect(),
+        )
     }
 
     fn sweep_leftovers(&mut self, listed: &[RemoteEntry]) {

@@ -184,7 +184,10 @@ fn a_pull_of_a_bundle_the_hub_lacks_is_refused_as_incomplete() {
     let before = snapshot_files(&b.store());
     let err = json_err(&b, &["pull"], 4);
     assert!(
-        err["message"].as_str().unwrap_or("").contains("is incomplete"),
+        err["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("is incomplete"),
         "{err}"
     );
     assert_eq!(snapshot_files(&b.store()), before);
