@@ -51,14 +51,7 @@ pub fn compact(
     dry_run: bool,
     progress: &ProgressBar,
 ) -> Result<CompactReport> {
-    let state = remote_store::read_state(remote)?;
-    let Some(config) = &state.config else {
-        return Err(
-            Error::not_found(format!("no baton store at {}", remote.describe()))
-                .with_hint("check the target URL with 'baton target list'"),
-        );
-    };
-    remote_store::check_same_encryption(store, config, remote.describe().as_str())?;
+    let state = remote_store::read_existing_state(store, remote)?;
     let lens: Vec<u64> = state.packs.iter().map(|(_, e)| e.size).collect();
     let chosen = choose(&lens, mode);
     let mut report = CompactReport {
@@ -182,15 +175,7 @@ fn write_merged(
         .finish()
         .map_err(|e| transport("cannot upload pack", e))?;
     let receipt = upload.finish(&[])?;
-    if receipt.size != pack_len {
-        return Err(Error::new(
-            ErrorKind::Transport,
-            format!(
-                "staged pack is {} bytes on the remote, {pack_len} were sent",
-                receipt.size
-            ),
-        ));
-    }
+    super::push_parts::check_staged_len(receipt.size, pack_len)?;
     Ok(Some(Merged {
         id: pack_id,
         len: pack_len,

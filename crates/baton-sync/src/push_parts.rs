@@ -148,15 +148,7 @@ pub(super) fn write_pack(
         .map(|(o, b)| (*o, b.len() as u64))
         .collect();
     let receipt = upload.finish(&ranges)?;
-    if receipt.size != pack_len {
-        return Err(Error::new(
-            ErrorKind::Transport,
-            format!(
-                "staged pack is {} bytes on the remote, {pack_len} were sent",
-                receipt.size
-            ),
-        ));
-    }
+    check_staged_len(receipt.size, pack_len)?;
     for ((_, sent), back) in manifest_bytes.iter().zip(&receipt.readback) {
         if sent != back {
             return Err(Error::new(
@@ -166,6 +158,17 @@ pub(super) fn write_pack(
         }
     }
     Ok((pack_id, pack_len))
+}
+
+/// The staged pack is as long on the remote as what was sent.
+pub(super) fn check_staged_len(staged: u64, pack_len: u64) -> Result<()> {
+    if staged != pack_len {
+        return Err(Error::new(
+            ErrorKind::Transport,
+            format!("staged pack is {staged} bytes on the remote, {pack_len} were sent"),
+        ));
+    }
+    Ok(())
 }
 
 /// Publish, in one batch: the pack (objects and manifests together), then, only if that

@@ -6,6 +6,7 @@ use baton_format::layout;
 use baton_format::layout::Kind;
 use baton_format::names::{RefName, generation_name, parse_generation};
 use baton_format::{LogEntry, ObjectId, StoreConfig};
+use baton_store::Store;
 use baton_store::packs::pack_name_id;
 use baton_transport::RemoteEntry;
 use baton_transport::backend::{BackendExt, Listing};
@@ -86,6 +87,20 @@ pub fn read_state(remote: &mut dyn BackendExt) -> Result<RemoteState> {
             .collect();
         Ok(state)
     })
+}
+
+/// `read_state` of a remote that must hold a store of the same encryption as `store`
+/// (a merge or a repair of it): a missing store is `not_found`.
+pub fn read_existing_state(store: &Store, remote: &mut dyn BackendExt) -> Result<RemoteState> {
+    let state = read_state(remote)?;
+    let Some(config) = &state.config else {
+        return Err(
+            Error::not_found(format!("no baton store at {}", remote.describe()))
+                .with_hint("check the target URL with 'baton target list'"),
+        );
+    };
+    check_same_encryption(store, config, remote.describe().as_str())?;
+    Ok(state)
 }
 
 /// The newest generation of `refs/current` by listing the directory (a ref whose

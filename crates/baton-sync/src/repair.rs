@@ -12,7 +12,6 @@ use serde::Serialize;
 
 use super::pull::remote_pack_index;
 use super::remote_store;
-use super::remote_store::check_same_encryption;
 use baton_error::{Error, IoContext, Result};
 use baton_format::ObjectId;
 use baton_format::layout::Kind;
@@ -51,14 +50,7 @@ pub fn repair(
     remote: &mut dyn BackendExt,
     progress: &ProgressBar,
 ) -> Result<RepairReport> {
-    let state = remote_store::read_state(remote)?;
-    let Some(config) = &state.config else {
-        return Err(
-            Error::not_found(format!("no baton store at {}", remote.describe()))
-                .with_hint("check the target URL with 'baton target list'"),
-        );
-    };
-    check_same_encryption(store, config, remote.describe().as_str())?;
+    let state = remote_store::read_existing_state(store, remote)?;
     let mut damage = store.scan_damage()?;
     let mut report = RepairReport {
         damaged: (damage.damaged.len() + damage.shadowing.len()) as u64,
