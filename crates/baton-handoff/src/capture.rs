@@ -96,7 +96,8 @@ pub fn scan(mut file: MemFile) -> Scanned {
     let mut own = secrets::Scrubber::default();
     file.path = own.text(&file.path);
     if file.stored.is_none() {
-        file.bytes = own.bytes(&file.bytes);
+        let bytes = own.bytes(&file.bytes);
+        file.replace_bytes(bytes);
     }
     Scanned {
         file,
@@ -249,12 +250,9 @@ pub fn assemble(request: HandoffRequest, capture: evidence::Capture) -> Result<A
         .any(|found| *found);
     scanned.extend(transcript);
     for (path, bytes, exec) in attachments {
-        scanned.push(scan(MemFile {
-            path: format!("attachments/{path}"),
-            bytes,
-            exec,
-            stored: None,
-        }));
+        let mut file = MemFile::new(format!("attachments/{path}"), bytes);
+        file.exec = exec;
+        scanned.push(scan(file));
     }
     let mut scrubber = secrets::Scrubber::default();
     let mut files = Vec::with_capacity(scanned.len());

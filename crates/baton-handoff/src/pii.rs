@@ -221,7 +221,7 @@ impl Scrubber {
                 let r = replace(&file.bytes, found);
                 self.note(&file.path, r.counts);
                 if self.mode == PiiMode::Redact {
-                    file.bytes = r.bytes;
+                    file.replace_bytes(r.bytes);
                 }
                 true
             })

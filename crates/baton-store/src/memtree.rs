@@ -21,6 +21,10 @@ pub struct MemFile {
     pub bytes: Vec<u8>,
     pub exec: bool,
     pub stored: Option<(ObjectId, u64)>,
+    /// The BLAKE3 of `bytes`, when the caller hashed them already (a checkpoint's
+    /// session file, hashed for its transcript key): put under it without hashing them
+    /// again. Cleared by [`MemFile::replace_bytes`], the only way bytes change after.
+    digest: Option<ObjectId>,
 }
 
 impl MemFile {
@@ -30,7 +34,23 @@ impl MemFile {
             bytes: bytes.into(),
             exec: false,
             stored: None,
+            digest: None,
         }
+    }
+
+    /// A file of `bytes` whose BLAKE3 the caller computed: `digest`.
+    pub fn hashed(path: impl Into<String>, bytes: Vec<u8>, digest: ObjectId) -> Self {
+        debug_assert_eq!(ObjectId::of(&bytes), digest);
+        MemFile {
+            digest: Some(digest),
+            ..MemFile::new(path, bytes)
+        }
+    }
+
+    /// The file's bytes changed (redacted): no digest of the old ones is kept.
+    pub fn replace_bytes(&mut self, bytes: Vec<u8>) {
+        self.bytes = bytes;
+        self.digest = None;
     }
 
     /// A file whose blob the store already holds (the caller checked it is there).
@@ -40,6 +60,7 @@ impl MemFile {
             bytes: Vec::new(),
             exec: false,
             stored: Some((id, size)),
+            digest: None,
         }
     }
 }
@@ -114,7 +135,9 @@ impl Store {
         // may vary; a pack's bytes are not normative (SPEC 7).
         let put = |file: &MemFile| match file.stored {
             Some(known) => Ok(known),
-            None => batch.put_bytes(&file.bytes).map(|s| (s.id, s.size)),
+            None => batch
+                .put_bytes_hashed(&file.bytes, file.digest)
+                .map(|s| (s.id, s.size)),
         };
         let new_bytes: usize = files
             .iter()

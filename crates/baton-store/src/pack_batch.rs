@@ -137,7 +137,13 @@ impl<'a> PackBatch<'a> {
 
     /// Store a byte string (a small file, a symlink target, a tree).
     pub fn put_bytes(&self, bytes: &[u8]) -> Result<Stored> {
-        let id = ObjectId::of(bytes);
+        self.put_bytes_hashed(bytes, None)
+    }
+
+    /// [`PackBatch::put_bytes`] of bytes whose BLAKE3 the caller may know: `digest`.
+    pub fn put_bytes_hashed(&self, bytes: &[u8], digest: Option<ObjectId>) -> Result<Stored> {
+        debug_assert!(digest.is_none_or(|d| d == ObjectId::of(bytes)));
+        let id = digest.unwrap_or_else(|| ObjectId::of(bytes));
         let size = bytes.len() as u64;
         if let Some(stored) = self.existing(&id, size)? {
             return Ok(stored);

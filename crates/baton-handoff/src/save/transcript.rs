@@ -279,6 +279,8 @@ fn appended(
         return Err(Box::new(session));
     }
     let key = session.key();
+    // The session file's blob id is the digest its key was made from: not hashed again.
+    let raw_id = ObjectId::from_hash(*session.digest());
     let mut jsonl = prefix_jsonl;
     jsonl.extend_from_slice(&tail_jsonl);
     let raw = session.into_bytes();
@@ -290,9 +292,15 @@ fn appended(
     let jsonl_start = jsonl.len() - tail_jsonl.len();
     let pii_starts = [jsonl_start.saturating_sub(1), raw_start];
     let mut files = Vec::new();
-    for (((path, _, _), bytes), pii_from) in entry.files.iter().zip([jsonl, raw]).zip(pii_starts) {
+    let contents = [(jsonl, None), (raw, Some(raw_id))];
+    for (((path, _, _), (bytes, digest)), pii_from) in
+        entry.files.iter().zip(contents).zip(pii_starts)
+    {
         let mut scanned = capture::scan(MemFile::new(path.clone(), Vec::new()));
-        scanned.file.bytes = bytes;
+        scanned.file = match digest {
+            Some(digest) => MemFile::hashed(scanned.file.path, bytes, digest),
+            None => MemFile::new(scanned.file.path, bytes),
+        };
         scanned.pii_from = pii_from;
         files.push(scanned);
     }

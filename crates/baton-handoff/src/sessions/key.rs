@@ -5,24 +5,51 @@ use std::path::Path;
 
 use super::{Harness, claude_code};
 
-/// The start of a transcript key (SPEC 5.1): every part length-prefixed, the file's
-/// `len` bytes to follow.
+/// The start of a transcript key (SPEC 5.1): every part length-prefixed, then the
+/// BLAKE3 of the file's bytes (the blob id of the session file's attachment, so that
+/// the one pass over the bytes gives both) and their length.
 pub(super) fn key_start(
     harness: Harness,
     session: Option<&str>,
     path: &Path,
+    digest: &blake3::Hash,
     len: u64,
 ) -> blake3::Hasher {
     let mut hasher = hash_parts(
-        // The 2 is the version of what the readers make of the same bytes: raised when
-        // that changes, so that no cached transcript of an older reading is taken.
-        b"baton transcript key 2",
+        // The 3 is the version of what the readers make of the same bytes (or of how the
+        // key is made): raised when that changes, so that no cached transcript of an
+        // older reading is taken.
+        b"baton transcript key 3",
         harness,
         session.unwrap_or_default(),
         path,
     );
+    hasher.update(digest.as_bytes());
     hasher.update(&len.to_le_bytes());
     hasher
+}
+
+/// Above this many bytes a session's digest is hashed on every core: a checkpoint of a
+/// 30 MB session hashes it at each hook.
+const PARALLEL_DIGEST_BYTES: usize = 1 << 20;
+
+/// BLAKE3 of `bytes[..len]` and of all of `bytes`, in one pass (the state after `len`
+/// bytes is finished for the first, and goes on for the second).
+pub(super) fn digests(bytes: &[u8], len: usize) -> (blake3::Hash, blake3::Hash) {
+    let (head, tail) = bytes.split_at(len.min(bytes.len()));
+    let mut hasher = blake3::Hasher::new();
+    update(&mut hasher, head);
+    let first = hasher.finalize();
+    update(&mut hasher, tail);
+    (first, hasher.finalize())
+}
+
+fn update(hasher: &mut blake3::Hasher, bytes: &[u8]) {
+    if bytes.len() > PARALLEL_DIGEST_BYTES {
+        hasher.update_rayon(bytes);
+    } else {
+        hasher.update(bytes);
+    }
 }
 
 /// A hasher fed `domain`, the harness name, the session id and the path, each

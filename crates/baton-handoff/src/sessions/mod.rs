@@ -197,6 +197,8 @@ pub struct SessionFile {
     /// The sub-agent threads (Codex) or logs (Gemini CLI) of the session, read: merged
     /// into its events.
     threads: Vec<(PathBuf, Vec<u8>)>,
+    /// The BLAKE3 of `bytes`, once hashed (by [`SessionFile::key_of`] on the way).
+    digest: std::sync::OnceLock<blake3::Hash>,
 }
 
 /// Resolve `--transcript` and read the file (cut at its last complete line).
@@ -325,6 +327,7 @@ impl ResolvedSession {
             stat,
             subagents,
             threads,
+            digest: std::sync::OnceLock::new(),
         })
     }
 
@@ -352,11 +355,13 @@ impl ResolvedSession {
         use std::io::Read;
         let err = |e| Error::io("cannot read transcript", &self.path, e);
         let mut file = open_session(&self.path)?.0.take(len);
-        let mut hasher = key_start(harness, self.session.as_deref(), &self.path, len);
+        let mut hasher = blake3::Hasher::new();
         hasher.update_reader(&mut file).map_err(err)?;
         if file.limit() != 0 {
             return Ok(None); // shorter now
         }
+        let digest = hasher.finalize();
+        let hasher = key_start(harness, self.session.as_deref(), &self.path, &digest, len);
         Ok(Some(key_finish(hasher, self.session.is_some())))
     }
 }
@@ -374,14 +379,28 @@ impl SessionFile {
     /// when it was that long).
     pub fn key_of(&self, len: usize) -> Option<String> {
         let harness = self.harness?;
-        let bytes = self.bytes.get(..len)?;
+        if len > self.bytes.len() {
+            return None;
+        }
         // Which sub-agent logs were left out is not in the key: such a session is
         // normalised every time.
         if self.subagents.left_out > 0 {
             return None;
         }
-        let mut hasher = key_start(harness, self.session.as_deref(), &self.path, len as u64);
-        hasher.update(bytes);
+        let digest = if len == self.bytes.len() {
+            *self.digest()
+        } else {
+            let (first, whole) = key::digests(&self.bytes, len);
+            let _ = self.digest.set(whole);
+            first
+        };
+        let mut hasher = key_start(
+            harness,
+            self.session.as_deref(),
+            &self.path,
+            &digest,
+            len as u64,
+        );
         for sub in &self.subagents.files {
             key::update_part(&mut hasher, sub.name.as_bytes());
             key::update_part(&mut hasher, &sub.bytes);
@@ -406,6 +425,12 @@ impl SessionFile {
     /// The file's metadata just before it was read.
     pub fn stat(&self) -> Option<SessionStat> {
         self.stat
+    }
+
+    /// The BLAKE3 of the file's bytes: the id of their blob.
+    pub fn digest(&self) -> &blake3::Hash {
+        self.digest
+            .get_or_init(|| key::digests(&self.bytes, self.bytes.len()).1)
     }
 
     /// The file's bytes.
