@@ -122,11 +122,15 @@ pub(crate) fn prepare(
         return Ok(cached(entry.clone(), refreshed));
     }
     let session = resolved.read()?;
+    // The entry, if the file grew past it and still starts with the bytes it was made
+    // from: that key first, since its pass over the bytes also gives the digest that
+    // the whole file's key takes.
+    let grown_from = entry.filter(|e| first_part_key(e, &session).is_some_and(|k| k == e.key));
     let key = session.key();
     if let Some(hit) = key.as_deref().and_then(|k| cache.by_key(k)) {
         return Ok(cached(hit, None));
     }
-    let session = match appended(store, entry, session) {
+    let session = match appended(store, grown_from, session) {
         Ok(prepared) => return Ok(prepared),
         Err(session) => *session,
     };
@@ -333,8 +337,18 @@ struct Parts {
     tail_skipped: Skipped,
 }
 
+/// The key of the session file's first bytes, as many as when `entry` was made, if it
+/// has grown since.
+fn first_part_key(entry: &transcript_cache::Transcript, session: &SessionFile) -> Option<String> {
+    let len = usize::try_from(entry.grown.as_ref()?.len).ok()?;
+    if len >= session.bytes().len() {
+        return None;
+    }
+    session.key_of(len)
+}
+
 /// For [`appended`]: the cache entry of this session file at an earlier length whose key
-/// is that of the file's first bytes, its `transcript.jsonl` (read from the store,
+/// is that of the file's first bytes (the caller checked, [`first_part_key`]), its `transcript.jsonl` (read from the store,
 /// verified), the events of the appended lines as transcript lines, and the [`Grown`]
 /// of the whole file.
 ///
@@ -347,9 +361,6 @@ fn appended_parts(
     let ident = session.ident()?;
     let grown = entry.grown.clone()?;
     let len = usize::try_from(grown.len).ok()?;
-    if len >= session.bytes().len() || session.key_of(len)? != entry.key {
-        return None;
-    }
     // The bundle's files in the order a whole normalisation gives them.
     let [(jsonl_path, jsonl_id, jsonl_size), (raw_path, _, _)] = &entry.files[..] else {
         return None;

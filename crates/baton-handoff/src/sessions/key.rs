@@ -44,6 +44,13 @@ pub(super) fn digests(bytes: &[u8], len: usize) -> (blake3::Hash, blake3::Hash) 
     (first, hasher.finalize())
 }
 
+/// BLAKE3 of `bytes`.
+pub(super) fn digest(bytes: &[u8]) -> blake3::Hash {
+    let mut hasher = blake3::Hasher::new();
+    update(&mut hasher, bytes);
+    hasher.finalize()
+}
+
 fn update(hasher: &mut blake3::Hasher, bytes: &[u8]) {
     if bytes.len() > PARALLEL_DIGEST_BYTES {
         hasher.update_rayon(bytes);

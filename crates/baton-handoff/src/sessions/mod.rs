@@ -429,8 +429,7 @@ impl SessionFile {
 
     /// The BLAKE3 of the file's bytes: the id of their blob.
     pub fn digest(&self) -> &blake3::Hash {
-        self.digest
-            .get_or_init(|| key::digests(&self.bytes, self.bytes.len()).1)
+        self.digest.get_or_init(|| key::digest(&self.bytes))
     }
 
     /// The file's bytes.
